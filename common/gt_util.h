@@ -1,0 +1,52 @@
+/* gt_util.h: small helpers shared by every binary: logging, clocks, growable
+ * strings, whole-file reads and process spawning without a shell. */
+#ifndef GT_UTIL_H
+#define GT_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- logging: one structured line per event on stderr ---- */
+typedef enum { GT_LOG_DEBUG = 0, GT_LOG_INFO, GT_LOG_WARN, GT_LOG_ERR } gt_loglevel;
+void gt_log_set_level(gt_loglevel l);
+void gt_log_set_name(const char *prog);
+void gt_logf(gt_loglevel l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define gt_debug(...) gt_logf(GT_LOG_DEBUG, __VA_ARGS__)
+#define gt_info(...) gt_logf(GT_LOG_INFO, __VA_ARGS__)
+#define gt_warn(...) gt_logf(GT_LOG_WARN, __VA_ARGS__)
+#define gt_err(...) gt_logf(GT_LOG_ERR, __VA_ARGS__)
+
+/* ---- clocks ---- */
+double gt_mono_ms(void);        /* CLOCK_MONOTONIC in ms */
+int64_t gt_wall_ms(void);       /* Unix time in ms */
+
+/* ---- growable string ---- */
+typedef struct gt_str {
+    char *s;
+    size_t len, cap;
+    int oom;                    /* set once an append failed; s stays valid */
+} gt_str;
+void gt_str_init(gt_str *b);
+void gt_str_free(gt_str *b);
+int gt_str_append(gt_str *b, const char *data, size_t n);
+int gt_str_printf(gt_str *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Reads a whole file; returns malloc'd NUL-terminated data (caller frees) and
+ * its length, or NULL with errno set. max: refuse larger files (0: no limit). */
+char *gt_read_file(const char *path, size_t *len, size_t max);
+/* Writes data to path atomically (temp file + rename). 0 or -1. */
+int gt_write_file(const char *path, const void *data, size_t len);
+/* mkdir -p. 0 or -1. */
+int gt_mkdirs(const char *path, int mode);
+
+/* Runs argv[0] with argv (no shell), waits, collects up to outcap-1 bytes of
+ * combined stdout/stderr into out. Returns the exit status (0..255), 128+sig
+ * when killed by a signal, or -1 when it could not start. timeout_ms > 0 kills
+ * the child when it runs longer. */
+int gt_run_argv(char *const argv[], char *out, size_t outcap, int timeout_ms);
+
+/* Parses a decimal int64 strictly (whole string, range checked). 0 or -1. */
+int gt_parse_i64(const char *s, int64_t *out);
+
+#endif

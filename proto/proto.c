@@ -1,0 +1,201 @@
+/* proto.c: encoding and decoding of coordinator <-> worker messages. */
+#include "gt_proto.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+cJSON *gt_proto_new(const char *type)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j)
+        return NULL;
+    if (!cJSON_AddNumberToObject(j, "v", GT_PROTO_VERSION) ||
+        !cJSON_AddStringToObject(j, "type", type)) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+cJSON *gt_proto_error(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cJSON *j = gt_proto_new(GT_MSG_ERROR);
+    if (j && !cJSON_AddStringToObject(j, "error", msg)) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+int gt_proto_send(nng_socket s, const cJSON *msg)
+{
+    char *txt = cJSON_PrintUnformatted(msg);
+    if (!txt)
+        return NNG_ENOMEM;
+    int rv = nng_send(s, txt, strlen(txt), 0);
+    cJSON_free(txt);
+    return rv;
+}
+
+int gt_proto_send_ctx(nng_ctx c, nng_aio *aio, const cJSON *msg)
+{
+    char *txt = cJSON_PrintUnformatted(msg);
+    if (!txt)
+        return NNG_ENOMEM;
+    nng_msg *m = NULL;
+    int rv = nng_msg_alloc(&m, 0);
+    if (rv == 0)
+        rv = nng_msg_append(m, txt, strlen(txt));
+    cJSON_free(txt);
+    if (rv != 0) {
+        if (m)
+            nng_msg_free(m);
+        return rv;
+    }
+    nng_aio_set_msg(aio, m);
+    nng_ctx_send(c, aio);
+    return 0;
+}
+
+cJSON *gt_proto_decode(const void *buf, size_t len, const char **type, char *err, size_t errlen)
+{
+    if (len > GT_PROTO_MAX_MSG) {
+        snprintf(err, errlen, "message of %zu bytes exceeds the %u byte limit", len, GT_PROTO_MAX_MSG);
+        return NULL;
+    }
+    cJSON *j = cJSON_ParseWithLength(buf, len);
+    if (!j || !cJSON_IsObject(j)) {
+        snprintf(err, errlen, "message is not a JSON object");
+        cJSON_Delete(j);
+        return NULL;
+    }
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "v");
+    if (!cJSON_IsNumber(v) || v->valueint != GT_PROTO_VERSION) {
+        snprintf(err, errlen, "protocol version %d expected, got %s", GT_PROTO_VERSION,
+                 cJSON_IsNumber(v) ? "another" : "none");
+        cJSON_Delete(j);
+        return NULL;
+    }
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "type");
+    if (!cJSON_IsString(t)) {
+        snprintf(err, errlen, "message has no type");
+        cJSON_Delete(j);
+        return NULL;
+    }
+    *type = t->valuestring;
+    return j;
+}
+
+cJSON *gt_proto_recv(nng_socket s, const char **type, int *rv, char *err, size_t errlen)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    *rv = nng_recv(s, &buf, &len, NNG_FLAG_ALLOC);
+    if (*rv != 0) {
+        snprintf(err, errlen, "receive: %s", nng_strerror(*rv));
+        return NULL;
+    }
+    cJSON *j = gt_proto_decode(buf, len, type, err, errlen);
+    nng_free(buf, len);
+    return j;
+}
+
+cJSON *gt_proto_result_to_json(const gt_result *r)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j)
+        return NULL;
+    cJSON *cfg = r->config ? cJSON_Duplicate(r->config, 1) : cJSON_CreateObject();
+    if (!cfg) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    cJSON_AddItemToObject(j, "config", cfg);
+    /* JSON has no NaN: a non-finite error is sent as null and means "invalid". */
+    int ok = cJSON_AddBoolToObject(j, "baseline", r->is_baseline) &&
+             cJSON_AddBoolToObject(j, "valid", r->valid) &&
+             cJSON_AddNumberToObject(j, "time_us", r->time_us) &&
+             cJSON_AddNumberToObject(j, "spread", r->spread) &&
+             cJSON_AddNumberToObject(j, "tflops", r->tflops) &&
+             (isfinite(r->rel_err) ? cJSON_AddNumberToObject(j, "rel_err", r->rel_err) != NULL
+                                   : cJSON_AddNullToObject(j, "rel_err") != NULL) &&
+             cJSON_AddStringToObject(j, "reason", r->reason);
+    if (!ok) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+int gt_proto_result_from_json(const cJSON *j, gt_result *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    if (!cJSON_IsObject(j)) {
+        snprintf(err, errlen, "result: not an object");
+        return -1;
+    }
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(j, "config");
+    if (!cJSON_IsObject(cfg)) {
+        snprintf(err, errlen, "result.config: missing or not an object");
+        return -1;
+    }
+    r->config = (cJSON *)cfg;
+    r->is_baseline = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "baseline"));
+    r->valid = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "valid"));
+    if (gt_proto_get_num(j, "time_us", &r->time_us, err, errlen))
+        return -1;
+    const cJSON *v;
+    r->spread = (v = cJSON_GetObjectItemCaseSensitive(j, "spread")) && cJSON_IsNumber(v) ? v->valuedouble : 0;
+    r->tflops = (v = cJSON_GetObjectItemCaseSensitive(j, "tflops")) && cJSON_IsNumber(v) ? v->valuedouble : 0;
+    v = cJSON_GetObjectItemCaseSensitive(j, "rel_err");
+    r->rel_err = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    v = cJSON_GetObjectItemCaseSensitive(j, "reason");
+    snprintf(r->reason, sizeof r->reason, "%s", cJSON_IsString(v) ? v->valuestring : "");
+    /* A result is only valid with a finite time and error: never trust the flag alone. */
+    if (r->valid && (!isfinite(r->time_us) || r->time_us <= 0 || !isfinite(r->rel_err))) {
+        r->valid = 0;
+        if (!r->reason[0])
+            snprintf(r->reason, sizeof r->reason, "invalid measurement");
+    }
+    return 0;
+}
+
+int gt_proto_get_int(const cJSON *j, const char *name, long long *out, char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || fabs(v->valuedouble) > 9e15) {
+        snprintf(err, errlen, "field %s: missing or not an integer", name);
+        return -1;
+    }
+    *out = (long long)v->valuedouble;
+    return 0;
+}
+
+int gt_proto_get_num(const cJSON *j, const char *name, double *out, char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+    if (!cJSON_IsNumber(v)) {
+        snprintf(err, errlen, "field %s: missing or not a number", name);
+        return -1;
+    }
+    *out = v->valuedouble;
+    return 0;
+}
+
+const char *gt_proto_get_str(const cJSON *j, const char *name, char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+    if (!cJSON_IsString(v)) {
+        snprintf(err, errlen, "field %s: missing or not a string", name);
+        return NULL;
+    }
+    return v->valuestring;
+}

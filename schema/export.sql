@@ -1,0 +1,64 @@
+-- export.sql: the format of an exported result database (format_version 1).
+-- A standalone SQLite file: one row per distinct GEMM (problems, keyed by the
+-- canonical key), every measured candidate (results) and the best valid
+-- configuration per problem, backend and device model (best). Written by
+-- `gemmtune export` / GET /v1/runs/{id}/export, combined by `gemmtune merge`.
+-- Documented in schema/EXPORT.md.
+
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE problems (
+    id           INTEGER PRIMARY KEY,
+    key          TEXT    NOT NULL UNIQUE,
+    label        TEXT    NOT NULL,
+    m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, batch INTEGER NOT NULL,
+    trans_a TEXT NOT NULL, trans_b TEXT NOT NULL,
+    lda INTEGER NOT NULL, ldb INTEGER NOT NULL, ldc INTEGER NOT NULL, ldd INTEGER NOT NULL,
+    stride_a INTEGER NOT NULL, stride_b INTEGER NOT NULL, stride_c INTEGER NOT NULL, stride_d INTEGER NOT NULL,
+    a_type TEXT NOT NULL, b_type TEXT NOT NULL, c_type TEXT NOT NULL, d_type TEXT NOT NULL,
+    compute_type TEXT NOT NULL, scale_type TEXT NOT NULL,
+    alpha REAL NOT NULL, beta REAL NOT NULL,
+    bias INTEGER NOT NULL, bias_type TEXT NOT NULL, activation TEXT NOT NULL,
+    call_count   INTEGER NOT NULL,
+    flops        REAL    NOT NULL,
+    weight       REAL    NOT NULL,
+    spec         TEXT    NOT NULL
+);
+
+CREATE TABLE results (
+    id           INTEGER PRIMARY KEY,
+    problem_id   INTEGER NOT NULL REFERENCES problems(id),
+    backend      TEXT    NOT NULL,
+    device_model TEXT    NOT NULL,
+    phase        TEXT    NOT NULL,
+    config       TEXT    NOT NULL,
+    config_hash  TEXT    NOT NULL,
+    is_baseline  INTEGER NOT NULL,
+    time_us      REAL,
+    spread       REAL,
+    tflops       REAL,
+    rel_err      REAL,
+    valid        INTEGER NOT NULL,
+    reason       TEXT,
+    source       TEXT    NOT NULL,             -- "<coordinator host>/run/<id>"
+    created_ms   INTEGER NOT NULL,
+    UNIQUE (problem_id, backend, device_model, config_hash, phase, source)
+);
+
+CREATE TABLE best (
+    problem_id   INTEGER NOT NULL REFERENCES problems(id),
+    backend      TEXT    NOT NULL,
+    device_model TEXT    NOT NULL,
+    config       TEXT    NOT NULL,
+    config_hash  TEXT    NOT NULL,
+    time_us      REAL    NOT NULL,
+    baseline_us  REAL,                         -- the default, timed next to the winner
+    uplift       REAL,                         -- baseline_us / time_us
+    tflops       REAL,
+    rel_err      REAL,
+    source       TEXT    NOT NULL,
+    PRIMARY KEY (problem_id, backend, device_model)
+);

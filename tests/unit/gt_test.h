@@ -1,0 +1,44 @@
+/* gt_test.h: a minimal test harness. Each CHECK counts; a failed CHECK prints
+ * file:line and the expression and the test exits non-zero at the end. */
+#ifndef GT_TEST_H
+#define GT_TEST_H
+
+#include <stdio.h>
+
+extern int gt_test_failures;
+extern int gt_test_checks;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        gt_test_checks++;                                                                          \
+        if (!(cond)) {                                                                             \
+            gt_test_failures++;                                                                    \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);              \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                                       \
+    do {                                                                                           \
+        gt_test_checks++;                                                                          \
+        if (!(cond)) {                                                                             \
+            gt_test_failures++;                                                                    \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);              \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
+    } while (0)
+
+/* Runs one named test function and reports it. */
+#define RUN(fn)                                                                                    \
+    do {                                                                                           \
+        int before_ = gt_test_failures;                                                            \
+        fn();                                                                                      \
+        fprintf(stderr, "%s %s\n", gt_test_failures == before_ ? "ok  " : "FAIL", #fn);            \
+    } while (0)
+
+/* Prints the summary; returns the process exit code. Fails when nothing was checked. */
+int gt_test_done(void);
+/* Path of a file in tests/data (GT_TEST_DATA), in a static buffer. */
+const char *gt_test_data(const char *name);
+
+#endif

@@ -1,0 +1,88 @@
+/* gt_backend.h: the one small interface every worker backend implements
+ * (module prefix gt_bk_). The job runner (worker/job.c) drives it:
+ *
+ *   open(device) -> describe -> for each job:
+ *       prepare(problem)                       inputs, reference, buffers
+ *       for each candidate: build(config)      compile / load / algo check
+ *                           validate           fresh inputs, poisoned output, rel. error
+ *                           time               warm-up, rotating inputs, median of repeats
+ *                           release
+ *       unprepare
+ *   close
+ *
+ * Backends never print; they return -1 with a one-line reason in err. */
+#ifndef GT_BACKEND_H
+#define GT_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gt_problem.h"
+
+struct cJSON;
+
+typedef struct gt_bk_device {
+    char backend[16];        /* "cpu", "cuda", "hip" */
+    int index;               /* device index on the node */
+    char model[128];         /* e.g. "NVIDIA H100 80GB HBM3", CPU model name */
+    char arch[64];           /* "sm_90", "gfx90a", "x86_64" */
+    int64_t mem_bytes;
+    int units;               /* SMs / CUs / cores */
+    char driver[64];         /* driver / library versions, free text */
+} gt_bk_device;
+
+typedef struct gt_timing_opts {
+    double min_time_ms;      /* each repeat runs at least this long */
+    int warmup;              /* untimed calls first */
+    int repeats;             /* timed repeats, median reported */
+    int64_t rotating_bytes;  /* total size of rotating input sets, 0 = backend default */
+} gt_timing_opts;
+
+typedef struct gt_timing {
+    double median_us;        /* per call */
+    double min_us, max_us;
+    double spread;           /* (p75 - p25) / median */
+    int iters;               /* calls per repeat */
+    int repeats;
+} gt_timing;
+
+typedef struct gt_bk_ctx gt_bk_ctx;          /* per device */
+typedef struct gt_bk_prob gt_bk_prob;        /* per prepared problem */
+typedef struct gt_bk_cand gt_bk_cand;        /* per built candidate */
+
+typedef struct gt_backend {
+    const char *name;
+    /* Opens device `index`; fills dev. */
+    int (*open)(int index, gt_bk_ctx **ctx, gt_bk_device *dev, char *err, size_t errlen);
+    void (*close)(gt_bk_ctx *ctx);
+    /* Optional (NULL when the coordinator builds the space): enumerates the
+     * candidates for p on this device. *cands: new JSON array, *baseline: new
+     * JSON object, both owned by the caller. */
+    int (*enumerate)(gt_bk_ctx *ctx, const gt_problem *p, struct cJSON **cands,
+                     struct cJSON **baseline, char *err, size_t errlen);
+    /* Returns -1 (with reason) when the backend cannot run p at all. */
+    int (*prepare)(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **pp, char *err, size_t errlen);
+    void (*unprepare)(gt_bk_prob *pp);
+    /* Compiles/loads one config. -1 with reason: the candidate fails. */
+    int (*build)(gt_bk_prob *pp, const struct cJSON *cfg, gt_bk_cand **c, char *err, size_t errlen);
+    void (*release)(gt_bk_cand *c);
+    /* Runs c on fresh random inputs with a poisoned output and compares to a
+     * higher-precision reference. *rel_err = ||out-ref||/||ref|| (NaN/inf
+     * propagate); returns 0 when it ran (pass/fail is decided by the caller
+     * against gt_bk_tolerance), -1 when it could not run. */
+    int (*validate)(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen);
+    int (*time)(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timing *t,
+                char *err, size_t errlen);
+} gt_backend;
+
+/* Relative-error tolerance for a problem's types (input and compute). */
+double gt_bk_tolerance(const gt_problem *p);
+/* Registered backends; NULL when the name is unknown or not built in. */
+const gt_backend *gt_bk_find(const char *name);
+
+extern const gt_backend gt_bk_cpu;
+#ifdef GT_WITH_CUDA
+extern const gt_backend gt_bk_cuda;
+#endif
+
+#endif

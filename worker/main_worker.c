@@ -1,0 +1,2 @@
+/* placeholder: replaced by the real main */
+int main(void) { return 0; }
