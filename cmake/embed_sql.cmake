@@ -4,7 +4,7 @@
 # format of exported result databases.
 file(GLOB files ${DIR}/*.sql)
 list(SORT files)
-set(body "/* generated from schema/*.sql by cmake/embed_sql.cmake: do not edit */\n#include <stddef.h>\n")
+set(body "/* generated from the schema folder by cmake/embed_sql.cmake: do not edit */\n#include <stddef.h>\n")
 set(names "")
 set(count 0)
 foreach(f ${files})
