@@ -129,3 +129,32 @@ CREATE TABLE baselines (
     UNIQUE (job_id)
 );
 CREATE INDEX baselines_by_problem ON baselines(problem_id);
+
+-- The best valid result per problem, backend and device model, with the
+-- baseline it is compared against. A problem whose final phase ran is judged
+-- by the final phase alone (winner and baseline re-timed side by side in one
+-- job); before that, by the best screen result against the mean of the
+-- baselines timed in its screen jobs.
+CREATE VIEW problem_best AS
+WITH ranked AS (
+    SELECT r.*, ROW_NUMBER() OVER (
+               PARTITION BY r.problem_id, r.backend, r.device_model
+               ORDER BY (r.phase = 'final') DESC, r.time_us ASC, r.id ASC) AS rn
+    FROM results r
+    WHERE r.valid = 1 AND r.time_us IS NOT NULL
+)
+SELECT ranked.run_id, ranked.problem_id, ranked.backend, ranked.device_model, ranked.phase,
+       ranked.config, ranked.config_hash, ranked.is_baseline, ranked.time_us, ranked.spread,
+       ranked.tflops, ranked.rel_err, ranked.worker_id,
+       CASE WHEN ranked.phase = 'final' THEN
+           (SELECT b.time_us FROM results b
+             WHERE b.problem_id = ranked.problem_id AND b.backend = ranked.backend
+               AND b.device_model = ranked.device_model AND b.phase = 'final'
+               AND b.is_baseline = 1 AND b.valid = 1)
+       ELSE
+           (SELECT AVG(bl.time_us) FROM baselines bl
+             WHERE bl.problem_id = ranked.problem_id AND bl.backend = ranked.backend
+               AND bl.device_model = ranked.device_model)
+       END AS baseline_us
+FROM ranked
+WHERE ranked.rn = 1;
