@@ -41,7 +41,7 @@ CREATE TABLE problems (
     bytes        REAL    NOT NULL,             -- per call
     weight       REAL    NOT NULL,             -- share of the run's flops*calls
     spec         TEXT    NOT NULL,             -- problem JSON, what workers receive
-    state        TEXT    NOT NULL CHECK (state IN ('screening', 'final', 'done', 'failed', 'cancelled')),
+    state        TEXT    NOT NULL CHECK (state IN ('enumerating', 'screening', 'final', 'done', 'failed', 'cancelled')),
     error        TEXT,
     UNIQUE (run_id, key)
 );
@@ -69,10 +69,10 @@ CREATE TABLE jobs (
     run_id            INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     problem_id        INTEGER NOT NULL REFERENCES problems(id) ON DELETE CASCADE,
     backend           TEXT    NOT NULL,
-    kind              TEXT    NOT NULL CHECK (kind IN ('screen', 'final')),
-    candidates        TEXT    NOT NULL,        -- JSON array of config objects
+    kind              TEXT    NOT NULL CHECK (kind IN ('enumerate', 'screen', 'final')),
+    candidates        TEXT    NOT NULL,        -- JSON array of config objects ([] for enumerate)
     ncandidates       INTEGER NOT NULL,
-    baseline          TEXT    NOT NULL,        -- JSON config of the untuned default
+    baseline          TEXT,                    -- JSON config of the untuned default (NULL until enumerated)
     state             TEXT    NOT NULL CHECK (state IN ('queued', 'leased', 'done', 'failed', 'cancelled')),
     lease_owner       INTEGER REFERENCES workers(id),
     lease_deadline_ms INTEGER,
