@@ -1,0 +1,313 @@
+/* dispatch.c: answers workers over nng req/rep. One thread owns the socket
+ * and handles requests in arrival order; every request is one store
+ * transaction, so the order of state changes is the order of arrival and a
+ * crash between two requests loses nothing that was acknowledged. */
+#include "gt_dispatch.h"
+
+#include <cjson/cJSON.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gt_proto.h"
+#include "gt_util.h"
+
+struct gt_dispatch {
+    gt_store *store;
+    gt_dispatch_opts o;
+    char url[256];
+    char token[256];
+    nng_socket sock;
+    pthread_t thread;
+    atomic_int stop;
+    atomic_uint_least64_t requests;
+};
+
+uint64_t gt_dispatch_requests(const gt_dispatch *d) { return atomic_load(&d->requests); }
+
+static void copy_str(char *dst, size_t n, const cJSON *j, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+    snprintf(dst, n, "%s", cJSON_IsString(v) ? v->valuestring : "");
+}
+
+static long long get_ll(const cJSON *j, const char *name, long long dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+    return cJSON_IsNumber(v) ? (long long)v->valuedouble : dflt;
+}
+
+/* Compares in time independent of where the first difference is, so the
+ * token cannot be guessed byte by byte from response times. */
+static int token_ok(const char *want, const char *got)
+{
+    size_t a = strlen(want), b = strlen(got);
+    unsigned char diff = (unsigned char)(a != b);
+    for (size_t i = 0; i < a; i++)
+        diff |= (unsigned char)(want[i] ^ (i < b ? got[i] : 0));
+    return diff == 0;
+}
+
+static cJSON *unknown_worker(long long id)
+{
+    cJSON *r = gt_proto_error("unknown worker %lld: register again", id);
+    if (r)
+        cJSON_AddBoolToObject(r, "reregister", 1);
+    return r;
+}
+
+static cJSON *on_register(gt_dispatch *d, const cJSON *m)
+{
+    char err[256];
+    if (d->token[0]) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(m, "token");
+        if (!cJSON_IsString(t) || !token_ok(d->token, t->valuestring)) {
+            gt_warn("dispatch: refused a worker registration with a missing or wrong token");
+            return gt_proto_error("unauthorized: wrong or missing worker token");
+        }
+    }
+    gt_worker_info w;
+    memset(&w, 0, sizeof w);
+    copy_str(w.host, sizeof w.host, m, "host");
+    copy_str(w.backend, sizeof w.backend, m, "backend");
+    copy_str(w.device_model, sizeof w.device_model, m, "device_model");
+    copy_str(w.arch, sizeof w.arch, m, "arch");
+    copy_str(w.driver, sizeof w.driver, m, "driver");
+    copy_str(w.version, sizeof w.version, m, "version");
+    w.pid = (int)get_ll(m, "pid", 0);
+    w.device_index = (int)get_ll(m, "device_index", 0);
+    w.mem_bytes = get_ll(m, "mem_bytes", 0);
+    w.units = (int)get_ll(m, "units", 0);
+    if (!w.host[0] || !w.backend[0] || !w.device_model[0])
+        return gt_proto_error("register: host, backend and device_model are required");
+    int64_t id;
+    if (gt_store_register_worker(d->store, &w, gt_wall_ms(), &id, err, sizeof err))
+        return gt_proto_error("register: %s", err);
+    gt_info("worker %lld registered: %s pid %d %s[%d] %s", (long long)id, w.host, w.pid, w.backend,
+            w.device_index, w.device_model);
+    cJSON *r = gt_proto_new(GT_MSG_REGISTERED);
+    if (r && (!cJSON_AddNumberToObject(r, "worker_id", (double)id) ||
+              !cJSON_AddNumberToObject(r, "heartbeat_ms", (double)d->o.heartbeat_ms) ||
+              !cJSON_AddNumberToObject(r, "lease_ms", (double)d->o.lease_ms))) {
+        cJSON_Delete(r);
+        return NULL;
+    }
+    return r;
+}
+
+static cJSON *on_heartbeat(gt_dispatch *d, const cJSON *m, long long wid)
+{
+    char err[256];
+    int rc = gt_store_heartbeat(d->store, wid, gt_wall_ms(), d->o.lease_ms, err, sizeof err);
+    if (rc < 0)
+        return gt_proto_error("heartbeat: %s", err);
+    if (rc == 1)
+        return unknown_worker(wid);
+    (void)m;
+    return gt_proto_new(GT_MSG_ACK);
+}
+
+/* Adds a JSON text column as parsed JSON (null when absent). */
+static int add_parsed(cJSON *o, const char *name, const char *txt)
+{
+    cJSON *v = txt ? cJSON_Parse(txt) : cJSON_CreateNull();
+    if (!v)
+        return 0;
+    cJSON_AddItemToObject(o, name, v);
+    return 1;
+}
+
+static cJSON *on_lease(gt_dispatch *d, long long wid)
+{
+    char err[256];
+    gt_job job;
+    int rc = gt_store_lease(d->store, wid, gt_wall_ms(), d->o.lease_ms, &job, err, sizeof err);
+    if (rc < 0) {
+        if (strstr(err, "unknown worker"))
+            return unknown_worker(wid);
+        return gt_proto_error("lease: %s", err);
+    }
+    if (rc == 0) {
+        cJSON *r = gt_proto_new(GT_MSG_NONE);
+        if (r && !cJSON_AddNumberToObject(r, "retry_ms", 500)) {
+            cJSON_Delete(r);
+            return NULL;
+        }
+        return r;
+    }
+    cJSON *r = gt_proto_new(GT_MSG_JOB), *j = cJSON_CreateObject();
+    int ok = r && j && cJSON_AddNumberToObject(j, "id", (double)job.id) &&
+             cJSON_AddNumberToObject(j, "run_id", (double)job.run_id) &&
+             cJSON_AddNumberToObject(j, "problem_id", (double)job.problem_id) &&
+             cJSON_AddStringToObject(j, "kind", job.kind) &&
+             cJSON_AddStringToObject(j, "backend", job.backend) &&
+             cJSON_AddNumberToObject(j, "attempt", job.attempts) &&
+             add_parsed(j, "problem", job.problem) && add_parsed(j, "candidates", job.candidates) &&
+             add_parsed(j, "baseline", job.baseline) && add_parsed(j, "timing", job.timing);
+    if (ok) {
+        cJSON_AddItemToObject(r, "job", j);
+        j = NULL;
+        gt_debug("job %lld (%s, run %lld) leased to worker %lld", (long long)job.id, job.kind,
+                 (long long)job.run_id, wid);
+    }
+    cJSON_Delete(j);
+    gt_job_free(&job);
+    if (!ok) {
+        cJSON_Delete(r);
+        return NULL;
+    }
+    return r;
+}
+
+static cJSON *on_results(gt_dispatch *d, const cJSON *m, long long wid)
+{
+    char err[256];
+    int cancelled = 0;
+    size_t accepted = 0;
+    if (gt_store_report(d->store, wid, m, gt_wall_ms(), d->o.lease_ms, &cancelled, &accepted, err,
+                        sizeof err)) {
+        if (strstr(err, "unknown worker"))
+            return unknown_worker(wid);
+        gt_warn("results from worker %lld refused: %s", wid, err);
+        return gt_proto_error("results: %s", err);
+    }
+    cJSON *r = gt_proto_new(GT_MSG_ACK);
+    if (r && (!cJSON_AddNumberToObject(r, "accepted", (double)accepted) ||
+              !cJSON_AddBoolToObject(r, "cancelled", cancelled))) {
+        cJSON_Delete(r);
+        return NULL;
+    }
+    return r;
+}
+
+static cJSON *on_bye(gt_dispatch *d, long long wid)
+{
+    char err[256];
+    if (gt_store_worker_bye(d->store, wid, gt_wall_ms(), err, sizeof err))
+        return gt_proto_error("bye: %s", err);
+    gt_info("worker %lld left", wid);
+    return gt_proto_new(GT_MSG_ACK);
+}
+
+static cJSON *handle(gt_dispatch *d, const void *buf, size_t len)
+{
+    char err[256];
+    const char *type = NULL;
+    cJSON *m = gt_proto_decode(buf, len, &type, err, sizeof err);
+    if (!m)
+        return gt_proto_error("bad message: %s", err);
+    cJSON *reply = NULL;
+    if (!strcmp(type, GT_MSG_REGISTER)) {
+        reply = on_register(d, m);
+    } else {
+        long long wid;
+        if (gt_proto_get_int(m, "worker_id", &wid, err, sizeof err))
+            reply = gt_proto_error("%s: %s", type, err);
+        else if (!strcmp(type, GT_MSG_HEARTBEAT))
+            reply = on_heartbeat(d, m, wid);
+        else if (!strcmp(type, GT_MSG_LEASE))
+            reply = on_lease(d, wid);
+        else if (!strcmp(type, GT_MSG_RESULTS))
+            reply = on_results(d, m, wid);
+        else if (!strcmp(type, GT_MSG_BYE))
+            reply = on_bye(d, wid);
+        else
+            reply = gt_proto_error("unknown message type %s", type);
+    }
+    cJSON_Delete(m);
+    return reply ? reply : gt_proto_error("out of memory");
+}
+
+static void *loop(void *arg)
+{
+    gt_dispatch *d = arg;
+    double last_sweep = 0;
+    char err[256];
+    while (!atomic_load(&d->stop)) {
+        double now = gt_mono_ms();
+        /* Sweep at a quarter of the lease time (at most every second), so an
+         * expired lease waits at most that long to be requeued. */
+        double every = (double)d->o.lease_ms / 4 < 1000 ? (double)d->o.lease_ms / 4 : 1000;
+        if (now - last_sweep >= every) {
+            last_sweep = now;
+            if (gt_store_expire(d->store, gt_wall_ms(), d->o.max_attempts,
+                                d->o.lease_ms > 10000 ? d->o.lease_ms : 10000, err, sizeof err) < 0)
+                gt_err("lease sweep: %s", err);
+        }
+        char *buf = NULL;
+        size_t len = 0;
+        int rv = nng_recv(d->sock, &buf, &len, NNG_FLAG_ALLOC);
+        if (rv == NNG_ETIMEDOUT)
+            continue;
+        if (rv == NNG_ECLOSED)
+            break;
+        if (rv != 0) {
+            gt_warn("dispatch receive: %s", nng_strerror(rv));
+            continue;
+        }
+        cJSON *reply = handle(d, buf, len);
+        nng_free(buf, len);
+        atomic_fetch_add(&d->requests, 1);
+        if (reply) {
+            rv = gt_proto_send(d->sock, reply);
+            if (rv != 0)
+                gt_warn("dispatch send: %s", nng_strerror(rv));
+            cJSON_Delete(reply);
+        }
+    }
+    return NULL;
+}
+
+gt_dispatch *gt_dispatch_start(gt_store *s, const gt_dispatch_opts *o, char *err, size_t errlen)
+{
+    gt_dispatch *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    d->store = s;
+    d->o = *o;
+    snprintf(d->url, sizeof d->url, "%s", o->url);
+    snprintf(d->token, sizeof d->token, "%s", o->token ? o->token : "");
+    d->o.url = d->url;
+    d->o.token = d->token;
+    int rv = nng_rep0_open(&d->sock);
+    if (rv != 0) {
+        snprintf(err, errlen, "nng rep socket: %s", nng_strerror(rv));
+        free(d);
+        return NULL;
+    }
+    if ((rv = nng_setopt_ms(d->sock, NNG_OPT_RECVTIMEO, 200)) != 0 ||
+        (rv = nng_setopt_size(d->sock, NNG_OPT_RECVMAXSZ, GT_PROTO_MAX_MSG)) != 0) {
+        snprintf(err, errlen, "nng options: %s", nng_strerror(rv));
+        goto fail;
+    }
+    if ((rv = nng_listen(d->sock, d->url, NULL, 0)) != 0) {
+        snprintf(err, errlen, "cannot listen on %s: %s", d->url, nng_strerror(rv));
+        goto fail;
+    }
+    if (pthread_create(&d->thread, NULL, loop, d) != 0) {
+        snprintf(err, errlen, "cannot start the dispatcher thread");
+        goto fail;
+    }
+    gt_info("worker endpoint listening on %s", d->url);
+    return d;
+fail:
+    nng_close(d->sock);
+    free(d);
+    return NULL;
+}
+
+void gt_dispatch_stop(gt_dispatch *d)
+{
+    if (!d)
+        return;
+    atomic_store(&d->stop, 1);
+    pthread_join(d->thread, NULL);
+    nng_close(d->sock);
+    free(d);
+}

@@ -1,0 +1,140 @@
+/* gt_store.h: the coordinator's durable state in SQLite (module prefix gt_store_).
+ *
+ * One database file in WAL mode holds runs, problems, jobs, results,
+ * baselines and workers (schema/001_init.sql). Every state change happens in
+ * one transaction, so a coordinator killed at any moment restarts on the same
+ * file with no finished result lost and no job stuck: leases carry a
+ * deadline and expire back to the queue.
+ *
+ * Thread safety: a gt_store serialises its calls with an internal mutex; the
+ * HTTP threads and the worker dispatcher share one. */
+#ifndef GT_STORE_H
+#define GT_STORE_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gt_config.h"
+#include "gt_log.h"
+
+struct cJSON;
+typedef struct gt_store gt_store;
+
+/* Opens (creating if needed) the database at path and applies pending
+ * migrations. NULL with err set on failure. */
+gt_store *gt_store_open(const char *path, char *err, size_t errlen);
+void gt_store_close(gt_store *s);
+/* The raw connection, for exports (hold gt_store_lock around its use). */
+sqlite3 *gt_store_db(gt_store *s);
+void gt_store_lock(gt_store *s);
+void gt_store_unlock(gt_store *s);
+/* Checkpoints the WAL into the main file (graceful shutdown). */
+int gt_store_checkpoint(gt_store *s);
+
+/* ---- runs ---- */
+typedef struct gt_run_opts {
+    char name[128];
+    char backend[16];           /* "cpu" (default), "cuda", "hip" */
+    char device_model[128];     /* "" = bound to the first worker that leases */
+    gt_strategy strategy;
+    int budget;                 /* max candidates per problem; 0 = all */
+    int shard_size;             /* candidates per job */
+    int final_k;                /* top configs re-timed next to the baseline */
+    int ncpu;                   /* cpu backend: cores of the target machines */
+    uint64_t seed;              /* random strategy seed */
+    double min_time_ms;         /* timing: per repeat */
+    int repeats;
+    int warmup;
+    gt_log_opts log;            /* format, skip_invalid, threshold */
+} gt_run_opts;
+
+void gt_run_opts_default(gt_run_opts *o);
+/* Reads run options from a JSON object (POST body fields). Unknown fields are
+ * an error (a typo must not silently fall back to a default). */
+int gt_run_opts_from_json(gt_run_opts *o, const struct cJSON *j, char *err, size_t errlen);
+/* Same, from "key=value" pairs (query string of a text POST). */
+int gt_run_opts_set(gt_run_opts *o, const char *key, const char *value, char *err, size_t errlen);
+
+typedef struct gt_run_created {
+    int64_t id;
+    size_t problems, jobs, candidates;
+} gt_run_created;
+
+/* Creates a run from a parsed log: run, problems and jobs in one
+ * transaction; nothing is written when it fails. */
+int gt_store_create_run(gt_store *s, const gt_run_opts *o, const gt_log_result *log,
+                        gt_run_created *out, char *err, size_t errlen);
+/* Cancels a run: its queued and leased jobs are cancelled. 0, 1 when the run
+ * does not exist, -1 on error. */
+int gt_store_cancel_run(gt_store *s, int64_t run_id, char *err, size_t errlen);
+
+/* ---- workers and jobs ---- */
+typedef struct gt_worker_info {
+    char host[128];
+    int pid;
+    int device_index;
+    char backend[16];
+    char device_model[128];
+    char arch[64];
+    int64_t mem_bytes;
+    int units;
+    char driver[128];
+    char version[32];
+} gt_worker_info;
+
+int gt_store_register_worker(gt_store *s, const gt_worker_info *w, int64_t now_ms,
+                             int64_t *worker_id, char *err, size_t errlen);
+/* Records a heartbeat and extends the worker's leases to now + lease_ms.
+ * Returns 0, 1 when the worker is unknown or gone (it must register again). */
+int gt_store_heartbeat(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease_ms,
+                       char *err, size_t errlen);
+/* A worker leaves: its leased jobs go back to the queue. */
+int gt_store_worker_bye(gt_store *s, int64_t worker_id, int64_t now_ms, char *err, size_t errlen);
+
+typedef struct gt_job {
+    int64_t id, run_id, problem_id;
+    char kind[16];              /* enumerate, screen, final */
+    char backend[16];
+    int attempts;
+    char *problem;              /* JSON text (owned) */
+    char *candidates;           /* JSON array text (owned) */
+    char *baseline;             /* JSON object text or NULL (owned) */
+    char *timing;               /* JSON object text: min_time_ms, repeats, warmup (owned) */
+} gt_job;
+void gt_job_free(gt_job *j);
+
+/* Leases the next queued job this worker can run (its backend and, once a run
+ * is bound, its device model). Returns 1 with *job filled, 0 when none, -1 on
+ * error. */
+int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease_ms,
+                   gt_job *job, char *err, size_t errlen);
+
+/* A batch of results for a job, idempotent (re-sent batches add nothing).
+ * msg is the worker's "results" message: results[], optional baseline{},
+ * optional candidates[]/baseline_config{} (enumerate jobs), done, error.
+ * Sets *cancelled when the job's run was cancelled (the worker drops it).
+ * Returns 0, or -1 with err for a malformed message. */
+int gt_store_report(gt_store *s, int64_t worker_id, const struct cJSON *msg, int64_t now_ms,
+                    int64_t lease_ms, int *cancelled, size_t *accepted, char *err, size_t errlen);
+
+/* Requeues jobs whose lease deadline passed (failing those that reached
+ * max_attempts) and marks workers silent for lost_ms as lost. Returns the
+ * number of jobs requeued or failed, -1 on error. */
+int gt_store_expire(gt_store *s, int64_t now_ms, int max_attempts, int64_t lost_ms, char *err,
+                    size_t errlen);
+
+/* ---- queries for the HTTP API (new JSON the caller owns; NULL + err) ---- */
+struct cJSON *gt_store_runs_json(gt_store *s, char *err, size_t errlen);
+/* *found = 0 when the run does not exist. */
+struct cJSON *gt_store_run_json(gt_store *s, int64_t run_id, int64_t now_ms, int *found,
+                                char *err, size_t errlen);
+struct cJSON *gt_store_results_json(gt_store *s, int64_t run_id, int *found, char *err,
+                                    size_t errlen);
+/* CSV of all results of a run into a new malloc'd string. */
+char *gt_store_results_csv(gt_store *s, int64_t run_id, int *found, char *err, size_t errlen);
+struct cJSON *gt_store_workers_json(gt_store *s, int64_t now_ms, char *err, size_t errlen);
+/* Whether a run exists: 1, 0, -1 on error. */
+int gt_store_run_exists(gt_store *s, int64_t run_id);
+
+#endif

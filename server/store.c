@@ -1,0 +1,677 @@
+/* store.c: opening the coordinator database, schema migrations, run options
+ * and run creation (problems + candidate jobs in one transaction). */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "gt_util.h"
+#include "store_priv.h"
+
+struct gt_schema_file {
+    const char *name;
+    const char *sql;
+};
+extern const struct gt_schema_file gt_schema_files[];
+
+sqlite3_stmt *gt_store_prep(gt_store *s, const char *sql, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "sqlite prepare: %s", sqlite3_errmsg(s->db));
+        return NULL;
+    }
+    return st;
+}
+
+int gt_store_exec(gt_store *s, const char *sql, char *err, size_t errlen)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        snprintf(err, errlen, "sqlite: %s", msg ? msg : sqlite3_errmsg(s->db));
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+int gt_store_step_done(gt_store *s, sqlite3_stmt *st, char *err, size_t errlen)
+{
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        snprintf(err, errlen, "sqlite step: %s", sqlite3_errmsg(s->db));
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+int gt_store_bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+    if (!v)
+        return sqlite3_bind_null(st, i);
+    return sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+}
+
+const char *gt_store_col_text(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? (const char *)t : "";
+}
+
+/* Applies every schema file named NNN_*.sql above the database's
+ * user_version, each in its own transaction together with the version bump,
+ * so a crash mid-migration leaves the previous version intact. */
+static int migrate(gt_store *s, char *err, size_t errlen)
+{
+    int version = 0;
+    sqlite3_stmt *st = gt_store_prep(s, "PRAGMA user_version", err, errlen);
+    if (!st)
+        return -1;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    for (const struct gt_schema_file *f = gt_schema_files; f->name; f++) {
+        int n = atoi(f->name);
+        if (n <= 0 || n <= version)
+            continue; /* not a migration (export.sql), or already applied */
+        char pragma[64];
+        snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", n);
+        if (gt_store_exec(s, "BEGIN IMMEDIATE", err, errlen))
+            return -1;
+        if (gt_store_exec(s, f->sql, err, errlen) || gt_store_exec(s, pragma, err, errlen)) {
+            char tmp[64];
+            gt_store_exec(s, "ROLLBACK", tmp, sizeof tmp);
+            return -1;
+        }
+        if (gt_store_exec(s, "COMMIT", err, errlen))
+            return -1;
+        gt_info("store: applied migration %s", f->name);
+        version = n;
+    }
+    return 0;
+}
+
+gt_store *gt_store_open(const char *path, char *err, size_t errlen)
+{
+    gt_store *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (pthread_mutex_init(&s->mu, NULL) != 0) {
+        free(s);
+        snprintf(err, errlen, "mutex init failed");
+        return NULL;
+    }
+    int rc = sqlite3_open_v2(path, &s->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "cannot open database %s: %s", path,
+                 s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+        goto fail;
+    }
+    sqlite3_busy_timeout(s->db, 5000);
+    /* WAL: readers never block the writer; synchronous=NORMAL is durable
+     * across process crashes (kill -9), which is the failure we design for. */
+    if (gt_store_exec(s, "PRAGMA journal_mode=WAL", err, errlen) ||
+        gt_store_exec(s, "PRAGMA synchronous=NORMAL", err, errlen) ||
+        gt_store_exec(s, "PRAGMA foreign_keys=ON", err, errlen))
+        goto fail;
+    if (migrate(s, err, errlen))
+        goto fail;
+    return s;
+fail:
+    if (s->db)
+        sqlite3_close(s->db);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    return NULL;
+}
+
+void gt_store_close(gt_store *s)
+{
+    if (!s)
+        return;
+    sqlite3_close(s->db);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+sqlite3 *gt_store_db(gt_store *s) { return s->db; }
+void gt_store_lock(gt_store *s) { pthread_mutex_lock(&s->mu); }
+void gt_store_unlock(gt_store *s) { pthread_mutex_unlock(&s->mu); }
+
+int gt_store_checkpoint(gt_store *s)
+{
+    gt_store_lock(s);
+    int rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    gt_store_unlock(s);
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- options */
+
+void gt_run_opts_default(gt_run_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->backend, sizeof o->backend, "cpu");
+    o->strategy = GT_STRAT_EXHAUSTIVE;
+    o->budget = 32;
+    o->shard_size = 8;
+    o->final_k = 4;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    o->ncpu = n > 0 ? (int)n : 1;
+    o->seed = 1;
+    o->min_time_ms = 2.0;
+    o->repeats = 5;
+    o->warmup = 2;
+    o->log.format = GT_LOG_AUTO;
+    o->log.threshold = 0;
+    o->log.skip_invalid = 0;
+}
+
+static int parse_int_opt(const char *key, const char *v, long long lo, long long hi, long long *out,
+                         char *err, size_t errlen)
+{
+    int64_t x;
+    if (gt_parse_i64(v, &x) || x < lo || x > hi) {
+        snprintf(err, errlen, "option %s=%s: must be an integer in [%lld, %lld]", key, v, lo, hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int parse_bool_opt(const char *key, const char *v, int *out, char *err, size_t errlen)
+{
+    if (!strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes")) {
+        *out = 1;
+        return 0;
+    }
+    if (!strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no")) {
+        *out = 0;
+        return 0;
+    }
+    snprintf(err, errlen, "option %s=%s: must be true or false", key, v);
+    return -1;
+}
+
+int gt_run_opts_set(gt_run_opts *o, const char *key, const char *v, char *err, size_t errlen)
+{
+    long long x;
+    if (!strcmp(key, "name")) {
+        if (strlen(v) >= sizeof o->name) {
+            snprintf(err, errlen, "option name: longer than %zu characters", sizeof o->name - 1);
+            return -1;
+        }
+        snprintf(o->name, sizeof o->name, "%s", v);
+    } else if (!strcmp(key, "backend")) {
+        if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "hip")) {
+            snprintf(err, errlen, "option backend=%s: must be cpu, cuda or hip", v);
+            return -1;
+        }
+        snprintf(o->backend, sizeof o->backend, "%s", v);
+    } else if (!strcmp(key, "device_model")) {
+        if (strlen(v) >= sizeof o->device_model) {
+            snprintf(err, errlen, "option device_model: too long");
+            return -1;
+        }
+        snprintf(o->device_model, sizeof o->device_model, "%s", v);
+    } else if (!strcmp(key, "strategy")) {
+        if (gt_strategy_parse(v, &o->strategy)) {
+            snprintf(err, errlen, "option strategy=%s: must be exhaustive or random", v);
+            return -1;
+        }
+    } else if (!strcmp(key, "format")) {
+        if (gt_log_format_parse(v, &o->log.format)) {
+            snprintf(err, errlen,
+                     "option format=%s: must be auto, hipblaslt, tunableop, cublaslt, csv or yaml", v);
+            return -1;
+        }
+    } else if (!strcmp(key, "budget")) {
+        if (parse_int_opt(key, v, 0, 1000000, &x, err, errlen))
+            return -1;
+        o->budget = (int)x;
+    } else if (!strcmp(key, "shard_size")) {
+        if (parse_int_opt(key, v, 1, 100000, &x, err, errlen))
+            return -1;
+        o->shard_size = (int)x;
+    } else if (!strcmp(key, "final_k")) {
+        if (parse_int_opt(key, v, 1, 64, &x, err, errlen))
+            return -1;
+        o->final_k = (int)x;
+    } else if (!strcmp(key, "ncpu")) {
+        if (parse_int_opt(key, v, 1, 4096, &x, err, errlen))
+            return -1;
+        o->ncpu = (int)x;
+    } else if (!strcmp(key, "seed")) {
+        if (parse_int_opt(key, v, 0, INT64_MAX, &x, err, errlen))
+            return -1;
+        o->seed = (uint64_t)x;
+    } else if (!strcmp(key, "repeats")) {
+        if (parse_int_opt(key, v, 1, 1000, &x, err, errlen))
+            return -1;
+        o->repeats = (int)x;
+    } else if (!strcmp(key, "warmup")) {
+        if (parse_int_opt(key, v, 0, 1000, &x, err, errlen))
+            return -1;
+        o->warmup = (int)x;
+    } else if (!strcmp(key, "skip_invalid")) {
+        return parse_bool_opt(key, v, &o->log.skip_invalid, err, errlen);
+    } else if (!strcmp(key, "threshold") || !strcmp(key, "min_time_ms")) {
+        char *end;
+        double d = strtod(v, &end);
+        int bad = *v == '\0' || *end != '\0' || !isfinite(d);
+        if (!strcmp(key, "threshold")) {
+            if (bad || d < 0 || d > 1) {
+                snprintf(err, errlen, "option threshold=%s: must be a number in [0, 1]", v);
+                return -1;
+            }
+            o->log.threshold = d;
+        } else {
+            if (bad || d <= 0 || d > 10000) {
+                snprintf(err, errlen, "option min_time_ms=%s: must be a number in (0, 10000]", v);
+                return -1;
+            }
+            o->min_time_ms = d;
+        }
+    } else {
+        snprintf(err, errlen, "unknown option %s", key);
+        return -1;
+    }
+    return 0;
+}
+
+int gt_run_opts_from_json(gt_run_opts *o, const cJSON *j, char *err, size_t errlen)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, j)
+    {
+        if (!strcmp(it->string, "log"))
+            continue;
+        char buf[256];
+        if (cJSON_IsString(it)) {
+            if (strlen(it->valuestring) >= sizeof buf) {
+                snprintf(err, errlen, "option %s: value too long", it->string);
+                return -1;
+            }
+            snprintf(buf, sizeof buf, "%s", it->valuestring);
+        } else if (cJSON_IsBool(it)) {
+            snprintf(buf, sizeof buf, "%s", cJSON_IsTrue(it) ? "true" : "false");
+        } else if (cJSON_IsNumber(it)) {
+            if (it->valuedouble == floor(it->valuedouble) && fabs(it->valuedouble) < 9e15)
+                snprintf(buf, sizeof buf, "%lld", (long long)it->valuedouble);
+            else
+                snprintf(buf, sizeof buf, "%.17g", it->valuedouble);
+        } else {
+            snprintf(err, errlen, "option %s: must be a string, number or boolean", it->string);
+            return -1;
+        }
+        if (gt_run_opts_set(o, it->string, buf, err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+static cJSON *opts_json(const gt_run_opts *o)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j)
+        return NULL;
+    int ok = cJSON_AddNumberToObject(j, "shard_size", o->shard_size) &&
+             cJSON_AddNumberToObject(j, "final_k", o->final_k) &&
+             cJSON_AddNumberToObject(j, "ncpu", o->ncpu) &&
+             cJSON_AddNumberToObject(j, "seed", (double)o->seed) &&
+             cJSON_AddNumberToObject(j, "min_time_ms", o->min_time_ms) &&
+             cJSON_AddNumberToObject(j, "repeats", o->repeats) &&
+             cJSON_AddNumberToObject(j, "warmup", o->warmup) &&
+             cJSON_AddNumberToObject(j, "threshold", o->log.threshold) &&
+             cJSON_AddBoolToObject(j, "skip_invalid", o->log.skip_invalid);
+    if (!ok) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* ------------------------------------------------------------- run creation */
+
+int gt_store_insert_screen_jobs(gt_store *s, int64_t run_id, int64_t problem_id, const char *backend,
+                                const cJSON *cands, const cJSON *baseline, int shard_size,
+                                int64_t now_ms, size_t *njobs, char *err, size_t errlen)
+{
+    int n = cJSON_GetArraySize(cands);
+    char *base_txt = baseline ? cJSON_PrintUnformatted(baseline) : NULL;
+    if (baseline && !base_txt) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    *njobs = 0;
+    for (int start = 0; start < n; start += shard_size) {
+        cJSON *shard = cJSON_CreateArray();
+        if (!shard)
+            goto oom;
+        for (int i = start; i < n && i < start + shard_size; i++) {
+            cJSON *c = cJSON_Duplicate(cJSON_GetArrayItem(cands, i), 1);
+            if (!c || !cJSON_AddItemToArray(shard, c)) {
+                cJSON_Delete(c);
+                cJSON_Delete(shard);
+                goto oom;
+            }
+        }
+        char *txt = cJSON_PrintUnformatted(shard);
+        int cnt = cJSON_GetArraySize(shard);
+        cJSON_Delete(shard);
+        if (!txt)
+            goto oom;
+        sqlite3_stmt *st = gt_store_prep(
+            s,
+            "INSERT INTO jobs(run_id, problem_id, backend, kind, candidates, ncandidates, baseline,"
+            " state, created_ms, updated_ms) VALUES (?, ?, ?, 'screen', ?, ?, ?, 'queued', ?, ?)",
+            err, errlen);
+        if (!st) {
+            cJSON_free(txt);
+            goto fail;
+        }
+        sqlite3_bind_int64(st, 1, run_id);
+        sqlite3_bind_int64(st, 2, problem_id);
+        gt_store_bind_text(st, 3, backend);
+        gt_store_bind_text(st, 4, txt);
+        sqlite3_bind_int(st, 5, cnt);
+        gt_store_bind_text(st, 6, base_txt);
+        sqlite3_bind_int64(st, 7, now_ms);
+        sqlite3_bind_int64(st, 8, now_ms);
+        cJSON_free(txt);
+        if (gt_store_step_done(s, st, err, errlen))
+            goto fail;
+        (*njobs)++;
+    }
+    cJSON_free(base_txt);
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory");
+fail:
+    cJSON_free(base_txt);
+    return -1;
+}
+
+static int insert_problem(gt_store *s, int64_t run_id, const gt_problem *p, const char *state,
+                          int64_t *pid, char *err, size_t errlen)
+{
+    char key[512], label[128];
+    gt_problem_key(p, key, sizeof key);
+    gt_problem_label(p, label, sizeof label);
+    cJSON *spec = gt_problem_to_json(p);
+    char *spec_txt = spec ? cJSON_PrintUnformatted(spec) : NULL;
+    cJSON_Delete(spec);
+    if (!spec_txt) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "INSERT INTO problems(run_id, key, label, m, n, k, batch, trans_a, trans_b, lda, ldb, ldc,"
+        " ldd, stride_a, stride_b, stride_c, stride_d, a_type, b_type, c_type, d_type,"
+        " compute_type, scale_type, alpha, beta, bias, bias_type, activation, rotating_mb,"
+        " call_count, flops, bytes, weight, spec, state)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
+        " ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35)",
+        err, errlen);
+    if (!st) {
+        cJSON_free(spec_txt);
+        return -1;
+    }
+    char ta[2] = {p->trans_a, 0}, tb[2] = {p->trans_b, 0};
+    sqlite3_bind_int64(st, 1, run_id);
+    gt_store_bind_text(st, 2, key);
+    gt_store_bind_text(st, 3, label);
+    sqlite3_bind_int64(st, 4, p->m);
+    sqlite3_bind_int64(st, 5, p->n);
+    sqlite3_bind_int64(st, 6, p->k);
+    sqlite3_bind_int64(st, 7, p->batch);
+    gt_store_bind_text(st, 8, ta);
+    gt_store_bind_text(st, 9, tb);
+    sqlite3_bind_int64(st, 10, p->lda);
+    sqlite3_bind_int64(st, 11, p->ldb);
+    sqlite3_bind_int64(st, 12, p->ldc);
+    sqlite3_bind_int64(st, 13, p->ldd);
+    sqlite3_bind_int64(st, 14, p->stride_a);
+    sqlite3_bind_int64(st, 15, p->stride_b);
+    sqlite3_bind_int64(st, 16, p->stride_c);
+    sqlite3_bind_int64(st, 17, p->stride_d);
+    gt_store_bind_text(st, 18, gt_dtype_name(p->a_type));
+    gt_store_bind_text(st, 19, gt_dtype_name(p->b_type));
+    gt_store_bind_text(st, 20, gt_dtype_name(p->c_type));
+    gt_store_bind_text(st, 21, gt_dtype_name(p->d_type));
+    gt_store_bind_text(st, 22, gt_dtype_name(p->compute_type));
+    gt_store_bind_text(st, 23, gt_dtype_name(p->scale_type));
+    sqlite3_bind_double(st, 24, p->alpha);
+    sqlite3_bind_double(st, 25, p->beta);
+    sqlite3_bind_int(st, 26, p->bias);
+    gt_store_bind_text(st, 27, p->bias ? gt_dtype_name(p->bias_type) : "none");
+    gt_store_bind_text(st, 28, p->activation);
+    sqlite3_bind_int64(st, 29, p->rotating_mb);
+    sqlite3_bind_int64(st, 30, p->call_count);
+    sqlite3_bind_double(st, 31, p->flops);
+    sqlite3_bind_double(st, 32, p->bytes);
+    sqlite3_bind_double(st, 33, p->weight);
+    gt_store_bind_text(st, 34, spec_txt);
+    gt_store_bind_text(st, 35, state);
+    cJSON_free(spec_txt);
+    if (gt_store_step_done(s, st, err, errlen))
+        return -1;
+    *pid = sqlite3_last_insert_rowid(s->db);
+    return 0;
+}
+
+static int insert_enumerate_job(gt_store *s, int64_t run_id, int64_t pid, const char *backend,
+                                int64_t now_ms, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "INSERT INTO jobs(run_id, problem_id, backend, kind, candidates, ncandidates, state,"
+        " created_ms, updated_ms) VALUES (?, ?, ?, 'enumerate', '[]', 0, 'queued', ?, ?)",
+        err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, pid);
+    gt_store_bind_text(st, 3, backend);
+    sqlite3_bind_int64(st, 4, now_ms);
+    sqlite3_bind_int64(st, 5, now_ms);
+    return gt_store_step_done(s, st, err, errlen);
+}
+
+static cJSON *skipped_json(const gt_log_result *log)
+{
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr)
+        return NULL;
+    for (size_t i = 0; i < log->nerrors && i < GT_LOG_MAX_ERRORS; i++) {
+        cJSON *e = cJSON_CreateObject();
+        if (!e || !cJSON_AddItemToArray(arr, e)) {
+            cJSON_Delete(e);
+            cJSON_Delete(arr);
+            return NULL;
+        }
+        if (!cJSON_AddNumberToObject(e, "line", log->errors[i].line) ||
+            !cJSON_AddStringToObject(e, "field", log->errors[i].field) ||
+            !cJSON_AddStringToObject(e, "error", log->errors[i].msg)) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+static int create_run_tx(gt_store *s, const gt_run_opts *o, const gt_log_result *log,
+                         gt_run_created *out, int64_t now, char *err, size_t errlen)
+{
+    int rc = -1;
+    cJSON *oj = opts_json(o), *sk = skipped_json(log);
+    char *opts_txt = oj ? cJSON_PrintUnformatted(oj) : NULL;
+    char *sk_txt = sk ? cJSON_PrintUnformatted(sk) : NULL;
+    if (!opts_txt || !sk_txt) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    char name[160];
+    if (o->name[0])
+        snprintf(name, sizeof name, "%s", o->name);
+    else
+        snprintf(name, sizeof name, "%s-%lld", gt_log_format_name(log->format), (long long)now);
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "INSERT INTO runs(name, source_format, backend, device_model, strategy, budget, options,"
+        " state, total_calls, total_flops, dropped, skipped, created_ms)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+        err, errlen);
+    if (!st)
+        goto out;
+    gt_store_bind_text(st, 1, name);
+    gt_store_bind_text(st, 2, gt_log_format_name(log->format));
+    gt_store_bind_text(st, 3, o->backend);
+    gt_store_bind_text(st, 4, o->device_model[0] ? o->device_model : NULL);
+    gt_store_bind_text(st, 5, gt_strategy_name(o->strategy));
+    sqlite3_bind_int(st, 6, o->budget);
+    gt_store_bind_text(st, 7, opts_txt);
+    sqlite3_bind_int64(st, 8, log->total_calls);
+    sqlite3_bind_double(st, 9, log->total_flops);
+    sqlite3_bind_int64(st, 10, (sqlite3_int64)log->dropped);
+    gt_store_bind_text(st, 11, log->nerrors ? sk_txt : NULL);
+    sqlite3_bind_int64(st, 12, now);
+    if (gt_store_step_done(s, st, err, errlen))
+        goto out;
+    out->id = sqlite3_last_insert_rowid(s->db);
+    int device_space = strcmp(o->backend, "cpu") != 0; /* enumerated by a worker on the device */
+    for (size_t i = 0; i < log->nproblems; i++) {
+        const gt_problem *p = &log->problems[i];
+        int64_t pid;
+        if (insert_problem(s, out->id, p, device_space ? "enumerating" : "screening", &pid, err,
+                           errlen))
+            goto out;
+        out->problems++;
+        if (device_space) {
+            if (insert_enumerate_job(s, out->id, pid, o->backend, now, err, errlen))
+                goto out;
+            out->jobs++;
+            continue;
+        }
+        cJSON *cands = gt_space_cpu(p, o->strategy, o->budget, o->seed + (uint64_t)i, o->ncpu);
+        cJSON *base = gt_space_cpu_baseline(p, o->ncpu);
+        size_t nj = 0;
+        int bad = !cands || !base;
+        if (bad)
+            snprintf(err, errlen, "out of memory building the candidate space");
+        else
+            bad = gt_store_insert_screen_jobs(s, out->id, pid, o->backend, cands, base,
+                                              o->shard_size, now, &nj, err, errlen);
+        if (!bad)
+            out->candidates += (size_t)cJSON_GetArraySize(cands);
+        cJSON_Delete(cands);
+        cJSON_Delete(base);
+        if (bad)
+            goto out;
+        out->jobs += nj;
+        /* A problem whose pruned space is empty goes straight to the final
+         * phase, where the baseline alone is measured. */
+        if (nj == 0 && gt_store_advance_problem(s, pid, now, err, errlen))
+            goto out;
+    }
+    rc = 0;
+out:
+    cJSON_Delete(oj);
+    cJSON_Delete(sk);
+    cJSON_free(opts_txt);
+    cJSON_free(sk_txt);
+    return rc;
+}
+
+int gt_store_create_run(gt_store *s, const gt_run_opts *o, const gt_log_result *log,
+                        gt_run_created *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    int64_t now = gt_wall_ms();
+    gt_store_lock(s);
+    int rc = gt_store_exec(s, "BEGIN IMMEDIATE", err, errlen);
+    if (rc == 0) {
+        rc = create_run_tx(s, o, log, out, now, err, errlen);
+        char tmp[128];
+        if (rc == 0)
+            rc = gt_store_exec(s, "COMMIT", err, errlen);
+        if (rc != 0)
+            gt_store_exec(s, "ROLLBACK", tmp, sizeof tmp);
+    }
+    gt_store_unlock(s);
+    return rc;
+}
+
+int gt_store_cancel_run(gt_store *s, int64_t run_id, char *err, size_t errlen)
+{
+    int64_t now = gt_wall_ms();
+    gt_store_lock(s);
+    int rc = -1;
+    char tmp[128];
+    if (gt_store_exec(s, "BEGIN IMMEDIATE", err, errlen))
+        goto out;
+    sqlite3_stmt *st = gt_store_prep(s, "SELECT state FROM runs WHERE id = ?", err, errlen);
+    if (!st)
+        goto rollback;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        gt_store_exec(s, "ROLLBACK", tmp, sizeof tmp);
+        rc = 1;
+        goto out;
+    }
+    int running = strcmp(gt_store_col_text(st, 0), "running") == 0;
+    sqlite3_finalize(st);
+    if (running) {
+        const char *sqls[] = {
+            "UPDATE runs SET state = 'cancelled', finished_ms = ?2 WHERE id = ?1",
+            "UPDATE jobs SET state = 'cancelled', lease_owner = NULL, updated_ms = ?2"
+            " WHERE run_id = ?1 AND state IN ('queued', 'leased')",
+            "UPDATE problems SET state = 'cancelled' WHERE run_id = ?1"
+            " AND state IN ('enumerating', 'screening', 'final')",
+        };
+        for (size_t i = 0; i < sizeof sqls / sizeof sqls[0]; i++) {
+            st = gt_store_prep(s, sqls[i], err, errlen);
+            if (!st)
+                goto rollback;
+            sqlite3_bind_int64(st, 1, run_id);
+            sqlite3_bind_int64(st, 2, now);
+            if (gt_store_step_done(s, st, err, errlen))
+                goto rollback;
+        }
+    }
+    if (gt_store_exec(s, "COMMIT", err, errlen))
+        goto rollback;
+    rc = 0;
+    goto out;
+rollback:
+    gt_store_exec(s, "ROLLBACK", tmp, sizeof tmp);
+out:
+    gt_store_unlock(s);
+    return rc;
+}
+
+int gt_store_run_exists(gt_store *s, int64_t run_id)
+{
+    char err[128];
+    gt_store_lock(s);
+    int rc = -1;
+    sqlite3_stmt *st = gt_store_prep(s, "SELECT 1 FROM runs WHERE id = ?", err, sizeof err);
+    if (st) {
+        sqlite3_bind_int64(st, 1, run_id);
+        int r = sqlite3_step(st);
+        rc = r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 : -1;
+        sqlite3_finalize(st);
+    }
+    gt_store_unlock(s);
+    return rc;
+}

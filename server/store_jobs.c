@@ -1,0 +1,842 @@
+/* store_jobs.c: the job life cycle in the store: workers register and
+ * heartbeat, lease jobs, report results idempotently; expired leases go back
+ * to the queue; a problem moves enumerate -> screen -> final -> done. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gt_proto.h"
+#include "gt_util.h"
+#include "store_priv.h"
+
+/* Wraps fn(s, ...) in BEGIN IMMEDIATE / COMMIT under the store mutex. */
+#define TX_BEGIN(s, err, errlen)                                                                   \
+    gt_store_lock(s);                                                                              \
+    if (gt_store_exec(s, "BEGIN IMMEDIATE", err, errlen)) {                                        \
+        gt_store_unlock(s);                                                                        \
+        return -1;                                                                                 \
+    }
+static int tx_end(gt_store *s, int rc, char *err, size_t errlen)
+{
+    char tmp[128];
+    if (rc >= 0 && gt_store_exec(s, "COMMIT", err, errlen))
+        rc = -1;
+    if (rc < 0)
+        gt_store_exec(s, "ROLLBACK", tmp, sizeof tmp);
+    gt_store_unlock(s);
+    return rc;
+}
+
+void gt_job_free(gt_job *j)
+{
+    free(j->problem);
+    free(j->candidates);
+    free(j->baseline);
+    free(j->timing);
+    memset(j, 0, sizeof *j);
+}
+
+/* ------------------------------------------------------------------ workers */
+
+int gt_store_register_worker(gt_store *s, const gt_worker_info *w, int64_t now_ms, int64_t *worker_id,
+                             char *err, size_t errlen)
+{
+    TX_BEGIN(s, err, errlen);
+    int rc = -1;
+    /* A worker that restarts on the same device replaces its old entry: the
+     * old one's leases go back to the queue right away instead of waiting
+     * for their deadline. */
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "UPDATE jobs SET state = 'queued', lease_owner = NULL, updated_ms = ?4 WHERE state = 'leased'"
+        " AND lease_owner IN (SELECT id FROM workers WHERE host = ?1 AND device_index = ?2"
+        " AND backend = ?3 AND pid = ?5)",
+        err, errlen);
+    if (!st)
+        goto out;
+    gt_store_bind_text(st, 1, w->host);
+    sqlite3_bind_int(st, 2, w->device_index);
+    gt_store_bind_text(st, 3, w->backend);
+    sqlite3_bind_int64(st, 4, now_ms);
+    sqlite3_bind_int(st, 5, w->pid);
+    if (gt_store_step_done(s, st, err, errlen))
+        goto out;
+    st = gt_store_prep(s,
+                       "INSERT INTO workers(host, pid, device_index, backend, device_model, arch,"
+                       " mem_bytes, units, driver, version, state, registered_ms, last_heartbeat_ms)"
+                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'idle', ?, ?)",
+                       err, errlen);
+    if (!st)
+        goto out;
+    gt_store_bind_text(st, 1, w->host);
+    sqlite3_bind_int(st, 2, w->pid);
+    sqlite3_bind_int(st, 3, w->device_index);
+    gt_store_bind_text(st, 4, w->backend);
+    gt_store_bind_text(st, 5, w->device_model);
+    gt_store_bind_text(st, 6, w->arch);
+    sqlite3_bind_int64(st, 7, w->mem_bytes);
+    sqlite3_bind_int(st, 8, w->units);
+    gt_store_bind_text(st, 9, w->driver);
+    gt_store_bind_text(st, 10, w->version);
+    sqlite3_bind_int64(st, 11, now_ms);
+    sqlite3_bind_int64(st, 12, now_ms);
+    if (gt_store_step_done(s, st, err, errlen))
+        goto out;
+    *worker_id = sqlite3_last_insert_rowid(s->db);
+    rc = 0;
+out:
+    return tx_end(s, rc, err, errlen);
+}
+
+int gt_store_heartbeat(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease_ms, char *err,
+                       size_t errlen)
+{
+    TX_BEGIN(s, err, errlen);
+    int rc = -1;
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "UPDATE workers SET last_heartbeat_ms = ?2,"
+        " state = CASE WHEN state = 'lost' THEN 'idle' ELSE state END"
+        " WHERE id = ?1 AND state != 'gone'",
+        err, errlen);
+    if (!st)
+        goto out;
+    sqlite3_bind_int64(st, 1, worker_id);
+    sqlite3_bind_int64(st, 2, now_ms);
+    if (gt_store_step_done(s, st, err, errlen))
+        goto out;
+    if (sqlite3_changes(s->db) == 0) {
+        rc = 1;
+        goto out;
+    }
+    st = gt_store_prep(s,
+                       "UPDATE jobs SET lease_deadline_ms = ?2 WHERE lease_owner = ?1 AND state = 'leased'",
+                       err, errlen);
+    if (!st)
+        goto out;
+    sqlite3_bind_int64(st, 1, worker_id);
+    sqlite3_bind_int64(st, 2, now_ms + lease_ms);
+    if (gt_store_step_done(s, st, err, errlen))
+        goto out;
+    rc = 0;
+out:
+    return tx_end(s, rc, err, errlen);
+}
+
+int gt_store_worker_bye(gt_store *s, int64_t worker_id, int64_t now_ms, char *err, size_t errlen)
+{
+    TX_BEGIN(s, err, errlen);
+    int rc = -1;
+    const char *sqls[] = {
+        "UPDATE jobs SET state = 'queued', lease_owner = NULL, updated_ms = ?2"
+        " WHERE lease_owner = ?1 AND state = 'leased'",
+        "UPDATE workers SET state = 'gone', last_heartbeat_ms = ?2 WHERE id = ?1",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        sqlite3_stmt *st = gt_store_prep(s, sqls[i], err, errlen);
+        if (!st)
+            goto out;
+        sqlite3_bind_int64(st, 1, worker_id);
+        sqlite3_bind_int64(st, 2, now_ms);
+        if (gt_store_step_done(s, st, err, errlen))
+            goto out;
+    }
+    rc = 0;
+out:
+    return tx_end(s, rc, err, errlen);
+}
+
+/* -------------------------------------------------------------------- lease */
+
+/* Timing settings a job is run with. The final phase measures few configs
+ * precisely, so it gets longer repeats and more of them than the screen. */
+static char *timing_json(const char *options, const char *kind)
+{
+    cJSON *o = cJSON_Parse(options);
+    cJSON *t = cJSON_CreateObject();
+    char *txt = NULL;
+    if (!t)
+        goto out;
+    double min_ms = 2, repeats = 5, warmup = 2;
+    const cJSON *v;
+    if (o && (v = cJSON_GetObjectItemCaseSensitive(o, "min_time_ms")) && cJSON_IsNumber(v))
+        min_ms = v->valuedouble;
+    if (o && (v = cJSON_GetObjectItemCaseSensitive(o, "repeats")) && cJSON_IsNumber(v))
+        repeats = v->valuedouble;
+    if (o && (v = cJSON_GetObjectItemCaseSensitive(o, "warmup")) && cJSON_IsNumber(v))
+        warmup = v->valuedouble;
+    if (!strcmp(kind, "final")) {
+        min_ms *= 4;
+        repeats = repeats * 2 < 9 ? 9 : repeats * 2;
+    }
+    if (cJSON_AddNumberToObject(t, "min_time_ms", min_ms) &&
+        cJSON_AddNumberToObject(t, "repeats", repeats) &&
+        cJSON_AddNumberToObject(t, "warmup", warmup))
+        txt = cJSON_PrintUnformatted(t);
+out:
+    cJSON_Delete(o);
+    cJSON_Delete(t);
+    return txt;
+}
+
+static char *dup_col(sqlite3_stmt *st, int i)
+{
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return NULL;
+    return strdup(gt_store_col_text(st, i));
+}
+
+int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease_ms, gt_job *job,
+                   char *err, size_t errlen)
+{
+    memset(job, 0, sizeof *job);
+    TX_BEGIN(s, err, errlen);
+    int rc = -1;
+    char backend[16] = "", model[128] = "";
+    sqlite3_stmt *st = gt_store_prep(
+        s, "SELECT backend, device_model FROM workers WHERE id = ? AND state != 'gone'", err, errlen);
+    if (!st)
+        goto out;
+    sqlite3_bind_int64(st, 1, worker_id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        snprintf(err, errlen, "unknown worker %lld: register first", (long long)worker_id);
+        goto out;
+    }
+    snprintf(backend, sizeof backend, "%s", gt_store_col_text(st, 0));
+    snprintf(model, sizeof model, "%s", gt_store_col_text(st, 1));
+    sqlite3_finalize(st);
+
+    /* Oldest run first; inside a run, final phases first (they finish
+     * problems), then enumerations (they unlock work), then screens. */
+    st = gt_store_prep(
+        s,
+        "SELECT j.id, j.run_id, j.problem_id, j.kind, j.backend, j.attempts, p.spec, j.candidates,"
+        " j.baseline, r.options, r.device_model IS NULL"
+        " FROM jobs j JOIN runs r ON r.id = j.run_id JOIN problems p ON p.id = j.problem_id"
+        " WHERE j.state = 'queued' AND r.state = 'running' AND j.backend = ?1"
+        " AND (r.device_model IS NULL OR r.device_model = ?2)"
+        " ORDER BY r.id, CASE j.kind WHEN 'final' THEN 0 WHEN 'enumerate' THEN 1 ELSE 2 END, j.id"
+        " LIMIT 1",
+        err, errlen);
+    if (!st)
+        goto out;
+    gt_store_bind_text(st, 1, backend);
+    gt_store_bind_text(st, 2, model);
+    int r = sqlite3_step(st);
+    if (r == SQLITE_DONE) {
+        sqlite3_finalize(st);
+        rc = 0;
+        goto out;
+    }
+    if (r != SQLITE_ROW) {
+        snprintf(err, errlen, "sqlite: %s", sqlite3_errmsg(s->db));
+        sqlite3_finalize(st);
+        goto out;
+    }
+    job->id = sqlite3_column_int64(st, 0);
+    job->run_id = sqlite3_column_int64(st, 1);
+    job->problem_id = sqlite3_column_int64(st, 2);
+    snprintf(job->kind, sizeof job->kind, "%s", gt_store_col_text(st, 3));
+    snprintf(job->backend, sizeof job->backend, "%s", gt_store_col_text(st, 4));
+    job->attempts = sqlite3_column_int(st, 5) + 1;
+    job->problem = dup_col(st, 6);
+    job->candidates = dup_col(st, 7);
+    job->baseline = dup_col(st, 8);
+    job->timing = timing_json(gt_store_col_text(st, 9), job->kind);
+    int bind_model = sqlite3_column_int(st, 10);
+    sqlite3_finalize(st);
+    if (!job->problem || !job->candidates || !job->timing) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    const char *sqls[] = {
+        "UPDATE jobs SET state = 'leased', lease_owner = ?2, lease_deadline_ms = ?3 + ?4,"
+        " attempts = attempts + 1, updated_ms = ?3 WHERE id = ?1",
+        "UPDATE runs SET started_ms = COALESCE(started_ms, ?3) WHERE id = ?5",
+        "UPDATE workers SET state = 'busy', last_heartbeat_ms = ?3 WHERE id = ?2",
+        /* The run is tuned for the model of the first worker that takes a
+         * job: results of different models are never mixed. */
+        "UPDATE runs SET device_model = ?6 WHERE id = ?5 AND device_model IS NULL",
+    };
+    for (size_t i = 0; i < sizeof sqls / sizeof sqls[0]; i++) {
+        if (i == 3 && !bind_model)
+            break;
+        st = gt_store_prep(s, sqls[i], err, errlen);
+        if (!st)
+            goto out;
+        sqlite3_bind_int64(st, 1, job->id);
+        sqlite3_bind_int64(st, 2, worker_id);
+        sqlite3_bind_int64(st, 3, now_ms);
+        sqlite3_bind_int64(st, 4, lease_ms);
+        sqlite3_bind_int64(st, 5, job->run_id);
+        gt_store_bind_text(st, 6, model);
+        if (gt_store_step_done(s, st, err, errlen))
+            goto out;
+    }
+    rc = 1;
+out:
+    rc = tx_end(s, rc, err, errlen);
+    if (rc != 1)
+        gt_job_free(job);
+    return rc;
+}
+
+/* ------------------------------------------------------------ problem phases */
+
+static int set_problem_state(gt_store *s, int64_t pid, const char *state, const char *error,
+                             char *err, size_t errlen)
+{
+    sqlite3_stmt *st = gt_store_prep(s, "UPDATE problems SET state = ?2, error = ?3 WHERE id = ?1",
+                                     err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, pid);
+    gt_store_bind_text(st, 2, state);
+    gt_store_bind_text(st, 3, error);
+    return gt_store_step_done(s, st, err, errlen);
+}
+
+/* Creates the final job: the top final_k valid screen configs, re-timed in one
+ * job next to the baseline, so the reported uplift compares two numbers
+ * measured side by side on the same worker. */
+static int create_final_job(gt_store *s, int64_t pid, int64_t run_id, int64_t now_ms, char *err,
+                            size_t errlen)
+{
+    int rc = -1, final_k = 4;
+    char backend[16] = "";
+    cJSON *opts = NULL, *base = NULL, *cands = cJSON_CreateArray();
+    char *cands_txt = NULL, *base_txt = NULL;
+    if (!cands)
+        goto oom;
+    sqlite3_stmt *st = gt_store_prep(s, "SELECT options, backend FROM runs WHERE id = ?", err, errlen);
+    if (!st)
+        goto out;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        opts = cJSON_Parse(gt_store_col_text(st, 0));
+        snprintf(backend, sizeof backend, "%s", gt_store_col_text(st, 1));
+    }
+    sqlite3_finalize(st);
+    const cJSON *v = opts ? cJSON_GetObjectItemCaseSensitive(opts, "final_k") : NULL;
+    if (cJSON_IsNumber(v) && v->valueint > 0)
+        final_k = v->valueint;
+
+    st = gt_store_prep(s,
+                       "SELECT baseline FROM jobs WHERE problem_id = ? AND baseline IS NOT NULL"
+                       " ORDER BY id LIMIT 1",
+                       err, errlen);
+    if (!st)
+        goto out;
+    sqlite3_bind_int64(st, 1, pid);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        base = cJSON_Parse(gt_store_col_text(st, 0));
+    sqlite3_finalize(st);
+    if (!base) {
+        rc = set_problem_state(s, pid, "failed", "no baseline configuration known", err, errlen);
+        goto out;
+    }
+    char base_hash[17];
+    if (gt_cfg_hash(base, base_hash))
+        goto oom;
+    st = gt_store_prep(s,
+                       "SELECT config FROM results WHERE problem_id = ?1 AND phase = 'screen'"
+                       " AND valid = 1 AND is_baseline = 0 AND config_hash != ?2"
+                       " ORDER BY time_us ASC, id ASC LIMIT ?3",
+                       err, errlen);
+    if (!st)
+        goto out;
+    sqlite3_bind_int64(st, 1, pid);
+    gt_store_bind_text(st, 2, base_hash);
+    sqlite3_bind_int(st, 3, final_k);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        cJSON *c = cJSON_Parse(gt_store_col_text(st, 0));
+        if (!c || !cJSON_AddItemToArray(cands, c)) {
+            cJSON_Delete(c);
+            sqlite3_finalize(st);
+            goto oom;
+        }
+    }
+    sqlite3_finalize(st);
+    cands_txt = cJSON_PrintUnformatted(cands);
+    base_txt = cJSON_PrintUnformatted(base);
+    if (!cands_txt || !base_txt)
+        goto oom;
+    st = gt_store_prep(s,
+                       "INSERT INTO jobs(run_id, problem_id, backend, kind, candidates, ncandidates,"
+                       " baseline, state, created_ms, updated_ms)"
+                       " VALUES (?, ?, ?, 'final', ?, ?, ?, 'queued', ?, ?)",
+                       err, errlen);
+    if (!st)
+        goto out;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, pid);
+    gt_store_bind_text(st, 3, backend);
+    gt_store_bind_text(st, 4, cands_txt);
+    sqlite3_bind_int(st, 5, cJSON_GetArraySize(cands));
+    gt_store_bind_text(st, 6, base_txt);
+    sqlite3_bind_int64(st, 7, now_ms);
+    sqlite3_bind_int64(st, 8, now_ms);
+    if (gt_store_step_done(s, st, err, errlen))
+        goto out;
+    rc = set_problem_state(s, pid, "final", NULL, err, errlen);
+    goto out;
+oom:
+    snprintf(err, errlen, "out of memory");
+out:
+    cJSON_Delete(opts);
+    cJSON_Delete(base);
+    cJSON_Delete(cands);
+    cJSON_free(cands_txt);
+    cJSON_free(base_txt);
+    return rc;
+}
+
+static int finish_run_if_done(gt_store *s, int64_t run_id, int64_t now_ms, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "UPDATE runs SET state = 'done', finished_ms = ?2 WHERE id = ?1 AND state = 'running'"
+        " AND NOT EXISTS (SELECT 1 FROM problems WHERE run_id = ?1"
+        " AND state IN ('enumerating', 'screening', 'final'))",
+        err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, now_ms);
+    return gt_store_step_done(s, st, err, errlen);
+}
+
+int gt_store_advance_problem(gt_store *s, int64_t pid, int64_t now_ms, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = gt_store_prep(s, "SELECT run_id, state FROM problems WHERE id = ?", err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, pid);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        snprintf(err, errlen, "unknown problem %lld", (long long)pid);
+        return -1;
+    }
+    int64_t run_id = sqlite3_column_int64(st, 0);
+    char state[16];
+    snprintf(state, sizeof state, "%s", gt_store_col_text(st, 1));
+    sqlite3_finalize(st);
+    if (strcmp(state, "enumerating") && strcmp(state, "screening") && strcmp(state, "final"))
+        return 0;
+
+    /* counts[kind][pending|done|failed] */
+    enum { ENUM, SCREEN, FINAL };
+    int pending[3] = {0}, done[3] = {0}, failed[3] = {0};
+    char last_error[256] = "";
+    st = gt_store_prep(s, "SELECT kind, state, COUNT(*), MAX(error) FROM jobs WHERE problem_id = ?"
+                          " GROUP BY kind, state",
+                       err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, pid);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *kind = gt_store_col_text(st, 0), *js = gt_store_col_text(st, 1);
+        int k = !strcmp(kind, "enumerate") ? ENUM : !strcmp(kind, "screen") ? SCREEN : FINAL;
+        int n = sqlite3_column_int(st, 2);
+        if (!strcmp(js, "queued") || !strcmp(js, "leased"))
+            pending[k] += n;
+        else if (!strcmp(js, "done"))
+            done[k] += n;
+        else if (!strcmp(js, "failed")) {
+            failed[k] += n;
+            snprintf(last_error, sizeof last_error, "%s", gt_store_col_text(st, 3));
+        }
+    }
+    sqlite3_finalize(st);
+
+    int rc = 0;
+    if (pending[ENUM] || pending[SCREEN] || pending[FINAL])
+        return 0;
+    if (done[FINAL])
+        rc = set_problem_state(s, pid, "done", NULL, err, errlen);
+    else if (failed[FINAL])
+        rc = set_problem_state(s, pid, "failed", last_error[0] ? last_error : "final phase failed",
+                               err, errlen);
+    else if (failed[ENUM] && !done[SCREEN] && !failed[SCREEN])
+        rc = set_problem_state(s, pid, "failed", last_error[0] ? last_error : "enumeration failed",
+                               err, errlen);
+    else
+        rc = create_final_job(s, pid, run_id, now_ms, err, errlen);
+    if (rc)
+        return -1;
+    return finish_run_if_done(s, run_id, now_ms, err, errlen);
+}
+
+/* ------------------------------------------------------------------ results */
+
+typedef struct job_row {
+    int64_t run_id, problem_id, owner;
+    char kind[16], state[16], backend[16], run_state[16], strategy[16], model[128];
+    int budget;
+    char *options;
+} job_row;
+
+static int load_job(gt_store *s, int64_t job_id, job_row *j, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "SELECT j.run_id, j.problem_id, COALESCE(j.lease_owner, 0), j.kind, j.state, j.backend,"
+        " r.state, r.strategy, r.budget, r.options FROM jobs j JOIN runs r ON r.id = j.run_id"
+        " WHERE j.id = ?",
+        err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, job_id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        snprintf(err, errlen, "unknown job %lld", (long long)job_id);
+        return -1;
+    }
+    j->run_id = sqlite3_column_int64(st, 0);
+    j->problem_id = sqlite3_column_int64(st, 1);
+    j->owner = sqlite3_column_int64(st, 2);
+    snprintf(j->kind, sizeof j->kind, "%s", gt_store_col_text(st, 3));
+    snprintf(j->state, sizeof j->state, "%s", gt_store_col_text(st, 4));
+    snprintf(j->backend, sizeof j->backend, "%s", gt_store_col_text(st, 5));
+    snprintf(j->run_state, sizeof j->run_state, "%s", gt_store_col_text(st, 6));
+    snprintf(j->strategy, sizeof j->strategy, "%s", gt_store_col_text(st, 7));
+    j->budget = sqlite3_column_int(st, 8);
+    j->options = strdup(gt_store_col_text(st, 9));
+    sqlite3_finalize(st);
+    if (!j->options) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static int insert_result(gt_store *s, const job_row *j, int64_t job_id, int64_t worker_id,
+                         const char *model, const gt_result *r, int64_t now_ms, char *err,
+                         size_t errlen)
+{
+    char *cfg = gt_cfg_canonical(r->config);
+    char hash[17];
+    if (!cfg || gt_cfg_hash(r->config, hash)) {
+        free(cfg);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    const char *phase = strcmp(j->kind, "final") ? "screen" : "final";
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "INSERT OR IGNORE INTO results(run_id, problem_id, job_id, backend, phase, config,"
+        " config_hash, is_baseline, time_us, spread, tflops, rel_err, valid, reason, worker_id,"
+        " device_model, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        err, errlen);
+    if (!st) {
+        free(cfg);
+        return -1;
+    }
+    sqlite3_bind_int64(st, 1, j->run_id);
+    sqlite3_bind_int64(st, 2, j->problem_id);
+    sqlite3_bind_int64(st, 3, job_id);
+    gt_store_bind_text(st, 4, j->backend);
+    gt_store_bind_text(st, 5, phase);
+    gt_store_bind_text(st, 6, cfg);
+    gt_store_bind_text(st, 7, hash);
+    sqlite3_bind_int(st, 8, r->is_baseline);
+    if (r->time_us > 0 && isfinite(r->time_us))
+        sqlite3_bind_double(st, 9, r->time_us);
+    else
+        sqlite3_bind_null(st, 9);
+    sqlite3_bind_double(st, 10, isfinite(r->spread) ? r->spread : 0);
+    sqlite3_bind_double(st, 11, isfinite(r->tflops) ? r->tflops : 0);
+    if (isfinite(r->rel_err))
+        sqlite3_bind_double(st, 12, r->rel_err);
+    else
+        sqlite3_bind_null(st, 12);
+    sqlite3_bind_int(st, 13, r->valid);
+    gt_store_bind_text(st, 14, r->reason[0] ? r->reason : NULL);
+    sqlite3_bind_int64(st, 15, worker_id);
+    gt_store_bind_text(st, 16, model);
+    sqlite3_bind_int64(st, 17, now_ms);
+    free(cfg);
+    return gt_store_step_done(s, st, err, errlen);
+}
+
+static int insert_baseline(gt_store *s, const job_row *j, int64_t job_id, int64_t worker_id,
+                           const char *model, const cJSON *b, int64_t now_ms, char *err, size_t errlen)
+{
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(b, "config");
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(b, "time_us");
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(b, "spread");
+    if (!cJSON_IsObject(cfg) || !cJSON_IsNumber(t) || !(t->valuedouble > 0))
+        return 0; /* the baseline did not run (its failure is in the results) */
+    char *txt = gt_cfg_canonical(cfg);
+    if (!txt) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "INSERT OR IGNORE INTO baselines(run_id, problem_id, job_id, backend, device_model, config,"
+        " time_us, spread, worker_id, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        err, errlen);
+    if (!st) {
+        free(txt);
+        return -1;
+    }
+    sqlite3_bind_int64(st, 1, j->run_id);
+    sqlite3_bind_int64(st, 2, j->problem_id);
+    sqlite3_bind_int64(st, 3, job_id);
+    gt_store_bind_text(st, 4, j->backend);
+    gt_store_bind_text(st, 5, model);
+    gt_store_bind_text(st, 6, txt);
+    sqlite3_bind_double(st, 7, t->valuedouble);
+    sqlite3_bind_double(st, 8, cJSON_IsNumber(sp) ? sp->valuedouble : 0);
+    sqlite3_bind_int64(st, 9, worker_id);
+    sqlite3_bind_int64(st, 10, now_ms);
+    free(txt);
+    return gt_store_step_done(s, st, err, errlen);
+}
+
+/* The candidates an enumeration returned, cut to the run's budget: with the
+ * exhaustive strategy the first ones (the device's list puts the library's
+ * heuristic picks first), with random the heuristic picks plus a seeded
+ * uniform sample of the rest. */
+static cJSON *select_enumerated(const cJSON *cands, const job_row *j)
+{
+    cJSON *out = cJSON_Duplicate(cands, 1);
+    if (!out)
+        return NULL;
+    int n = cJSON_GetArraySize(out);
+    if (j->budget <= 0 || n <= j->budget)
+        return out;
+    if (!strcmp(j->strategy, "random")) {
+        int keep = j->budget < 8 ? j->budget : 8;
+        uint64_t x = 0x9e3779b97f4a7c15ULL ^ (uint64_t)j->problem_id;
+        /* Partial Fisher-Yates over items [keep, n): move the sample up front. */
+        for (int i = keep; i < j->budget; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            int r = i + (int)(x % (uint64_t)(n - i));
+            if (r != i) {
+                cJSON *a = cJSON_DetachItemFromArray(out, r);
+                cJSON *b = cJSON_DetachItemFromArray(out, i);
+                cJSON_InsertItemInArray(out, i, a);
+                cJSON_InsertItemInArray(out, r, b);
+            }
+        }
+    }
+    while (cJSON_GetArraySize(out) > j->budget)
+        cJSON_DeleteItemFromArray(out, cJSON_GetArraySize(out) - 1);
+    return out;
+}
+
+static int finish_enumerate(gt_store *s, const job_row *j, const cJSON *msg, int64_t now_ms,
+                            char *err, size_t errlen)
+{
+    const cJSON *cands = cJSON_GetObjectItemCaseSensitive(msg, "candidates");
+    const cJSON *base = cJSON_GetObjectItemCaseSensitive(msg, "baseline_config");
+    if (!cJSON_IsArray(cands) || !cJSON_IsObject(base)) {
+        snprintf(err, errlen, "enumerate results need candidates[] and baseline_config{}");
+        return -1;
+    }
+    int shard = 8;
+    cJSON *opts = cJSON_Parse(j->options);
+    const cJSON *v = opts ? cJSON_GetObjectItemCaseSensitive(opts, "shard_size") : NULL;
+    if (cJSON_IsNumber(v) && v->valueint > 0)
+        shard = v->valueint;
+    cJSON_Delete(opts);
+    cJSON *sel = select_enumerated(cands, j);
+    if (!sel) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    size_t nj = 0;
+    int rc = gt_store_insert_screen_jobs(s, j->run_id, j->problem_id, j->backend, sel, base, shard,
+                                         now_ms, &nj, err, errlen);
+    cJSON_Delete(sel);
+    if (rc)
+        return -1;
+    return set_problem_state(s, j->problem_id, "screening", NULL, err, errlen);
+}
+
+static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t now_ms,
+                     int64_t lease_ms, int *cancelled, size_t *accepted, char *err, size_t errlen)
+{
+    int rc = -1;
+    job_row j = {0};
+    long long job_id;
+    if (gt_proto_get_int(msg, "job_id", &job_id, err, errlen))
+        return -1;
+    if (load_job(s, job_id, &j, err, errlen))
+        goto out;
+    char model[128] = "";
+    sqlite3_stmt *st = gt_store_prep(s, "SELECT device_model FROM workers WHERE id = ?", err, errlen);
+    if (!st)
+        goto out;
+    sqlite3_bind_int64(st, 1, worker_id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        snprintf(err, errlen, "unknown worker %lld: register first", (long long)worker_id);
+        goto out;
+    }
+    snprintf(model, sizeof model, "%s", gt_store_col_text(st, 0));
+    sqlite3_finalize(st);
+
+    *cancelled = !strcmp(j.run_state, "cancelled") || !strcmp(j.state, "cancelled");
+    const cJSON *results = cJSON_GetObjectItemCaseSensitive(msg, "results");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, results)
+    {
+        gt_result r;
+        if (gt_proto_result_from_json(it, &r, err, errlen))
+            goto out;
+        if (insert_result(s, &j, job_id, worker_id, model, &r, now_ms, err, errlen))
+            goto out;
+        *accepted += (size_t)sqlite3_changes(s->db);
+    }
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(msg, "baseline");
+    if (cJSON_IsObject(b) && insert_baseline(s, &j, job_id, worker_id, model, b, now_ms, err, errlen))
+        goto out;
+    st = gt_store_prep(s,
+                       "UPDATE workers SET results = results + ?2, last_heartbeat_ms = ?3,"
+                       " state = CASE WHEN state = 'lost' THEN 'busy' ELSE state END WHERE id = ?1",
+                       err, errlen);
+    if (!st)
+        goto out;
+    sqlite3_bind_int64(st, 1, worker_id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)*accepted);
+    sqlite3_bind_int64(st, 3, now_ms);
+    if (gt_store_step_done(s, st, err, errlen))
+        goto out;
+
+    /* Only the lease holder moves the job on; a worker whose lease expired
+     * (and whose job another worker now runs) still gets its measurements
+     * stored, idempotently, but not its state change. A job back in the
+     * queue may be finished by its old owner: that saves redoing it. */
+    int owner = (!strcmp(j.state, "leased") && j.owner == worker_id) || !strcmp(j.state, "queued");
+    int done = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "done"));
+    const cJSON *jerr = cJSON_GetObjectItemCaseSensitive(msg, "error");
+    const char *job_error = cJSON_IsString(jerr) && jerr->valuestring[0] ? jerr->valuestring : NULL;
+    if (owner && !*cancelled) {
+        if (!done) {
+            st = gt_store_prep(s, "UPDATE jobs SET lease_deadline_ms = ?2, updated_ms = ?3 WHERE id = ?1",
+                               err, errlen);
+            if (!st)
+                goto out;
+            sqlite3_bind_int64(st, 1, job_id);
+            sqlite3_bind_int64(st, 2, now_ms + lease_ms);
+            sqlite3_bind_int64(st, 3, now_ms);
+            if (gt_store_step_done(s, st, err, errlen))
+                goto out;
+        } else {
+            if (!job_error && !strcmp(j.kind, "enumerate") &&
+                finish_enumerate(s, &j, msg, now_ms, err, errlen))
+                goto out;
+            st = gt_store_prep(s,
+                               "UPDATE jobs SET state = ?2, error = ?3, lease_owner = NULL,"
+                               " updated_ms = ?4 WHERE id = ?1",
+                               err, errlen);
+            if (!st)
+                goto out;
+            sqlite3_bind_int64(st, 1, job_id);
+            gt_store_bind_text(st, 2, job_error ? "failed" : "done");
+            gt_store_bind_text(st, 3, job_error);
+            sqlite3_bind_int64(st, 4, now_ms);
+            if (gt_store_step_done(s, st, err, errlen))
+                goto out;
+            st = gt_store_prep(s, "UPDATE workers SET state = 'idle' WHERE id = ? AND state = 'busy'",
+                               err, errlen);
+            if (!st)
+                goto out;
+            sqlite3_bind_int64(st, 1, worker_id);
+            if (gt_store_step_done(s, st, err, errlen))
+                goto out;
+            if (gt_store_advance_problem(s, j.problem_id, now_ms, err, errlen))
+                goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(j.options);
+    return rc;
+}
+
+int gt_store_report(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t now_ms,
+                    int64_t lease_ms, int *cancelled, size_t *accepted, char *err, size_t errlen)
+{
+    *cancelled = 0;
+    *accepted = 0;
+    TX_BEGIN(s, err, errlen);
+    int rc = report_tx(s, worker_id, msg, now_ms, lease_ms, cancelled, accepted, err, errlen);
+    if (rc)
+        *accepted = 0;
+    return tx_end(s, rc, err, errlen);
+}
+
+int gt_store_expire(gt_store *s, int64_t now_ms, int max_attempts, int64_t lost_ms, char *err,
+                    size_t errlen)
+{
+    TX_BEGIN(s, err, errlen);
+    int rc = -1, n = 0;
+    int64_t *failed = NULL;
+    size_t nfailed = 0;
+    sqlite3_stmt *st = gt_store_prep(s,
+                                     "SELECT id, problem_id, attempts FROM jobs WHERE state = 'leased'"
+                                     " AND lease_deadline_ms < ?",
+                                     err, errlen);
+    if (!st)
+        goto out;
+    sqlite3_bind_int64(st, 1, now_ms);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0), pid = sqlite3_column_int64(st, 1);
+        int attempts = sqlite3_column_int(st, 2);
+        int fail = attempts >= max_attempts;
+        sqlite3_stmt *up = gt_store_prep(
+            s,
+            "UPDATE jobs SET state = ?2, lease_owner = NULL, updated_ms = ?3,"
+            " error = CASE WHEN ?2 = 'failed' THEN 'lease expired ' || attempts || ' times' ELSE error END"
+            " WHERE id = ?1",
+            err, errlen);
+        if (!up) {
+            sqlite3_finalize(st);
+            goto out;
+        }
+        sqlite3_bind_int64(up, 1, id);
+        gt_store_bind_text(up, 2, fail ? "failed" : "queued");
+        sqlite3_bind_int64(up, 3, now_ms);
+        if (gt_store_step_done(s, up, err, errlen)) {
+            sqlite3_finalize(st);
+            goto out;
+        }
+        gt_warn("job %lld: lease expired (attempt %d), %s", (long long)id, attempts,
+                fail ? "failed" : "requeued");
+        n++;
+        if (fail) {
+            int64_t *f = realloc(failed, (nfailed + 1) * sizeof *f);
+            if (!f) {
+                sqlite3_finalize(st);
+                snprintf(err, errlen, "out of memory");
+                goto out;
+            }
+            failed = f;
+            failed[nfailed++] = pid;
+        }
+    }
+    sqlite3_finalize(st);
+    for (size_t i = 0; i < nfailed; i++)
+        if (gt_store_advance_problem(s, failed[i], now_ms, err, errlen))
+            goto out;
+    st = gt_store_prep(s,
+                       "UPDATE workers SET state = 'lost' WHERE state IN ('idle', 'busy')"
+                       " AND last_heartbeat_ms < ?",
+                       err, errlen);
+    if (!st)
+        goto out;
+    sqlite3_bind_int64(st, 1, now_ms - lost_ms);
+    if (gt_store_step_done(s, st, err, errlen))
+        goto out;
+    rc = n;
+out:
+    free(failed);
+    return tx_end(s, rc, err, errlen);
+}

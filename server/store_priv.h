@@ -1,0 +1,40 @@
+/* store_priv.h: internals shared by the store's files (store.c: open,
+ * migrations, runs; store_jobs.c: leases and results; store_query.c: JSON
+ * views). Not part of the public interface. */
+#ifndef GT_STORE_PRIV_H
+#define GT_STORE_PRIV_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "gt_store.h"
+
+struct gt_store {
+    sqlite3 *db;
+    pthread_mutex_t mu;
+};
+
+/* Prepares sql on the store's connection; NULL with err set. Statements are
+ * prepared with bound parameters only: no value ever becomes SQL text. */
+sqlite3_stmt *gt_store_prep(gt_store *s, const char *sql, char *err, size_t errlen);
+/* Runs SQL without parameters (transactions, DDL). 0 or -1 with err. */
+int gt_store_exec(gt_store *s, const char *sql, char *err, size_t errlen);
+/* Steps a statement that returns no rows and finalizes it. 0 or -1. */
+int gt_store_step_done(gt_store *s, sqlite3_stmt *st, char *err, size_t errlen);
+/* Binds text or NULL. */
+int gt_store_bind_text(sqlite3_stmt *st, int i, const char *v);
+/* Reads a column as text, "" when NULL. */
+const char *gt_store_col_text(sqlite3_stmt *st, int i);
+
+/* After a job reached a final state: creates the problem's next job (final
+ * phase) or closes the problem and the run. Runs inside the caller's
+ * transaction. */
+int gt_store_advance_problem(gt_store *s, int64_t problem_id, int64_t now_ms, char *err,
+                             size_t errlen);
+/* Shards a candidate array into screen jobs of a problem. Caller's transaction. */
+int gt_store_insert_screen_jobs(gt_store *s, int64_t run_id, int64_t problem_id,
+                                const char *backend, const struct cJSON *cands,
+                                const struct cJSON *baseline, int shard_size, int64_t now_ms,
+                                size_t *njobs, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,452 @@
+/* store_query.c: read-only views of the store for the HTTP API: run lists,
+ * run progress with the best result per problem, all results (JSON and CSV),
+ * and workers. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gt_util.h"
+#include "store_priv.h"
+
+/* Adds a number, or null when the column is NULL. */
+static int add_num_col(cJSON *o, const char *name, sqlite3_stmt *st, int i)
+{
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return cJSON_AddNullToObject(o, name) != NULL;
+    return cJSON_AddNumberToObject(o, name, sqlite3_column_double(st, i)) != NULL;
+}
+
+static int add_str_col(cJSON *o, const char *name, sqlite3_stmt *st, int i)
+{
+    if (sqlite3_column_type(st, i) == SQLITE_NULL)
+        return cJSON_AddNullToObject(o, name) != NULL;
+    return cJSON_AddStringToObject(o, name, gt_store_col_text(st, i)) != NULL;
+}
+
+/* Adds a JSON column parsed (configs are stored as canonical JSON text). */
+static int add_json_col(cJSON *o, const char *name, sqlite3_stmt *st, int i)
+{
+    cJSON *v = sqlite3_column_type(st, i) == SQLITE_NULL ? cJSON_CreateNull()
+                                                           : cJSON_Parse(gt_store_col_text(st, i));
+    if (!v)
+        v = cJSON_CreateNull();
+    if (!v)
+        return 0;
+    cJSON_AddItemToObject(o, name, v);
+    return 1;
+}
+
+/* Progress counters of a run; shared by the list and the detail view. */
+typedef struct run_counts {
+    long problems, problems_done, problems_failed;
+    long jobs, jobs_queued, jobs_leased, jobs_done, jobs_failed;
+    long cands_total, cands_done, cands_valid;
+} run_counts;
+
+static int count_run(gt_store *s, int64_t run_id, run_counts *c, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "SELECT COUNT(*), SUM(state = 'done'), SUM(state IN ('failed', 'cancelled'))"
+        " FROM problems WHERE run_id = ?",
+        err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        c->problems = sqlite3_column_int64(st, 0);
+        c->problems_done = sqlite3_column_int64(st, 1);
+        c->problems_failed = sqlite3_column_int64(st, 2);
+    }
+    sqlite3_finalize(st);
+    st = gt_store_prep(s,
+                       "SELECT COUNT(*), SUM(state = 'queued'), SUM(state = 'leased'),"
+                       " SUM(state = 'done'), SUM(state IN ('failed', 'cancelled')),"
+                       " SUM(CASE WHEN kind = 'screen' THEN ncandidates ELSE 0 END)"
+                       " FROM jobs WHERE run_id = ?",
+                       err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        c->jobs = sqlite3_column_int64(st, 0);
+        c->jobs_queued = sqlite3_column_int64(st, 1);
+        c->jobs_leased = sqlite3_column_int64(st, 2);
+        c->jobs_done = sqlite3_column_int64(st, 3);
+        c->jobs_failed = sqlite3_column_int64(st, 4);
+        c->cands_total = sqlite3_column_int64(st, 5);
+    }
+    sqlite3_finalize(st);
+    st = gt_store_prep(s,
+                       "SELECT COUNT(*), SUM(valid) FROM results WHERE run_id = ? AND phase = 'screen'",
+                       err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        c->cands_done = sqlite3_column_int64(st, 0);
+        c->cands_valid = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+/* Share of the run's work finished: screen candidates plus one final phase
+ * per problem (problems still enumerating count as one unit each). */
+static double progress_of(const run_counts *c, const char *state)
+{
+    if (!strcmp(state, "done"))
+        return 1.0;
+    double total = (double)c->cands_total + (double)c->problems;
+    double done = (double)c->cands_done + (double)(c->problems_done + c->problems_failed);
+    if (total <= 0)
+        return 0;
+    double p = done / total;
+    return p > 1 ? 1 : p;
+}
+
+cJSON *gt_store_runs_json(gt_store *s, char *err, size_t errlen)
+{
+    cJSON *root = cJSON_CreateObject(), *arr = NULL;
+    if (!root || !(arr = cJSON_AddArrayToObject(root, "runs")))
+        goto oom;
+    gt_store_lock(s);
+    sqlite3_stmt *st = gt_store_prep(s,
+                                     "SELECT id, name, state, backend, device_model, source_format,"
+                                     " created_ms FROM runs ORDER BY id",
+                                     err, errlen);
+    if (!st) {
+        gt_store_unlock(s);
+        cJSON_Delete(root);
+        return NULL;
+    }
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        cJSON *r = cJSON_CreateObject();
+        if (!r || !cJSON_AddItemToArray(arr, r)) {
+            cJSON_Delete(r);
+            goto oom_locked;
+        }
+        int64_t id = sqlite3_column_int64(st, 0);
+        run_counts c;
+        if (count_run(s, id, &c, err, errlen)) {
+            sqlite3_finalize(st);
+            gt_store_unlock(s);
+            cJSON_Delete(root);
+            return NULL;
+        }
+        char state[16];
+        snprintf(state, sizeof state, "%s", gt_store_col_text(st, 2));
+        if (!cJSON_AddNumberToObject(r, "id", (double)id) || !add_str_col(r, "name", st, 1) ||
+            !add_str_col(r, "state", st, 2) || !add_str_col(r, "backend", st, 3) ||
+            !add_str_col(r, "device_model", st, 4) || !add_str_col(r, "format", st, 5) ||
+            !add_num_col(r, "created_ms", st, 6) ||
+            !cJSON_AddNumberToObject(r, "problems", (double)c.problems) ||
+            !cJSON_AddNumberToObject(r, "problems_done", (double)c.problems_done) ||
+            !cJSON_AddNumberToObject(r, "progress", progress_of(&c, state)))
+            goto oom_locked;
+    }
+    sqlite3_finalize(st);
+    gt_store_unlock(s);
+    return root;
+oom_locked:
+    sqlite3_finalize(st);
+    gt_store_unlock(s);
+oom:
+    snprintf(err, errlen, "out of memory");
+    cJSON_Delete(root);
+    return NULL;
+}
+
+/* The best entry of every problem of a run, heaviest first, and the two
+ * workload-level summaries: the speedup of the whole workload
+ * (sum calls*baseline / sum calls*tuned) and the FLOP-weighted mean uplift. */
+static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t errlen)
+{
+    cJSON *arr = cJSON_AddArrayToObject(root, "best");
+    if (!arr)
+        return -1;
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "SELECT p.id, p.label, p.call_count, p.weight, p.state, b.phase, b.config, b.time_us,"
+        " b.baseline_us, b.tflops, b.rel_err, p.error, p.flops"
+        " FROM problems p LEFT JOIN problem_best b ON b.problem_id = p.id"
+        " WHERE p.run_id = ? ORDER BY p.weight DESC, p.id",
+        err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    double base_sum = 0, tuned_sum = 0, wsum = 0, wup = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        cJSON *b = cJSON_CreateObject();
+        if (!b || !cJSON_AddItemToArray(arr, b)) {
+            cJSON_Delete(b);
+            sqlite3_finalize(st);
+            return -1;
+        }
+        double t = sqlite3_column_double(st, 7), bu = sqlite3_column_double(st, 8);
+        int known = sqlite3_column_type(st, 7) != SQLITE_NULL && sqlite3_column_type(st, 8) != SQLITE_NULL &&
+                    t > 0 && bu > 0;
+        double calls = sqlite3_column_double(st, 2), w = sqlite3_column_double(st, 3);
+        if (!cJSON_AddNumberToObject(b, "problem_id", (double)sqlite3_column_int64(st, 0)) ||
+            !add_str_col(b, "label", st, 1) || !add_num_col(b, "call_count", st, 2) ||
+            !add_num_col(b, "weight", st, 3) || !add_str_col(b, "state", st, 4) ||
+            !add_str_col(b, "phase", st, 5) || !add_json_col(b, "config", st, 6) ||
+            !add_num_col(b, "time_us", st, 7) || !add_num_col(b, "baseline_us", st, 8) ||
+            !(known ? cJSON_AddNumberToObject(b, "uplift", bu / t) : cJSON_AddNullToObject(b, "uplift")) ||
+            !add_num_col(b, "tflops", st, 9) || !add_num_col(b, "rel_err", st, 10) ||
+            !add_str_col(b, "error", st, 11)) {
+            sqlite3_finalize(st);
+            return -1;
+        }
+        if (known) {
+            base_sum += calls * bu;
+            tuned_sum += calls * t;
+            wsum += w;
+            wup += w * (bu / t);
+        }
+    }
+    sqlite3_finalize(st);
+    if (!(tuned_sum > 0 ? cJSON_AddNumberToObject(root, "weighted_uplift", base_sum / tuned_sum)
+                        : cJSON_AddNullToObject(root, "weighted_uplift")) ||
+        !(wsum > 0 ? cJSON_AddNumberToObject(root, "flop_weighted_uplift", wup / wsum)
+                   : cJSON_AddNullToObject(root, "flop_weighted_uplift")))
+        return -1;
+    return 0;
+}
+
+static cJSON *counts_obj(cJSON *root, const char *name, const char *const *keys, const long *vals,
+                         size_t n)
+{
+    cJSON *o = cJSON_AddObjectToObject(root, name);
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (!cJSON_AddNumberToObject(o, keys[i], (double)vals[i]))
+            return NULL;
+    return o;
+}
+
+static cJSON *run_json_locked(gt_store *s, int64_t run_id, int64_t now_ms, int *found, char *err,
+                              size_t errlen)
+{
+    cJSON *root = NULL;
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "SELECT id, name, state, backend, device_model, strategy, source_format, created_ms,"
+        " started_ms, finished_ms, budget, options, total_calls, total_flops, dropped, skipped"
+        " FROM runs WHERE id = ?",
+        err, errlen);
+    if (!st)
+        return NULL;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        *found = 0;
+        return NULL;
+    }
+    *found = 1;
+    run_counts c;
+    if (count_run(s, run_id, &c, err, errlen)) {
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    char state[16];
+    snprintf(state, sizeof state, "%s", gt_store_col_text(st, 2));
+    double progress = progress_of(&c, state);
+    int started = sqlite3_column_type(st, 8) != SQLITE_NULL;
+    int64_t t0 = sqlite3_column_int64(st, 8);
+    int64_t t1 = sqlite3_column_type(st, 9) != SQLITE_NULL ? sqlite3_column_int64(st, 9) : now_ms;
+    double elapsed = started ? (double)(t1 - t0) / 1000.0 : 0;
+    root = cJSON_CreateObject();
+    if (!root)
+        goto oom;
+    static const char *pk[] = {"total", "done", "failed"};
+    static const char *jk[] = {"total", "queued", "leased", "done", "failed"};
+    static const char *ck[] = {"total", "done", "valid", "invalid"};
+    long pv[] = {c.problems, c.problems_done, c.problems_failed};
+    long jv[] = {c.jobs, c.jobs_queued, c.jobs_leased, c.jobs_done, c.jobs_failed};
+    long cv[] = {c.cands_total, c.cands_done, c.cands_valid, c.cands_done - c.cands_valid};
+    int ok = cJSON_AddNumberToObject(root, "id", (double)run_id) && add_str_col(root, "name", st, 1) &&
+             add_str_col(root, "state", st, 2) && add_str_col(root, "backend", st, 3) &&
+             add_str_col(root, "device_model", st, 4) && add_str_col(root, "strategy", st, 5) &&
+             add_str_col(root, "format", st, 6) && add_num_col(root, "created_ms", st, 7) &&
+             add_num_col(root, "started_ms", st, 8) && add_num_col(root, "finished_ms", st, 9) &&
+             add_num_col(root, "budget", st, 10) && add_json_col(root, "options", st, 11) &&
+             add_num_col(root, "total_calls", st, 12) && add_num_col(root, "total_flops", st, 13) &&
+             add_num_col(root, "dropped", st, 14) && add_json_col(root, "skipped", st, 15) &&
+             cJSON_AddNumberToObject(root, "elapsed_s", elapsed) &&
+             (started && progress > 0 && !strcmp(state, "running")
+                  ? cJSON_AddNumberToObject(root, "eta_s", elapsed * (1 - progress) / progress) != NULL
+                  : cJSON_AddNullToObject(root, "eta_s") != NULL) &&
+             cJSON_AddNumberToObject(root, "progress", progress) &&
+             counts_obj(root, "problems", pk, pv, 3) && counts_obj(root, "jobs", jk, jv, 5) &&
+             counts_obj(root, "candidates", ck, cv, 4);
+    sqlite3_finalize(st);
+    if (!ok || add_best(s, root, run_id, err, errlen))
+        goto oom;
+    return root;
+oom:
+    snprintf(err, errlen, "out of memory or database error");
+    cJSON_Delete(root);
+    return NULL;
+}
+
+cJSON *gt_store_run_json(gt_store *s, int64_t run_id, int64_t now_ms, int *found, char *err,
+                         size_t errlen)
+{
+    gt_store_lock(s);
+    cJSON *j = run_json_locked(s, run_id, now_ms, found, err, errlen);
+    gt_store_unlock(s);
+    return j;
+}
+
+static const char k_results_sql[] =
+    "SELECT r.problem_id, p.label, r.backend, r.phase, r.config, r.config_hash, r.is_baseline,"
+    " r.time_us, r.spread, r.tflops, r.rel_err, r.valid, r.reason, r.worker_id, r.device_model"
+    " FROM results r JOIN problems p ON p.id = r.problem_id WHERE r.run_id = ?"
+    " ORDER BY p.weight DESC, r.problem_id, r.phase, r.time_us IS NULL, r.time_us";
+
+cJSON *gt_store_results_json(gt_store *s, int64_t run_id, int *found, char *err, size_t errlen)
+{
+    *found = gt_store_run_exists(s, run_id) == 1;
+    if (!*found)
+        return NULL;
+    cJSON *root = cJSON_CreateObject(), *arr = NULL;
+    if (!root || !cJSON_AddNumberToObject(root, "run_id", (double)run_id) ||
+        !(arr = cJSON_AddArrayToObject(root, "results"))) {
+        cJSON_Delete(root);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    gt_store_lock(s);
+    sqlite3_stmt *st = gt_store_prep(s, k_results_sql, err, errlen);
+    if (!st)
+        goto fail;
+    sqlite3_bind_int64(st, 1, run_id);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        cJSON *r = cJSON_CreateObject();
+        if (!r || !cJSON_AddItemToArray(arr, r)) {
+            cJSON_Delete(r);
+            goto fail_st;
+        }
+        if (!add_num_col(r, "problem_id", st, 0) || !add_str_col(r, "label", st, 1) ||
+            !add_str_col(r, "backend", st, 2) || !add_str_col(r, "phase", st, 3) ||
+            !add_json_col(r, "config", st, 4) || !add_str_col(r, "config_hash", st, 5) ||
+            !cJSON_AddBoolToObject(r, "baseline", sqlite3_column_int(st, 6)) ||
+            !add_num_col(r, "time_us", st, 7) || !add_num_col(r, "spread", st, 8) ||
+            !add_num_col(r, "tflops", st, 9) || !add_num_col(r, "rel_err", st, 10) ||
+            !cJSON_AddBoolToObject(r, "valid", sqlite3_column_int(st, 11)) ||
+            !add_str_col(r, "reason", st, 12) || !add_num_col(r, "worker_id", st, 13) ||
+            !add_str_col(r, "device_model", st, 14))
+            goto fail_st;
+    }
+    sqlite3_finalize(st);
+    gt_store_unlock(s);
+    return root;
+fail_st:
+    sqlite3_finalize(st);
+    snprintf(err, errlen, "out of memory");
+fail:
+    gt_store_unlock(s);
+    cJSON_Delete(root);
+    return NULL;
+}
+
+/* Quotes a CSV field when it needs it (RFC 4180). */
+static int csv_field(gt_str *b, const char *v, int last)
+{
+    int quote = strpbrk(v, ",\"\n\r") != NULL;
+    int rc = 0;
+    if (quote) {
+        rc |= gt_str_append(b, "\"", 1);
+        for (const char *p = v; *p; p++)
+            rc |= *p == '"' ? gt_str_append(b, "\"\"", 2) : gt_str_append(b, p, 1);
+        rc |= gt_str_append(b, "\"", 1);
+    } else {
+        rc |= gt_str_append(b, v, strlen(v));
+    }
+    rc |= gt_str_append(b, last ? "\n" : ",", 1);
+    return rc;
+}
+
+char *gt_store_results_csv(gt_store *s, int64_t run_id, int *found, char *err, size_t errlen)
+{
+    *found = gt_store_run_exists(s, run_id) == 1;
+    if (!*found)
+        return NULL;
+    static const char *cols[] = {"problem_id", "label", "backend", "phase", "config",
+                                 "config_hash", "baseline", "time_us", "spread", "tflops",
+                                 "rel_err", "valid", "reason", "worker_id", "device_model"};
+    const int ncols = (int)(sizeof cols / sizeof cols[0]);
+    gt_str b;
+    gt_str_init(&b);
+    for (int i = 0; i < ncols; i++)
+        csv_field(&b, cols[i], i == ncols - 1);
+    gt_store_lock(s);
+    sqlite3_stmt *st = gt_store_prep(s, k_results_sql, err, errlen);
+    if (!st) {
+        gt_store_unlock(s);
+        gt_str_free(&b);
+        return NULL;
+    }
+    sqlite3_bind_int64(st, 1, run_id);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        for (int i = 0; i < ncols; i++)
+            csv_field(&b, gt_store_col_text(st, i), i == ncols - 1);
+    sqlite3_finalize(st);
+    gt_store_unlock(s);
+    if (b.oom) {
+        gt_str_free(&b);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    return b.s;
+}
+
+cJSON *gt_store_workers_json(gt_store *s, int64_t now_ms, char *err, size_t errlen)
+{
+    cJSON *root = cJSON_CreateObject(), *arr = NULL;
+    if (!root || !(arr = cJSON_AddArrayToObject(root, "workers"))) {
+        cJSON_Delete(root);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    gt_store_lock(s);
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "SELECT id, host, pid, device_index, backend, device_model, arch, units, mem_bytes, state,"
+        " last_heartbeat_ms, results, driver, registered_ms FROM workers ORDER BY id",
+        err, errlen);
+    if (!st)
+        goto fail;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        cJSON *w = cJSON_CreateObject();
+        if (!w || !cJSON_AddItemToArray(arr, w)) {
+            cJSON_Delete(w);
+            goto fail_st;
+        }
+        double age = (double)(now_ms - sqlite3_column_int64(st, 10)) / 1000.0;
+        if (!add_num_col(w, "id", st, 0) || !add_str_col(w, "host", st, 1) ||
+            !add_num_col(w, "pid", st, 2) || !add_num_col(w, "device_index", st, 3) ||
+            !add_str_col(w, "backend", st, 4) || !add_str_col(w, "device_model", st, 5) ||
+            !add_str_col(w, "arch", st, 6) || !add_num_col(w, "units", st, 7) ||
+            !add_num_col(w, "mem_bytes", st, 8) || !add_str_col(w, "state", st, 9) ||
+            !add_num_col(w, "last_heartbeat_ms", st, 10) ||
+            !cJSON_AddNumberToObject(w, "heartbeat_age_s", age) || !add_num_col(w, "results", st, 11) ||
+            !add_str_col(w, "driver", st, 12) || !add_num_col(w, "registered_ms", st, 13))
+            goto fail_st;
+    }
+    sqlite3_finalize(st);
+    gt_store_unlock(s);
+    return root;
+fail_st:
+    sqlite3_finalize(st);
+    snprintf(err, errlen, "out of memory");
+fail:
+    gt_store_unlock(s);
+    cJSON_Delete(root);
+    return NULL;
+}
