@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,14 +18,6 @@
 #include "gt_proto.h"
 #include "gt_store.h"
 #include "gt_util.h"
-
-static volatile sig_atomic_t g_stop;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_stop = 1;
-}
 
 static void usage(FILE *f)
 {
@@ -116,11 +109,13 @@ int main(int argc, char **argv)
     char host[128] = "localhost";
     gethostname(host, sizeof host - 1);
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    /* Block the stop signals before any thread starts (threads inherit the
+     * mask), so they are only ever taken by sigwait below. */
+    sigset_t stopset;
+    sigemptyset(&stopset);
+    sigaddset(&stopset, SIGINT);
+    sigaddset(&stopset, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stopset, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     int rc = 1;
@@ -169,9 +164,10 @@ int main(int argc, char **argv)
     }
     if (token && *token)
         gt_info("authentication on: workers and POST requests need the token");
-    while (!g_stop)
-        pause();
-    gt_info("shutting down");
+    int sig = 0;
+    while (sigwait(&stopset, &sig) != 0)
+        ;
+    gt_info("signal %d: shutting down", sig);
     rc = 0;
 out:
     gt_http_stop(h);
