@@ -52,6 +52,9 @@ typedef struct gt_bk_cand gt_bk_cand;        /* per built candidate */
 
 typedef struct gt_backend {
     const char *name;
+    /* Optional: devices of this backend on the node (NULL: one). Used by
+     * `gemmtune-worker --device all`. Returns 0 when there is none. */
+    int (*device_count)(void);
     /* Opens device `index`; fills dev. */
     int (*open)(int index, gt_bk_ctx **ctx, gt_bk_device *dev, char *err, size_t errlen);
     void (*close)(gt_bk_ctx *ctx);
