@@ -1,2 +1,383 @@
-/* placeholder: replaced by the real main */
-int main(void) { return 0; }
+/* main_worker.c: gemmtune-worker, one process per device. Registers with the
+ * coordinator, heartbeats from a thread of its own, leases jobs and runs
+ * them. `--device all` starts one process per device of the backend and
+ * waits for them. SIGTERM/SIGINT: the candidate in flight finishes, what was
+ * measured is reported and the job is handed back. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gt_backend.h"
+#include "gt_client.h"
+#include "gt_proto.h"
+#include "gt_runner.h"
+#include "gt_util.h"
+
+#define GT_WORKER_VERSION "0.1.0"
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+typedef struct worker {
+    const char *url;
+    const char *token;
+    const gt_backend *bk;
+    int device;
+    int batch;
+    double idle_exit_s;          /* exit after this long without work (0 = never) */
+    gt_bk_device dev;
+    gt_bk_ctx *ctx;
+    gt_client main;
+    volatile int64_t worker_id;
+    int heartbeat_ms;
+    volatile int reregister;
+    pthread_mutex_t mu;
+} worker;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gemmtune-worker [options]\n"
+            "  --server URL        coordinator worker endpoint (default %s,\n"
+            "                      or environment GEMMTUNE_WORKER_URL)\n"
+            "  --backend NAME      cpu (default) or cuda\n"
+            "  --device N|all      device index (default 0); all: one process per device\n"
+            "  --batch N           results per message (default 8)\n"
+            "  --token TOKEN       shared worker token (default: environment GEMMTUNE_TOKEN)\n"
+            "  --exit-when-idle S  exit after S seconds without a job (default: run forever)\n"
+            "  --log-level LEVEL   debug, info, warn, error\n"
+            "  --version, --help\n",
+            GT_DEFAULT_WORKER_URL);
+}
+
+static cJSON *register_msg(worker *w)
+{
+    char host[128] = "localhost";
+    gethostname(host, sizeof host - 1);
+    cJSON *m = gt_proto_new(GT_MSG_REGISTER);
+    if (!m)
+        return NULL;
+    int ok = cJSON_AddStringToObject(m, "host", host) &&
+             cJSON_AddNumberToObject(m, "pid", getpid()) &&
+             cJSON_AddNumberToObject(m, "device_index", w->dev.index) &&
+             cJSON_AddStringToObject(m, "backend", w->bk->name) &&
+             cJSON_AddStringToObject(m, "device_model", w->dev.model) &&
+             cJSON_AddStringToObject(m, "arch", w->dev.arch) &&
+             cJSON_AddNumberToObject(m, "mem_bytes", (double)w->dev.mem_bytes) &&
+             cJSON_AddNumberToObject(m, "units", w->dev.units) &&
+             cJSON_AddStringToObject(m, "driver", w->dev.driver) &&
+             cJSON_AddStringToObject(m, "version", GT_WORKER_VERSION) &&
+             (!w->token || cJSON_AddStringToObject(m, "token", w->token));
+    if (!ok) {
+        cJSON_Delete(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* Registers (again); 0, or -1 when refused for good (bad token) or stopping. */
+static int do_register(worker *w)
+{
+    char err[256];
+    cJSON *m = register_msg(w);
+    if (!m)
+        return -1;
+    const char *type;
+    cJSON *r = gt_client_call(&w->main, m, &type, 0, err, sizeof err);
+    cJSON_Delete(m);
+    if (!r)
+        return -1;
+    int rc = -1;
+    if (!strcmp(type, GT_MSG_REGISTERED)) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(r, "worker_id");
+        const cJSON *hb = cJSON_GetObjectItemCaseSensitive(r, "heartbeat_ms");
+        if (cJSON_IsNumber(id)) {
+            pthread_mutex_lock(&w->mu);
+            w->worker_id = (int64_t)id->valuedouble;
+            w->heartbeat_ms = cJSON_IsNumber(hb) && hb->valueint > 0 ? hb->valueint : 5000;
+            w->reregister = 0;
+            pthread_mutex_unlock(&w->mu);
+            gt_info("registered as worker %lld with %s (%s %s)", (long long)w->worker_id, w->url,
+                    w->bk->name, w->dev.model);
+            rc = 0;
+        }
+    } else {
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
+        gt_err("registration refused: %s", cJSON_IsString(e) ? e->valuestring : type);
+    }
+    cJSON_Delete(r);
+    return rc;
+}
+
+/* Heartbeats on a socket of their own, so a long candidate on the main
+ * thread never starves them and leases stay alive while the work goes on. */
+static void *heartbeat_loop(void *arg)
+{
+    worker *w = arg;
+    gt_client hb;
+    char err[256];
+    if (gt_client_open(&hb, w->url, 10000, &g_stop, err, sizeof err)) {
+        gt_err("heartbeat: %s", err);
+        return NULL;
+    }
+    while (!g_stop) {
+        pthread_mutex_lock(&w->mu);
+        int64_t id = w->worker_id;
+        int every = w->heartbeat_ms;
+        pthread_mutex_unlock(&w->mu);
+        for (int slept = 0; slept < every && !g_stop; slept += 100) {
+            struct timespec ts = {0, 100 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (g_stop)
+            break;
+        cJSON *m = gt_proto_new(GT_MSG_HEARTBEAT);
+        if (!m || !cJSON_AddNumberToObject(m, "worker_id", (double)id)) {
+            cJSON_Delete(m);
+            continue;
+        }
+        const char *type;
+        cJSON *r = gt_client_call(&hb, m, &type, every, err, sizeof err);
+        cJSON_Delete(m);
+        if (r && !strcmp(type, GT_MSG_ERROR) &&
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "reregister")))
+            w->reregister = 1;
+        cJSON_Delete(r);
+    }
+    gt_client_close(&hb);
+    return NULL;
+}
+
+static void send_bye(worker *w)
+{
+    char err[256];
+    cJSON *m = gt_proto_new(GT_MSG_BYE);
+    if (!m || !cJSON_AddNumberToObject(m, "worker_id", (double)w->worker_id)) {
+        cJSON_Delete(m);
+        return;
+    }
+    const char *type;
+    /* Bounded: on shutdown a coordinator that is gone must not hold us. */
+    sig_atomic_t saved = g_stop;
+    g_stop = 0;
+    cJSON *r = gt_client_call(&w->main, m, &type, 3000, err, sizeof err);
+    g_stop = saved;
+    cJSON_Delete(r);
+    cJSON_Delete(m);
+}
+
+static int serve(worker *w)
+{
+    char err[256];
+    if (gt_client_open(&w->main, w->url, 30000, &g_stop, err, sizeof err)) {
+        gt_err("%s", err);
+        return 1;
+    }
+    if (pthread_mutex_init(&w->mu, NULL) != 0) {
+        gt_client_close(&w->main);
+        return 1;
+    }
+    int rc = 1;
+    pthread_t hb;
+    int hb_started = 0;
+    if (do_register(w))
+        goto out;
+    if (pthread_create(&hb, NULL, heartbeat_loop, w) != 0) {
+        gt_err("cannot start the heartbeat thread");
+        goto out;
+    }
+    hb_started = 1;
+    gt_runner runner = {.bk = w->bk, .ctx = w->ctx, .dev = w->dev, .client = &w->main,
+                        .batch = w->batch, .stop = &g_stop};
+    double idle_since = gt_mono_ms();
+    while (!g_stop) {
+        if (w->reregister && do_register(w))
+            break;
+        runner.worker_id = w->worker_id;
+        cJSON *m = gt_proto_new(GT_MSG_LEASE);
+        if (!m || !cJSON_AddNumberToObject(m, "worker_id", (double)w->worker_id)) {
+            cJSON_Delete(m);
+            break;
+        }
+        const char *type;
+        cJSON *r = gt_client_call(&w->main, m, &type, 0, err, sizeof err);
+        cJSON_Delete(m);
+        if (!r)
+            break;
+        if (!strcmp(type, GT_MSG_JOB)) {
+            if (gt_runner_run(&runner, cJSON_GetObjectItemCaseSensitive(r, "job")) < 0)
+                gt_warn("job abandoned: coordinator unreachable");
+            idle_since = gt_mono_ms();
+        } else if (!strcmp(type, GT_MSG_NONE)) {
+            const cJSON *retry = cJSON_GetObjectItemCaseSensitive(r, "retry_ms");
+            int ms = cJSON_IsNumber(retry) ? retry->valueint : 500;
+            if (w->idle_exit_s > 0 && gt_mono_ms() - idle_since > w->idle_exit_s * 1000) {
+                gt_info("idle for %.0f s: exiting", w->idle_exit_s);
+                cJSON_Delete(r);
+                break;
+            }
+            struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+        } else {
+            const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
+            gt_warn("lease refused: %s", cJSON_IsString(e) ? e->valuestring : type);
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "reregister")))
+                w->reregister = 1;
+            else
+                sleep(1);
+        }
+        cJSON_Delete(r);
+    }
+    send_bye(w);
+    rc = 0;
+out:
+    g_stop = 1;
+    if (hb_started)
+        pthread_join(hb, NULL);
+    gt_client_close(&w->main);
+    pthread_mutex_destroy(&w->mu);
+    return rc;
+}
+
+/* --device all: one child process per device, restarted never (a child that
+ * dies is reported; a supervisor such as systemd restarts the whole set). */
+static int spawn_all(char **argv, int argc, int ndev)
+{
+    pid_t *pids = calloc((size_t)ndev, sizeof *pids);
+    if (!pids)
+        return 1;
+    for (int i = 0; i < ndev; i++) {
+        pid_t p = fork();
+        if (p < 0) {
+            gt_err("fork: %s", strerror(errno));
+            continue;
+        }
+        if (p == 0) {
+            char **av = calloc((size_t)argc + 3, sizeof *av);
+            char idx[16];
+            snprintf(idx, sizeof idx, "%d", i);
+            int k = 0;
+            for (int a = 0; a < argc; a++) {
+                if (!strcmp(argv[a], "--device") && a + 1 < argc) {
+                    a++;
+                    continue;
+                }
+                if (!strcmp(argv[a], "--device=all"))
+                    continue;
+                av[k++] = argv[a];
+            }
+            av[k++] = "--device";
+            av[k++] = idx;
+            execv("/proc/self/exe", av);
+            _exit(127);
+        }
+        pids[i] = p;
+    }
+    int rc = 0;
+    for (int i = 0; i < ndev; i++) {
+        int st;
+        if (pids[i] > 0 && waitpid(pids[i], &st, 0) > 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+            gt_warn("worker for device %d ended abnormally", i);
+            rc = 1;
+        }
+    }
+    free(pids);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    worker w;
+    memset(&w, 0, sizeof w);
+    w.url = getenv("GEMMTUNE_WORKER_URL") ? getenv("GEMMTUNE_WORKER_URL") : GT_DEFAULT_WORKER_URL;
+    w.token = getenv("GEMMTUNE_TOKEN");
+    w.batch = 8;
+    const char *backend = "cpu", *device = "0";
+    gt_log_set_name("gemmtune-worker");
+    enum { O_SERVER = 1, O_BACKEND, O_DEVICE, O_BATCH, O_TOKEN, O_IDLE, O_LEVEL, O_VERSION, O_HELP };
+    static const struct option opts[] = {
+        {"server", required_argument, 0, O_SERVER}, {"backend", required_argument, 0, O_BACKEND},
+        {"device", required_argument, 0, O_DEVICE}, {"batch", required_argument, 0, O_BATCH},
+        {"token", required_argument, 0, O_TOKEN},   {"exit-when-idle", required_argument, 0, O_IDLE},
+        {"log-level", required_argument, 0, O_LEVEL}, {"version", no_argument, 0, O_VERSION},
+        {"help", no_argument, 0, O_HELP},           {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_SERVER: w.url = optarg; break;
+        case O_BACKEND: backend = optarg; break;
+        case O_DEVICE: device = optarg; break;
+        case O_BATCH: w.batch = atoi(optarg); break;
+        case O_TOKEN: w.token = optarg; break;
+        case O_IDLE: w.idle_exit_s = atof(optarg); break;
+        case O_LEVEL:
+            if (!strcmp(optarg, "debug")) gt_log_set_level(GT_LOG_DEBUG);
+            else if (!strcmp(optarg, "warn")) gt_log_set_level(GT_LOG_WARN);
+            else if (!strcmp(optarg, "error")) gt_log_set_level(GT_LOG_ERR);
+            else gt_log_set_level(GT_LOG_INFO);
+            break;
+        case O_VERSION: printf("gemmtune-worker %s\n", GT_WORKER_VERSION); return 0;
+        case O_HELP: usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc || w.batch < 1) {
+        usage(stderr);
+        return 2;
+    }
+    w.bk = gt_bk_find(backend);
+    if (!w.bk) {
+        fprintf(stderr, "gemmtune-worker: backend %s is not built in (have: cpu%s)\n", backend,
+#ifdef GT_WITH_CUDA
+                ", cuda"
+#else
+                ""
+#endif
+        );
+        return 2;
+    }
+    if (!strcmp(device, "all")) {
+        int n = w.bk->device_count ? w.bk->device_count() : 1;
+        if (n <= 0) {
+            gt_err("no %s device found", backend);
+            return 1;
+        }
+        gt_info("starting %d workers, one per %s device", n, backend);
+        return spawn_all(argv, argc, n);
+    }
+    char *end;
+    w.device = (int)strtol(device, &end, 10);
+    if (*end || w.device < 0) {
+        fprintf(stderr, "gemmtune-worker: --device %s: expected an index or all\n", device);
+        return 2;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    char err[256];
+    if (w.bk->open(w.device, &w.ctx, &w.dev, err, sizeof err)) {
+        gt_err("cannot open %s device %d: %s", backend, w.device, err);
+        return 1;
+    }
+    gt_info("%s device %d: %s (%s, %d units)", backend, w.device, w.dev.model, w.dev.arch, w.dev.units);
+    int rc = serve(&w);
+    w.bk->close(w.ctx);
+    return rc;
+}
