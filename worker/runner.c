@@ -97,13 +97,13 @@ static void check_candidate(jobctx *j, const cJSON *cfg, gt_bk_cand **cand, gt_r
     const gt_backend *bk = j->r->bk;
     *cand = NULL;
     if (bk->build(j->pp, cfg, cand, err, sizeof err)) {
-        snprintf(res->reason, sizeof res->reason, "build: %s", err);
+        snprintf(res->reason, sizeof res->reason, "build: %.200s", err);
         *cand = NULL;
         return;
     }
     double rel = NAN;
     if (bk->validate(j->pp, *cand, &rel, err, sizeof err)) {
-        snprintf(res->reason, sizeof res->reason, "run: %s", err);
+        snprintf(res->reason, sizeof res->reason, "run: %.200s", err);
         goto fail;
     }
     res->rel_err = rel;
@@ -147,7 +147,7 @@ static void measure(jobctx *j, const cJSON *cfg, int is_baseline, gt_result *res
         return;
     gt_timing t;
     if (j->r->bk->time(j->pp, cand, &j->timing, &t, err, sizeof err))
-        snprintf(res->reason, sizeof res->reason, "timing: %s", err);
+        snprintf(res->reason, sizeof res->reason, "timing: %.200s", err);
     else if (!(t.median_us > 0) || !isfinite(t.median_us))
         snprintf(res->reason, sizeof res->reason, "timing: no valid time measured");
     else
@@ -238,7 +238,7 @@ static int run_final(jobctx *j, const cJSON *cands, const cJSON *baseline)
                 continue;
             gt_timing t;
             if (j->r->bk->time(j->pp, built[i], &one, &t, err, sizeof err)) {
-                snprintf(res[i].reason, sizeof res[i].reason, "timing: %s", err);
+                snprintf(res[i].reason, sizeof res[i].reason, "timing: %.200s", err);
                 j->r->bk->release(built[i]);
                 built[i] = NULL;
                 continue;
@@ -290,7 +290,7 @@ static int run_enumerate(jobctx *j)
     cJSON *cands = NULL, *base = NULL;
     if (j->r->bk->enumerate(j->r->ctx, &j->prob, &cands, &base, err, sizeof err)) {
         char msg[300];
-        snprintf(msg, sizeof msg, "enumerate: %s", err);
+        snprintf(msg, sizeof msg, "enumerate: %.200s", err);
         return send_results(j, 1, msg, NULL);
     }
     cJSON *extra = cJSON_CreateObject();
@@ -331,7 +331,7 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
     j.kind = kind->valuestring;
     if (gt_problem_from_json(cJSON_GetObjectItemCaseSensitive(job, "problem"), &j.prob, err, sizeof err)) {
         char msg[300];
-        snprintf(msg, sizeof msg, "bad problem: %s", err);
+        snprintf(msg, sizeof msg, "bad problem: %.200s", err);
         rc = send_results(&j, 1, msg, NULL);
         goto out;
     }
@@ -349,7 +349,7 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
     double t0 = gt_mono_ms();
     if (r->bk->prepare(r->ctx, &j.prob, &j.pp, err, sizeof err)) {
         char msg[300];
-        snprintf(msg, sizeof msg, "%s: %s", r->bk->name, err);
+        snprintf(msg, sizeof msg, "%s: %.200s", r->bk->name, err);
         gt_warn("job %lld: cannot run %s: %s", j.job_id, label, err);
         rc = send_results(&j, 1, msg, NULL);
         goto out;
