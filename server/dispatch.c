@@ -28,6 +28,7 @@ struct gt_dispatch {
 };
 
 uint64_t gt_dispatch_requests(const gt_dispatch *d) { return atomic_load(&d->requests); }
+const char *gt_dispatch_url(const gt_dispatch *d) { return d->url; }
 
 static void copy_str(char *dst, size_t n, const cJSON *j, const char *name)
 {
@@ -286,9 +287,19 @@ gt_dispatch *gt_dispatch_start(gt_store *s, const gt_dispatch_opts *o, char *err
         snprintf(err, errlen, "nng options: %s", nng_strerror(rv));
         goto fail;
     }
-    if ((rv = nng_listen(d->sock, d->url, NULL, 0)) != 0) {
+    nng_listener l;
+    if ((rv = nng_listen(d->sock, d->url, &l, 0)) != 0) {
         snprintf(err, errlen, "cannot listen on %s: %s", d->url, nng_strerror(rv));
         goto fail;
+    }
+    /* With port 0 the system picks a free port: report the one bound. */
+    int port = 0;
+    const char *colon = strrchr(d->url, ':');
+    if (!strncmp(d->url, "tcp://", 6) && colon && !strcmp(colon, ":0") &&
+        nng_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &port) == 0) {
+        char base[256];
+        snprintf(base, sizeof base, "%.*s", (int)(colon - d->url), d->url);
+        snprintf(d->url, sizeof d->url, "%s:%d", base, port);
     }
     if (pthread_create(&d->thread, NULL, loop, d) != 0) {
         snprintf(err, errlen, "cannot start the dispatcher thread");

@@ -25,5 +25,7 @@ gt_dispatch *gt_dispatch_start(gt_store *s, const gt_dispatch_opts *o, char *err
 void gt_dispatch_stop(gt_dispatch *d);
 /* Requests answered so far (for metrics and tests). */
 uint64_t gt_dispatch_requests(const gt_dispatch *d);
+/* The URL listened on, with the port the system chose when asked for 0. */
+const char *gt_dispatch_url(const gt_dispatch *d);
 
 #endif

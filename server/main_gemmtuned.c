@@ -34,7 +34,8 @@ static void usage(FILE *f)
             "  --max-lines N         line limit of a submitted log (default 1000000)\n"
             "  --token TOKEN         require this token from workers and on POST requests\n"
             "                        (default: environment GEMMTUNE_TOKEN, else none)\n"
-            "  --port-file PATH      write the bound HTTP port to PATH once listening\n"
+            "  --port-file PATH      once listening, write http=PORT and worker=URL lines to PATH\n"
+            "                        (with port 0 in --http/--listen the system picks free ports)\n"
             "  --log-level LEVEL     debug, info, warn, error (default info)\n"
             "  --version, --help\n");
 }
@@ -155,8 +156,8 @@ int main(int argc, char **argv)
         goto out;
     }
     if (port_file) {
-        char buf[32];
-        int n = snprintf(buf, sizeof buf, "%d\n", gt_http_port(h));
+        char buf[400];
+        int n = snprintf(buf, sizeof buf, "http=%d\nworker=%s\n", gt_http_port(h), gt_dispatch_url(d));
         if (gt_write_file(port_file, buf, (size_t)n)) {
             gt_err("cannot write %s: %s", port_file, strerror(errno));
             goto out;
