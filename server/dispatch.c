@@ -297,9 +297,9 @@ gt_dispatch *gt_dispatch_start(gt_store *s, const gt_dispatch_opts *o, char *err
     const char *colon = strrchr(d->url, ':');
     if (!strncmp(d->url, "tcp://", 6) && colon && !strcmp(colon, ":0") &&
         nng_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &port) == 0) {
-        char base[256];
+        char base[200];
         snprintf(base, sizeof base, "%.*s", (int)(colon - d->url), d->url);
-        snprintf(d->url, sizeof d->url, "%s:%d", base, port);
+        snprintf(d->url, sizeof d->url, "%.200s:%d", base, port);
     }
     if (pthread_create(&d->thread, NULL, loop, d) != 0) {
         snprintf(err, errlen, "cannot start the dispatcher thread");
