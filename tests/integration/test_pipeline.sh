@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Proves the whole pipeline end to end on loopback: a real gemmtuned and two
+# real CPU workers; a log submitted with curl is tuned to completion; every
+# GEMM gets a validated best that is not slower than its baseline (both timed
+# in the same final job); the results and export endpoints work; two exports
+# merge into a file the sqlite3 command line reads; bad requests get clear
+# errors with the right status codes.
+source "$(dirname "$0")/lib.sh"
+
+start_coordinator --lease-timeout 20
+start_worker w1
+start_worker w2
+
+submit "$GT_TEST_DATA/cpu_small.log" "name=it&budget=6&shard_size=3&min_time_ms=1&repeats=3"
+nprob=$(json "$T/submit.json" '$.problems')
+check "submission accepted with 6 problems" [ "$nprob" = 6 ]
+check "format detected as hipblaslt" [ "$(json "$T/submit.json" '$.format')" = hipblaslt ]
+
+state=$(wait_run "$RUN" 400)
+check "run 1 finished (state=$state)" [ "$state" = done ]
+check "every problem done" [ "$(json "$T/run.json" '$.problems.done')" = 6 ]
+bad=$(jsonq "$T/run.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.best')) e
+       WHERE json_extract(e.value, '$.time_us') IS NULL OR json_extract(e.value, '$.baseline_us') IS NULL
+          OR json_extract(e.value, '$.phase') != 'final'
+          OR json_extract(e.value, '$.time_us') > json_extract(e.value, '$.baseline_us');")
+check "every problem has a validated final best not slower than its baseline" [ "$bad" = 0 ]
+check "weighted uplift reported and >= 1" \
+  [ "$(jsonq "$T/run.json" "SELECT json_extract(x, '$.weighted_uplift') >= 1 FROM j;")" = 1 ]
+check "the database agrees: all problems done" \
+  [ "$(sqlite3 "$DB" "SELECT COUNT(*) FROM problems WHERE run_id = $RUN AND state = 'done'")" = 6 ]
+check "no result is valid without a time and an error within tolerance" \
+  [ "$(sqlite3 "$DB" "SELECT COUNT(*) FROM results WHERE valid = 1 AND (time_us IS NULL OR rel_err IS NULL OR rel_err > 0.05)")" = 0 ]
+
+curl -sf "$HTTP/v1/runs/$RUN/results" -o "$T/results.json"
+check "results JSON lists results" [ "$(jsonq "$T/results.json" "SELECT json_array_length(x, '$.results') > 6 FROM j;")" = 1 ]
+curl -sf "$HTTP/v1/runs/$RUN/results?format=csv" -o "$T/results.csv"
+check "results CSV has a header" grep -q '^problem_id,label,backend,phase,config' "$T/results.csv"
+curl -sf "$HTTP/v1/workers" -o "$T/workers.json"
+check "two workers registered" [ "$(jsonq "$T/workers.json" "SELECT json_array_length(x, '$.workers') FROM j;")" = 2 ]
+
+curl -sf "$HTTP/v1/runs/$RUN/export" -o "$T/a.db"
+check "export is an SQLite file with all problems" [ "$(sqlite3 "$T/a.db" 'SELECT COUNT(*) FROM problems')" = 6 ]
+check "export has a best row per problem" [ "$(sqlite3 "$T/a.db" 'SELECT COUNT(*) FROM best')" = 6 ]
+check "export meta has format_version 1" \
+  [ "$(sqlite3 "$T/a.db" "SELECT value FROM meta WHERE key = 'format_version'")" = 1 ]
+
+# A second run of an overlapping workload (JSON body this time), then merge.
+printf '%s\n' '- {function: matmul, M: 64, N: 4, K: 64, transA: T, transB: N, a_type: f32_r, b_type: f32_r, c_type: f32_r, d_type: f32_r, compute_type: c_f32_r, call_count: 3}' >"$T/extra.log"
+head -n 2 "$GT_TEST_DATA/cpu_small.log" >>"$T/extra.log"
+body=$(sqlite3 :memory: "SELECT json_object('log', readfile('$T/extra.log'), 'name', 'second', 'budget', 4, 'shard_size', 4, 'min_time_ms', 1, 'repeats', 3);")
+code=$(curl -s -o "$T/submit2.json" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+  --data-binary "$body" "$HTTP/v1/runs")
+check "JSON submission accepted (HTTP $code)" [ "$code" = 201 ]
+RUN2=$(json "$T/submit2.json" '$.id')
+check "run 2 finished" [ "$(wait_run "$RUN2" 300)" = done ]
+"$GT_BIN"/gemmtune export "$RUN2" -o "$T/b.db" >/dev/null
+check "gemmtune export wrote run 2" [ "$(sqlite3 "$T/b.db" 'SELECT COUNT(*) FROM best')" = 3 ]
+"$GT_BIN"/gemmtune merge "$T/a.db" "$T/b.db" -o "$T/merged.db" >/dev/null
+check "merged file has the union of problems (6 + 1 new)" \
+  [ "$(sqlite3 "$T/merged.db" 'SELECT COUNT(*) FROM problems')" = 7 ]
+check "merged file has one best per problem" \
+  [ "$(sqlite3 "$T/merged.db" 'SELECT COUNT(*) FROM best')" = 7 ]
+check "merged best is the faster of the two inputs" [ "$(sqlite3 "$T/merged.db" "
+  ATTACH '$T/a.db' AS a; ATTACH '$T/b.db' AS b;
+  SELECT COUNT(*) FROM best m JOIN problems mp ON mp.id = m.problem_id
+   WHERE m.time_us > COALESCE((SELECT ab.time_us FROM a.best ab JOIN a.problems ap ON ap.id = ab.problem_id WHERE ap.key = mp.key), 1e300)
+      OR m.time_us > COALESCE((SELECT bb.time_us FROM b.best bb JOIN b.problems bp ON bp.id = bb.problem_id WHERE bp.key = mp.key), 1e300);")" = 0 ]
+
+# Errors: a bad log names the line and the field; unknown runs are 404.
+printf '%s\n' '- {function: matmul, M: 16, N: 16, K: 16, transA: N, transB: N, a_type: f32_r, b_type: f32_r, c_type: f32_r, d_type: f32_r, compute_type: c_f32_r}' \
+  '- {function: matmul, M: 16, N: 16, K: 16, lda: 1, transA: N, transB: N, a_type: f32_r, b_type: f32_r, c_type: f32_r, d_type: f32_r, compute_type: c_f32_r}' >"$T/bad.log"
+code=$(curl -s -o "$T/bad.json" -w '%{http_code}' -X POST --data-binary @"$T/bad.log" "$HTTP/v1/runs")
+check "bad log rejected with 422 (got $code)" [ "$code" = 422 ]
+check "error names line 2 and field lda" \
+  [ "$(jsonq "$T/bad.json" "SELECT json_extract(x, '$.details[0].line') || ':' || json_extract(x, '$.details[0].field') FROM j;")" = "2:lda" ]
+code=$(curl -s -o "$T/skip.json" -w '%{http_code}' -X POST --data-binary @"$T/bad.log" "$HTTP/v1/runs?skip_invalid=true&budget=2")
+check "skip_invalid accepts it and reports the skipped line" \
+  [ "$code" = 201 ] && [ "$(json "$T/skip.json" '$.skipped[0].line')" = 2 ]
+curl -s -o /dev/null -X POST "$HTTP/v1/runs/$(json "$T/skip.json" '$.id')/cancel"
+check "cancelled run reports cancelled" \
+  [ "$(curl -s "$HTTP/v1/runs/$(json "$T/skip.json" '$.id')" | sqlite3 :memory: "SELECT json_extract(readfile('/dev/stdin'), '$.state')")" = cancelled ]
+check "unknown run is 404" [ "$(curl -s -o /dev/null -w '%{http_code}' "$HTTP/v1/runs/999")" = 404 ]
+check "unknown option is 400" [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary @"$T/bad.log" "$HTTP/v1/runs?bogus=1")" = 400 ]
+check "healthz is ok" grep -q '"ok"' <(curl -s "$HTTP/healthz")
+
+finish
