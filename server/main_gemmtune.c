@@ -319,7 +319,7 @@ static int api(const cli *c, const char *method, const char *path, const char *b
         *out = NULL;
     if (gt_httpc_request(c->server, method, path, body ? "application/json" : NULL, body, body_len,
                          c->token, resp, err, sizeof err) != 0) {
-        errorf("%s: %s", c->server, err);
+        errorf("%s", err); /* names host:port (or the bad URL) already */
         return API_TRANSPORT;
     }
     if (resp->status < 200 || resp->status >= 300) {
@@ -515,7 +515,7 @@ static int cmd_submit(cli *c, int argc, char **argv)
            cands, jstr(resp_j, "format", "?"));
     double dropped = jnum_or(resp_j, "dropped", 0);
     if (dropped > 0)
-        printf("  %.0f problems below the threshold dropped\n", dropped);
+        printf("  dropped below the threshold: %.0f problem(s)\n", dropped);
     const cJSON *sk = jget(resp_j, "skipped"), *it;
     if (cJSON_IsArray(sk)) {
         cJSON_ArrayForEach(it, sk)
