@@ -1,3 +1,229 @@
-/* placeholder until the CUDA backend lands */
-#include "gt_backend.h"
-const gt_backend gt_bk_cuda = {.name = "cuda"};
+/* bk_cuda.c: the cuda worker backend (gt_bk_cuda): a search over cuBLASLt
+ * algorithm configurations. This file owns the device context (open/close),
+ * error classification, and building/releasing candidates; the space is in
+ * cuda_space.c, prepare/validate/time in cuda_bench.c, the problem mapping
+ * in cuda_map.c.
+ *
+ * Environment knobs (read at open, all optional):
+ *   GT_CUDA_WORKSPACE_MB     cuBLASLt workspace (default 32, what PyTorch gives it)
+ *   GT_CUDA_MAX_CANDIDATES   enumeration cap (default 4000)
+ *   GT_CUDA_ENUM_SECONDS     enumeration time budget (default 60) */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gt_cuda.h"
+
+#define DEFAULT_WS_MB 32
+#define DEFAULT_MAX_CANDS 4000
+#define DEFAULT_ENUM_SECONDS 60.0
+#define DEFAULT_MAX_CHECKS 20000000LL
+
+/* Errors after which the context is unusable until the process exits. */
+static int is_sticky(cudaError_t e)
+{
+    switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    case cudaErrorECCUncorrectable: return 1;
+    default: return 0;
+    }
+}
+
+int gt_cuda_alive(gt_bk_ctx *ctx, char *err, size_t errlen)
+{
+    if (!ctx->dead[0])
+        return 0;
+    snprintf(err, errlen, "%s", ctx->dead);
+    return -1;
+}
+
+int gt_cuda_ck(gt_bk_ctx *ctx, cudaError_t e, const char *what, char *err, size_t errlen)
+{
+    if (e == cudaSuccess)
+        return 0;
+    if (ctx && is_sticky(e)) {
+        snprintf(ctx->dead, sizeof ctx->dead,
+                 "cuda: sticky error %s (%s) during %s: the device context is unusable until the "
+                 "worker process restarts",
+                 cudaGetErrorName(e), cudaGetErrorString(e), what);
+        snprintf(err, errlen, "%s", ctx->dead);
+    } else {
+        snprintf(err, errlen, "cuda: %s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
+    }
+    return -1;
+}
+
+int gt_cuda_ckb(gt_bk_ctx *ctx, cublasStatus_t s, const char *what, char *err, size_t errlen)
+{
+    if (s == CUBLAS_STATUS_SUCCESS)
+        return 0;
+    /* A failed launch inside cuBLASLt leaves the CUDA error behind it. */
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        char w[128];
+        snprintf(w, sizeof w, "%s (%s)", what, gt_cuda_status_name(s));
+        return gt_cuda_ck(ctx, e, w, err, errlen);
+    }
+    snprintf(err, errlen, "cuda: %s: %s", what, gt_cuda_status_name(s));
+    return -1;
+}
+
+int gt_cuda_events(gt_bk_ctx *ctx, int n, char *err, size_t errlen)
+{
+    if (n <= ctx->nev)
+        return 0;
+    cudaEvent_t *ev = realloc(ctx->ev, (size_t)n * sizeof *ev);
+    if (!ev) {
+        snprintf(err, errlen, "cuda: out of host memory");
+        return -1;
+    }
+    ctx->ev = ev;
+    while (ctx->nev < n) {
+        /* Default flags: timing on, and the host spins on synchronize, which
+         * wakes faster than blocking sync; throughput needs that. */
+        if (gt_cuda_ck(ctx, cudaEventCreate(&ctx->ev[ctx->nev]), "cudaEventCreate", err, errlen))
+            return -1;
+        ctx->nev++;
+    }
+    return 0;
+}
+
+static long env_long(const char *name, long def, long lo, long hi)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return def;
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    return (end && *end == 0 && v >= lo && v <= hi) ? v : def;
+}
+
+static void cuda_close(gt_bk_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    /* Teardown is best effort: results are ignored (after a sticky error
+     * every call fails, and the process exits soon after). */
+    for (int i = 0; i < ctx->nev; i++)
+        (void)cudaEventDestroy(ctx->ev[i]);
+    free(ctx->ev);
+    if (ctx->ws)
+        (void)cudaFree(ctx->ws);
+    if (ctx->stream)
+        (void)cudaStreamDestroy(ctx->stream);
+    if (ctx->lt)
+        (void)cublasLtDestroy(ctx->lt);
+    gt_cuda_kernels_unload(ctx->kern);
+    free(ctx);
+}
+
+static int cuda_open(int index, gt_bk_ctx **out, gt_bk_device *dev, char *err, size_t errlen)
+{
+    *out = NULL;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "cuda: no usable CUDA device: cudaGetDeviceCount: %s (%s)",
+                 cudaGetErrorName(e), cudaGetErrorString(e));
+        return -1;
+    }
+    if (index < 0 || index >= count) {
+        snprintf(err, errlen, "cuda: device %d not present (%d CUDA devices)", index, count);
+        return -1;
+    }
+    gt_bk_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        snprintf(err, errlen, "cuda: out of host memory");
+        return -1;
+    }
+    ctx->dev = index;
+    struct cudaDeviceProp prop;
+    int drv = 0, rt = 0;
+    if (gt_cuda_ck(ctx, cudaSetDevice(index), "cudaSetDevice", err, errlen) ||
+        gt_cuda_ck(ctx, cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties", err,
+                   errlen) ||
+        gt_cuda_ck(ctx, cudaFree(NULL), "context creation", err, errlen) ||
+        gt_cuda_ck(ctx, cudaDriverGetVersion(&drv), "cudaDriverGetVersion", err, errlen) ||
+        gt_cuda_ck(ctx, cudaRuntimeGetVersion(&rt), "cudaRuntimeGetVersion", err, errlen) ||
+        gt_cuda_ck(ctx, cudaDeviceGetAttribute(&ctx->cluster_launch, cudaDevAttrClusterLaunch, index),
+                   "cudaDeviceGetAttribute(ClusterLaunch)", err, errlen))
+        goto fail;
+    ctx->sm = prop.major * 10 + prop.minor;
+    ctx->sms = prop.multiProcessorCount;
+    ctx->l2_bytes = prop.l2CacheSize;
+    if (gt_cuda_ckb(ctx, cublasLtCreate(&ctx->lt), "cublasLtCreate", err, errlen) ||
+        gt_cuda_ck(ctx, cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking),
+                   "cudaStreamCreate", err, errlen))
+        goto fail;
+    ctx->ws_size = (size_t)env_long("GT_CUDA_WORKSPACE_MB", DEFAULT_WS_MB, 0, 1 << 16) << 20;
+    if (ctx->ws_size &&
+        gt_cuda_ck(ctx, cudaMalloc(&ctx->ws, ctx->ws_size), "cudaMalloc(workspace)", err, errlen))
+        goto fail;
+    if (gt_cuda_events(ctx, 16, err, errlen) != 0)
+        goto fail;
+    ctx->max_cands = (int)env_long("GT_CUDA_MAX_CANDIDATES", DEFAULT_MAX_CANDS, 1, 10000000);
+    ctx->enum_seconds = (double)env_long("GT_CUDA_ENUM_SECONDS", (long)DEFAULT_ENUM_SECONDS, 1, 86400);
+    ctx->max_checks = DEFAULT_MAX_CHECKS;
+
+    memset(dev, 0, sizeof *dev);
+    snprintf(dev->backend, sizeof dev->backend, "cuda");
+    dev->index = index;
+    snprintf(dev->model, sizeof dev->model, "%.*s", (int)sizeof dev->model - 1, prop.name);
+    snprintf(dev->arch, sizeof dev->arch, "sm_%d%d", prop.major, prop.minor);
+    dev->mem_bytes = (int64_t)prop.totalGlobalMem;
+    dev->units = prop.multiProcessorCount;
+    snprintf(dev->driver, sizeof dev->driver, "driver %d runtime %d cublasLt %zu", drv, rt,
+             cublasLtGetVersion());
+    *out = ctx;
+    return 0;
+fail:
+    cuda_close(ctx);
+    return -1;
+}
+
+static int cuda_build(gt_bk_prob *pp, const cJSON *cfg, gt_bk_cand **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    gt_bk_cand *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "cuda: out of host memory");
+        return -1;
+    }
+    c->pp = pp;
+    if (gt_cuda_alive(pp->ctx, err, errlen) != 0 ||
+        gt_cuda_cfg_from_json(cfg, &c->cfg, err, errlen) != 0 ||
+        gt_cuda_algo_make(pp->ctx, &pp->map, &pp->desc, &c->cfg, &c->algo, &c->ws_need, err,
+                          errlen) != 0) {
+        free(c);
+        return -1;
+    }
+    *out = c;
+    return 0;
+}
+
+static void cuda_release(gt_bk_cand *c)
+{
+    free(c); /* an algo is plain host data: nothing on the device to free */
+}
+
+const gt_backend gt_bk_cuda = {
+    .name = "cuda",
+    .open = cuda_open,
+    .close = cuda_close,
+    .enumerate = gt_cuda_enumerate,
+    .prepare = gt_cuda_prepare,
+    .unprepare = gt_cuda_unprepare,
+    .build = cuda_build,
+    .release = cuda_release,
+    .validate = gt_cuda_validate,
+    .time = gt_cuda_time,
+};

@@ -1,0 +1,450 @@
+/* cuda_selftest.c: gt-cuda-selftest, the cuda backend's self-test on a real
+ * GPU. It drives the backend only through its vtable, as the worker's job
+ * runner does (enumerate; prepare; per candidate build -> validate -> time ->
+ * release; unprepare), in two parts:
+ *
+ *   coverage  small problems over every supported type/epilogue/layout
+ *             family: the baseline and every candidate must run, the
+ *             baseline must validate; fp8 NN must be refused with a reason
+ *             on pre-Blackwell parts;
+ *   shapes    bf16 TN Llama-3-8B projections (m = out features, n = tokens,
+ *             k = in features): every enumerated candidate is validated and
+ *             quick-timed, then the 5 fastest are re-timed interleaved with
+ *             the baseline (cuBLASLt heuristic top-1).
+ *
+ * Exit status 0 when everything that must work worked. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gt_backend.h"
+#include "gt_cuda.h"
+#include "gt_util.h"
+
+typedef struct opts {
+    int device;
+    int quick;
+    int coverage, shapes;
+    int max_cands;
+    double min_time_ms;
+    int repeats;
+    int top;
+    int rounds;
+    const char *shape_list;
+} opts;
+
+static const gt_backend *bk = &gt_bk_cuda;
+static int failures;
+
+static gt_problem make(int64_t m, int64_t n, int64_t k, char ta, char tb, gt_dtype in, gt_dtype out,
+                       gt_dtype compute)
+{
+    gt_problem p;
+    gt_problem_init(&p, m, n, k);
+    p.trans_a = ta;
+    p.trans_b = tb;
+    p.a_type = p.b_type = in;
+    p.c_type = p.d_type = out;
+    p.compute_type = compute;
+    p.scale_type = compute == GT_DT_TF32 ? GT_DT_F32 : compute;
+    gt_problem_default_ld(&p);
+    gt_problem_finish(&p);
+    return p;
+}
+
+/* ---- coverage -------------------------------------------------------------- */
+
+static void coverage_one(gt_bk_ctx *ctx, const char *name, gt_problem p)
+{
+    char err[512];
+    cJSON *cands = NULL, *base = NULL;
+    gt_bk_prob *pp = NULL;
+    gt_problem_finish(&p);
+    double tol = gt_bk_tolerance(&p);
+    if (bk->enumerate(ctx, &p, &cands, &base, err, sizeof err) != 0) {
+        printf("FAIL %-28s enumerate: %s\n", name, err);
+        failures++;
+        return;
+    }
+    if (bk->prepare(ctx, &p, &pp, err, sizeof err) != 0) {
+        printf("FAIL %-28s prepare: %s\n", name, err);
+        failures++;
+        goto out;
+    }
+    int n = cJSON_GetArraySize(cands), built = 0, valid = 0;
+    double base_err = NAN, base_us = NAN, worst_valid = 0;
+    gt_timing_opts o = {.min_time_ms = 0.3, .warmup = 1, .repeats = 3};
+    for (int i = -1; i < n; i++) {
+        gt_bk_cand *c = NULL;
+        double e = NAN;
+        gt_timing t;
+        if (bk->build(pp, i < 0 ? base : cJSON_GetArrayItem(cands, i), &c, err, sizeof err) != 0) {
+            if (i < 0)
+                printf("     %-28s baseline build: %s\n", name, err);
+            continue;
+        }
+        built++;
+        if (bk->validate(pp, c, &e, err, sizeof err) != 0 || bk->time(pp, c, &o, &t, err, sizeof err) != 0) {
+            printf("FAIL %-28s candidate %d: %s\n", name, i, err);
+            failures++;
+            bk->release(c);
+            break;
+        }
+        if (e <= tol) {
+            valid++;
+            worst_valid = fmax(worst_valid, e);
+        }
+        if (i < 0) {
+            base_err = e;
+            base_us = t.median_us;
+        }
+        bk->release(c);
+    }
+    int ok = base_err <= tol && valid > 0;
+    printf("%s %-28s %4d cands %4d built %4d valid  baseline err %.2e (tol %.0e) %8.2f us  worst valid %.2e\n",
+           ok ? "ok  " : "FAIL", name, n, built, valid, base_err, tol, base_us, worst_valid);
+    failures += !ok;
+out:
+    bk->unprepare(pp);
+    cJSON_Delete(cands);
+    cJSON_Delete(base);
+}
+
+static void coverage(gt_bk_ctx *ctx, int sm)
+{
+    printf("\n== coverage (candidates capped at 48 per problem) ==\n");
+    gt_cuda_set_limits(ctx, 48, 30);
+    gt_problem p;
+    coverage_one(ctx, "f32 NN 512^3", make(512, 512, 512, 'N', 'N', GT_DT_F32, GT_DT_F32, GT_DT_F32));
+    coverage_one(ctx, "tf32 NT 1024x256x512",
+                 make(1024, 256, 512, 'N', 'T', GT_DT_F32, GT_DT_F32, GT_DT_TF32));
+    coverage_one(ctx, "f64 TT 256x128x192", make(256, 128, 192, 'T', 'T', GT_DT_F64, GT_DT_F64, GT_DT_F64));
+    /* f16 accumulation: a short k keeps its rounding inside the f16
+     * tolerance; the point is that the COMPUTE_16F path runs. */
+    p = make(1024, 128, 64, 'T', 'N', GT_DT_F16, GT_DT_F16, GT_DT_F16);
+    coverage_one(ctx, "f16 (f16 compute) TN k=64", p);
+    p = make(768, 96, 640, 'N', 'N', GT_DT_F16, GT_DT_F16, GT_DT_F32);
+    p.beta = 0.5;
+    p.alpha = 0.75;
+    coverage_one(ctx, "f16 NN alpha/beta", p);
+    p = make(4096, 16, 4096, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
+    p.bias = 1;
+    snprintf(p.activation, sizeof p.activation, "gelu");
+    coverage_one(ctx, "bf16 TN bias+gelu", p);
+    p = make(2048, 64, 1024, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
+    p.bias = 1;
+    p.bias_type = GT_DT_F32;
+    snprintf(p.activation, sizeof p.activation, "relu");
+    coverage_one(ctx, "bf16 TN f32 bias+relu", p);
+    p = make(256, 128, 64, 'N', 'N', GT_DT_BF16, GT_DT_F32, GT_DT_F32);
+    p.c_type = p.d_type = GT_DT_F32;
+    p.batch = 8;
+    gt_problem_default_ld(&p);
+    coverage_one(ctx, "bf16->f32 NN batch 8", p);
+    p = make(128, 64, 256, 'T', 'N', GT_DT_I8, GT_DT_I32, GT_DT_I32);
+    p.scale_type = GT_DT_I32;
+    coverage_one(ctx, "i8 TN -> i32", p);
+    if (sm >= 89) {
+        p = make(4096, 128, 4096, 'T', 'N', GT_DT_F8E4M3, GT_DT_BF16, GT_DT_F32);
+        coverage_one(ctx, "fp8 e4m3 TN -> bf16", p);
+        p.b_type = GT_DT_F8E5M2;
+        coverage_one(ctx, "fp8 e4m3 x e5m2 TN -> bf16", p);
+        p = make(2048, 64, 2048, 'T', 'N', GT_DT_F8E4M3, GT_DT_BF16, GT_DT_F32);
+        p.d_type = GT_DT_F8E4M3;
+        coverage_one(ctx, "fp8 TN -> e4m3", p);
+    }
+    if (sm >= 89 && sm < 100) {
+        /* Must be refused with the reason, never run or skipped silently. */
+        char err[512] = "";
+        gt_bk_prob *pp = NULL;
+        p = make(1024, 64, 1024, 'N', 'N', GT_DT_F8E4M3, GT_DT_BF16, GT_DT_F32);
+        int rc = bk->prepare(ctx, &p, &pp, err, sizeof err);
+        int ok = rc != 0 && strstr(err, "transA=T transB=N") != NULL;
+        printf("%s %-28s refused: %s\n", ok ? "ok  " : "FAIL", "fp8 NN", rc ? err : "(accepted)");
+        failures += !ok;
+        bk->unprepare(pp);
+    }
+}
+
+/* ---- shapes ---------------------------------------------------------------- */
+
+typedef struct shape {
+    char name[72];
+    int64_t m, n, k;
+} shape;
+
+typedef struct scored {
+    int index;
+    double us;
+} scored;
+
+static int cmp_scored(const void *a, const void *b)
+{
+    double x = ((const scored *)a)->us, y = ((const scored *)b)->us;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void shape_one(gt_bk_ctx *ctx, const opts *o, const shape *s)
+{
+    char err[512];
+    cJSON *cands = NULL, *base = NULL;
+    gt_bk_prob *pp = NULL;
+    scored *sc = NULL;
+    gt_bk_cand *re[16] = {0};
+    gt_problem p = make(s->m, s->n, s->k, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
+    double tol = gt_bk_tolerance(&p);
+    gt_cuda_set_limits(ctx, o->max_cands, 120);
+    if (bk->enumerate(ctx, &p, &cands, &base, err, sizeof err) != 0) {
+        printf("FAIL %s enumerate: %s\n", s->name, err);
+        failures++;
+        return;
+    }
+    gt_cuda_enum_stats st;
+    gt_cuda_enum_stats_get(ctx, &st);
+    if (bk->prepare(ctx, &p, &pp, err, sizeof err) != 0) {
+        printf("FAIL %s prepare: %s\n", s->name, err);
+        failures++;
+        goto out;
+    }
+    int n = cJSON_GetArraySize(cands), valid = 0, bad = 0, nobuild = 0, timed = 0;
+    sc = malloc((size_t)(n > 0 ? n : 1) * sizeof *sc);
+    if (!sc)
+        goto out;
+    gt_timing_opts quick = {.min_time_ms = o->min_time_ms, .warmup = 1, .repeats = o->repeats};
+    double t0 = gt_mono_ms();
+    for (int i = 0; i < n; i++) {
+        gt_bk_cand *c = NULL;
+        double e = NAN;
+        gt_timing t;
+        if (bk->build(pp, cJSON_GetArrayItem(cands, i), &c, err, sizeof err) != 0) {
+            nobuild++;
+            continue;
+        }
+        if (bk->validate(pp, c, &e, err, sizeof err) != 0) {
+            printf("FAIL %s candidate %d validate: %s\n", s->name, i, err);
+            failures++;
+            bk->release(c);
+            break;
+        }
+        if (!(e <= tol)) {
+            bad++;
+            bk->release(c);
+            continue;
+        }
+        if (bk->time(pp, c, &quick, &t, err, sizeof err) != 0) {
+            printf("FAIL %s candidate %d time: %s\n", s->name, i, err);
+            failures++;
+            bk->release(c);
+            break;
+        }
+        timed++;
+        sc[valid].index = i;
+        sc[valid].us = t.median_us;
+        valid++;
+        bk->release(c);
+    }
+    double secs = (gt_mono_ms() - t0) / 1000.0;
+    qsort(sc, (size_t)valid, sizeof *sc, cmp_scored);
+
+    /* Re-time the baseline and the top candidates interleaved, so drift
+     * (clocks, temperature) hits them all alike; median over rounds. */
+    int top = valid < o->top ? valid : o->top, nre = 0;
+    double base_err = NAN;
+    if (bk->build(pp, base, &re[0], err, sizeof err) != 0 ||
+        bk->validate(pp, re[0], &base_err, err, sizeof err) != 0 || !(base_err <= tol)) {
+        printf("FAIL %s baseline: %s (rel err %.3g)\n", s->name, err, base_err);
+        failures++;
+        goto out;
+    }
+    nre = 1;
+    for (int i = 0; i < top; i++) {
+        if (bk->build(pp, cJSON_GetArrayItem(cands, sc[i].index), &re[nre], err, sizeof err) != 0) {
+            printf("FAIL %s re-build of candidate %d: %s\n", s->name, sc[i].index, err);
+            failures++;
+            goto out;
+        }
+        nre++;
+    }
+    double res[16][32];
+    gt_timing_opts full = {.min_time_ms = 5, .warmup = 3, .repeats = 5};
+    for (int r = 0; r < o->rounds; r++)
+        for (int i = 0; i < nre; i++) {
+            gt_timing t;
+            if (bk->time(pp, re[i], &full, &t, err, sizeof err) != 0) {
+                printf("FAIL %s re-time: %s\n", s->name, err);
+                failures++;
+                goto out;
+            }
+            res[i][r] = t.median_us;
+        }
+    double med[16];
+    int best = 0;
+    for (int i = 0; i < nre; i++) {
+        qsort(res[i], (size_t)o->rounds, sizeof(double), cmp_dbl);
+        med[i] = res[i][o->rounds / 2];
+        if (i > 0 && (best == 0 || med[i] < med[best]))
+            best = i;
+    }
+    double best_us = best > 0 && med[best] < med[0] ? med[best] : med[0];
+    double secs_best = best_us * 1e-6;
+    printf("%-16.16s %6lld %5lld %6lld %5d %5lld %5d %5d %9.2f %9.2f %+7.1f%% %8.1f %8.0f %7.0f%s%s\n",
+           s->name, (long long)s->m, (long long)s->n, (long long)s->k, n, st.found, valid, bad,
+           med[0], best_us, (med[0] / best_us - 1.0) * 100.0, p.flops / secs_best / 1e12,
+           p.bytes / secs_best / 1e9, secs > 0 ? timed / secs : 0.0, st.capped ? " capped" : "",
+           st.truncated ? " truncated" : "");
+    if (best > 0 && med[best] < med[0]) {
+        char text[512];
+        gt_cuda_cfg_text(&re[best]->cfg, text, sizeof text);
+        printf("    best %s\n", text);
+    }
+    printf("    enum: %d heuristic, %d algo ids, %lld checks in %.2fs, %d returned, %d heuristic "
+           "algos not re-created bit-exactly, %d cluster-blind pairs; %d build failures\n",
+           st.heuristic, st.algo_ids, st.checks, st.seconds, st.returned, st.recreate_mismatch,
+           st.cluster_blind, nobuild);
+out:
+    for (int i = 0; i < 16; i++)
+        if (re[i])
+            bk->release(re[i]);
+    free(sc);
+    bk->unprepare(pp);
+    cJSON_Delete(cands);
+    cJSON_Delete(base);
+}
+
+static int default_shapes(shape *out, int quick)
+{
+    static const struct {
+        const char *name;
+        int64_t m, k;
+    } layers[] = {{"qkv", 6144, 4096},
+                  {"o", 4096, 4096},
+                  {"gate_up", 28672, 4096},
+                  {"down", 4096, 14336},
+                  {"lm_head", 128256, 4096}};
+    static const int64_t tokens[] = {1, 16, 128};
+    int n = 0;
+    for (size_t t = 0; t < (quick ? 1 : 3); t++)
+        for (size_t l = 0; l < 5; l++) {
+            snprintf(out[n].name, sizeof out[n].name, "%s n=%lld", layers[l].name,
+                     (long long)tokens[t]);
+            out[n].m = layers[l].m;
+            out[n].n = tokens[t];
+            out[n].k = layers[l].k;
+            n++;
+        }
+    return n;
+}
+
+/* "MxNxK,MxNxK,..." */
+static int parse_shapes(const char *s, shape *out, int cap)
+{
+    int n = 0;
+    while (*s && n < cap) {
+        long long m, nn, k;
+        int used = 0;
+        if (sscanf(s, "%lldx%lldx%lld%n", &m, &nn, &k, &used) != 3 || m < 1 || nn < 1 || k < 1)
+            return -1;
+        snprintf(out[n].name, sizeof out[n].name, "%lldx%lldx%lld", m, nn, k);
+        out[n].m = m, out[n].n = nn, out[n].k = k;
+        n++;
+        s += used;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
+    }
+    return n;
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: gt-cuda-selftest [--device N] [--quick] [--coverage-only | --no-coverage]\n"
+            "         [--shapes MxNxK,...] [--max-cands N] [--min-time MS] [--repeats N]\n"
+            "         [--top N] [--rounds N]\n"
+            "  --quick        coverage + the n=1 shapes, at most 500 candidates each\n"
+            "  --shapes       bf16 TN shapes (BLAS m x n x k) instead of Llama-3-8B\n"
+            "  --max-cands    enumeration cap per shape (default 4000)\n"
+            "  --min-time     quick-screen ms per repeat (default 0.5), --repeats (default 3)\n"
+            "  --top/--rounds re-timed candidates (default 5) and rounds (default 5)\n");
+}
+
+int main(int argc, char **argv)
+{
+    opts o = {.device = 0, .coverage = 1, .shapes = 1, .max_cands = 4000, .min_time_ms = 0.5,
+              .repeats = 3, .top = 5, .rounds = 5};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--quick") == 0) {
+            o.quick = 1;
+            o.max_cands = 500;
+        } else if (strcmp(a, "--coverage-only") == 0) {
+            o.shapes = 0;
+        } else if (strcmp(a, "--no-coverage") == 0) {
+            o.coverage = 0;
+        } else if (v && strcmp(a, "--device") == 0) {
+            o.device = atoi(v), i++;
+        } else if (v && strcmp(a, "--shapes") == 0) {
+            o.shape_list = v, i++;
+        } else if (v && strcmp(a, "--max-cands") == 0) {
+            o.max_cands = atoi(v), i++;
+        } else if (v && strcmp(a, "--min-time") == 0) {
+            o.min_time_ms = atof(v), i++;
+        } else if (v && strcmp(a, "--repeats") == 0) {
+            o.repeats = atoi(v), i++;
+        } else if (v && strcmp(a, "--top") == 0) {
+            o.top = atoi(v), i++;
+        } else if (v && strcmp(a, "--rounds") == 0) {
+            o.rounds = atoi(v), i++;
+        } else {
+            usage();
+            return 2;
+        }
+    }
+    if (o.top < 0 || o.top > 15 || o.rounds < 1 || o.rounds > 32 || o.max_cands < 1 || o.repeats < 1) {
+        usage();
+        return 2;
+    }
+    char err[512];
+    gt_bk_ctx *ctx = NULL;
+    gt_bk_device dev;
+    if (bk->open(o.device, &ctx, &dev, err, sizeof err) != 0) {
+        fprintf(stderr, "gt-cuda-selftest: %s\n", err);
+        return 1;
+    }
+    printf("device %d: %s, %s, %d SMs, %.1f GiB, %s\n", dev.index, dev.model, dev.arch, dev.units,
+           (double)dev.mem_bytes / (1 << 30), dev.driver);
+    int sm = atoi(dev.arch + 3);
+    if (o.coverage)
+        coverage(ctx, sm);
+    if (o.shapes) {
+        shape shapes[64];
+        int ns = o.shape_list ? parse_shapes(o.shape_list, shapes, 64) : default_shapes(shapes, o.quick);
+        if (ns <= 0) {
+            fprintf(stderr, "gt-cuda-selftest: bad --shapes '%s'\n", o.shape_list);
+            bk->close(ctx);
+            return 2;
+        }
+        printf("\n== bf16 TN shapes: quick screen min_time %.2f ms x %d repeats; top %d re-timed "
+               "with the baseline over %d interleaved rounds (5 ms x 5) ==\n",
+               o.min_time_ms, o.repeats, o.top, o.rounds);
+        printf("%-16s %6s %5s %6s %5s %5s %5s %5s %9s %9s %8s %8s %8s %7s\n", "shape", "m", "n", "k",
+               "cands", "found", "valid", "wrong", "base_us", "best_us", "uplift", "TFLOP/s",
+               "GB/s", "cand/s");
+        for (int i = 0; i < ns; i++) {
+            shape_one(ctx, &o, &shapes[i]);
+            fflush(stdout);
+        }
+    }
+    bk->close(ctx);
+    printf("\n%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
+    return failures ? 1 : 0;
+}

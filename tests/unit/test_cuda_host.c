@@ -1,0 +1,512 @@
+/* test_cuda_host.c: the cuda backend's host-side logic, which needs no GPU:
+ * type/compute/epilogue mapping, refusals with reasons, descriptors, the
+ * element codecs shared with the NVRTC kernels, the host comparison, the
+ * config encoding, NVRTC compilation of the helper kernels, and `open`
+ * failing cleanly without a GPU. On a machine with a GPU it also runs a
+ * small end-to-end smoke test through the vtable.
+ * Built without CUDA it proves the backend is absent. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "gt_backend.h"
+#include "gt_problem.h"
+#include "gt_test.h"
+
+#ifdef GT_WITH_CUDA
+#include "gt_cuda.h"
+
+/* A BLAS-style problem with tight leading dimensions. */
+static gt_problem prob(int64_t m, int64_t n, int64_t k, char ta, char tb, gt_dtype in, gt_dtype out,
+                       gt_dtype compute)
+{
+    gt_problem p;
+    gt_problem_init(&p, m, n, k);
+    p.trans_a = ta;
+    p.trans_b = tb;
+    p.a_type = p.b_type = in;
+    p.c_type = p.d_type = out;
+    p.compute_type = compute;
+    p.scale_type = compute == GT_DT_TF32 ? GT_DT_F32 : compute;
+    gt_problem_default_ld(&p);
+    gt_problem_finish(&p);
+    return p;
+}
+
+static void test_dtypes(void)
+{
+    const struct {
+        gt_dtype t;
+        cudaDataType_t want;
+        int kt;
+    } cases[] = {
+        {GT_DT_F32, CUDA_R_32F, GT_KT_F32},         {GT_DT_F64, CUDA_R_64F, GT_KT_F64},
+        {GT_DT_F16, CUDA_R_16F, GT_KT_F16},         {GT_DT_BF16, CUDA_R_16BF, GT_KT_BF16},
+        {GT_DT_TF32, CUDA_R_32F, GT_KT_F32},        {GT_DT_F8E4M3, CUDA_R_8F_E4M3, GT_KT_E4M3},
+        {GT_DT_F8E5M2, CUDA_R_8F_E5M2, GT_KT_E5M2}, {GT_DT_I8, CUDA_R_8I, GT_KT_I8},
+        {GT_DT_I32, CUDA_R_32I, GT_KT_I32},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cudaDataType_t got = (cudaDataType_t)-1;
+        CHECK_MSG(gt_cuda_dtype(cases[i].t, &got) == 0 && got == cases[i].want, "%s",
+                  gt_dtype_name(cases[i].t));
+        CHECK(gt_cuda_kt_of(cases[i].t) == cases[i].kt);
+        CHECK(strncmp(gt_cuda_dtype_name(got), "CUDA_R_", 7) == 0);
+    }
+    cudaDataType_t x;
+    CHECK(gt_cuda_dtype(GT_DT_INVALID, &x) == -1);
+    CHECK(gt_cuda_kt_of(GT_DT_INVALID) == -1);
+    CHECK(strcmp(gt_cuda_status_name(CUBLAS_STATUS_NOT_SUPPORTED), "CUBLAS_STATUS_NOT_SUPPORTED") == 0);
+}
+
+static void test_compute(void)
+{
+    char err[256];
+    gt_cuda_map m;
+    gt_problem p = prob(64, 32, 16, 'N', 'N', GT_DT_F32, GT_DT_F32, GT_DT_F32);
+    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+    CHECK(m.compute == CUBLAS_COMPUTE_32F && m.scale == CUDA_R_32F);
+    CHECK(m.opa == CUBLAS_OP_N && m.opb == CUBLAS_OP_N && !m.fp8);
+    float one;
+    memcpy(&one, m.alpha, 4);
+    CHECK(one == 1.0f);
+
+    p = prob(64, 32, 16, 'N', 'T', GT_DT_F32, GT_DT_F32, GT_DT_TF32);
+    CHECK(gt_cuda_map_problem(&p, 80, &m, err, sizeof err) == 0);
+    CHECK(m.compute == CUBLAS_COMPUTE_32F_FAST_TF32 && m.scale == CUDA_R_32F && m.opb == CUBLAS_OP_T);
+
+    p = prob(64, 32, 16, 'T', 'N', GT_DT_F16, GT_DT_F16, GT_DT_F16);
+    p.beta = 0.5;
+    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+    CHECK(m.compute == CUBLAS_COMPUTE_16F && m.scale == CUDA_R_16F);
+    uint16_t h;
+    memcpy(&h, m.alpha, 2);
+    CHECK(h == 0x3c00);
+    memcpy(&h, m.beta, 2);
+    CHECK(h == 0x3800);
+
+    p = prob(64, 32, 16, 'N', 'N', GT_DT_F64, GT_DT_F64, GT_DT_F64);
+    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+    CHECK(m.compute == CUBLAS_COMPUTE_64F && m.scale == CUDA_R_64F);
+
+    p = prob(64, 32, 16, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
+    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+    CHECK(m.compute == CUBLAS_COMPUTE_32F && m.a == CUDA_R_16BF && m.d == CUDA_R_16BF);
+    p.c_type = p.d_type = GT_DT_F32;
+    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0 && m.d == CUDA_R_32F);
+
+    p = prob(64, 32, 16, 'T', 'N', GT_DT_F8E4M3, GT_DT_BF16, GT_DT_F32);
+    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+    CHECK(m.fp8 && !m.d_scale && m.a == CUDA_R_8F_E4M3 && m.compute == CUBLAS_COMPUTE_32F);
+    p.b_type = GT_DT_F8E5M2;
+    p.d_type = GT_DT_F8E4M3;
+    CHECK(gt_cuda_map_problem(&p, 89, &m, err, sizeof err) == 0);
+    CHECK(m.fp8 && m.d_scale && m.b == CUDA_R_8F_E5M2 && m.d == CUDA_R_8F_E4M3);
+
+    p = prob(64, 32, 16, 'T', 'N', GT_DT_I8, GT_DT_I32, GT_DT_I32);
+    p.alpha = 2;
+    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+    CHECK(m.compute == CUBLAS_COMPUTE_32I && m.scale == CUDA_R_32I);
+    int32_t ia;
+    memcpy(&ia, m.alpha, 4);
+    CHECK(ia == 2);
+    p.c_type = p.d_type = GT_DT_I8;
+    p.scale_type = GT_DT_F32;
+    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0 && m.scale == CUDA_R_32F);
+}
+
+/* Each refusal must say why, naming the offending setting. */
+static void refused(gt_problem p, int sm, const char *needle)
+{
+    char err[256] = "";
+    gt_cuda_map m;
+    int rc = gt_cuda_map_problem(&p, sm, &m, err, sizeof err);
+    CHECK_MSG(rc == -1 && strstr(err, needle) != NULL, "want '%s', got rc %d '%s'", needle, rc, err);
+    CHECK(strncmp(err, "cuda: ", 6) == 0);
+}
+
+static void test_unsupported(void)
+{
+    gt_problem p = prob(64, 32, 16, 'N', 'N', GT_DT_F8E4M3, GT_DT_BF16, GT_DT_F32);
+    refused(p, 90, "fp8 requires transA=T transB=N on sm_90");
+    char err[256];
+    gt_cuda_map m;
+    CHECK_MSG(gt_cuda_map_problem(&p, 100, &m, err, sizeof err) == 0, "%s", err); /* any layout on sm_100 */
+    p.trans_a = 'T';
+    p.trans_b = 'N';
+    gt_problem_default_ld(&p);
+    refused(p, 80, "fp8 requires sm_89");
+    p.a_type = p.b_type = GT_DT_F8E5M2;
+    refused(p, 90, "both be e5m2");
+
+    refused(prob(64, 32, 16, 'N', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32), 75, "bf16 requires sm_80");
+    refused(prob(64, 32, 16, 'N', 'N', GT_DT_F32, GT_DT_F32, GT_DT_TF32), 75, "tf32 requires sm_80");
+    p = prob(64, 32, 16, 'N', 'N', GT_DT_F16, GT_DT_F16, GT_DT_F16);
+    p.scale_type = GT_DT_F32;
+    refused(p, 90, "needs scale_type f16");
+    p = prob(64, 32, 16, 'N', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
+    p.b_type = GT_DT_F16;
+    refused(p, 90, "differ");
+    p = prob(64, 32, 16, 'N', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_BF16);
+    refused(p, 90, "compute type bf16 not supported");
+    p = prob(64, 32, 16, 'N', 'N', GT_DT_BF16, GT_DT_F16, GT_DT_F32);
+    refused(p, 90, "C/D both bf16 or both f32");
+    p = prob(64, 32, 16, 'N', 'N', GT_DT_F32, GT_DT_F32, GT_DT_F64);
+    refused(p, 90, "compute f64 needs f64");
+    p = prob(64, 32, 16, 'T', 'N', GT_DT_I8, GT_DT_I32, GT_DT_I32);
+    p.alpha = 0.5;
+    refused(p, 90, "alpha=0.5 must be an integer");
+    p = prob(64, 32, 16, 'N', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
+    snprintf(p.activation, sizeof p.activation, "silu");
+    refused(p, 90, "activation 'silu'");
+    p = prob(64, 32, 16, 'N', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
+    p.lda = 3; /* smaller than M */
+    refused(p, 90, "bad problem: lda=3");
+}
+
+static void test_epilogue(void)
+{
+    const struct {
+        const char *act;
+        int bias;
+        cublasLtEpilogue_t want;
+    } cases[] = {
+        {"none", 0, CUBLASLT_EPILOGUE_DEFAULT}, {"relu", 0, CUBLASLT_EPILOGUE_RELU},
+        {"gelu", 0, CUBLASLT_EPILOGUE_GELU},    {"none", 1, CUBLASLT_EPILOGUE_BIAS},
+        {"relu", 1, CUBLASLT_EPILOGUE_RELU_BIAS}, {"gelu", 1, CUBLASLT_EPILOGUE_GELU_BIAS},
+        {"", 0, CUBLASLT_EPILOGUE_DEFAULT},     {"gelu_tanh", 1, CUBLASLT_EPILOGUE_GELU_BIAS},
+    };
+    char err[256];
+    gt_cuda_map m;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gt_problem p = prob(64, 32, 16, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
+        snprintf(p.activation, sizeof p.activation, "%s", cases[i].act);
+        p.bias = cases[i].bias;
+        CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+        CHECK_MSG(m.epilogue == cases[i].want, "%s bias=%d", cases[i].act, cases[i].bias);
+        CHECK(m.has_bias == cases[i].bias);
+        if (cases[i].bias)
+            CHECK(m.bias_set && m.bias == CUDA_R_16BF && m.bias_kt == GT_KT_BF16); /* D's type */
+    }
+    gt_problem p = prob(64, 32, 16, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
+    p.bias = 1;
+    p.bias_type = GT_DT_F32;
+    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0 && m.bias == CUDA_R_32F);
+    p = prob(64, 32, 16, 'T', 'N', GT_DT_F8E4M3, GT_DT_F32, GT_DT_F32);
+    p.bias = 1;
+    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0 && m.bias == CUDA_R_16BF);
+}
+
+static void test_desc(void)
+{
+    char err[256];
+    gt_cuda_map m;
+    gt_cuda_desc d;
+    gt_problem p = prob(6144, 16, 4096, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
+    p.batch = 3;
+    gt_problem_default_ld(&p);
+    p.bias = 1;
+    snprintf(p.activation, sizeof p.activation, "gelu");
+    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+    gt_cuda_ptrs ptrs = {(void *)(uintptr_t)0x1000, NULL, NULL, NULL};
+    CHECK_MSG(gt_cuda_desc_create(&p, &m, &ptrs, &d, err, sizeof err) == 0, "%s", err);
+    uint64_t rows = 0, cols = 0;
+    int64_t ld = 0, stride = 0;
+    int32_t bc = 0, ta = -1;
+    uint32_t epi = 0;
+    const void *bp = NULL;
+    size_t w;
+    CHECK(cublasLtMatrixLayoutGetAttribute(d.a, CUBLASLT_MATRIX_LAYOUT_ROWS, &rows, sizeof rows, &w) == 0);
+    CHECK(cublasLtMatrixLayoutGetAttribute(d.a, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof cols, &w) == 0);
+    CHECK(cublasLtMatrixLayoutGetAttribute(d.a, CUBLASLT_MATRIX_LAYOUT_LD, &ld, sizeof ld, &w) == 0);
+    CHECK(rows == 4096 && cols == 6144 && ld == 4096); /* A stored k x m for T */
+    CHECK(cublasLtMatrixLayoutGetAttribute(d.d, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc, &w) == 0);
+    CHECK(cublasLtMatrixLayoutGetAttribute(d.d, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                           sizeof stride, &w) == 0);
+    CHECK(bc == 3 && stride == 6144 * 16);
+    CHECK(cublasLtMatmulDescGetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta, &w) == 0);
+    CHECK(cublasLtMatmulDescGetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi, &w) == 0);
+    CHECK(cublasLtMatmulDescGetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp, &w) == 0);
+    CHECK(ta == CUBLAS_OP_T && epi == CUBLASLT_EPILOGUE_GELU_BIAS && bp == ptrs.bias);
+    gt_cuda_desc_destroy(&d);
+    CHECK(d.op == NULL && d.a == NULL);
+    CHECK(gt_cuda_span(4096, 6144, 3, 4096 * 6144) == 3LL * 4096 * 6144);
+    CHECK(gt_cuda_span(100, 7, 1, 999) == 700);
+}
+
+static void test_codecs(void)
+{
+    for (int kt = GT_KT_F32; kt <= GT_KT_I32; kt++) {
+        int64_t qmax = gt_cuda_fill_qmax(kt);
+        CHECK(qmax > 0);
+        int64_t qs[] = {0, 1, -1, 2, 3, -3, 5, 7, qmax, -qmax, qmax / 2, -qmax / 3, qmax - 1};
+        for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+            if (qs[i] > qmax || qs[i] < -qmax)
+                continue;
+            unsigned char buf[8];
+            gt_cuda_fill_encode(kt, qs[i], buf);
+            double got = gt_cuda_decode(kt, buf, 0), want = gt_cuda_fill_value(kt, qs[i]);
+            CHECK_MSG(got == want, "kt %d q %lld: %.17g != %.17g", kt, (long long)qs[i], got, want);
+            CHECK(fabs(want) <= (kt >= GT_KT_I8 ? (double)qmax : 1.0));
+        }
+    }
+    /* The 0xff poison bytes read back as NaN in every float type. */
+    unsigned char ff[8];
+    memset(ff, 0xff, sizeof ff);
+    for (int kt = GT_KT_F32; kt <= GT_KT_E5M2; kt++)
+        CHECK_MSG(isnan(gt_cuda_decode(kt, ff, 0)), "kt %d", kt);
+    uint16_t h = 0x3c00;
+    CHECK(gt_cuda_decode(GT_KT_F16, &h, 0) == 1.0);
+    h = 0x0001;
+    CHECK(gt_cuda_decode(GT_KT_F16, &h, 0) == ldexp(1, -24));
+    h = 0x3f80;
+    CHECK(gt_cuda_decode(GT_KT_BF16, &h, 0) == 1.0);
+    uint8_t b = 0x7e; /* e4m3 max normal 448 */
+    CHECK(gt_cuda_decode(GT_KT_E4M3, &b, 0) == 448.0);
+    b = 0x01; /* e4m3 min subnormal 2^-9 */
+    CHECK(gt_cuda_decode(GT_KT_E4M3, &b, 0) == ldexp(1, -9));
+    b = 0x7b; /* e5m2 max normal 57344 */
+    CHECK(gt_cuda_decode(GT_KT_E5M2, &b, 0) == 57344.0);
+    CHECK(gt_cuda_f32_to_f16(1.0f) == 0x3c00);
+    CHECK(gt_cuda_f32_to_f16(-2.0f) == 0xc000);
+    CHECK(gt_cuda_f32_to_f16(65504.0f) == 0x7bff);
+    CHECK(gt_cuda_f32_to_f16(1e6f) == 0x7c00);
+    CHECK(gt_cuda_f32_to_f16(0.1f) == 0x2e66);
+    CHECK(gt_cuda_f32_to_f16((float)ldexp(1, -24)) == 0x0001);
+    CHECK(gt_cuda_f32_to_f16(1e-9f) == 0x0000);
+}
+
+static void test_rel_err(void)
+{
+    /* m=3 n=2 batch=2, ldd=4 (one padding row), stride 10: padding is NaN
+     * and must not count. */
+    float out[20];
+    double ref[12];
+    for (int i = 0; i < 20; i++)
+        out[i] = NAN;
+    for (int b = 0; b < 2; b++)
+        for (int j = 0; j < 2; j++)
+            for (int i = 0; i < 3; i++) {
+                double v = 1 + i + 3 * j + 6 * b;
+                ref[(b * 2 + j) * 3 + i] = v;
+                out[b * 10 + j * 4 + i] = (float)v;
+            }
+    CHECK(gt_cuda_rel_err(GT_KT_F32, out, 3, 2, 4, 2, 10, ref) == 0.0);
+    out[10 + 4 + 2] += 1.0f; /* one element off by 1 */
+    double den = 0;
+    for (int i = 0; i < 12; i++)
+        den += ref[i] * ref[i];
+    double e = gt_cuda_rel_err(GT_KT_F32, out, 3, 2, 4, 2, 10, ref);
+    CHECK(fabs(e - sqrt(1.0 / den)) < 1e-12);
+    out[10] = NAN; /* an unwritten (poisoned) element */
+    CHECK(isnan(gt_cuda_rel_err(GT_KT_F32, out, 3, 2, 4, 2, 10, ref)));
+
+    /* The specialized bf16 and generic (f16) paths, with 0xffff poison in
+     * the padding that must be ignored. */
+    uint16_t hb[8], hh[8];
+    double r2[6];
+    for (int i = 0; i < 8; i++)
+        hb[i] = hh[i] = 0xffff;
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; i < 3; i++) {
+            int64_t q = 1 + i + 3 * j;
+            r2[j * 3 + i] = gt_cuda_fill_value(GT_KT_BF16, q);
+            gt_cuda_fill_encode(GT_KT_BF16, q, &hb[j * 4 + i]);
+            gt_cuda_fill_encode(GT_KT_F16, q * 8, &hh[j * 4 + i]); /* q*8/2048 == q/256 */
+        }
+    CHECK(gt_cuda_rel_err(GT_KT_BF16, hb, 3, 2, 4, 1, 0, r2) == 0.0);
+    CHECK(gt_cuda_rel_err(GT_KT_F16, hh, 3, 2, 4, 1, 0, r2) == 0.0);
+    hb[5] = 0xffff;
+    CHECK(isnan(gt_cuda_rel_err(GT_KT_BF16, hb, 3, 2, 4, 1, 0, r2)));
+}
+
+static void test_config(void)
+{
+    char err[256], text[512];
+    gt_cuda_cfg c = {.algo_id = 66, .tile = 20, .stages = 35, .splitk = 4, .reduction = 2,
+                     .swizzle = 1, .custom = 3, .cluster = 2, .inner_shape = 0};
+    cJSON *j = gt_cuda_cfg_to_json(&c);
+    CHECK(j != NULL);
+    char *printed = cJSON_PrintUnformatted(j);
+    gt_cuda_cfg_text(&c, text, sizeof text);
+    const char *want = "{\"algo_id\":66,\"cluster\":2,\"custom\":3,\"inner_shape\":0,\"reduction\":2,"
+                       "\"splitk\":4,\"stages\":35,\"swizzle\":1,\"tile\":20}";
+    CHECK_MSG(strcmp(text, want) == 0, "%s", text);
+    CHECK(printed && strcmp(printed, want) == 0); /* JSON form is already canonical */
+    CHECK(cJSON_GetObjectItemCaseSensitive(j, "heur") == NULL);
+    gt_cuda_cfg back;
+    CHECK(gt_cuda_cfg_from_json(j, &back, err, sizeof err) == 0);
+    CHECK(memcmp(&back, &c, sizeof c) == 0);
+    free(printed);
+    cJSON_Delete(j);
+
+    /* Any key order gives the same config and the same canonical text. */
+    j = cJSON_Parse("{\"tile\":20,\"swizzle\":1,\"stages\":35,\"splitk\":4,\"reduction\":2,"
+                    "\"inner_shape\":0,\"custom\":3,\"cluster\":2,\"algo_id\":66}");
+    CHECK(j && gt_cuda_cfg_from_json(j, &back, err, sizeof err) == 0);
+    gt_cuda_cfg_text(&back, text, sizeof text);
+    CHECK(strcmp(text, want) == 0);
+    cJSON_Delete(j);
+    /* Defaults for omitted keys; the hash of the canonical text is stable. */
+    j = cJSON_Parse("{\"algo_id\":7}");
+    CHECK(j && gt_cuda_cfg_from_json(j, &back, err, sizeof err) == 0);
+    CHECK(back.algo_id == 7 && back.splitk == 1 && back.tile == 0 && back.cluster == 0);
+    cJSON_Delete(j);
+    uint64_t hsh = 0xcbf29ce484222325ULL;
+    for (const char *s = want; *s; s++)
+        hsh = (hsh ^ (unsigned char)*s) * 0x100000001b3ULL;
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)hsh);
+    CHECK_MSG(strcmp(hex, "78d430424baf2ad2") == 0, "canonical hash %s", hex);
+
+    const char *bad[] = {
+        "{\"algo_id\":66,\"heur\":0}",  "{\"tile\":20}",           "{\"algo_id\":1.5}",
+        "{\"algo_id\":-1}",             "{\"algo_id\":66,\"reduction\":3}",
+        "{\"algo_id\":66,\"swizzle\":2}", "{\"algo_id\":\"66\"}",   "[1,2]",
+        "{\"algo_id\":66,\"cluster\":70000}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        j = cJSON_Parse(bad[i]);
+        err[0] = 0;
+        CHECK_MSG(gt_cuda_cfg_from_json(j, &back, err, sizeof err) == -1 && strncmp(err, "cuda: ", 6) == 0,
+                  "%s accepted", bad[i]);
+        cJSON_Delete(j);
+    }
+    /* Attributes survive a trip through an algo struct (host-only calls). */
+    cublasLtMatmulAlgo_t algo;
+    memset(&algo, 0, sizeof algo);
+    c.algo_id = 0; /* the id is set by cublasLtMatmulAlgoInit only */
+    c.inner_shape = 3;
+    CHECK_MSG(gt_cuda_cfg_apply(&c, &algo, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(gt_cuda_cfg_from_algo(&algo, &back, err, sizeof err) == 0, "%s", err);
+    CHECK(memcmp(&back, &c, sizeof c) == 0);
+}
+
+static void test_nvrtc(void)
+{
+    char err[512] = "", *img = NULL;
+    size_t len = 0;
+    int cubin = -1;
+    CHECK_MSG(gt_cuda_kernels_compile(90, &img, &len, &cubin, err, sizeof err) == 0, "%s", err);
+    CHECK(img && len > 1000 && cubin == 1);
+    free(img);
+    img = NULL;
+    /* A device newer than NVRTC knows gets PTX for the driver to JIT. */
+    CHECK_MSG(gt_cuda_kernels_compile(990, &img, &len, &cubin, err, sizeof err) == 0, "%s", err);
+    CHECK(img && cubin == 0 && strstr(img, ".entry gt_ref") != NULL && strstr(img, ".entry gt_fill"));
+    free(img);
+    CHECK(gt_cuda_kernels_compile(30, &img, &len, &cubin, err, sizeof err) == -1);
+    CHECK(strstr(err, "sm_30") != NULL);
+}
+
+/* With a GPU: a few problems end to end through the vtable, as the job
+ * runner drives them. */
+static void smoke(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p)
+{
+    char err[512], label[64];
+    gt_problem_label(&p, label, sizeof label);
+    cJSON *cands = NULL, *base = NULL;
+    gt_bk_prob *pp = NULL;
+    int rc = bk->enumerate(ctx, &p, &cands, &base, err, sizeof err);
+    CHECK_MSG(rc == 0 && cJSON_GetArraySize(cands) > 0 && base, "%s: %s", label, err);
+    if (rc != 0)
+        return;
+    rc = bk->prepare(ctx, &p, &pp, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s: prepare: %s", label, err);
+    int n = cJSON_GetArraySize(cands), tried = 0, passed = 0;
+    for (int i = -1; rc == 0 && i < n && i < 12; i++) {
+        gt_bk_cand *c = NULL;
+        const cJSON *cfg = i < 0 ? base : cJSON_GetArrayItem(cands, i);
+        if (bk->build(pp, cfg, &c, err, sizeof err) != 0) {
+            CHECK_MSG(i >= 0, "%s: baseline build: %s", label, err);
+            continue;
+        }
+        double e = NAN;
+        gt_timing t;
+        gt_timing_opts o = {.min_time_ms = 0.2, .warmup = 1, .repeats = 3};
+        tried++;
+        CHECK_MSG(bk->validate(pp, c, &e, err, sizeof err) == 0, "%s: validate: %s", label, err);
+        if (e <= gt_bk_tolerance(&p))
+            passed++;
+        else
+            CHECK_MSG(i >= 0, "%s: baseline rel err %.3g", label, e);
+        CHECK_MSG(bk->time(pp, c, &o, &t, err, sizeof err) == 0 && t.median_us > 0, "%s: time: %s",
+                  label, err);
+        bk->release(c);
+    }
+    CHECK_MSG(tried > 0 && passed > 0, "%s: %d tried %d passed", label, tried, passed);
+    bk->unprepare(pp);
+    cJSON_Delete(cands);
+    cJSON_Delete(base);
+}
+
+static void test_open(void)
+{
+    const gt_backend *bk = gt_bk_find("cuda");
+    CHECK(bk == &gt_bk_cuda && strcmp(bk->name, "cuda") == 0);
+    CHECK(bk->open && bk->close && bk->enumerate && bk->prepare && bk->unprepare && bk->build &&
+          bk->release && bk->validate && bk->time);
+    char err[512] = "";
+    gt_bk_ctx *ctx = (gt_bk_ctx *)1;
+    gt_bk_device dev;
+    CHECK(bk->open(9999, &ctx, &dev, err, sizeof err) == -1 && ctx == NULL);
+    CHECK(strncmp(err, "cuda: ", 6) == 0);
+    err[0] = 0;
+    int rc = bk->open(0, &ctx, &dev, err, sizeof err);
+    if (rc != 0) {
+        /* The GPU-less CI: a clear reason, no crash, no context. */
+        fprintf(stderr, "  (no GPU: %s)\n", err);
+        CHECK(ctx == NULL && strncmp(err, "cuda: ", 6) == 0 && strlen(err) > 20);
+        return;
+    }
+    fprintf(stderr, "  device: %s %s %d SMs %s\n", dev.model, dev.arch, dev.units, dev.driver);
+    CHECK(dev.model[0] && strncmp(dev.arch, "sm_", 3) == 0 && dev.units > 0 && dev.mem_bytes > 0);
+    CHECK(strstr(dev.driver, "cublasLt") != NULL && strcmp(dev.backend, "cuda") == 0);
+    gt_cuda_set_limits(ctx, 64, 20);
+    smoke(bk, ctx, prob(256, 64, 128, 'N', 'N', GT_DT_F32, GT_DT_F32, GT_DT_F32));
+    gt_problem p = prob(1024, 16, 512, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
+    p.bias = 1;
+    snprintf(p.activation, sizeof p.activation, "gelu");
+    smoke(bk, ctx, p);
+    p = prob(512, 128, 256, 'N', 'T', GT_DT_F16, GT_DT_F16, GT_DT_F32);
+    p.batch = 4;
+    p.beta = 0.5;
+    gt_problem_default_ld(&p);
+    smoke(bk, ctx, p);
+    bk->close(ctx);
+}
+
+int main(void)
+{
+    RUN(test_dtypes);
+    RUN(test_compute);
+    RUN(test_unsupported);
+    RUN(test_epilogue);
+    RUN(test_desc);
+    RUN(test_codecs);
+    RUN(test_rel_err);
+    RUN(test_config);
+    RUN(test_nvrtc);
+    RUN(test_open);
+    return gt_test_done();
+}
+
+#else /* !GT_WITH_CUDA */
+
+static void test_absent(void)
+{
+    /* Built without CUDA: the registry must not offer the backend. */
+    CHECK(gt_bk_find("cuda") == NULL);
+    CHECK(gt_bk_find("cpu") == &gt_bk_cpu);
+}
+
+int main(void)
+{
+    RUN(test_absent);
+    return gt_test_done();
+}
+
+#endif

@@ -1,0 +1,538 @@
+/* cuda_bench.c: the cuda backend's per-problem work: prepare (device
+ * buffers, random inputs, the reference), validate (poisoned output,
+ * relative error on the host) and time (events, rotating input sets,
+ * calibrated iterations, repeats).
+ *
+ * Reference: the NVRTC kernel gt_ref computes D in double from the exact
+ * input values (cuda_kernels.c). Prepare then recomputes sampled elements on
+ * the host from the same device buffers, decoded by the host codecs, and
+ * refuses the problem when they disagree: the reference is trusted only
+ * after an independent implementation has agreed with it on this problem.
+ *
+ * Per-candidate work is kept small for throughput: no device allocation,
+ * one stream, a pool of events, one synchronization per calibration round
+ * and one for all repeats. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gt_cuda.h"
+#include "gt_util.h"
+
+static const size_t k_esize[] = {4, 8, 2, 2, 1, 1, 1, 4}; /* by gt_cuda_kt */
+#define ALIGN 256
+#define MEM_MARGIN ((size_t)1 << 30) /* left free for cuBLASLt and the rest */
+
+static size_t al(size_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+/* Fresh per prepare: time, pid and a counter, so two prepares of the same
+ * problem never see the same inputs. */
+static uint64_t fresh_seed(void)
+{
+    static uint64_t counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return mix64((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) ^
+           mix64(((uint64_t)getpid() << 32) ^ ++counter);
+}
+
+static int mem_free(gt_bk_ctx *ctx, size_t *fr, char *err, size_t errlen)
+{
+    size_t total = 0;
+    return gt_cuda_ck(ctx, cudaMemGetInfo(fr, &total), "cudaMemGetInfo", err, errlen);
+}
+
+/* ---- host spot-check of the reference ------------------------------------ */
+
+/* Copies `count` elements of type kt starting at element `first`, `stride`
+ * elements apart, from the device into host memory. */
+static int fetch(gt_bk_ctx *ctx, const void *dev, int kt, int64_t first, int64_t stride,
+                 int64_t count, void *host, char *err, size_t errlen)
+{
+    size_t es = k_esize[kt];
+    const char *src = (const char *)dev + (size_t)first * es;
+    cudaError_t e = stride == 1 ? cudaMemcpy(host, src, (size_t)count * es, cudaMemcpyDeviceToHost)
+                                : cudaMemcpy2D(host, es, src, (size_t)stride * es, es,
+                                               (size_t)count, cudaMemcpyDeviceToHost);
+    return gt_cuda_ck(ctx, e, "reference spot-check copy", err, errlen);
+}
+
+static double act_host(int act, double v)
+{
+    if (act == GT_ACT_RELU)
+        return v > 0 ? v : 0;
+    if (act == GT_ACT_GELU)
+        return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    return v;
+}
+
+static int spot_check(gt_bk_prob *pp, char *err, size_t errlen)
+{
+    const gt_problem *p = &pp->p;
+    const gt_cuda_map *m = &pp->map;
+    gt_bk_ctx *ctx = pp->ctx;
+    int rc = -1;
+    char *ra = malloc((size_t)p->k * 8), *rb = malloc((size_t)p->k * 8);
+    if (!ra || !rb) {
+        snprintf(err, errlen, "cuda: out of host memory");
+        goto out;
+    }
+    uint64_t r = pp->seed ^ 0x5151;
+    for (int s = 0; s < 16; s++) {
+        int64_t b, i, j;
+        if (s == 0) {
+            b = i = j = 0;
+        } else if (s == 1) {
+            b = p->batch - 1, i = p->m - 1, j = p->n - 1;
+        } else {
+            b = (int64_t)((r = mix64(r)) % (uint64_t)p->batch);
+            i = (int64_t)((r = mix64(r)) % (uint64_t)p->m);
+            j = (int64_t)((r = mix64(r)) % (uint64_t)p->n);
+        }
+        int ta = p->trans_a == 'T', tb = p->trans_b == 'T';
+        if (fetch(ctx, pp->val.a, m->akt, b * p->stride_a + (ta ? i * p->lda : i), ta ? 1 : p->lda,
+                  p->k, ra, err, errlen) ||
+            fetch(ctx, pp->val.b, m->bkt, b * p->stride_b + (tb ? j : j * p->ldb), tb ? p->ldb : 1,
+                  p->k, rb, err, errlen))
+            goto out;
+        double acc = 0, mag = 0;
+        for (int64_t kk = 0; kk < p->k; kk++) {
+            double x = gt_cuda_decode(m->akt, ra, (size_t)kk) * gt_cuda_decode(m->bkt, rb, (size_t)kk);
+            acc += x;
+            mag += fabs(x);
+        }
+        double v = p->alpha * acc;
+        mag = fabs(p->alpha) * mag;
+        if (p->beta != 0) {
+            char cv[8];
+            if (fetch(ctx, pp->val.c, m->ckt, b * p->stride_c + i + j * p->ldc, 1, 1, cv, err,
+                      errlen))
+                goto out;
+            double c = p->beta * gt_cuda_decode(m->ckt, cv, 0);
+            v += c;
+            mag += fabs(c);
+        }
+        if (m->has_bias) {
+            char bv[8];
+            if (fetch(ctx, pp->bias, m->bias_kt, i, 1, 1, bv, err, errlen))
+                goto out;
+            double bb = gt_cuda_decode(m->bias_kt, bv, 0);
+            v += bb;
+            mag += fabs(bb);
+        }
+        v = act_host(m->act, v);
+        double got = pp->ref[(size_t)((b * p->n + j) * p->m + i)];
+        if (!(fabs(got - v) <= 1e-9 * (mag + 1.0))) {
+            snprintf(err, errlen,
+                     "cuda: reference self-check failed at batch %lld row %lld col %lld: gpu %.17g "
+                     "host %.17g",
+                     (long long)b, (long long)i, (long long)j, got, v);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(ra);
+    free(rb);
+    return rc;
+}
+
+/* ---- prepare ------------------------------------------------------------- */
+
+static int compute_reference(gt_bk_prob *pp, char *err, size_t errlen)
+{
+    gt_bk_ctx *ctx = pp->ctx;
+    const gt_problem *p = &pp->p;
+    size_t n = (size_t)(p->m * p->n * p->batch);
+    double *dref = NULL;
+    int rc = -1;
+    if (gt_cuda_ck(ctx, cudaMalloc((void **)&dref, n * sizeof(double)), "cudaMalloc(reference)",
+                   err, errlen))
+        return -1;
+    gt_cuda_ref_args g = {
+        .a = pp->val.a, .b = pp->val.b, .c = pp->val.c, .bias = pp->bias, .r = dref,
+        .m = p->m, .n = p->n, .k = p->k, .lda = p->lda, .ldb = p->ldb, .ldc = p->ldc,
+        .sa = p->stride_a, .sb = p->stride_b, .sc = p->stride_c,
+        .ta = pp->map.akt, .tb = pp->map.bkt, .tc = pp->map.ckt, .tbias = pp->map.bias_kt,
+        .transa = p->trans_a == 'T', .transb = p->trans_b == 'T', .act = pp->map.act,
+        .has_c = p->beta != 0, .has_bias = pp->map.has_bias, .alpha = p->alpha, .beta = p->beta,
+    };
+    if (p->batch == 1)
+        g.sa = g.sb = g.sc = 0;
+    if (gt_cuda_ref(ctx->kern, ctx->stream, &g, p->batch, err, errlen) ||
+        gt_cuda_ck(ctx, cudaMemcpyAsync(pp->ref, dref, n * sizeof(double), cudaMemcpyDeviceToHost,
+                                        ctx->stream),
+                   "copy reference", err, errlen) ||
+        gt_cuda_ck(ctx, cudaStreamSynchronize(ctx->stream), "reference kernel", err, errlen))
+        goto out;
+    rc = spot_check(pp, err, errlen);
+out:;
+    cudaError_t fe = cudaFree(dref);
+    if (fe != cudaSuccess && rc == 0)
+        rc = gt_cuda_ck(ctx, fe, "cudaFree(reference)", err, errlen);
+    return rc;
+}
+
+/* Refuses early when cuBLASLt has no algorithm at all for p. */
+static int heuristic_exists(gt_bk_prob *pp, char *err, size_t errlen)
+{
+    gt_bk_ctx *ctx = pp->ctx;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t r;
+    int n = 0;
+    uint64_t ws = ctx->ws_size;
+    cublasStatus_t s = cublasLtMatmulPreferenceCreate(&pref);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                 &ws, sizeof ws);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulAlgoGetHeuristic(ctx->lt, pp->desc.op, pp->desc.a, pp->desc.b,
+                                           pp->desc.c, pp->desc.d, pref, 1, &r, &n);
+    if (pref)
+        (void)cublasLtMatmulPreferenceDestroy(pref);
+    if (s != CUBLAS_STATUS_SUCCESS || n < 1) {
+        snprintf(err, errlen, "cuda: cuBLASLt has no algorithm for this problem (heuristic: %s)",
+                 gt_cuda_status_name(s));
+        return -1;
+    }
+    return 0;
+}
+
+int gt_cuda_prepare(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **out, char *err,
+                    size_t errlen)
+{
+    *out = NULL;
+    if (gt_cuda_alive(ctx, err, errlen) != 0)
+        return -1;
+    gt_bk_prob *pp = calloc(1, sizeof *pp);
+    if (!pp) {
+        snprintf(err, errlen, "cuda: out of host memory");
+        return -1;
+    }
+    pp->ctx = ctx;
+    pp->p = *p;
+    gt_problem_finish(&pp->p);
+    p = &pp->p;
+    gt_cuda_map *m = &pp->map;
+    if (gt_cuda_map_problem(p, ctx->sm, m, err, errlen) != 0)
+        goto fail;
+    if (!ctx->kern && gt_cuda_kernels_load(ctx->sm, &ctx->kern, err, errlen) != 0)
+        goto fail;
+
+    int an = p->trans_a == 'N', bn = p->trans_b == 'N';
+    pp->a_n = gt_cuda_span(p->lda, an ? p->k : p->m, p->batch, p->stride_a);
+    pp->b_n = gt_cuda_span(p->ldb, bn ? p->n : p->k, p->batch, p->stride_b);
+    pp->c_n = gt_cuda_span(p->ldc, p->n, p->batch, p->stride_c);
+    pp->d_n = gt_cuda_span(p->ldd, p->n, p->batch, p->stride_d);
+    pp->a_sz = (size_t)pp->a_n * k_esize[m->akt];
+    pp->b_sz = (size_t)pp->b_n * k_esize[m->bkt];
+    pp->c_sz = (size_t)pp->c_n * k_esize[m->ckt];
+    pp->d_sz = (size_t)pp->d_n * k_esize[m->dkt];
+    pp->c_inplace = p->beta == 0 && p->c_type == p->d_type && p->ldc == p->ldd &&
+                    (p->batch == 1 || p->stride_c == p->stride_d);
+    pp->rotate_c = p->beta != 0;
+    pp->set_bytes = al(pp->a_sz) + al(pp->b_sz) + al(pp->d_sz) + (pp->rotate_c ? al(pp->c_sz) : 0);
+
+    size_t bias_sz = m->has_bias ? (size_t)p->m * k_esize[m->bias_kt] : 0;
+    size_t base_sz = al(pp->a_sz) + al(pp->b_sz) + al(pp->d_sz) +
+                     (pp->c_inplace ? 0 : al(pp->c_sz)) + al(bias_sz) + ALIGN;
+    double ref_elems = (double)p->m * (double)p->n * (double)p->batch;
+    if (ref_elems * 8.0 > 64.0 * (1 << 30)) {
+        snprintf(err, errlen, "cuda: output of %.3g elements too large for the reference", ref_elems);
+        goto fail;
+    }
+    size_t ref_sz = (size_t)ref_elems * sizeof(double), fr = 0;
+    if (mem_free(ctx, &fr, err, errlen) != 0)
+        goto fail;
+    if (base_sz + ref_sz + MEM_MARGIN > fr) {
+        snprintf(err, errlen, "cuda: problem needs %zu MiB of device memory, %zu MiB free",
+                 (base_sz + ref_sz + MEM_MARGIN) >> 20, fr >> 20);
+        goto fail;
+    }
+    if (gt_cuda_ck(ctx, cudaMalloc(&pp->base, base_sz), "cudaMalloc(inputs)", err, errlen))
+        goto fail;
+    char *q = pp->base;
+    pp->val.a = q, q += al(pp->a_sz);
+    pp->val.b = q, q += al(pp->b_sz);
+    pp->val.d = q, q += al(pp->d_sz);
+    if (pp->c_inplace)
+        pp->val.c = pp->val.d;
+    else
+        pp->val.c = q, q += al(pp->c_sz);
+    pp->bias = m->has_bias ? q : NULL, q += al(bias_sz);
+    pp->scales = (float *)q;
+    pp->sets = calloc(1, sizeof *pp->sets);
+    if (!pp->sets || !(pp->ref = malloc(ref_sz))) {
+        snprintf(err, errlen, "cuda: out of host memory (%zu MiB for the reference)", ref_sz >> 20);
+        goto fail;
+    }
+    pp->sets[0] = pp->val;
+    pp->nsets = 1;
+    if (gt_cuda_ck(ctx, cudaMallocHost(&pp->hout, pp->d_sz), "cudaMallocHost(output copy)", err,
+                   errlen))
+        goto fail;
+
+    pp->seed = fresh_seed();
+    const float scales[4] = {1.0f, 1.0f, 1.0f, 0.0f}; /* a, b, d scale, amax */
+    if (gt_cuda_fill(ctx->kern, ctx->stream, pp->val.a, pp->a_n, m->akt, pp->seed + 1, err, errlen) ||
+        gt_cuda_fill(ctx->kern, ctx->stream, pp->val.b, pp->b_n, m->bkt, pp->seed + 2, err, errlen) ||
+        (!pp->c_inplace && gt_cuda_fill(ctx->kern, ctx->stream, pp->val.c, pp->c_n, m->ckt,
+                                        pp->seed + 3, err, errlen)) ||
+        (m->has_bias && gt_cuda_fill(ctx->kern, ctx->stream, pp->bias, p->m, m->bias_kt,
+                                     pp->seed + 4, err, errlen)) ||
+        gt_cuda_ck(ctx, cudaMemcpyAsync(pp->scales, scales, sizeof scales, cudaMemcpyHostToDevice,
+                                        ctx->stream),
+                   "copy scales", err, errlen) ||
+        gt_cuda_ck(ctx, cudaStreamSynchronize(ctx->stream), "fill inputs", err, errlen))
+        goto fail;
+
+    gt_cuda_ptrs ptrs = {pp->bias, pp->scales, pp->scales + 1, pp->scales + 2};
+    if (gt_cuda_desc_create(p, m, &ptrs, &pp->desc, err, errlen) != 0 ||
+        heuristic_exists(pp, err, errlen) != 0 || compute_reference(pp, err, errlen) != 0)
+        goto fail;
+    *out = pp;
+    return 0;
+fail:
+    gt_cuda_unprepare(pp);
+    return -1;
+}
+
+static void free_rot(gt_bk_prob *pp)
+{
+    if (pp->rot)
+        (void)cudaFree(pp->rot);
+    pp->rot = NULL;
+    pp->nsets = pp->sets ? 1 : 0;
+    pp->next = 0;
+    pp->rot_want = 0;
+}
+
+void gt_cuda_unprepare(gt_bk_prob *pp)
+{
+    if (!pp)
+        return;
+    /* Frees are best effort: after a sticky error they fail, and the
+     * process is restarted anyway. */
+    free_rot(pp);
+    if (pp->base)
+        (void)cudaFree(pp->base);
+    if (pp->hout)
+        (void)cudaFreeHost(pp->hout);
+    gt_cuda_desc_destroy(&pp->desc);
+    free(pp->sets);
+    free(pp->ref);
+    free(pp);
+}
+
+/* Sizes the rotating sets: their total exceeds the requested bytes (default:
+ * twice L2, or the problem's rotating_mb), at least two sets so that no
+ * operand stays in L2 from one call to the next, within free memory. */
+static int ensure_sets(gt_bk_prob *pp, int64_t req, char *err, size_t errlen)
+{
+    gt_bk_ctx *ctx = pp->ctx;
+    int64_t want = req > 0 ? req : pp->p.rotating_mb > 0 ? pp->p.rotating_mb << 20 : 2 * ctx->l2_bytes;
+    if (want == pp->rot_want && pp->nsets >= 1)
+        return 0;
+    free_rot(pp);
+    int64_t n = (want + (int64_t)pp->set_bytes - 1) / (int64_t)pp->set_bytes;
+    if (n < 2)
+        n = 2;
+    if (n > 1024)
+        n = 1024;
+    size_t fr = 0;
+    if (mem_free(ctx, &fr, err, errlen) != 0)
+        return -1;
+    int64_t fit = fr > MEM_MARGIN ? (int64_t)((fr - MEM_MARGIN) / pp->set_bytes) + 1 : 1;
+    if (n > fit)
+        n = fit;
+    gt_cuda_set *sets = realloc(pp->sets, (size_t)n * sizeof *sets);
+    if (!sets) {
+        snprintf(err, errlen, "cuda: out of host memory");
+        return -1;
+    }
+    pp->sets = sets;
+    if (n > 1) {
+        if (gt_cuda_ck(ctx, cudaMalloc(&pp->rot, (size_t)(n - 1) * pp->set_bytes),
+                       "cudaMalloc(rotating sets)", err, errlen))
+            return -1;
+        char *q = pp->rot;
+        for (int64_t s = 1; s < n; s++) {
+            gt_cuda_set *st = &sets[s];
+            st->a = q, q += al(pp->a_sz);
+            st->b = q, q += al(pp->b_sz);
+            st->d = q, q += al(pp->d_sz);
+            if (pp->rotate_c)
+                st->c = q, q += al(pp->c_sz);
+            else
+                st->c = pp->c_inplace ? st->d : pp->val.c; /* never read: beta == 0 */
+            if (gt_cuda_ck(ctx, cudaMemcpyAsync(st->a, pp->val.a, pp->a_sz, cudaMemcpyDeviceToDevice, ctx->stream), "copy set A", err, errlen) ||
+                gt_cuda_ck(ctx, cudaMemcpyAsync(st->b, pp->val.b, pp->b_sz, cudaMemcpyDeviceToDevice, ctx->stream), "copy set B", err, errlen) ||
+                (pp->rotate_c && gt_cuda_ck(ctx, cudaMemcpyAsync(st->c, pp->val.c, pp->c_sz, cudaMemcpyDeviceToDevice, ctx->stream), "copy set C", err, errlen)))
+                return -1;
+        }
+        if (gt_cuda_ck(ctx, cudaStreamSynchronize(ctx->stream), "copy rotating sets", err, errlen))
+            return -1;
+    }
+    pp->nsets = (int)n;
+    pp->rot_want = want;
+    return 0;
+}
+
+/* ---- running ------------------------------------------------------------- */
+
+static int run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *err, size_t errlen)
+{
+    gt_bk_ctx *ctx = pp->ctx;
+    const gt_cuda_desc *d = &pp->desc;
+    cublasStatus_t st = cublasLtMatmul(ctx->lt, d->op, pp->map.alpha, s->a, d->a, s->b, d->b,
+                                       pp->map.beta, s->c, d->c, s->d, d->d, &c->algo, ctx->ws,
+                                       ctx->ws_size, ctx->stream);
+    return gt_cuda_ckb(ctx, st, "cublasLtMatmul", err, errlen);
+}
+
+int gt_cuda_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen)
+{
+    gt_bk_ctx *ctx = pp->ctx;
+    const gt_problem *p = &pp->p;
+    *rel_err = NAN;
+    if (gt_cuda_alive(ctx, err, errlen) != 0)
+        return -1;
+    /* 0xff bytes are NaN in every float type we write (f64, f32, f16, bf16,
+     * e4m3fn, e5m2); integers get 0x80, far outside what the inputs give. */
+    int poison = (pp->map.dkt == GT_KT_I8 || pp->map.dkt == GT_KT_I32) ? 0x80 : 0xff;
+    if (gt_cuda_ck(ctx, cudaMemsetAsync(pp->val.d, poison, pp->d_sz, ctx->stream), "poison D", err,
+                   errlen) ||
+        run(pp, c, &pp->val, err, errlen) ||
+        gt_cuda_ck(ctx, cudaMemcpyAsync(pp->hout, pp->val.d, pp->d_sz, cudaMemcpyDeviceToHost,
+                                        ctx->stream),
+                   "copy D", err, errlen) ||
+        gt_cuda_ck(ctx, cudaStreamSynchronize(ctx->stream), "validation run", err, errlen))
+        return -1;
+    *rel_err = gt_cuda_rel_err(pp->map.dkt, pp->hout, p->m, p->n, p->ldd, p->batch,
+                               p->batch > 1 ? p->stride_d : 0, pp->ref);
+    return 0;
+}
+
+/* Issues n calls rotating through the sets. */
+static int calls(gt_bk_prob *pp, gt_bk_cand *c, int n, char *err, size_t errlen)
+{
+    for (int i = 0; i < n; i++) {
+        if (run(pp, c, &pp->sets[pp->next], err, errlen) != 0)
+            return -1;
+        if (++pp->next >= pp->nsets)
+            pp->next = 0;
+    }
+    return 0;
+}
+
+/* Times n calls between two events (one synchronization); ms per call. */
+static int timed(gt_bk_prob *pp, gt_bk_cand *c, int n, double *ms_per_call, char *err,
+                 size_t errlen)
+{
+    gt_bk_ctx *ctx = pp->ctx;
+    float ms = 0;
+    if (gt_cuda_ck(ctx, cudaEventRecord(ctx->ev[0], ctx->stream), "cudaEventRecord", err, errlen) ||
+        calls(pp, c, n, err, errlen) ||
+        gt_cuda_ck(ctx, cudaEventRecord(ctx->ev[1], ctx->stream), "cudaEventRecord", err, errlen) ||
+        gt_cuda_ck(ctx, cudaEventSynchronize(ctx->ev[1]), "timed run", err, errlen) ||
+        gt_cuda_ck(ctx, cudaEventElapsedTime(&ms, ctx->ev[0], ctx->ev[1]), "cudaEventElapsedTime",
+                   err, errlen))
+        return -1;
+    *ms_per_call = ms / n;
+    return 0;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double quantile(const double *v, int n, double q)
+{
+    double pos = q * (n - 1);
+    int lo = (int)pos;
+    if (lo >= n - 1)
+        return v[n - 1];
+    return v[lo] + (pos - lo) * (v[lo + 1] - v[lo]);
+}
+
+#define MAX_ITERS 1000000
+#define MAX_REPEATS 1000
+
+int gt_cuda_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timing *t, char *err,
+                 size_t errlen)
+{
+    gt_bk_ctx *ctx = pp->ctx;
+    gt_timing_opts def = {.min_time_ms = 1.0, .warmup = 2, .repeats = 5, .rotating_bytes = 0};
+    if (!o)
+        o = &def;
+    memset(t, 0, sizeof *t);
+    int repeats = o->repeats < 1 ? 1 : o->repeats > MAX_REPEATS ? MAX_REPEATS : o->repeats;
+    double min_ms = o->min_time_ms > 0 ? o->min_time_ms : 0.1;
+    if (gt_cuda_alive(ctx, err, errlen) != 0 || ensure_sets(pp, o->rotating_bytes, err, errlen) ||
+        gt_cuda_events(ctx, repeats + 3, err, errlen))
+        return -1;
+    double *us = malloc((size_t)repeats * sizeof *us);
+    if (!us) {
+        snprintf(err, errlen, "cuda: out of host memory");
+        return -1;
+    }
+    int rc = -1;
+    /* Warm-up doubles as the first calibration round; then grow the call
+     * count until a round lasts a quarter of the repeat target, so the
+     * per-call estimate is not dominated by launch latency. */
+    int n = o->warmup > 0 ? o->warmup : 1;
+    double est = 0;
+    for (;;) {
+        if (timed(pp, c, n, &est, err, errlen) != 0)
+            goto out;
+        if (est * n >= min_ms * 0.25 || n >= 4096)
+            break;
+        n *= 4;
+    }
+    double want = ceil(min_ms / (est > 1e-6 ? est : 1e-6));
+    int iters = want < 1 ? 1 : want > MAX_ITERS ? MAX_ITERS : (int)want;
+    /* All repeats back to back between events 2..repeats+2; one sync. */
+    if (gt_cuda_ck(ctx, cudaEventRecord(ctx->ev[2], ctx->stream), "cudaEventRecord", err, errlen))
+        goto out;
+    for (int r = 0; r < repeats; r++) {
+        if (calls(pp, c, iters, err, errlen) ||
+            gt_cuda_ck(ctx, cudaEventRecord(ctx->ev[3 + r], ctx->stream), "cudaEventRecord", err,
+                       errlen))
+            goto out;
+    }
+    if (gt_cuda_ck(ctx, cudaEventSynchronize(ctx->ev[2 + repeats]), "timing run", err, errlen))
+        goto out;
+    for (int r = 0; r < repeats; r++) {
+        float ms = 0;
+        if (gt_cuda_ck(ctx, cudaEventElapsedTime(&ms, ctx->ev[2 + r], ctx->ev[3 + r]),
+                       "cudaEventElapsedTime", err, errlen))
+            goto out;
+        us[r] = (double)ms * 1000.0 / iters;
+    }
+    qsort(us, (size_t)repeats, sizeof *us, cmp_dbl);
+    t->median_us = quantile(us, repeats, 0.5);
+    t->min_us = us[0];
+    t->max_us = us[repeats - 1];
+    t->spread = t->median_us > 0
+                    ? (quantile(us, repeats, 0.75) - quantile(us, repeats, 0.25)) / t->median_us
+                    : 0;
+    t->iters = iters;
+    t->repeats = repeats;
+    rc = 0;
+out:
+    free(us);
+    return rc;
+}

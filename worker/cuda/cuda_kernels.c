@@ -1,0 +1,339 @@
+/* cuda_kernels.c: the cuda backend's own small kernels, compiled at run time
+ * with NVRTC (worker nodes have no nvcc) and launched through the driver
+ * API, whose entry points come from cudaGetDriverEntryPointByVersion: the
+ * binaries never link libcuda.so.1 directly, so they still start (and the
+ * backend reports "no device") on machines without a driver.
+ *
+ *   gt_fill  seeded random values, each exactly representable in its type
+ *            (q * 2^-s with q using the type's significand bits), so the
+ *            inputs carry no rounding and host and device agree bit for bit;
+ *   gt_ref   the reference GEMM: a plain shared-memory tiled loop that
+ *            decodes every element to double and accumulates in double,
+ *            then applies alpha/beta/bias/activation like the epilogue.
+ *
+ * The reference shares no code with cuBLASLt, so a wrong candidate cannot
+ * agree with it by construction; prepare also recomputes sampled elements of
+ * it on the host (cuda_bench.c) before trusting it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nvrtc.h>
+
+#include "gt_cuda.h"
+
+/* Type codes are gt_cuda_kt; the fill ranges match k_fill in cuda_map.c. */
+const char gt_cuda_kernels_src[] =
+    "typedef unsigned long long u64;\n"
+    "typedef long long i64;\n"
+    "__device__ u64 gt_mix(u64 x) {\n"
+    "  x += 0x9E3779B97F4A7C15ULL;\n"
+    "  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;\n"
+    "  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;\n"
+    "  return x ^ (x >> 31);\n"
+    "}\n"
+    "__device__ double gt_pow2(int e) {\n"
+    "  union { u64 u; double d; } v; v.u = (u64)(e + 1023) << 52; return v.d;\n"
+    "}\n"
+    "__device__ double gt_nan() { union { u64 u; double d; } v; v.u = 0x7FF8000000000000ULL; return v.d; }\n"
+    "__device__ unsigned gt_enc_small(i64 q, int s, int bias, int mbits, int sbit) {\n"
+    "  if (q == 0) return 0;\n"
+    "  unsigned sign = q < 0; unsigned a = (unsigned)(q < 0 ? -q : q);\n"
+    "  int e = 0; while ((a >> (e + 1)) != 0) e++;\n"
+    "  unsigned ex = (unsigned)(e - s + bias);\n"
+    "  unsigned mant = (a << (mbits - e)) & ((1u << mbits) - 1);\n"
+    "  return sign << sbit | ex << mbits | mant;\n"
+    "}\n"
+    "__device__ double gt_dec_f16(unsigned h) {\n"
+    "  int e = (h >> 10) & 31, m = h & 1023; double v;\n"
+    "  if (e == 0) v = m * gt_pow2(-24);\n"
+    "  else if (e == 31) return gt_nan();\n"
+    "  else v = (1024 + m) * gt_pow2(e - 25);\n"
+    "  return (h & 0x8000) ? -v : v;\n"
+    "}\n"
+    "__device__ double gt_dec_e4m3(unsigned b) {\n"
+    "  int e = (b >> 3) & 15, m = b & 7; double v;\n"
+    "  if (e == 15 && m == 7) return gt_nan();\n"
+    "  if (e == 0) v = m * gt_pow2(-9); else v = (8 + m) * gt_pow2(e - 10);\n"
+    "  return (b & 0x80) ? -v : v;\n"
+    "}\n"
+    "__device__ double gt_dec(const void *p, i64 i, i64 kt) {\n"
+    "  switch (kt) {\n"
+    "  case 0: return ((const float *)p)[i];\n"
+    "  case 1: return ((const double *)p)[i];\n"
+    "  case 2: return gt_dec_f16(((const unsigned short *)p)[i]);\n"
+    "  case 3: { union { unsigned u; float f; } v;\n"
+    "            v.u = (unsigned)((const unsigned short *)p)[i] << 16; return v.f; }\n"
+    "  case 4: return gt_dec_e4m3(((const unsigned char *)p)[i]);\n"
+    "  case 5: return gt_dec_f16((unsigned)((const unsigned char *)p)[i] << 8);\n"
+    "  case 6: return ((const signed char *)p)[i];\n"
+    "  case 7: return ((const int *)p)[i];\n"
+    "  }\n"
+    "  return gt_nan();\n"
+    "}\n"
+    "extern \"C\" __global__ void gt_fill(void *p, u64 n, int kt, u64 seed) {\n"
+    "  const i64 qmax[8] = {(1LL << 23) - 1, (1LL << 52) - 1, 2047, 255, 15, 7, 4, 1000};\n"
+    "  if (kt < 0 || kt > 7) return;\n"
+    "  u64 span = (u64)(2 * qmax[kt] + 1);\n"
+    "  for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+    "       i += (u64)gridDim.x * blockDim.x) {\n"
+    "    i64 q = (i64)(gt_mix(seed ^ gt_mix(i)) % span) - qmax[kt];\n"
+    "    switch (kt) {\n"
+    "    case 0: ((float *)p)[i] = (float)q * (float)gt_pow2(-23); break;\n"
+    "    case 1: ((double *)p)[i] = (double)q * gt_pow2(-52); break;\n"
+    "    case 2: ((unsigned short *)p)[i] = (unsigned short)gt_enc_small(q, 11, 15, 10, 15); break;\n"
+    "    case 3: ((unsigned short *)p)[i] = (unsigned short)gt_enc_small(q, 8, 127, 7, 15); break;\n"
+    "    case 4: ((unsigned char *)p)[i] = (unsigned char)gt_enc_small(q, 4, 7, 3, 7); break;\n"
+    "    case 5: ((unsigned char *)p)[i] = (unsigned char)gt_enc_small(q, 3, 15, 2, 7); break;\n"
+    "    case 6: ((signed char *)p)[i] = (signed char)q; break;\n"
+    "    case 7: ((int *)p)[i] = (int)q; break;\n"
+    "    }\n"
+    "  }\n"
+    "}\n"
+    "struct gt_ref_args {\n"
+    "  const void *a, *b, *c, *bias; double *r;\n"
+    "  i64 m, n, k, lda, ldb, ldc, sa, sb, sc;\n"
+    "  i64 ta, tb, tc, tbias;\n"
+    "  i64 transa, transb, act, has_c, has_bias;\n"
+    "  i64 y0, z0;\n"
+    "  double alpha, beta;\n"
+    "};\n"
+    "#define GT_T 16\n"
+    "extern \"C\" __global__ void gt_ref(struct gt_ref_args g) {\n"
+    "  __shared__ double As[GT_T][GT_T + 1], Bs[GT_T][GT_T + 1];\n"
+    "  int tx = threadIdx.x, ty = threadIdx.y;\n"
+    "  i64 i0 = (i64)blockIdx.x * GT_T, j0 = ((i64)blockIdx.y + g.y0) * GT_T;\n"
+    "  i64 bz = (i64)blockIdx.z + g.z0;\n"
+    "  double acc = 0;\n"
+    "  for (i64 k0 = 0; k0 < g.k; k0 += GT_T) {\n"
+    /* each load makes threadIdx.x walk the contiguous dimension */
+    "    { int il = g.transa ? ty : tx, kl = g.transa ? tx : ty;\n"
+    "      i64 i = i0 + il, kk = k0 + kl; double v = 0;\n"
+    "      if (i < g.m && kk < g.k)\n"
+    "        v = gt_dec(g.a, bz * g.sa + (g.transa ? kk + i * g.lda : i + kk * g.lda), g.ta);\n"
+    "      As[il][kl] = v; }\n"
+    "    { int jl = g.transb ? tx : ty, kl = g.transb ? ty : tx;\n"
+    "      i64 j = j0 + jl, kk = k0 + kl; double v = 0;\n"
+    "      if (j < g.n && kk < g.k)\n"
+    "        v = gt_dec(g.b, bz * g.sb + (g.transb ? j + kk * g.ldb : kk + j * g.ldb), g.tb);\n"
+    "      Bs[kl][jl] = v; }\n"
+    "    __syncthreads();\n"
+    "    for (int kl = 0; kl < GT_T; kl++) acc += As[tx][kl] * Bs[kl][ty];\n"
+    "    __syncthreads();\n"
+    "  }\n"
+    "  i64 i = i0 + tx, j = j0 + ty;\n"
+    "  if (i < g.m && j < g.n) {\n"
+    "    double v = g.alpha * acc;\n"
+    "    if (g.has_c) v += g.beta * gt_dec(g.c, bz * g.sc + i + j * g.ldc, g.tc);\n"
+    "    if (g.has_bias) v += gt_dec(g.bias, i, g.tbias);\n"
+    "    if (g.act == 1) v = v > 0 ? v : 0;\n"
+    "    else if (g.act == 2) v = 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));\n"
+    "    g.r[(bz * g.n + j) * g.m + i] = v;\n"
+    "  }\n"
+    "}\n";
+
+#define NVRTC_CK(call, what)                                                                       \
+    do {                                                                                           \
+        nvrtcResult r_ = (call);                                                                   \
+        if (r_ != NVRTC_SUCCESS) {                                                                 \
+            snprintf(err, errlen, "cuda: nvrtc %s: %s", what, nvrtcGetErrorString(r_));            \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+int gt_cuda_kernels_compile(int sm, char **image, size_t *len, int *is_cubin, char *err,
+                            size_t errlen)
+{
+    nvrtcProgram prog = NULL;
+    char *img = NULL, *log = NULL;
+    int archs[64], na = 0, best = 0;
+    *image = NULL;
+    NVRTC_CK(nvrtcGetNumSupportedArchs(&na), "arch count");
+    if (na <= 0 || na > 64) {
+        snprintf(err, errlen, "cuda: nvrtc reports %d architectures", na);
+        return -1;
+    }
+    NVRTC_CK(nvrtcGetSupportedArchs(archs), "arch list");
+    for (int i = 0; i < na; i++)
+        if (archs[i] <= sm && archs[i] > best)
+            best = archs[i];
+    if (best == 0) {
+        snprintf(err, errlen, "cuda: nvrtc cannot target sm_%d", sm);
+        return -1;
+    }
+    /* A cubin for a known arch; PTX (JIT-compiled by the driver) for a newer
+     * device than this NVRTC knows. */
+    int cubin = best == sm;
+    char opt_arch[48];
+    snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s_%d", cubin ? "sm" : "compute", best);
+    const char *opts[] = {opt_arch};
+    NVRTC_CK(nvrtcCreateProgram(&prog, gt_cuda_kernels_src, "gt_cuda_kernels.cu", 0, NULL, NULL),
+             "create");
+    nvrtcResult cr = nvrtcCompileProgram(prog, 1, opts);
+    if (cr != NVRTC_SUCCESS) {
+        size_t ll = 0;
+        if (nvrtcGetProgramLogSize(prog, &ll) == NVRTC_SUCCESS && ll > 1 && (log = malloc(ll)) &&
+            nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS)
+            snprintf(err, errlen, "cuda: nvrtc compile (%s): %.200s", opt_arch, log);
+        else
+            snprintf(err, errlen, "cuda: nvrtc compile (%s): %s", opt_arch, nvrtcGetErrorString(cr));
+        goto fail;
+    }
+    size_t n = 0;
+    if (cubin) {
+        NVRTC_CK(nvrtcGetCUBINSize(prog, &n), "cubin size");
+        if (!(img = malloc(n)))
+            goto oom;
+        NVRTC_CK(nvrtcGetCUBIN(prog, img), "cubin");
+    } else {
+        NVRTC_CK(nvrtcGetPTXSize(prog, &n), "ptx size");
+        if (!(img = malloc(n)))
+            goto oom;
+        NVRTC_CK(nvrtcGetPTX(prog, img), "ptx");
+    }
+    (void)nvrtcDestroyProgram(&prog);
+    *image = img;
+    *len = n;
+    *is_cubin = cubin;
+    return 0;
+oom:
+    snprintf(err, errlen, "cuda: out of host memory compiling kernels");
+fail:
+    free(img);
+    free(log);
+    if (prog)
+        (void)nvrtcDestroyProgram(&prog);
+    return -1;
+}
+
+typedef CUresult(CUDAAPI *pfn_load)(CUmodule *, const void *);
+typedef CUresult(CUDAAPI *pfn_unload)(CUmodule);
+typedef CUresult(CUDAAPI *pfn_getfn)(CUfunction *, CUmodule, const char *);
+typedef CUresult(CUDAAPI *pfn_launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                      unsigned, unsigned, CUstream, void **, void **);
+typedef CUresult(CUDAAPI *pfn_errname)(CUresult, const char **);
+
+struct gt_cuda_kernels {
+    CUmodule mod;
+    CUfunction fill, ref;
+    pfn_unload unload;
+    pfn_launch launch;
+    pfn_errname errname;
+};
+
+static int entry(const char *name, void **fn, char *err, size_t errlen)
+{
+    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t e = cudaGetDriverEntryPointByVersion(name, fn, 12000, cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !*fn) {
+        snprintf(err, errlen, "cuda: driver entry point %s: %s (query %d)", name,
+                 cudaGetErrorName(e), (int)q);
+        return -1;
+    }
+    return 0;
+}
+
+static void drv_err(const gt_cuda_kernels *k, CUresult r, const char *what, char *err,
+                    size_t errlen)
+{
+    const char *n = NULL;
+    if (!k->errname || k->errname(r, &n) != CUDA_SUCCESS || !n)
+        n = "CUDA_ERROR_?";
+    snprintf(err, errlen, "cuda: %s: %s (%d)", what, n, (int)r);
+}
+
+int gt_cuda_kernels_load(int sm, gt_cuda_kernels **out, char *err, size_t errlen)
+{
+    char *img = NULL;
+    size_t len = 0;
+    int cubin = 0;
+    pfn_load load = NULL;
+    pfn_getfn getfn = NULL;
+    gt_cuda_kernels *k = calloc(1, sizeof *k);
+    if (!k) {
+        snprintf(err, errlen, "cuda: out of host memory");
+        return -1;
+    }
+    if (entry("cuModuleLoadData", (void **)&load, err, errlen) ||
+        entry("cuModuleUnload", (void **)&k->unload, err, errlen) ||
+        entry("cuModuleGetFunction", (void **)&getfn, err, errlen) ||
+        entry("cuLaunchKernel", (void **)&k->launch, err, errlen) ||
+        entry("cuGetErrorName", (void **)&k->errname, err, errlen))
+        goto fail;
+    if (gt_cuda_kernels_compile(sm, &img, &len, &cubin, err, errlen) != 0)
+        goto fail;
+    CUresult r = load(&k->mod, img);
+    if (r != CUDA_SUCCESS) {
+        drv_err(k, r, cubin ? "cuModuleLoadData(cubin)" : "cuModuleLoadData(ptx)", err, errlen);
+        k->mod = NULL;
+        goto fail;
+    }
+    if ((r = getfn(&k->fill, k->mod, "gt_fill")) != CUDA_SUCCESS ||
+        (r = getfn(&k->ref, k->mod, "gt_ref")) != CUDA_SUCCESS) {
+        drv_err(k, r, "cuModuleGetFunction", err, errlen);
+        goto fail;
+    }
+    free(img);
+    *out = k;
+    return 0;
+fail:
+    free(img);
+    gt_cuda_kernels_unload(k);
+    return -1;
+}
+
+void gt_cuda_kernels_unload(gt_cuda_kernels *k)
+{
+    if (!k)
+        return;
+    if (k->mod && k->unload)
+        (void)k->unload(k->mod); /* nothing to do about a failure at teardown */
+    free(k);
+}
+
+int gt_cuda_fill(gt_cuda_kernels *k, cudaStream_t s, void *p, int64_t n, int kt, uint64_t seed,
+                 char *err, size_t errlen)
+{
+    if (n <= 0)
+        return 0;
+    unsigned long long nn = (unsigned long long)n, sd = seed;
+    int t = kt;
+    void *args[] = {&p, &nn, &t, &sd};
+    int64_t blocks = (n + 255) / 256;
+    if (blocks > 8192)
+        blocks = 8192; /* grid-stride loop covers the rest */
+    CUresult r = k->launch(k->fill, (unsigned)blocks, 1, 1, 256, 1, 1, 0, (CUstream)s, args, NULL);
+    if (r != CUDA_SUCCESS) {
+        drv_err(k, r, "launch gt_fill", err, errlen);
+        return -1;
+    }
+    return 0;
+}
+
+int gt_cuda_ref(gt_cuda_kernels *k, cudaStream_t s, const gt_cuda_ref_args *a, long long batch,
+                char *err, size_t errlen)
+{
+    const long long T = 16, YMAX = 65535, ZMAX = 65535;
+    long long gx = (a->m + T - 1) / T, gy = (a->n + T - 1) / T;
+    if (gx > 0x7fffffffLL) {
+        snprintf(err, errlen, "cuda: reference grid too large (m=%lld)", a->m);
+        return -1;
+    }
+    for (long long z0 = 0; z0 < batch; z0 += ZMAX) {
+        for (long long y0 = 0; y0 < gy; y0 += YMAX) {
+            gt_cuda_ref_args g = *a;
+            g.y0 = y0;
+            g.z0 = z0;
+            long long ny = gy - y0 < YMAX ? gy - y0 : YMAX;
+            long long nz = batch - z0 < ZMAX ? batch - z0 : ZMAX;
+            void *args[] = {&g};
+            CUresult r = k->launch(k->ref, (unsigned)gx, (unsigned)ny, (unsigned)nz, (unsigned)T,
+                                   (unsigned)T, 1, 0, (CUstream)s, args, NULL);
+            if (r != CUDA_SUCCESS) {
+                drv_err(k, r, "launch gt_ref", err, errlen);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,580 @@
+/* cuda_space.c: the cuda backend's candidate space: configs <-> JSON <->
+ * cuBLASLt algos, and the enumeration of every algo configuration that
+ * cublasLtMatmulAlgoCheck accepts for a problem.
+ *
+ * Config encoding: a flat JSON object of integers, always all nine keys
+ * (canonical text has them in this, sorted, order):
+ *
+ *   algo_id      CUBLASLT_ALGO_CONFIG_ID: the kernel family, an id from
+ *                cublasLtMatmulAlgoGetIds for the problem's types (required)
+ *   cluster      CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, cublasLtClusterShape_t:
+ *                0 = AUTO, 2 = 1x1x1, 3 = 2x1x1, 5 = 1x2x1, ... (sm_90+)
+ *   custom       CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, 0..CUSTOM_OPTION_MAX
+ *   inner_shape  CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, cublasLtMatmulInnerShape_t
+ *                (0 = UNDEFINED; only heuristic results set others)
+ *   reduction    CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME: 0 none, 1 in place,
+ *                2 compute type, 4 output type (only with splitk > 1)
+ *   splitk       CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 1 = no split
+ *   stages       CUBLASLT_ALGO_CONFIG_STAGES_ID, cublasLtMatmulStages_t
+ *                (0 = UNDEFINED, 16 = 64x4, 35 = 64xAUTO, ...)
+ *   swizzle      CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, 0 or 1
+ *   tile         CUBLASLT_ALGO_CONFIG_TILE_ID, cublasLtMatmulTile_t
+ *                (0 = UNDEFINED, 20 = 128x128, ...)
+ *
+ * e.g. {"algo_id":66,"cluster":2,"custom":0,"inner_shape":0,"reduction":0,
+ *       "splitk":1,"stages":35,"swizzle":0,"tile":20}
+ *
+ * The numbers are cuBLASLt enum values: stable within a cuBLASLt major
+ * version, so results are only comparable between workers whose device
+ * descriptions (which carry the cuBLASLt version) match. The heuristic rank
+ * is NOT part of a config: the same algo found by the heuristic and by the
+ * enumeration is one config. worker/cuda/CONFIG.md documents the same.
+ *
+ * Enumeration: the heuristic's top results first (rank order), then for
+ * every algo id: tile x stages (kept when AlgoCheck accepts them with the
+ * default cluster, or with 1x1x1 when the default is refused), x every
+ * cluster shape AlgoCheck accepts on cluster-capable devices (a pair that
+ * accepts all ~50 shapes ignores the attribute and keeps one), x swizzle x
+ * custom option x split-K {1,2,3,4,5,6,8,12,16,24,32} (split-K only when the
+ * algo supports it and each split keeps >= 16 of k) x every reduction scheme
+ * in the algo's mask. A config is kept when AlgoCheck accepts it with a
+ * workspace <= the context's workspace. Above the cap the heuristic's configs
+ * are all kept and the rest is an evenly strided sample in enumeration order,
+ * so every algo id stays represented. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gt_cuda.h"
+#include "gt_util.h"
+
+/* ---- encoding ------------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    double max;
+} k_keys[] = {
+    {"algo_id", 2147483647.0}, {"cluster", 65535}, {"custom", 4294967295.0},
+    {"inner_shape", 65535},    {"reduction", 7},   {"splitk", 65535},
+    {"stages", 4294967295.0},  {"swizzle", 1},     {"tile", 4294967295.0},
+};
+#define NKEYS (sizeof k_keys / sizeof k_keys[0])
+
+static void cfg_vals(const gt_cuda_cfg *c, double v[NKEYS])
+{
+    v[0] = c->algo_id;
+    v[1] = c->cluster;
+    v[2] = c->custom;
+    v[3] = c->inner_shape;
+    v[4] = c->reduction;
+    v[5] = c->splitk;
+    v[6] = c->stages;
+    v[7] = c->swizzle;
+    v[8] = c->tile;
+}
+
+cJSON *gt_cuda_cfg_to_json(const gt_cuda_cfg *c)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j)
+        return NULL;
+    double v[NKEYS];
+    cfg_vals(c, v);
+    for (size_t i = 0; i < NKEYS; i++) {
+        if (!cJSON_AddNumberToObject(j, k_keys[i].name, v[i])) {
+            cJSON_Delete(j);
+            return NULL;
+        }
+    }
+    return j;
+}
+
+int gt_cuda_cfg_from_json(const cJSON *j, gt_cuda_cfg *c, char *err, size_t errlen)
+{
+    double v[NKEYS] = {-1, 0, 0, 0, 0, 1, 0, 0, 0}; /* defaults; algo_id required */
+    int seen[NKEYS] = {0};
+    if (!cJSON_IsObject(j)) {
+        snprintf(err, errlen, "cuda: config is not a JSON object");
+        return -1;
+    }
+    for (const cJSON *it = j->child; it; it = it->next) {
+        size_t k = 0;
+        while (k < NKEYS && strcmp(it->string ? it->string : "", k_keys[k].name) != 0)
+            k++;
+        if (k == NKEYS) {
+            snprintf(err, errlen, "cuda: config key '%s' unknown", it->string ? it->string : "");
+            return -1;
+        }
+        if (seen[k]++) {
+            snprintf(err, errlen, "cuda: config key '%s' repeated", k_keys[k].name);
+            return -1;
+        }
+        double d = it->valuedouble;
+        if (!cJSON_IsNumber(it) || d != floor(d) || d < 0 || d > k_keys[k].max) {
+            snprintf(err, errlen, "cuda: config %s: must be an integer in 0..%.0f", k_keys[k].name,
+                     k_keys[k].max);
+            return -1;
+        }
+        v[k] = d;
+    }
+    if (!seen[0]) {
+        snprintf(err, errlen, "cuda: config algo_id: missing");
+        return -1;
+    }
+    if (v[4] != 0 && v[4] != 1 && v[4] != 2 && v[4] != 4) {
+        snprintf(err, errlen, "cuda: config reduction=%.0f: must be 0, 1, 2 or 4", v[4]);
+        return -1;
+    }
+    memset(c, 0, sizeof *c);
+    c->algo_id = (int32_t)v[0];
+    c->cluster = (uint16_t)v[1];
+    c->custom = (uint32_t)v[2];
+    c->inner_shape = (uint16_t)v[3];
+    c->reduction = (uint32_t)v[4];
+    c->splitk = (int32_t)v[5];
+    c->stages = (uint32_t)v[6];
+    c->swizzle = (uint32_t)v[7];
+    c->tile = (uint32_t)v[8];
+    return 0;
+}
+
+int gt_cuda_cfg_text(const gt_cuda_cfg *c, char *buf, size_t len)
+{
+    return snprintf(buf, len,
+                    "{\"algo_id\":%d,\"cluster\":%u,\"custom\":%u,\"inner_shape\":%u,"
+                    "\"reduction\":%u,\"splitk\":%d,\"stages\":%u,\"swizzle\":%u,\"tile\":%u}",
+                    (int)c->algo_id, (unsigned)c->cluster, (unsigned)c->custom,
+                    (unsigned)c->inner_shape, (unsigned)c->reduction, (int)c->splitk,
+                    (unsigned)c->stages, (unsigned)c->swizzle, (unsigned)c->tile);
+}
+
+static int cfg_eq(const gt_cuda_cfg *x, const gt_cuda_cfg *y)
+{
+    return x->algo_id == y->algo_id && x->tile == y->tile && x->stages == y->stages &&
+           x->splitk == y->splitk && x->reduction == y->reduction && x->swizzle == y->swizzle &&
+           x->custom == y->custom && x->cluster == y->cluster && x->inner_shape == y->inner_shape;
+}
+
+/* ---- algo <-> config ----------------------------------------------------- */
+
+#define GETA(attr, field)                                                                          \
+    do {                                                                                           \
+        size_t w_ = 0;                                                                             \
+        cublasStatus_t s_ = cublasLtMatmulAlgoConfigGetAttribute(algo, attr, &(field),            \
+                                                                 sizeof(field), &w_);              \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
+            snprintf(err, errlen, "cuda: get %s: %s", #attr, gt_cuda_status_name(s_));             \
+            return -1;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+int gt_cuda_cfg_from_algo(const cublasLtMatmulAlgo_t *algo, gt_cuda_cfg *c, char *err,
+                          size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    GETA(CUBLASLT_ALGO_CONFIG_ID, c->algo_id);
+    GETA(CUBLASLT_ALGO_CONFIG_TILE_ID, c->tile);
+    GETA(CUBLASLT_ALGO_CONFIG_STAGES_ID, c->stages);
+    GETA(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, c->splitk);
+    GETA(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, c->reduction);
+    GETA(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, c->swizzle);
+    GETA(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, c->custom);
+    GETA(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, c->cluster);
+    GETA(CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, c->inner_shape);
+    return 0;
+}
+
+#define SETA(attr, field)                                                                          \
+    do {                                                                                           \
+        cublasStatus_t s_ =                                                                        \
+            cublasLtMatmulAlgoConfigSetAttribute(algo, attr, &(field), sizeof(field));             \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
+            snprintf(err, errlen, "cuda: set %s: %s", #attr, gt_cuda_status_name(s_));             \
+            return -1;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+int gt_cuda_cfg_apply(const gt_cuda_cfg *c, cublasLtMatmulAlgo_t *algo, char *err, size_t errlen)
+{
+    SETA(CUBLASLT_ALGO_CONFIG_TILE_ID, c->tile);
+    SETA(CUBLASLT_ALGO_CONFIG_STAGES_ID, c->stages);
+    SETA(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, c->splitk);
+    SETA(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, c->reduction);
+    SETA(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, c->swizzle);
+    SETA(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, c->custom);
+    SETA(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, c->cluster);
+    SETA(CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, c->inner_shape);
+    return 0;
+}
+
+int gt_cuda_algo_make(gt_bk_ctx *ctx, const gt_cuda_map *m, const gt_cuda_desc *d,
+                      const gt_cuda_cfg *c, cublasLtMatmulAlgo_t *algo, size_t *ws_need,
+                      char *err, size_t errlen)
+{
+    cublasStatus_t s = cublasLtMatmulAlgoInit(ctx->lt, m->compute, m->scale, m->a, m->b, m->c,
+                                              m->d, c->algo_id, algo);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        snprintf(err, errlen, "cuda: cublasLtMatmulAlgoInit(algo_id=%d): %s", (int)c->algo_id,
+                 gt_cuda_status_name(s));
+        return -1;
+    }
+    if (gt_cuda_cfg_apply(c, algo, err, errlen) != 0)
+        return -1;
+    cublasLtMatmulHeuristicResult_t r;
+    memset(&r, 0, sizeof r);
+    s = cublasLtMatmulAlgoCheck(ctx->lt, d->op, d->a, d->b, d->c, d->d, algo, &r);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        snprintf(err, errlen, "cuda: cublasLtMatmulAlgoCheck rejected the config: %s",
+                 gt_cuda_status_name(s));
+        return -1;
+    }
+    if (r.workspaceSize > ctx->ws_size) {
+        snprintf(err, errlen, "cuda: config needs %zu bytes of workspace, the limit is %zu",
+                 r.workspaceSize, ctx->ws_size);
+        return -1;
+    }
+    *ws_need = r.workspaceSize;
+    return 0;
+}
+
+/* ---- enumeration --------------------------------------------------------- */
+
+typedef struct cfgvec {
+    gt_cuda_cfg *v;
+    size_t n, cap;
+} cfgvec;
+
+static int vec_push(cfgvec *a, const gt_cuda_cfg *c)
+{
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 256;
+        gt_cuda_cfg *v = realloc(a->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        a->v = v;
+        a->cap = cap;
+    }
+    a->v[a->n++] = *c;
+    return 0;
+}
+
+typedef struct enum_state {
+    gt_bk_ctx *ctx;
+    const gt_cuda_desc *d;
+    cublasLtMatmulAlgo_t init;      /* the current algo id, freshly initialized */
+    const cfgvec *heur;             /* for dedupe */
+    cfgvec found;
+    double t0;
+    int stop;
+    gt_cuda_enum_stats *st;
+} enum_state;
+
+/* Returns 1 when AlgoCheck accepts c (any workspace), 0 otherwise; *ws gets
+ * the workspace it needs. Stops the enumeration at the budget. */
+static int check(enum_state *e, const gt_cuda_cfg *c, size_t *ws)
+{
+    char err[160];
+    if (e->stop)
+        return 0;
+    if ((++e->st->checks & 255) == 0 &&
+        (gt_mono_ms() - e->t0 > e->ctx->enum_seconds * 1000.0 || e->st->checks >= e->ctx->max_checks)) {
+        e->stop = 1;
+        e->st->truncated = 1;
+    }
+    cublasLtMatmulAlgo_t a = e->init;
+    if (gt_cuda_cfg_apply(c, &a, err, sizeof err) != 0)
+        return 0;
+    cublasLtMatmulHeuristicResult_t r;
+    memset(&r, 0, sizeof r);
+    if (cublasLtMatmulAlgoCheck(e->ctx->lt, e->d->op, e->d->a, e->d->b, e->d->c, e->d->d, &a, &r) !=
+        CUBLAS_STATUS_SUCCESS)
+        return 0;
+    *ws = r.workspaceSize;
+    return 1;
+}
+
+/* Keeps c when accepted within the workspace and not a heuristic config. */
+static int accept(enum_state *e, const gt_cuda_cfg *c)
+{
+    size_t ws = 0;
+    if (!check(e, c, &ws) || ws > e->ctx->ws_size)
+        return 0;
+    for (size_t i = 0; i < e->heur->n; i++)
+        if (cfg_eq(&e->heur->v[i], c))
+            return 1;
+    return vec_push(&e->found, c) == 0 ? 1 : -1;
+}
+
+/* Reads an array capability (uint32 ids); an empty or failed query yields
+ * the single UNDEFINED id 0, as the cuBLASLt samples do. */
+static int cap_ids(const cublasLtMatmulAlgo_t *a, cublasLtMatmulAlgoCapAttributes_t attr,
+                   uint32_t **out)
+{
+    size_t sz = 0;
+    uint32_t *v = NULL;
+    int n = 0;
+    if (cublasLtMatmulAlgoCapGetAttribute(a, attr, NULL, 0, &sz) == CUBLAS_STATUS_SUCCESS &&
+        sz >= sizeof(uint32_t)) {
+        v = malloc(sz);
+        if (!v)
+            return -1;
+        size_t w = 0;
+        if (cublasLtMatmulAlgoCapGetAttribute(a, attr, v, sz, &w) == CUBLAS_STATUS_SUCCESS)
+            n = (int)(w / sizeof(uint32_t));
+    }
+    if (n == 0) {
+        free(v);
+        v = malloc(sizeof *v);
+        if (!v)
+            return -1;
+        v[0] = 0;
+        n = 1;
+    }
+    *out = v;
+    return n;
+}
+
+static int cap_u32(const cublasLtMatmulAlgo_t *a, cublasLtMatmulAlgoCapAttributes_t attr)
+{
+    uint32_t v = 0;
+    size_t w = 0;
+    if (cublasLtMatmulAlgoCapGetAttribute(a, attr, &v, sizeof v, &w) != CUBLAS_STATUS_SUCCESS)
+        return 0;
+    return (int)v;
+}
+
+static const int k_splitk[] = {1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32};
+#define SPLIT_MIN_K 16 /* a split shorter than this is never worth a kernel */
+
+static int enum_algo(enum_state *e, const gt_cuda_map *m, const gt_problem *p, int id)
+{
+    gt_bk_ctx *ctx = e->ctx;
+    if (cublasLtMatmulAlgoInit(ctx->lt, m->compute, m->scale, m->a, m->b, m->c, m->d, id,
+                               &e->init) != CUBLAS_STATUS_SUCCESS)
+        return 0; /* not for these types on this device */
+    uint32_t *tiles = NULL, *stages = NULL;
+    int rc = -1;
+    int nt = cap_ids(&e->init, CUBLASLT_ALGO_CAP_TILE_IDS, &tiles);
+    int ns = cap_ids(&e->init, CUBLASLT_ALGO_CAP_STAGES_IDS, &stages);
+    if (nt < 0 || ns < 0)
+        goto done;
+    int splitk_ok = cap_u32(&e->init, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT) != 0;
+    int red_mask = cap_u32(&e->init, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK);
+    int swz_max = cap_u32(&e->init, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT) ? 1 : 0;
+    int custom_max = cap_u32(&e->init, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX);
+    if (custom_max < 0 || custom_max > 1023)
+        custom_max = 0;
+    for (int ti = 0; ti < nt && !e->stop; ti++) {
+        for (int si = 0; si < ns && !e->stop; si++) {
+            gt_cuda_cfg base = {.algo_id = id, .tile = tiles[ti], .stages = stages[si], .splitk = 1};
+            uint16_t cl[CUBLASLT_CLUSTER_SHAPE_END];
+            int ncl = 0;
+            size_t ws;
+            int auto_ok = check(e, &base, &ws);
+            if (auto_ok)
+                cl[ncl++] = CUBLASLT_CLUSTER_SHAPE_AUTO;
+            if (ctx->cluster_launch) {
+                /* The default refused: one explicit shape decides whether
+                 * this tile/stages pair exists at all, before trying all. */
+                gt_cuda_cfg probe = base;
+                probe.cluster = CUBLASLT_CLUSTER_SHAPE_1x1x1;
+                if (!auto_ok && !check(e, &probe, &ws))
+                    continue;
+                int tried = 0, took = 0;
+                for (int s = CUBLASLT_CLUSTER_SHAPE_AUTO + 1; s < CUBLASLT_CLUSTER_SHAPE_END; s++) {
+                    probe.cluster = (uint16_t)s;
+                    tried++;
+                    if (check(e, &probe, &ws))
+                        cl[ncl++] = (uint16_t)s, took++;
+                }
+                /* A kernel that accepts every shape, 16-wide included,
+                 * ignores the attribute: one entry, not ~50 duplicates. */
+                if (took == tried && !e->stop) {
+                    ncl = 0;
+                    cl[ncl++] = auto_ok ? CUBLASLT_CLUSTER_SHAPE_AUTO : CUBLASLT_CLUSTER_SHAPE_1x1x1;
+                    e->st->cluster_blind++;
+                }
+            }
+            /* Reduction schemes: none without split-K, each one in the
+             * algo's mask with it. */
+            uint32_t reds[3];
+            int nred = 0;
+            for (uint32_t r = CUBLASLT_REDUCTION_SCHEME_INPLACE; r <= CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE; r <<= 1)
+                if (red_mask & (int)r)
+                    reds[nred++] = r;
+            for (int ci = 0; ci < ncl; ci++)
+                for (int sw = 0; sw <= swz_max; sw++)
+                    for (int cu = 0; cu <= custom_max; cu++)
+                        for (size_t ki = 0; ki < sizeof k_splitk / sizeof k_splitk[0]; ki++) {
+                            int sk = k_splitk[ki];
+                            if (sk > 1 && (!splitk_ok || p->k < (int64_t)sk * SPLIT_MIN_K))
+                                break; /* ascending: no larger split fits either */
+                            for (int ri = 0; ri < (sk > 1 ? nred : 1); ri++) {
+                                gt_cuda_cfg c = base;
+                                c.cluster = cl[ci];
+                                c.swizzle = (uint32_t)sw;
+                                c.custom = (uint32_t)cu;
+                                c.splitk = sk;
+                                c.reduction = sk > 1 ? reds[ri] : CUBLASLT_REDUCTION_SCHEME_NONE;
+                                if (accept(e, &c) < 0)
+                                    goto done;
+                            }
+                        }
+        }
+    }
+    rc = 0;
+done:
+    free(tiles);
+    free(stages);
+    return rc;
+}
+
+#define HEUR_MAX 32
+#define IDS_MAX 1024
+
+int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON **baseline,
+                      char *err, size_t errlen)
+{
+    gt_cuda_map m;
+    gt_cuda_desc d;
+    memset(&d, 0, sizeof d);
+    cublasLtMatmulPreference_t pref = NULL;
+    cfgvec heur = {0};
+    enum_state e;
+    memset(&e, 0, sizeof e);
+    cJSON *arr = NULL, *base = NULL;
+    int *ids = NULL;
+    int rc = -1;
+    gt_cuda_enum_stats st;
+    memset(&st, 0, sizeof st);
+    double t0 = gt_mono_ms();
+    *cands = NULL;
+    *baseline = NULL;
+
+    if (gt_cuda_alive(ctx, err, errlen) != 0 || gt_cuda_map_problem(p, ctx->sm, &m, err, errlen) != 0)
+        return -1;
+    /* Placeholders: the heuristic and AlgoCheck only read pointer alignment. */
+    gt_cuda_ptrs ptrs = {(const void *)(uintptr_t)0x10000, (const void *)(uintptr_t)0x20000,
+                         (const void *)(uintptr_t)0x20100, (const void *)(uintptr_t)0x20200};
+    if (gt_cuda_desc_create(p, &m, &ptrs, &d, err, errlen) != 0)
+        goto out;
+    cublasStatus_t s = cublasLtMatmulPreferenceCreate(&pref);
+    uint64_t wsl = ctx->ws_size;
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                 &wsl, sizeof wsl);
+    if (gt_cuda_ckb(ctx, s, "matmul preference", err, errlen) != 0)
+        goto out;
+    cublasLtMatmulHeuristicResult_t res[HEUR_MAX];
+    int nres = 0;
+    s = cublasLtMatmulAlgoGetHeuristic(ctx->lt, d.op, d.a, d.b, d.c, d.d, pref, HEUR_MAX, res,
+                                       &nres);
+    if (s != CUBLAS_STATUS_SUCCESS || nres <= 0) {
+        snprintf(err, errlen, "cuda: cuBLASLt has no algorithm for this problem (heuristic: %s, %d results)",
+                 gt_cuda_status_name(s), nres);
+        goto out;
+    }
+    for (int i = 0; i < nres; i++) {
+        if (res[i].state != CUBLAS_STATUS_SUCCESS)
+            continue;
+        gt_cuda_cfg c;
+        if (gt_cuda_cfg_from_algo(&res[i].algo, &c, err, errlen) != 0)
+            goto out;
+        int dup = 0;
+        for (size_t j = 0; j < heur.n; j++)
+            dup |= cfg_eq(&heur.v[j], &c);
+        if (dup)
+            continue;
+        /* The worker re-creates configs from attributes only: count the
+         * heuristic algos that this does not reproduce bit for bit. */
+        cublasLtMatmulAlgo_t again;
+        size_t ws;
+        char why[160];
+        if (gt_cuda_algo_make(ctx, &m, &d, &c, &again, &ws, why, sizeof why) != 0 ||
+            memcmp(again.data, res[i].algo.data, sizeof again.data) != 0)
+            st.recreate_mismatch++;
+        if (vec_push(&heur, &c) != 0)
+            goto oom;
+        st.heuristic++;
+    }
+    if (heur.n == 0) {
+        snprintf(err, errlen, "cuda: cuBLASLt heuristic returned no usable algorithm");
+        goto out;
+    }
+
+    ids = malloc(IDS_MAX * sizeof *ids);
+    if (!ids)
+        goto oom;
+    int nids = 0;
+    s = cublasLtMatmulAlgoGetIds(ctx->lt, m.compute, m.scale, m.a, m.b, m.c, m.d, IDS_MAX, ids,
+                                 &nids);
+    if (gt_cuda_ckb(ctx, s, "cublasLtMatmulAlgoGetIds", err, errlen) != 0)
+        goto out;
+    st.algo_ids = nids;
+    e.ctx = ctx;
+    e.d = &d;
+    e.heur = &heur;
+    e.t0 = t0;
+    e.st = &st;
+    for (int i = 0; i < nids && !e.stop; i++)
+        if (enum_algo(&e, &m, p, ids[i]) != 0)
+            goto oom;
+
+    st.found = (long long)(heur.n + e.found.n);
+    size_t cap = ctx->max_cands > 0 ? (size_t)ctx->max_cands : heur.n + e.found.n;
+    size_t keep = e.found.n;
+    if (heur.n + keep > cap) {
+        keep = cap > heur.n ? cap - heur.n : 0;
+        st.capped = 1;
+    }
+    arr = cJSON_CreateArray();
+    base = gt_cuda_cfg_to_json(&heur.v[0]);
+    if (!arr || !base)
+        goto oom;
+    for (size_t i = 0; i < heur.n + keep; i++) {
+        /* evenly strided sample of the enumerated configs */
+        const gt_cuda_cfg *c = i < heur.n ? &heur.v[i]
+                                          : &e.found.v[(size_t)((double)(i - heur.n) *
+                                                                (double)e.found.n / (double)keep)];
+        cJSON *j = gt_cuda_cfg_to_json(c);
+        if (!j || !cJSON_AddItemToArray(arr, j)) {
+            cJSON_Delete(j);
+            goto oom;
+        }
+    }
+    st.returned = (int)(heur.n + keep);
+    *cands = arr;
+    *baseline = base;
+    arr = base = NULL;
+    rc = 0;
+    goto out;
+oom:
+    snprintf(err, errlen, "cuda: out of host memory while enumerating");
+out:
+    st.seconds = (gt_mono_ms() - t0) / 1000.0;
+    ctx->last_enum = st;
+    cJSON_Delete(arr);
+    cJSON_Delete(base);
+    free(ids);
+    free(heur.v);
+    free(e.found.v);
+    if (pref)
+        (void)cublasLtMatmulPreferenceDestroy(pref);
+    gt_cuda_desc_destroy(&d);
+    return rc;
+}
+
+void gt_cuda_enum_stats_get(const gt_bk_ctx *ctx, gt_cuda_enum_stats *st)
+{
+    *st = ctx->last_enum;
+}
+
+void gt_cuda_set_limits(gt_bk_ctx *ctx, int max_cands, double seconds)
+{
+    if (max_cands > 0)
+        ctx->max_cands = max_cands;
+    if (seconds > 0)
+        ctx->enum_seconds = seconds;
+}
