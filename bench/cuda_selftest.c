@@ -135,9 +135,9 @@ static void coverage(gt_bk_ctx *ctx, int sm)
     coverage_one(ctx, "bf16 TN bias+gelu", p);
     p = make(2048, 64, 1024, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
     p.bias = 1;
-    p.bias_type = GT_DT_F32;
+    p.bias_type = GT_DT_BF16;
     snprintf(p.activation, sizeof p.activation, "relu");
-    coverage_one(ctx, "bf16 TN f32 bias+relu", p);
+    coverage_one(ctx, "bf16 TN bias+relu", p);
     p = make(256, 128, 64, 'N', 'N', GT_DT_BF16, GT_DT_F32, GT_DT_F32);
     p.c_type = p.d_type = GT_DT_F32;
     p.batch = 8;

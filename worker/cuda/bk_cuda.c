@@ -165,8 +165,10 @@ static int cuda_open(int index, gt_bk_ctx **out, gt_bk_device *dev, char *err, s
                    "cudaStreamCreate", err, errlen))
         goto fail;
     ctx->ws_size = (size_t)env_long("GT_CUDA_WORKSPACE_MB", DEFAULT_WS_MB, 0, 1 << 16) << 20;
+    /* Zeroed once: split-K kernels keep counters in the workspace. */
     if (ctx->ws_size &&
-        gt_cuda_ck(ctx, cudaMalloc(&ctx->ws, ctx->ws_size), "cudaMalloc(workspace)", err, errlen))
+        (gt_cuda_ck(ctx, cudaMalloc(&ctx->ws, ctx->ws_size), "cudaMalloc(workspace)", err, errlen) ||
+         gt_cuda_ck(ctx, cudaMemset(ctx->ws, 0, ctx->ws_size), "cudaMemset(workspace)", err, errlen)))
         goto fail;
     if (gt_cuda_events(ctx, 16, err, errlen) != 0)
         goto fail;
