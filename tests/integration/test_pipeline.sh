@@ -47,7 +47,7 @@ check "export meta has format_version 1" \
 # A second run of an overlapping workload (JSON body this time), then merge.
 printf '%s\n' '- {function: matmul, M: 64, N: 4, K: 64, transA: T, transB: N, a_type: f32_r, b_type: f32_r, c_type: f32_r, d_type: f32_r, compute_type: c_f32_r, call_count: 3}' >"$T/extra.log"
 head -n 2 "$GT_TEST_DATA/cpu_small.log" >>"$T/extra.log"
-body=$(sqlite3 :memory: "SELECT json_object('log', readfile('$T/extra.log'), 'name', 'second', 'budget', 4, 'shard_size', 4, 'min_time_ms', 1, 'repeats', 3);")
+body=$(sqlite3 :memory: "SELECT json_object('log', CAST(readfile('$T/extra.log') AS TEXT), 'name', 'second', 'budget', 4, 'shard_size', 4, 'min_time_ms', 1, 'repeats', 3);")
 code=$(curl -s -o "$T/submit2.json" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
   --data-binary "$body" "$HTTP/v1/runs")
 check "JSON submission accepted (HTTP $code)" [ "$code" = 201 ]
