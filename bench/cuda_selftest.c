@@ -32,11 +32,20 @@ typedef struct opts {
     int repeats;
     int top;
     int rounds;
+    int tokens;             /* only the Llama shapes with this n (0: all) */
     const char *shape_list;
 } opts;
 
 static const gt_backend *bk = &gt_bk_cuda;
 static int failures;
+
+/* A candidate that cuBLASLt refuses at run time fails alone; a sticky CUDA
+ * error ends the run (the worker would restart its process). */
+static int dead(gt_bk_ctx *ctx)
+{
+    char why[512];
+    return gt_cuda_alive(ctx, why, sizeof why) != 0;
+}
 
 static gt_problem make(int64_t m, int64_t n, int64_t k, char ta, char tb, gt_dtype in, gt_dtype out,
                        gt_dtype compute)
@@ -87,10 +96,13 @@ static void coverage_one(gt_bk_ctx *ctx, const char *name, gt_problem p)
         }
         built++;
         if (bk->validate(pp, c, &e, err, sizeof err) != 0 || bk->time(pp, c, &o, &t, err, sizeof err) != 0) {
-            printf("FAIL %-28s candidate %d: %s\n", name, i, err);
-            failures++;
+            printf("%s %-28s candidate %d: %s\n", i < 0 || dead(ctx) ? "FAIL" : "    ", name, i, err);
             bk->release(c);
-            break;
+            if (i < 0 || dead(ctx)) {
+                failures++;
+                break;
+            }
+            continue;
         }
         if (e <= tol) {
             valid++;
@@ -114,8 +126,8 @@ out:
 
 static void coverage(gt_bk_ctx *ctx, int sm)
 {
-    printf("\n== coverage (candidates capped at 48 per problem) ==\n");
-    gt_cuda_set_limits(ctx, 48, 30);
+    printf("\n== coverage (at most 48 candidates, 10 s of enumeration per problem) ==\n");
+    gt_cuda_set_limits(ctx, 48, 10);
     gt_problem p;
     coverage_one(ctx, "f32 NN 512^3", make(512, 512, 512, 'N', 'N', GT_DT_F32, GT_DT_F32, GT_DT_F32));
     coverage_one(ctx, "tf32 NT 1024x256x512",
@@ -214,7 +226,7 @@ static void shape_one(gt_bk_ctx *ctx, const opts *o, const shape *s)
         failures++;
         goto out;
     }
-    int n = cJSON_GetArraySize(cands), valid = 0, bad = 0, nobuild = 0, timed = 0;
+    int n = cJSON_GetArraySize(cands), valid = 0, bad = 0, nobuild = 0, timed = 0, runerr = 0;
     sc = malloc((size_t)(n > 0 ? n : 1) * sizeof *sc);
     if (!sc)
         goto out;
@@ -229,10 +241,15 @@ static void shape_one(gt_bk_ctx *ctx, const opts *o, const shape *s)
             continue;
         }
         if (bk->validate(pp, c, &e, err, sizeof err) != 0) {
-            printf("FAIL %s candidate %d validate: %s\n", s->name, i, err);
-            failures++;
             bk->release(c);
-            break;
+            if (dead(ctx)) {
+                printf("FAIL %s candidate %d validate: %s\n", s->name, i, err);
+                failures++;
+                goto out;
+            }
+            if (runerr++ < 3)
+                printf("    %s candidate %d refused at run time: %s\n", s->name, i, err);
+            continue;
         }
         if (!(e <= tol)) {
             bad++;
@@ -240,10 +257,15 @@ static void shape_one(gt_bk_ctx *ctx, const opts *o, const shape *s)
             continue;
         }
         if (bk->time(pp, c, &quick, &t, err, sizeof err) != 0) {
-            printf("FAIL %s candidate %d time: %s\n", s->name, i, err);
-            failures++;
             bk->release(c);
-            break;
+            if (dead(ctx)) {
+                printf("FAIL %s candidate %d time: %s\n", s->name, i, err);
+                failures++;
+                goto out;
+            }
+            if (runerr++ < 3)
+                printf("    %s candidate %d refused at run time: %s\n", s->name, i, err);
+            continue;
         }
         timed++;
         sc[valid].index = i;
@@ -306,9 +328,10 @@ static void shape_one(gt_bk_ctx *ctx, const opts *o, const shape *s)
         printf("    best %s\n", text);
     }
     printf("    enum: %d heuristic, %d algo ids, %lld checks in %.2fs, %d returned, %d heuristic "
-           "algos not re-created bit-exactly, %d cluster-blind pairs; %d build failures\n",
+           "algos not re-created bit-exactly, %d cluster-blind pairs; %d build failures, %d run "
+           "errors\n",
            st.heuristic, st.algo_ids, st.checks, st.seconds, st.returned, st.recreate_mismatch,
-           st.cluster_blind, nobuild);
+           st.cluster_blind, nobuild, runerr);
 out:
     for (int i = 0; i < 16; i++)
         if (re[i])
@@ -319,7 +342,7 @@ out:
     cJSON_Delete(base);
 }
 
-static int default_shapes(shape *out, int quick)
+static int default_shapes(shape *out, int quick, int only_tokens)
 {
     static const struct {
         const char *name;
@@ -331,8 +354,10 @@ static int default_shapes(shape *out, int quick)
                   {"lm_head", 128256, 4096}};
     static const int64_t tokens[] = {1, 16, 128};
     int n = 0;
-    for (size_t t = 0; t < (quick ? 1 : 3); t++)
+    for (size_t t = 0; t < 3; t++)
         for (size_t l = 0; l < 5; l++) {
+            if (only_tokens ? tokens[t] != only_tokens : quick && t > 0)
+                continue;
             snprintf(out[n].name, sizeof out[n].name, "%s n=%lld", layers[l].name,
                      (long long)tokens[t]);
             out[n].m = layers[l].m;
@@ -369,8 +394,9 @@ static void usage(void)
     fprintf(stderr,
             "usage: gt-cuda-selftest [--device N] [--quick] [--coverage-only | --no-coverage]\n"
             "         [--shapes MxNxK,...] [--max-cands N] [--min-time MS] [--repeats N]\n"
-            "         [--top N] [--rounds N]\n"
+            "         [--top N] [--rounds N] [--tokens 1|16|128]\n"
             "  --quick        coverage + the n=1 shapes, at most 500 candidates each\n"
+            "  --tokens N     only the Llama-3-8B shapes with n = N tokens\n"
             "  --shapes       bf16 TN shapes (BLAS m x n x k) instead of Llama-3-8B\n"
             "  --max-cands    enumeration cap per shape (default 4000)\n"
             "  --min-time     quick-screen ms per repeat (default 0.5), --repeats (default 3)\n"
@@ -402,6 +428,8 @@ int main(int argc, char **argv)
             o.repeats = atoi(v), i++;
         } else if (v && strcmp(a, "--top") == 0) {
             o.top = atoi(v), i++;
+        } else if (v && strcmp(a, "--tokens") == 0) {
+            o.tokens = atoi(v), i++;
         } else if (v && strcmp(a, "--rounds") == 0) {
             o.rounds = atoi(v), i++;
         } else {
@@ -427,9 +455,10 @@ int main(int argc, char **argv)
         coverage(ctx, sm);
     if (o.shapes) {
         shape shapes[64];
-        int ns = o.shape_list ? parse_shapes(o.shape_list, shapes, 64) : default_shapes(shapes, o.quick);
+        int ns = o.shape_list ? parse_shapes(o.shape_list, shapes, 64) : default_shapes(shapes, o.quick, o.tokens);
         if (ns <= 0) {
-            fprintf(stderr, "gt-cuda-selftest: bad --shapes '%s'\n", o.shape_list);
+            fprintf(stderr, "gt-cuda-selftest: no shapes selected (--shapes '%s', --tokens %d)\n",
+                    o.shape_list ? o.shape_list : "", o.tokens);
             bk->close(ctx);
             return 2;
         }

@@ -40,10 +40,13 @@ static int is_sticky(cudaError_t e)
 
 int gt_cuda_alive(gt_bk_ctx *ctx, char *err, size_t errlen)
 {
-    if (!ctx->dead[0])
-        return 0;
-    snprintf(err, errlen, "%s", ctx->dead);
-    return -1;
+    if (ctx->dead[0]) {
+        snprintf(err, errlen, "%s", ctx->dead);
+        return -1;
+    }
+    /* The runtime's current device is per thread: the job runner may call
+     * from another thread than open's. Cheap when already current. */
+    return gt_cuda_ck(ctx, cudaSetDevice(ctx->dev), "cudaSetDevice", err, errlen);
 }
 
 int gt_cuda_ck(gt_bk_ctx *ctx, cudaError_t e, const char *what, char *err, size_t errlen)

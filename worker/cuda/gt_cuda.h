@@ -195,7 +195,8 @@ struct gt_bk_ctx {
 int gt_cuda_ck(gt_bk_ctx *ctx, cudaError_t e, const char *what, char *err, size_t errlen);
 /* Checks a cuBLASLt result, also looking for a CUDA error behind it. */
 int gt_cuda_ckb(gt_bk_ctx *ctx, cublasStatus_t s, const char *what, char *err, size_t errlen);
-/* -1 with the sticky reason when the context is dead. */
+/* -1 with the sticky reason when the context is dead; else makes the
+ * context's device current for the calling thread. */
 int gt_cuda_alive(gt_bk_ctx *ctx, char *err, size_t errlen);
 /* Makes sure ctx->ev holds at least n events. */
 int gt_cuda_events(gt_bk_ctx *ctx, int n, char *err, size_t errlen);
