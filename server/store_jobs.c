@@ -253,8 +253,8 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
         goto out;
     }
     const char *sqls[] = {
-        "UPDATE jobs SET state = 'leased', lease_owner = ?2, lease_deadline_ms = ?3 + ?4,"
-        " attempts = attempts + 1, updated_ms = ?3 WHERE id = ?1",
+        ("UPDATE jobs SET state = 'leased', lease_owner = ?2, lease_deadline_ms = ?3 + ?4,"
+         " attempts = attempts + 1, updated_ms = ?3 WHERE id = ?1"),
         "UPDATE runs SET started_ms = COALESCE(started_ms, ?3) WHERE id = ?5",
         "UPDATE workers SET state = 'busy', last_heartbeat_ms = ?3 WHERE id = ?2",
         /* The run is tuned for the model of the first worker that takes a
