@@ -1,0 +1,351 @@
+/* space_cpu.c: the CPU backend's candidate space and its baseline.
+ *
+ * A candidate is the blocking of a GotoBLAS/BLIS-style packed GEMM:
+ *   mc, nc, kc   cache blocks (rows of A, columns of B, depth)
+ *   mr, nr       register micro-tile (rows x columns of D per micro-kernel)
+ *   unroll       manual unroll of the micro-kernel's k loop
+ *   threads      OpenMP threads over the (row block x column panel) work
+ * The grid below is the nominal space; normalise() maps every grid point to
+ * the config the kernel would really run for this problem (or drops it), and
+ * equal results are merged, so no two candidates do the same thing. */
+#include "gt_config.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gt_problem.h"
+
+typedef struct cpu_cfg {
+    int mc, nc, kc, mr, nr, unroll, threads;
+} cpu_cfg;
+
+/* Micro-tiles (mr x nr). The kernel vectorises over nr, so nr is a multiple
+ * of 8 (one AVX2 register, two NEON) or 16 (one AVX-512 register); mr x nr/8
+ * accumulators fit the 16 ymm of AVX2 up to 6x16 and the 32 zmm/NEON
+ * registers for the larger tiles. */
+static const int k_tiles[][2] = {{4, 8}, {8, 8}, {6, 16}, {4, 16}, {8, 16}, {12, 16}};
+static const int k_kc[] = {64, 128, 256, 384, 512};
+static const int k_mc[] = {32, 64, 96, 128, 192, 256};
+static const int k_nc[] = {64, 128, 256, 512, 1024, 2048};
+static const int k_unroll[] = {1, 2, 4, 8};
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Cache bounds of a typical modern core (x86-64 and ARM server parts). */
+#define L1_BYTES (48 << 10)   /* A and B micro-panels stream through L1 */
+#define L2_BYTES (1 << 20)    /* the packed A block stays in L2 */
+#define L3_BYTES (4 << 20)    /* the packed B panel stays in (a share of) L3 */
+#define ACC_BYTES ((int64_t)256 << 20) /* f32 accumulator of a low-precision D */
+
+/* The untuned default: a generic library's blocking, all cores. */
+static const cpu_cfg k_baseline = {.mc = 64, .nc = 256, .kc = 256, .mr = 4, .nr = 8,
+                                   .unroll = 1, .threads = 0 /* = ncpu */};
+
+static int machine_ncpu(int ncpu)
+{
+    if (ncpu <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        ncpu = n > 0 ? (int)n : 1;
+    }
+    return ncpu > 1024 ? 1024 : ncpu;
+}
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+static int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
+
+/* Work items the kernel can hand to threads: row blocks times the nr panels
+ * of a column block (worker/cpu_codegen.c splits a row block's panels into
+ * groups when there are fewer row blocks than threads). */
+static int64_t work_items(const gt_problem *p, const cpu_cfg *c)
+{
+    return ceil_div(p->m, c->mc) * ceil_div(c->nc < p->n ? c->nc : p->n, c->nr);
+}
+
+/* Maps a nominal config to the one the kernel really runs for p. Returns 0
+ * when it survives, -1 when a prune rule drops it. */
+static int normalise(const gt_problem *p, int ncpu, cpu_cfg *c)
+{
+    /* mc must be a multiple of mr (the packed A block is whole micro-panels):
+     * round down, so mr=6 gets 30/60/96/126/192/252 instead of losing mc. */
+    c->mc = c->mc / c->mr * c->mr;
+    if (c->mc < c->mr)
+        c->mc = c->mr;
+    /* A block larger than its dimension behaves exactly like one that just
+     * covers it: replace it, so the duplicates merge. */
+    if (c->mc > round_up(p->m, c->mr))
+        c->mc = (int)round_up(p->m, c->mr);
+    if (c->nc > round_up(p->n, c->nr))
+        c->nc = (int)round_up(p->n, c->nr);
+    if (c->kc > p->k)
+        c->kc = (int)p->k;
+    /* A low-precision D accumulates across kc blocks in an f32 m x nc
+     * buffer (worker/cpu_codegen.c): shrink nc so that buffer stays within
+     * ACC_BYTES (huge-m GEMMs such as LM heads would otherwise need GiBs). */
+    if (p->d_type != GT_DT_F32 && p->k > c->kc) {
+        int64_t cap = ACC_BYTES / 4 / p->m / c->nr * c->nr;
+        if (cap < c->nr)
+            cap = c->nr;
+        if (c->nc > cap)
+            c->nc = (int)cap;
+    }
+    /* nc stays a multiple of nr: every grid nc is a multiple of 8 and 16 and
+     * the fitted one is rounded up to nr above. */
+    /* Unrolling beyond the depth unrolls nothing: cap to a power of two <= kc. */
+    while (c->unroll > c->kc && c->unroll > 1)
+        c->unroll /= 2;
+    /* Threads: never more than cores, nor than work items (idle threads only
+     * add fork/join cost). */
+    if (c->threads > ncpu || c->threads > work_items(p, c))
+        return -1;
+    /* Cache fits: A and B micro-panels in L1, packed A in L2, packed B in L3. */
+    if ((int64_t)c->kc * (c->mr + c->nr) * 4 > L1_BYTES)
+        return -1;
+    if ((int64_t)c->mc * c->kc * 4 > L2_BYTES)
+        return -1;
+    if ((int64_t)c->kc * c->nc * 4 > L3_BYTES)
+        return -1;
+    return 0;
+}
+
+/* The attributes as an array, for the field-wise loops below. */
+static void cfg_vec(const cpu_cfg *c, int out[7])
+{
+    out[0] = c->mc;
+    out[1] = c->nc;
+    out[2] = c->kc;
+    out[3] = c->mr;
+    out[4] = c->nr;
+    out[5] = c->unroll;
+    out[6] = c->threads;
+}
+
+static int cmp_cfg(const void *a, const void *b)
+{
+    /* Field-wise order: equal tuples are equal canonical texts (every config
+     * has the same integer keys), so sort+unique is dedupe by canonical form. */
+    int x[7], y[7];
+    cfg_vec(a, x);
+    cfg_vec(b, y);
+    for (int i = 0; i < 7; i++)
+        if (x[i] != y[i])
+            return x[i] < y[i] ? -1 : 1;
+    return 0;
+}
+
+static int cfg_eq(const cpu_cfg *a, const cpu_cfg *b) { return cmp_cfg(a, b) == 0; }
+
+static cJSON *cfg_json(const cpu_cfg *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    if (!cJSON_AddNumberToObject(o, "kc", c->kc) || !cJSON_AddNumberToObject(o, "mc", c->mc) ||
+        !cJSON_AddNumberToObject(o, "mr", c->mr) || !cJSON_AddNumberToObject(o, "nc", c->nc) ||
+        !cJSON_AddNumberToObject(o, "nr", c->nr) ||
+        !cJSON_AddNumberToObject(o, "threads", c->threads) ||
+        !cJSON_AddNumberToObject(o, "unroll", c->unroll)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static int baseline_cfg(const gt_problem *p, int ncpu, cpu_cfg *out)
+{
+    cpu_cfg c = k_baseline;
+    c.threads = ncpu;
+    /* Same rules as the space, except threads shrink to the work instead of
+     * dropping the config: the baseline must always exist. */
+    for (;;) {
+        cpu_cfg t = c;
+        if (normalise(p, ncpu, &t) == 0) {
+            *out = t;
+            return 0;
+        }
+        if (c.threads == 1)
+            return -1; /* cannot happen with the fixed baseline blocking */
+        c.threads--;
+    }
+}
+
+/* The problem with its dimensions at least 1: the rules divide by them, and
+ * the coordinator may ask before the problem was checked. */
+static gt_problem sane(const gt_problem *p)
+{
+    gt_problem q = *p;
+    if (q.m < 1)
+        q.m = 1;
+    if (q.n < 1)
+        q.n = 1;
+    if (q.k < 1)
+        q.k = 1;
+    return q;
+}
+
+cJSON *gt_space_cpu_baseline(const gt_problem *p_in, int ncpu)
+{
+    cpu_cfg c;
+    gt_problem q = sane(p_in), *p = &q;
+    if (baseline_cfg(p, machine_ncpu(ncpu), &c) != 0)
+        return NULL;
+    return cfg_json(&c);
+}
+
+/* Distance between two configs for the spread order: the number of
+ * attributes that differ dominates, the log2 distance breaks ties. */
+static double cfg_dist(const cpu_cfg *a, const cpu_cfg *b)
+{
+    int x[7], y[7];
+    cfg_vec(a, x);
+    cfg_vec(b, y);
+    double d = 0;
+    for (int i = 0; i < 7; i++) {
+        if (x[i] != y[i])
+            d += 1000.0 + fabs(log2((double)x[i]) - log2((double)y[i]));
+    }
+    return d;
+}
+
+/* Reorders v so that every prefix is spread over the space: farthest-point
+ * order from a known-good starting point. Deterministic; O(n * budget). */
+static int spread_order(cpu_cfg *v, size_t n, size_t budget, int ncpu, const gt_problem *p)
+{
+    double *mind = malloc(n * sizeof *mind);
+    if (!mind)
+        return -1;
+    /* Start from the blocking a tuned library would pick on AVX2/AVX-512. */
+    cpu_cfg start = {.mc = 96, .nc = 1024, .kc = 256, .mr = 6, .nr = 16, .unroll = 4,
+                     .threads = ncpu};
+    (void)normalise(p, ncpu, &start); /* fitted; its own prune verdict does not matter */
+    for (size_t i = 0; i < n; i++)
+        mind[i] = 1e300; /* replaced by the distance to the first pick */
+    for (size_t k = 0; k < budget && k < n; k++) {
+        size_t best = k;
+        if (k == 0) {
+            /* The grid point nearest the start. */
+            double bd = 1e300;
+            for (size_t i = 0; i < n; i++) {
+                double d = cfg_dist(&v[i], &start);
+                if (d < bd) {
+                    bd = d;
+                    best = i;
+                }
+            }
+        } else {
+            for (size_t i = k + 1; i < n; i++)
+                if (mind[i] > mind[best])
+                    best = i;
+        }
+        cpu_cfg t = v[k];
+        v[k] = v[best];
+        v[best] = t;
+        double tm = mind[k];
+        mind[k] = mind[best];
+        mind[best] = tm;
+        for (size_t i = k + 1; i < n; i++) {
+            double d = cfg_dist(&v[i], &v[k]);
+            if (d < mind[i])
+                mind[i] = d;
+        }
+    }
+    free(mind);
+    return 0;
+}
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Unbiased integer in [0, n). */
+static size_t rand_below(uint64_t *s, size_t n)
+{
+    uint64_t lim = UINT64_MAX - UINT64_MAX % n;
+    uint64_t r;
+    do
+        r = splitmix64(s);
+    while (r >= lim);
+    return (size_t)(r % n);
+}
+
+cJSON *gt_space_cpu(const gt_problem *p_in, gt_strategy s, int budget, uint64_t seed, int ncpu)
+{
+    gt_problem q = sane(p_in), *p = &q;
+    cJSON *arr = NULL;
+    cpu_cfg *v = NULL;
+    ncpu = machine_ncpu(ncpu);
+    int threads[16];
+    size_t nt = 0;
+    for (int t = 1; t < ncpu && nt < NELEM(threads) - 1; t *= 2)
+        threads[nt++] = t;
+    threads[nt++] = ncpu;
+
+    size_t cap = NELEM(k_tiles) * NELEM(k_kc) * NELEM(k_mc) * NELEM(k_nc) * NELEM(k_unroll) * nt;
+    v = malloc(cap * sizeof *v);
+    if (!v)
+        goto fail;
+    size_t n = 0;
+    for (size_t ti = 0; ti < NELEM(k_tiles); ti++)
+        for (size_t a = 0; a < NELEM(k_kc); a++)
+            for (size_t b = 0; b < NELEM(k_mc); b++)
+                for (size_t c = 0; c < NELEM(k_nc); c++)
+                    for (size_t u = 0; u < NELEM(k_unroll); u++)
+                        for (size_t t = 0; t < nt; t++) {
+                            cpu_cfg x = {.mc = k_mc[b], .nc = k_nc[c], .kc = k_kc[a],
+                                         .mr = k_tiles[ti][0], .nr = k_tiles[ti][1],
+                                         .unroll = k_unroll[u], .threads = threads[t]};
+                            if (normalise(p, ncpu, &x) == 0)
+                                v[n++] = x;
+                        }
+    /* Merge duplicates and drop the baseline. */
+    if (n)
+        qsort(v, n, sizeof *v, cmp_cfg);
+    cpu_cfg base;
+    int have_base = baseline_cfg(p, ncpu, &base) == 0;
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (u && cfg_eq(&v[u - 1], &v[i]))
+            continue;
+        if (have_base && cfg_eq(&v[i], &base))
+            continue;
+        v[u++] = v[i];
+    }
+    n = u;
+
+    size_t take = (budget > 0 && (size_t)budget < n) ? (size_t)budget : n;
+    if (s == GT_STRAT_RANDOM) {
+        /* Partial Fisher-Yates: a uniform sample without repetition. */
+        uint64_t st = seed ^ 0x6a09e667f3bcc908ULL;
+        for (size_t i = 0; i < take; i++) {
+            size_t j = i + rand_below(&st, n - i);
+            cpu_cfg t = v[i];
+            v[i] = v[j];
+            v[j] = t;
+        }
+    } else if (take < n) {
+        if (spread_order(v, n, take, ncpu, p) != 0)
+            goto fail;
+    }
+
+    arr = cJSON_CreateArray();
+    if (!arr)
+        goto fail;
+    for (size_t i = 0; i < take; i++) {
+        cJSON *o = cfg_json(&v[i]);
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            goto fail;
+        }
+    }
+    free(v);
+    return arr;
+fail:
+    cJSON_Delete(arr);
+    free(v);
+    return NULL;
+}
