@@ -77,9 +77,11 @@ check "error names line 2 and field lda" \
 code=$(curl -s -o "$T/skip.json" -w '%{http_code}' -X POST --data-binary @"$T/bad.log" "$HTTP/v1/runs?skip_invalid=true&budget=2&device_model=none-such")
 check "skip_invalid accepts it and reports the skipped line" \
   [ "$code" = 201 ] && [ "$(json "$T/skip.json" '$.skipped[0].line')" = 2 ]
-curl -s -o /dev/null -X POST "$HTTP/v1/runs/$(json "$T/skip.json" '$.id')/cancel"
-check "cancelled run reports cancelled" \
-  [ "$(curl -s "$HTTP/v1/runs/$(json "$T/skip.json" '$.id')" | sqlite3 :memory: "SELECT json_extract(readfile('/dev/stdin'), '$.state')")" = cancelled ]
+curl -s -o "$T/cancel.json" -X POST "$HTTP/v1/runs/$(json "$T/skip.json" '$.id')/cancel"
+check "cancel answers with the cancelled run" [ "$(json "$T/cancel.json" '$.state')" = cancelled ]
+curl -s -o "$T/cancelled.json" "$HTTP/v1/runs/$(json "$T/skip.json" '$.id')"
+check "cancelled run stays cancelled with no queued job" \
+  [ "$(json "$T/cancelled.json" '$.state'):$(json "$T/cancelled.json" '$.jobs.queued')" = cancelled:0 ]
 check "unknown run is 404" [ "$(curl -s -o /dev/null -w '%{http_code}' "$HTTP/v1/runs/999")" = 404 ]
 check "unknown option is 400" [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary @"$T/bad.log" "$HTTP/v1/runs?bogus=1")" = 400 ]
 check "healthz is ok" grep -q '"ok"' <(curl -s "$HTTP/healthz")
