@@ -600,8 +600,9 @@ static int insert_baseline(gt_store *s, const job_row *j, int64_t job_id, int64_
 
 /* The candidates an enumeration returned, cut to the run's budget: with the
  * exhaustive strategy the first ones (the device's list puts the library's
- * heuristic picks first), with random the heuristic picks plus a seeded
- * uniform sample of the rest. */
+ * heuristic picks first), with random the first entries (up to 32, at most
+ * half the budget: the heuristic's picks) plus a seeded uniform sample of
+ * the rest. */
 static cJSON *select_enumerated(const cJSON *cands, const job_row *j)
 {
     cJSON *out = cJSON_Duplicate(cands, 1);
@@ -611,7 +612,7 @@ static cJSON *select_enumerated(const cJSON *cands, const job_row *j)
     if (j->budget <= 0 || n <= j->budget)
         return out;
     if (!strcmp(j->strategy, "random")) {
-        int keep = j->budget < 8 ? j->budget : 8;
+        int keep = j->budget / 2 < 32 ? j->budget / 2 : 32;
         uint64_t x = 0x9e3779b97f4a7c15ULL ^ (uint64_t)j->problem_id;
         /* Partial Fisher-Yates over items [keep, n): move the sample up front. */
         for (int i = keep; i < j->budget; i++) {

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""cuda_service.py: the CUDA backend benchmark, run through the real service.
+
+Starts gemmtuned and one gemmtune-worker per GPU (--device all), submits a
+workload log with backend=cuda, waits for the run, and prints per GEMM:
+baseline us (cuBLASLt heuristic top-1, re-timed in the final job next to the
+winner), tuned us, uplift, TFLOP/s, % of the measured roofline, candidates
+timed, tuning seconds; then the geomean and FLOP-weighted uplift and the
+candidates timed per second per GPU.
+
+The roofline is measured on the same GPU before the run (PyTorch: a large
+device-to-device copy counting bytes read + written, and an 8192^3 bf16
+matmul); a GEMM's floor is max(bytes / copy bandwidth, flops / matmul rate).
+
+Usage (repository built in build/ with CUDA):
+  python3 bench/cuda_service.py [--log FILE] [--budget N] [--gpus N] [--out DIR]
+"""
+import argparse
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+
+def roofline():
+    """Measured copy bandwidth (B/s) and bf16 matmul rate (FLOP/s) of GPU 0."""
+    try:
+        import torch
+    except ImportError:
+        return None, None
+    dev = torch.device("cuda", 0)
+    x = torch.empty(1 << 30, dtype=torch.uint8, device=dev).random_(0, 255)
+    y = torch.empty_like(x)
+    for _ in range(3):
+        y.copy_(x)
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(10):
+        s.record()
+        y.copy_(x)
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) / 1e3)
+    times.sort()
+    bw = 2 * x.numel() / times[len(times) // 2]
+    del x, y
+    a = torch.randn(8192, 8192, dtype=torch.bfloat16, device=dev)
+    b = torch.randn(8192, 8192, dtype=torch.bfloat16, device=dev)
+    for _ in range(3):
+        a @ b
+    times = []
+    for _ in range(10):
+        s.record()
+        a @ b
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) / 1e3)
+    times.sort()
+    rate = 2 * 8192 ** 3 / times[len(times) // 2]
+    del a, b
+    torch.cuda.empty_cache()
+    return bw, rate
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def post(url, body):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        return json.loads(r.read())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--log", action="append", help="workload log (repeatable)")
+    ap.add_argument("--budget", type=int, default=400)
+    ap.add_argument("--strategy", default="random")
+    ap.add_argument("--shard", type=int, default=50)
+    ap.add_argument("--min-time-ms", type=float, default=0.25)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--final-k", type=int, default=5)
+    ap.add_argument("--gpus", default="all", help="'all' or a device index")
+    ap.add_argument("--timeout", type=float, default=480)
+    ap.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
+    a = ap.parse_args()
+    logs = a.log or ["bench/llama3_8b_shapes.csv"]
+
+    bw, rate = roofline()
+    if bw:
+        print(f"roofline (GPU 0): copy {bw / 1e12:.2f} TB/s, bf16 matmul {rate / 1e12:.0f} TFLOP/s",
+              flush=True)
+
+    tmp = os.path.join(a.out, "svc")
+    os.makedirs(tmp, exist_ok=True)
+    portfile = os.path.join(tmp, "ports")
+    if os.path.exists(portfile):
+        os.unlink(portfile)
+    db = os.path.join(tmp, "gemmtune.db")
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            os.unlink(db + suffix)
+    dlog = open(os.path.join(tmp, "gemmtuned.log"), "w")
+    wlog = open(os.path.join(tmp, "worker.log"), "w")
+    coord = subprocess.Popen([f"{a.build}/gemmtuned", "--db", db, "--http", "127.0.0.1:0",
+                              "--listen", "tcp://127.0.0.1:0", "--port-file", portfile,
+                              "--lease-timeout", "120"], stderr=dlog)
+    procs = [coord]
+    try:
+        for _ in range(100):
+            if os.path.exists(portfile) and os.path.getsize(portfile):
+                break
+            time.sleep(0.1)
+        ports = dict(l.split("=", 1) for l in open(portfile).read().split())
+        http = f"http://127.0.0.1:{ports['http']}"
+        worker = subprocess.Popen([f"{a.build}/gemmtune-worker", "--server", ports["worker"],
+                                   "--backend", "cuda", "--device", a.gpus, "--batch", "32"],
+                                  stderr=wlog, start_new_session=True)
+        procs.append(worker)
+        for _ in range(300):
+            ws = get(http + "/v1/workers")["workers"]
+            if ws:
+                break
+            time.sleep(0.1)
+        time.sleep(2)
+        ws = get(http + "/v1/workers")["workers"]
+        ngpu = len(ws)
+        print(f"{ngpu} worker(s): " + ", ".join(f"{w['device_model']} [{w['device_index']}] {w['driver']}"
+                                                for w in ws), flush=True)
+        for logf in logs:
+            text = open(logf).read()
+            t0 = time.time()
+            sub = post(http + "/v1/runs", {
+                "log": text, "name": os.path.basename(logf), "backend": "cuda",
+                "budget": a.budget, "strategy": a.strategy, "shard_size": a.shard,
+                "final_k": a.final_k, "min_time_ms": a.min_time_ms, "repeats": a.repeats,
+                "warmup": 1})
+            rid = sub["id"]
+            print(f"\nrun {rid}: {logf}: {sub['problems']} GEMMs", flush=True)
+            while True:
+                run = get(f"{http}/v1/runs/{rid}")
+                if run["state"] != "running" or time.time() - t0 > a.timeout:
+                    break
+                c = run["candidates"]
+                print(f"  {time.time() - t0:6.1f}s  candidates {c['done']}/{c['total']}  problems "
+                      f"{run['problems']['done']}/{run['problems']['total']}", flush=True)
+                time.sleep(10)
+            wall = time.time() - t0
+            res = get(f"{http}/v1/runs/{rid}/results")["results"]
+            report(run, res, bw, rate, ngpu, wall)
+            with open(os.path.join(a.out, f"run{rid}.json"), "w") as f:
+                json.dump({"run": run, "results": res}, f)
+    finally:
+        for p in reversed(procs):
+            try:
+                os.killpg(p.pid, signal.SIGTERM) if p is not coord else p.terminate()
+            except Exception:
+                pass
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except Exception:
+                p.kill()
+
+
+def report(run, res, bw, rate, ngpu, wall):
+    per = {}
+    for r in res:
+        d = per.setdefault(r["problem_id"], {"screen": 0, "t0": None, "t1": None})
+        if r["phase"] == "screen":
+            d["screen"] += 1
+    # problem metadata from the best table
+    print(f"\n{'GEMM (m x n x k)':<28}{'base us':>10}{'tuned us':>10}{'uplift':>8}{'TFLOP/s':>9}"
+          f"{'%roof':>7}{'cands':>7}")
+    ups, wsum, wup = [], 0.0, 0.0
+    for b in sorted(run["best"], key=lambda b: b["problem_id"]):
+        lab = b["label"].replace("bf16 TN ", "")
+        t, bu = b.get("time_us"), b.get("baseline_us")
+        if not t or not bu:
+            print(f"{lab:<28}{'-':>10}{'-':>10}  {b.get('state')} {b.get('error') or ''}")
+            continue
+        m, n, k = (int(x) for x in lab.split()[0].split("x"))
+        flops = 2.0 * m * n * k
+        byts = 2.0 * (m * k + k * n + m * n)
+        up = bu / t
+        ups.append(up)
+        wsum += b["weight"]
+        wup += b["weight"] * up
+        roof = ""
+        if bw and rate:
+            floor = max(byts / bw, flops / rate)
+            roof = f"{100 * floor / (t * 1e-6):6.1f}"
+        print(f"{lab:<28}{bu:10.2f}{t:10.2f}{up:8.3f}{flops / (t * 1e-6) / 1e12:9.1f}{roof:>7}"
+              f"{per.get(b['problem_id'], {}).get('screen', 0):7d}")
+    if ups:
+        geo = math.exp(sum(math.log(u) for u in ups) / len(ups))
+        ncand = sum(d["screen"] for d in per.values())
+        print(f"\nGEMMs {len(ups)}: geomean uplift {geo:.4f}, min {min(ups):.4f}, max {max(ups):.4f}, "
+              f"FLOP-weighted {wup / wsum:.4f}, workload (calls-weighted) {run.get('weighted_uplift')}")
+        print(f"candidates timed {ncand} in {wall:.1f} s wall on {ngpu} GPU(s): "
+              f"{ncand / wall / max(ngpu, 1):.1f} candidates/s/GPU (incl. enumeration, compile, final)")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
