@@ -145,15 +145,19 @@ def main():
                 "warmup": 1})
             rid = sub["id"]
             print(f"\nrun {rid}: {logf}: {sub['problems']} GEMMs", flush=True)
+            last = 0.0
             while True:
                 run = get(f"{http}/v1/runs/{rid}")
                 if run["state"] != "running" or time.time() - t0 > a.timeout:
                     break
-                c = run["candidates"]
-                print(f"  {time.time() - t0:6.1f}s  candidates {c['done']}/{c['total']}  problems "
-                      f"{run['problems']['done']}/{run['problems']['total']}", flush=True)
-                time.sleep(10)
-            wall = time.time() - t0
+                if time.time() - last >= 10:
+                    last = time.time()
+                    c = run["candidates"]
+                    print(f"  {time.time() - t0:6.1f}s  candidates {c['done']}/{c['total']}  problems "
+                          f"{run['problems']['done']}/{run['problems']['total']}", flush=True)
+                time.sleep(0.25)
+            # The coordinator's own clock: first lease to last result.
+            wall = run.get("elapsed_s") or (time.time() - t0)
             res = get(f"{http}/v1/runs/{rid}/results")["results"]
             report(run, res, bw, rate, ngpu, wall)
             with open(os.path.join(a.out, f"run{rid}.json"), "w") as f:
