@@ -11,7 +11,7 @@ start_coordinator --lease-timeout 20
 start_worker w1
 start_worker w2
 
-submit "$GT_TEST_DATA/cpu_small.log" "name=it&budget=6&shard_size=3&min_time_ms=1&repeats=3"
+submit "$GT_TEST_DATA/cpu_small.log" "name=it&budget=6&shard_size=3&min_time_ms=1&repeats=3&ncpu=1"
 nprob=$(json "$T/submit.json" '$.problems')
 check "submission accepted with 6 problems" [ "$nprob" = 6 ]
 check "format detected as hipblaslt" [ "$(json "$T/submit.json" '$.format')" = hipblaslt ]
@@ -47,7 +47,7 @@ check "export meta has format_version 1" \
 # A second run of an overlapping workload (JSON body this time), then merge.
 printf '%s\n' '- {function: matmul, M: 64, N: 4, K: 64, transA: T, transB: N, a_type: f32_r, b_type: f32_r, c_type: f32_r, d_type: f32_r, compute_type: c_f32_r, call_count: 3}' >"$T/extra.log"
 head -n 2 "$GT_TEST_DATA/cpu_small.log" >>"$T/extra.log"
-body=$(sqlite3 :memory: "SELECT json_object('log', CAST(readfile('$T/extra.log') AS TEXT), 'name', 'second', 'budget', 4, 'shard_size', 4, 'min_time_ms', 1, 'repeats', 3);")
+body=$(sqlite3 :memory: "SELECT json_object('log', CAST(readfile('$T/extra.log') AS TEXT), 'name', 'second', 'budget', 4, 'ncpu', 1, 'shard_size', 4, 'min_time_ms', 1, 'repeats', 3);")
 code=$(curl -s -o "$T/submit2.json" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
   --data-binary "$body" "$HTTP/v1/runs")
 check "JSON submission accepted (HTTP $code)" [ "$code" = 201 ]
