@@ -47,9 +47,12 @@ typedef struct gt_run_opts {
     int repeats;
     int warmup;
     gt_log_opts log;            /* format, skip_invalid, threshold */
+    char *candidates;           /* JSON array of configs added to every problem's
+                                   space ("candidates" in a JSON POST); owned */
 } gt_run_opts;
 
 void gt_run_opts_default(gt_run_opts *o);
+void gt_run_opts_fini(gt_run_opts *o);
 /* Reads run options from a JSON object (POST body fields). Unknown fields are
  * an error (a typo must not silently fall back to a default). */
 int gt_run_opts_from_json(gt_run_opts *o, const struct cJSON *j, char *err, size_t errlen);

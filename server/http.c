@@ -180,6 +180,7 @@ static enum MHD_Result post_run(gt_http *h, struct MHD_Connection *c, req_ctx *r
         }
         if (gt_run_opts_from_json(&o, body, err, sizeof err)) {
             cJSON_Delete(body);
+            gt_run_opts_fini(&o);
             return send_error(c, MHD_HTTP_BAD_REQUEST, NULL, "%s", err);
         }
         text = log->valuestring;
@@ -231,6 +232,7 @@ static enum MHD_Result post_run(gt_http *h, struct MHD_Connection *c, req_ctx *r
 out:
     gt_log_result_free(&res);
     cJSON_Delete(body);
+    gt_run_opts_fini(&o);
     return ret;
 }
 

@@ -175,6 +175,12 @@ void gt_run_opts_default(gt_run_opts *o)
     o->log.skip_invalid = 0;
 }
 
+void gt_run_opts_fini(gt_run_opts *o)
+{
+    free(o->candidates);
+    o->candidates = NULL;
+}
+
 static int parse_int_opt(const char *key, const char *v, long long lo, long long hi, long long *out,
                          char *err, size_t errlen)
 {
@@ -294,6 +300,29 @@ int gt_run_opts_from_json(gt_run_opts *o, const cJSON *j, char *err, size_t errl
     {
         if (!strcmp(it->string, "log"))
             continue;
+        if (!strcmp(it->string, "candidates")) {
+            /* Extra configs to try on every problem (e.g. a config known from
+             * elsewhere); each must be an object, checked by the backend. */
+            const cJSON *c;
+            if (!cJSON_IsArray(it)) {
+                snprintf(err, errlen, "option candidates: must be an array of config objects");
+                return -1;
+            }
+            cJSON_ArrayForEach(c, it)
+            {
+                if (!cJSON_IsObject(c)) {
+                    snprintf(err, errlen, "option candidates: every entry must be an object");
+                    return -1;
+                }
+            }
+            free(o->candidates);
+            o->candidates = cJSON_PrintUnformatted(it);
+            if (!o->candidates) {
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+            continue;
+        }
         char buf[256];
         if (cJSON_IsString(it)) {
             if (strlen(it->valuestring) >= sizeof buf) {
@@ -332,6 +361,12 @@ static cJSON *opts_json(const gt_run_opts *o)
              cJSON_AddNumberToObject(j, "warmup", o->warmup) &&
              cJSON_AddNumberToObject(j, "threshold", o->log.threshold) &&
              cJSON_AddBoolToObject(j, "skip_invalid", o->log.skip_invalid);
+    if (ok && o->candidates) {
+        cJSON *c = cJSON_Parse(o->candidates);
+        ok = c != NULL;
+        if (c)
+            cJSON_AddItemToObject(j, "candidates", c);
+    }
     if (!ok) {
         cJSON_Delete(j);
         return NULL;
@@ -398,6 +433,41 @@ oom:
 fail:
     cJSON_free(base_txt);
     return -1;
+}
+
+int gt_store_add_extra(cJSON *cands, const cJSON *baseline, const char *extra)
+{
+    if (!extra)
+        return 0;
+    cJSON *ex = cJSON_Parse(extra);
+    if (!ex)
+        return -1;
+    char bh[17], h[17], ch[17];
+    if (baseline && gt_cfg_hash(baseline, bh))
+        bh[0] = '\0';
+    const cJSON *c;
+    cJSON_ArrayForEach(c, ex)
+    {
+        if (gt_cfg_hash(c, h))
+            continue;
+        int dup = baseline && !strcmp(h, bh);
+        const cJSON *d;
+        cJSON_ArrayForEach(d, cands)
+        {
+            if (!dup && !gt_cfg_hash(d, ch) && !strcmp(h, ch))
+                dup = 1;
+        }
+        if (dup)
+            continue;
+        cJSON *copy = cJSON_Duplicate(c, 1);
+        if (!copy || !cJSON_AddItemToArray(cands, copy)) {
+            cJSON_Delete(copy);
+            cJSON_Delete(ex);
+            return -1;
+        }
+    }
+    cJSON_Delete(ex);
+    return 0;
 }
 
 static int insert_problem(gt_store *s, int64_t run_id, const gt_problem *p, const char *state,
@@ -565,7 +635,7 @@ static int create_run_tx(gt_store *s, const gt_run_opts *o, const gt_log_result 
         cJSON *cands = gt_space_cpu(p, o->strategy, o->budget, o->seed + (uint64_t)i, o->ncpu);
         cJSON *base = gt_space_cpu_baseline(p, o->ncpu);
         size_t nj = 0;
-        int bad = !cands || !base;
+        int bad = !cands || !base || gt_store_add_extra(cands, base, o->candidates);
         if (bad)
             snprintf(err, errlen, "out of memory building the candidate space");
         else

@@ -188,6 +188,65 @@ static char *dup_col(sqlite3_stmt *st, int i)
     return strdup(gt_store_col_text(st, i));
 }
 
+/* A job leased again (its worker died, or was killed by a candidate that
+ * crashed or hung it) resumes where it stopped: candidates that already have
+ * a result for this problem and device model are not sent again. So a
+ * candidate that crashed its worker's bench process, and was recorded as
+ * such, is never dispatched a second time. */
+static int drop_measured(gt_store *s, gt_job *job, const char *model, char *err, size_t errlen)
+{
+    cJSON *cands = cJSON_Parse(job->candidates);
+    if (!cands) {
+        snprintf(err, errlen, "job %lld: stored candidates are not JSON", (long long)job->id);
+        return -1;
+    }
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "SELECT 1 FROM results WHERE problem_id = ?1 AND backend = ?2 AND config_hash = ?3"
+        " AND device_model = ?4 AND phase = 'screen'",
+        err, errlen);
+    if (!st) {
+        cJSON_Delete(cands);
+        return -1;
+    }
+    int dropped = 0;
+    for (int i = cJSON_GetArraySize(cands) - 1; i >= 0; i--) {
+        char h[17];
+        if (gt_cfg_hash(cJSON_GetArrayItem(cands, i), h))
+            continue;
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, job->problem_id);
+        gt_store_bind_text(st, 2, job->backend);
+        gt_store_bind_text(st, 3, h);
+        gt_store_bind_text(st, 4, model);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            cJSON_DeleteItemFromArray(cands, i);
+            dropped++;
+        }
+    }
+    sqlite3_finalize(st);
+    int rc = 0;
+    if (dropped) {
+        char *txt = cJSON_PrintUnformatted(cands);
+        if (!txt) {
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+        } else {
+            free(job->candidates);
+            job->candidates = strdup(txt);
+            cJSON_free(txt);
+            if (!job->candidates) {
+                snprintf(err, errlen, "out of memory");
+                rc = -1;
+            }
+        }
+        gt_info("job %lld: %d candidates already measured, not sent again", (long long)job->id,
+                dropped);
+    }
+    cJSON_Delete(cands);
+    return rc;
+}
+
 int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease_ms, gt_job *job,
                    char *err, size_t errlen)
 {
@@ -252,6 +311,8 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
         snprintf(err, errlen, "out of memory");
         goto out;
     }
+    if (!strcmp(job->kind, "screen") && drop_measured(s, job, model, err, errlen))
+        goto out;
     const char *sqls[] = {
         ("UPDATE jobs SET state = 'leased', lease_owner = ?2, lease_deadline_ms = ?3 + ?4,"
          " attempts = attempts + 1, updated_ms = ?3 WHERE id = ?1"),
@@ -647,6 +708,15 @@ static int finish_enumerate(gt_store *s, const job_row *j, const cJSON *msg, int
         shard = v->valueint;
     cJSON_Delete(opts);
     cJSON *sel = select_enumerated(cands, j);
+    cJSON *o2 = cJSON_Parse(j->options);
+    const cJSON *extra = o2 ? cJSON_GetObjectItemCaseSensitive(o2, "candidates") : NULL;
+    char *extra_txt = cJSON_IsArray(extra) ? cJSON_PrintUnformatted(extra) : NULL;
+    cJSON_Delete(o2);
+    if (sel && gt_store_add_extra(sel, base, extra_txt)) {
+        cJSON_Delete(sel);
+        sel = NULL;
+    }
+    cJSON_free(extra_txt);
     if (!sel) {
         snprintf(err, errlen, "out of memory");
         return -1;

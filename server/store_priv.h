@@ -37,4 +37,8 @@ int gt_store_insert_screen_jobs(gt_store *s, int64_t run_id, int64_t problem_id,
                                 const struct cJSON *baseline, int shard_size, int64_t now_ms,
                                 size_t *njobs, char *err, size_t errlen);
 
+/* Appends the configs of the JSON array text extra (NULL: none) to cands,
+ * skipping duplicates of cands and of the baseline. 0 or -1 (OOM/bad JSON). */
+int gt_store_add_extra(struct cJSON *cands, const struct cJSON *baseline, const char *extra);
+
 #endif

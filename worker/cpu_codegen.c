@@ -20,7 +20,9 @@
  * Test hook: the attribute "bug" (never emitted by the coordinator's space,
  * gt_space_cpu) breaks the kernel on purpose so the tests can prove the
  * validation and error paths work: bug=1 skips the last column of D,
- * bug=2 makes the source fail to compile. */
+ * bug=2 makes the source fail to compile, bug=3 crashes the process with a
+ * segmentation fault and bug=4 never returns (the worker's isolation of
+ * crashing and hanging candidates is tested with these two). */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -34,7 +36,7 @@ static const struct {
     int required;
 } k_attrs[] = {
     {"mc", 1, 4096, 1},  {"nc", 1, 8192, 1},    {"kc", 1, 4096, 1},      {"mr", 1, 32, 1},
-    {"nr", 1, 64, 1},    {"unroll", 1, 16, 1}, {"threads", 1, 1024, 1}, {"bug", 0, 2, 0},
+    {"nr", 1, 64, 1},    {"unroll", 1, 16, 1}, {"threads", 1, 1024, 1}, {"bug", 0, 4, 0},
 };
 #define NATTR (sizeof k_attrs / sizeof k_attrs[0])
 
@@ -526,9 +528,11 @@ int gt_cpu_codegen(const gt_cpu_cfg *c, const gt_problem *p, gt_str *o, char *er
     gt_str_init(&steps);
     for (int u = 0; u < c->unroll; u++)
         gt_str_printf(&steps, "%sGT_STEP(p + %d);", u ? "\n        " : "", u);
-    const char *hook = c->bug == 1 ? "        if (col == g->n - 1) /* test hook bug=1 */\n"
-                                     "            continue;\n"
-                                   : "";
+    const char *hook = c->bug == 1   ? "        if (col == g->n - 1) /* test hook bug=1 */\n"
+                                         "            continue;\n"
+                       : c->bug == 3 ? "        { volatile int *volatile gt_null = 0; *gt_null = 1; } /* bug=3 */\n"
+                       : c->bug == 4 ? "        { volatile int gt_spin = 1; while (gt_spin) { } } /* bug=4 */\n"
+                                     : "";
     /* Two placeholders in the body: the unrolled steps and the bug hook. */
     gt_str tmp;
     gt_str_init(&tmp);

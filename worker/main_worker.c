@@ -1,8 +1,9 @@
 /* main_worker.c: gemmtune-worker, one process per device. Registers with the
  * coordinator, heartbeats from a thread of its own, leases jobs and runs
- * them. `--device all` starts one process per device of the backend and
- * waits for them. SIGTERM/SIGINT: the candidate in flight finishes, what was
- * measured is reported and the job is handed back. */
+ * them in a bench child process (gt_sup.h: a crashing or hanging candidate
+ * costs a child restart, never the worker). `--device all` starts one
+ * process per device of the backend and waits for them. SIGTERM/SIGINT:
+ * what was measured is reported and the job is handed back. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
@@ -18,7 +19,7 @@
 #include "gt_backend.h"
 #include "gt_client.h"
 #include "gt_proto.h"
-#include "gt_runner.h"
+#include "gt_sup.h"
 #include "gt_util.h"
 
 #define GT_WORKER_VERSION "0.1.0"
@@ -38,8 +39,8 @@ typedef struct worker {
     int device;
     int batch;
     double idle_exit_s;          /* exit after this long without work (0 = never) */
+    gt_sup sup;                  /* the bench child and the device it opened */
     gt_bk_device dev;
-    gt_bk_ctx *ctx;
     gt_client main;
     volatile int64_t worker_id;
     int heartbeat_ms;
@@ -58,6 +59,7 @@ static void usage(FILE *f)
             "  --batch N           results per message (default 8)\n"
             "  --token TOKEN       shared worker token (default: environment GEMMTUNE_TOKEN)\n"
             "  --exit-when-idle S  exit after S seconds without a job (default: run forever)\n"
+            "  --candidate-timeout S  a candidate silent for S seconds is killed (default 60)\n"
             "  --log-level LEVEL   debug, info, warn, error\n"
             "  --version, --help\n",
             GT_DEFAULT_WORKER_URL);
@@ -200,13 +202,10 @@ static int serve(worker *w)
         goto out;
     }
     hb_started = 1;
-    gt_runner runner = {.bk = w->bk, .ctx = w->ctx, .dev = w->dev, .client = &w->main,
-                        .batch = w->batch, .stop = &g_stop};
     double idle_since = gt_mono_ms();
     while (!g_stop) {
         if (w->reregister && do_register(w))
             break;
-        runner.worker_id = w->worker_id;
         cJSON *m = gt_proto_new(GT_MSG_LEASE);
         if (!m || !cJSON_AddNumberToObject(m, "worker_id", (double)w->worker_id)) {
             cJSON_Delete(m);
@@ -218,8 +217,9 @@ static int serve(worker *w)
         if (!r)
             break;
         if (!strcmp(type, GT_MSG_JOB)) {
-            if (gt_runner_run(&runner, cJSON_GetObjectItemCaseSensitive(r, "job")) < 0)
-                gt_warn("job abandoned: coordinator unreachable");
+            if (gt_sup_run_job(&w->sup, cJSON_GetObjectItemCaseSensitive(r, "job"), &w->main,
+                               w->worker_id, w->batch, &g_stop) < 0)
+                gt_warn("job abandoned: coordinator or bench process unreachable");
             idle_since = gt_mono_ms();
         } else if (!strcmp(type, GT_MSG_NONE)) {
             const cJSON *retry = cJSON_GetObjectItemCaseSensitive(r, "retry_ms");
@@ -307,13 +307,20 @@ int main(int argc, char **argv)
     w.batch = 8;
     const char *backend = "cpu", *device = "0";
     gt_log_set_name("gemmtune-worker");
-    enum { O_SERVER = 1, O_BACKEND, O_DEVICE, O_BATCH, O_TOKEN, O_IDLE, O_LEVEL, O_VERSION, O_HELP };
+    enum { O_SERVER = 1, O_BACKEND, O_DEVICE, O_BATCH, O_TOKEN, O_IDLE, O_LEVEL, O_VERSION, O_HELP,
+           O_CTIMEOUT, O_CHILD };
+    const char *level = NULL;
+    int child_fd = -1;
+    double cand_timeout = 60;
     static const struct option opts[] = {
         {"server", required_argument, 0, O_SERVER}, {"backend", required_argument, 0, O_BACKEND},
         {"device", required_argument, 0, O_DEVICE}, {"batch", required_argument, 0, O_BATCH},
         {"token", required_argument, 0, O_TOKEN},   {"exit-when-idle", required_argument, 0, O_IDLE},
         {"log-level", required_argument, 0, O_LEVEL}, {"version", no_argument, 0, O_VERSION},
-        {"help", no_argument, 0, O_HELP},           {0, 0, 0, 0}};
+        {"help", no_argument, 0, O_HELP},
+        {"candidate-timeout", required_argument, 0, O_CTIMEOUT},
+        {"bench-child", required_argument, 0, O_CHILD}, /* internal: the bench process */
+        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -323,7 +330,10 @@ int main(int argc, char **argv)
         case O_BATCH: w.batch = atoi(optarg); break;
         case O_TOKEN: w.token = optarg; break;
         case O_IDLE: w.idle_exit_s = atof(optarg); break;
+        case O_CTIMEOUT: cand_timeout = atof(optarg); break;
+        case O_CHILD: child_fd = atoi(optarg); break;
         case O_LEVEL:
+            level = optarg;
             if (!strcmp(optarg, "debug")) gt_log_set_level(GT_LOG_DEBUG);
             else if (!strcmp(optarg, "warn")) gt_log_set_level(GT_LOG_WARN);
             else if (!strcmp(optarg, "error")) gt_log_set_level(GT_LOG_ERR);
@@ -334,7 +344,7 @@ int main(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
-    if (optind < argc || w.batch < 1) {
+    if (optind < argc || w.batch < 1 || !(cand_timeout > 0)) {
         usage(stderr);
         return 2;
     }
@@ -364,20 +374,36 @@ int main(int argc, char **argv)
         fprintf(stderr, "gemmtune-worker: --device %s: expected an index or all\n", device);
         return 2;
     }
+    signal(SIGPIPE, SIG_IGN);
+    if (child_fd >= 0) {
+        /* The bench child: the supervisor stops it by closing its input
+         * (or kills it); SIGINT from a terminal goes to the supervisor. */
+        signal(SIGINT, SIG_IGN);
+        gt_log_set_name("gemmtune-bench");
+        return gt_sup_child_main(child_fd, w.bk, w.device);
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
 
     char err[256];
-    if (w.bk->open(w.device, &w.ctx, &w.dev, err, sizeof err)) {
+    snprintf(w.sup.backend, sizeof w.sup.backend, "%s", w.bk->name);
+    w.sup.device = w.device;
+    w.sup.log_level = level;
+    w.sup.cand_timeout_s = cand_timeout;
+    w.sup.prep_timeout_s = cand_timeout * 10 > 600 ? cand_timeout * 10 : 600;
+    w.sup.fd = -1;
+    gt_str_init(&w.sup.in);
+    if (gt_sup_start(&w.sup, err, sizeof err)) {
         gt_err("cannot open %s device %d: %s", backend, w.device, err);
         return 1;
     }
-    gt_info("%s device %d: %s (%s, %d units)", backend, w.device, w.dev.model, w.dev.arch, w.dev.units);
+    w.dev = w.sup.dev;
+    gt_info("%s device %d: %s (%s, %d units), bench process %d", backend, w.device, w.dev.model,
+            w.dev.arch, w.dev.units, (int)w.sup.pid);
     int rc = serve(&w);
-    w.bk->close(w.ctx);
+    gt_sup_stop(&w.sup);
     return rc;
 }

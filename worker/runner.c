@@ -1,7 +1,8 @@
-/* runner.c: executes a leased job with a backend: compile -> run -> validate
- * -> time for every candidate, and reports results to the coordinator in
- * batches. A candidate that fails at any step is reported with the reason and
- * never timed: its time can never count. */
+/* runner.c: executes a leased job with a backend, inside the bench child:
+ * compile -> run -> validate -> time for every candidate, one event per step
+ * (the supervisor batches results to the coordinator). A candidate that fails
+ * at any step is reported with the reason and never timed: its time can never
+ * count. */
 #include "gt_runner.h"
 
 #include <cjson/cJSON.h>
@@ -21,72 +22,65 @@ typedef struct jobctx {
     gt_timing_opts timing;
     double tol;
     gt_bk_prob *pp;
-    cJSON *pending;          /* results not yet sent */
-    cJSON *baseline_timing;  /* {"config","time_us","spread"} once measured */
-    int cancelled;
+    int dead;                /* an event could not be delivered: stop */
 } jobctx;
 
-/* Sends a results message; extra (taken, may be NULL) adds fields. Returns 0
- * when acknowledged, 1 when the run was cancelled, -1 when unreachable. */
-static int send_results(jobctx *j, int done, const char *error, cJSON *extra)
+/* Emits an event {"ev":name, ...the fields of extra (taken, may be NULL)}. */
+static int emit(jobctx *j, const char *name, cJSON *extra)
 {
-    char err[256];
-    int rc = -1;
-    cJSON *m = gt_proto_new(GT_MSG_RESULTS);
-    if (!m)
-        goto out;
-    if (!cJSON_AddNumberToObject(m, "worker_id", (double)j->r->worker_id) ||
-        !cJSON_AddNumberToObject(m, "job_id", (double)j->job_id) ||
-        !cJSON_AddBoolToObject(m, "done", done))
-        goto out;
-    cJSON_AddItemToObject(m, "results", j->pending);
-    j->pending = NULL;
-    if (error && !cJSON_AddStringToObject(m, "error", error))
-        goto out;
-    if (done && j->baseline_timing) {
-        cJSON_AddItemToObject(m, "baseline", j->baseline_timing);
-        j->baseline_timing = NULL;
+    cJSON *ev = cJSON_CreateObject();
+    if (!ev || !cJSON_AddStringToObject(ev, "ev", name)) {
+        cJSON_Delete(ev);
+        cJSON_Delete(extra);
+        j->dead = 1;
+        return -1;
     }
     if (extra) {
         cJSON *it = extra->child;
         while (it) {
             cJSON *next = it->next;
-            cJSON_AddItemToObject(m, it->string, cJSON_DetachItemViaPointer(extra, it));
+            cJSON_AddItemToObject(ev, it->string, cJSON_DetachItemViaPointer(extra, it));
             it = next;
         }
+        cJSON_Delete(extra);
     }
-    const char *type = NULL;
-    cJSON *reply = gt_client_call(j->r->client, m, &type, 0, err, sizeof err);
-    if (!reply) {
-        gt_err("job %lld: results not delivered: %s", j->job_id, err);
-        goto out;
+    if (j->r->emit(j->r->emit_ctx, ev)) {
+        j->dead = 1;
+        return -1;
     }
-    if (!strcmp(type, GT_MSG_ACK)) {
-        rc = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "cancelled")) ? 1 : 0;
-    } else {
-        const cJSON *e = cJSON_GetObjectItemCaseSensitive(reply, "error");
-        gt_err("job %lld: coordinator refused results: %s", j->job_id,
-               cJSON_IsString(e) ? e->valuestring : type);
+    return 0;
+}
+
+static int emit_start(jobctx *j, int i)
+{
+    cJSON *x = cJSON_CreateObject();
+    if (!x || !cJSON_AddNumberToObject(x, "i", i)) {
+        cJSON_Delete(x);
+        return -1;
     }
-    cJSON_Delete(reply);
-out:
-    cJSON_Delete(m);
-    cJSON_Delete(extra);
-    if (!j->pending)
-        j->pending = cJSON_CreateArray();
-    if (rc == 1)
-        j->cancelled = 1;
-    return rc;
+    return emit(j, "start", x);
+}
+
+static int emit_done(jobctx *j, const char *error)
+{
+    cJSON *x = NULL;
+    if (error && (!(x = cJSON_CreateObject()) || !cJSON_AddStringToObject(x, "error", error))) {
+        cJSON_Delete(x);
+        return -1;
+    }
+    return emit(j, "done", x);
 }
 
 static int add_result(jobctx *j, const gt_result *res)
 {
-    cJSON *o = gt_proto_result_to_json(res);
-    if (!o || !j->pending || !cJSON_AddItemToArray(j->pending, o)) {
+    cJSON *o = gt_proto_result_to_json(res), *x = cJSON_CreateObject();
+    if (!o || !x) {
         cJSON_Delete(o);
+        cJSON_Delete(x);
         return -1;
     }
-    return 0;
+    cJSON_AddItemToObject(x, "result", o);
+    return emit(j, "result", x);
 }
 
 /* Builds and validates one config; fills res (valid stays 0 on failure). On
@@ -153,7 +147,6 @@ static void measure(jobctx *j, const cJSON *cfg, int is_baseline, gt_result *res
     else
         fill_timing(j, res, &t);
     j->r->bk->release(cand);
-    j->r->candidates_run++;
 }
 
 static cJSON *baseline_timing_json(const cJSON *cfg, const gt_result *res)
@@ -174,33 +167,44 @@ static cJSON *baseline_timing_json(const cJSON *cfg, const gt_result *res)
     return b;
 }
 
+static int emit_baseline(jobctx *j, const cJSON *cfg, const gt_result *res)
+{
+    cJSON *x = cJSON_CreateObject(), *b = baseline_timing_json(cfg, res);
+    if (!x || !b) {
+        cJSON_Delete(x);
+        cJSON_Delete(b);
+        return -1;
+    }
+    cJSON_AddItemToObject(x, "baseline", b);
+    return emit(j, "baseline", x);
+}
+
 static int run_screen(jobctx *j, const cJSON *cands, const cJSON *baseline)
 {
     if (cJSON_IsObject(baseline)) {
         gt_result res;
+        if (emit_start(j, -1))
+            return -1;
         measure(j, baseline, 1, &res);
-        if (res.valid)
-            j->baseline_timing = baseline_timing_json(baseline, &res);
-        else
+        if (res.valid) {
+            if (emit_baseline(j, baseline, &res))
+                return -1;
+        } else {
             gt_warn("job %lld: baseline failed: %s", j->job_id, res.reason);
+        }
     }
-    int n = 0;
+    int i = 0;
     const cJSON *cfg;
     cJSON_ArrayForEach(cfg, cands)
     {
-        if (*j->r->stop)
-            return send_results(j, 0, NULL, NULL) < 0 ? -1 : 1;
         gt_result res;
+        if (emit_start(j, i++))
+            return -1;
         measure(j, cfg, 0, &res);
         if (add_result(j, &res))
             return -1;
-        if (++n % j->r->batch == 0) {
-            int rc = send_results(j, 0, NULL, NULL);
-            if (rc)
-                return rc;
-        }
     }
-    return send_results(j, 1, NULL, NULL);
+    return emit_done(j, NULL);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -228,14 +232,18 @@ static int run_final(jobctx *j, const cJSON *cands, const cJSON *baseline)
         cfgs[i] = cJSON_GetArrayItem(cands, i - 1);
     for (int i = 0; i < n; i++) {
         init_result(&res[i], cfgs[i], i == 0);
+        if (emit_start(j, i - 1))
+            goto out;
         check_candidate(j, cfgs[i], &built[i], &res[i]);
     }
     gt_timing_opts one = j->timing;
     one.repeats = 1;
-    for (int round = 0; round < rounds && !*j->r->stop; round++) {
+    for (int round = 0; round < rounds; round++) {
         for (int i = 0; i < n; i++) {
             if (!built[i])
                 continue;
+            if (emit_start(j, i - 1))
+                goto out;
             gt_timing t;
             if (j->r->bk->time(j->pp, built[i], &one, &t, err, sizeof err)) {
                 snprintf(res[i].reason, sizeof res[i].reason, "timing: %.200s", err);
@@ -245,10 +253,6 @@ static int run_final(jobctx *j, const cJSON *cands, const cJSON *baseline)
             }
             times[(size_t)i * (size_t)rounds + (size_t)round] = t.median_us;
         }
-    }
-    if (*j->r->stop) {
-        rc = 1;
-        goto out;
     }
     for (int i = 0; i < n; i++) {
         if (!built[i])
@@ -262,14 +266,13 @@ static int run_final(jobctx *j, const cJSON *cands, const cJSON *baseline)
             fill_timing(j, &res[i], &t);
         else
             snprintf(res[i].reason, sizeof res[i].reason, "timing: no valid time measured");
-        j->r->candidates_run++;
     }
     for (int i = 0; i < n; i++)
         if (add_result(j, &res[i]))
             goto out;
-    if (res[0].valid)
-        j->baseline_timing = baseline_timing_json(baseline, &res[0]);
-    rc = send_results(j, 1, NULL, NULL);
+    if (res[0].valid && emit_baseline(j, baseline, &res[0]))
+        goto out;
+    rc = emit_done(j, NULL);
 out:
     if (built)
         for (int i = 0; i < n; i++)
@@ -286,23 +289,27 @@ static int run_enumerate(jobctx *j)
 {
     char err[256];
     if (!j->r->bk->enumerate)
-        return send_results(j, 1, "backend cannot enumerate candidates", NULL);
+        return emit_done(j, "backend cannot enumerate candidates");
     cJSON *cands = NULL, *base = NULL;
+    if (emit_start(j, -1))
+        return -1;
     if (j->r->bk->enumerate(j->r->ctx, &j->prob, &cands, &base, err, sizeof err)) {
         char msg[300];
         snprintf(msg, sizeof msg, "enumerate: %.200s", err);
-        return send_results(j, 1, msg, NULL);
+        return emit_done(j, msg);
     }
-    cJSON *extra = cJSON_CreateObject();
-    if (!extra) {
+    cJSON *x = cJSON_CreateObject();
+    if (!x) {
         cJSON_Delete(cands);
         cJSON_Delete(base);
         return -1;
     }
     gt_info("job %lld: %d candidates enumerated", j->job_id, cJSON_GetArraySize(cands));
-    cJSON_AddItemToObject(extra, "candidates", cands);
-    cJSON_AddItemToObject(extra, "baseline_config", base);
-    return send_results(j, 1, NULL, extra);
+    cJSON_AddItemToObject(x, "candidates", cands);
+    cJSON_AddItemToObject(x, "baseline_config", base);
+    if (emit(j, "enumerated", x))
+        return -1;
+    return emit_done(j, NULL);
 }
 
 static double num_or(const cJSON *o, const char *name, double dflt)
@@ -317,23 +324,16 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
     jobctx j;
     memset(&j, 0, sizeof j);
     j.r = r;
-    j.pending = cJSON_CreateArray();
-    if (!j.pending)
-        return -1;
-    int rc = -1;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(job, "id");
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(job, "kind");
-    if (!cJSON_IsNumber(v) || !cJSON_IsString(kind)) {
-        gt_err("malformed job from the coordinator");
-        goto out;
-    }
+    if (!cJSON_IsNumber(v) || !cJSON_IsString(kind))
+        return emit_done(&j, "malformed job");
     j.job_id = (long long)v->valuedouble;
     j.kind = kind->valuestring;
     if (gt_problem_from_json(cJSON_GetObjectItemCaseSensitive(job, "problem"), &j.prob, err, sizeof err)) {
         char msg[300];
         snprintf(msg, sizeof msg, "bad problem: %.200s", err);
-        rc = send_results(&j, 1, msg, NULL);
-        goto out;
+        return emit_done(&j, msg);
     }
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(job, "timing");
     j.timing.min_time_ms = num_or(t, "min_time_ms", 2);
@@ -341,19 +341,14 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
     j.timing.warmup = (int)num_or(t, "warmup", 2);
     j.timing.rotating_bytes = j.prob.rotating_mb * (1 << 20);
     j.tol = gt_bk_tolerance(&j.prob);
-    char label[128];
-    gt_problem_label(&j.prob, label, sizeof label);
     const cJSON *cands = cJSON_GetObjectItemCaseSensitive(job, "candidates");
     const cJSON *baseline = cJSON_GetObjectItemCaseSensitive(job, "baseline");
-    gt_info("job %lld: %s %s, %d candidates", j.job_id, j.kind, label, cJSON_GetArraySize(cands));
-    double t0 = gt_mono_ms();
     if (r->bk->prepare(r->ctx, &j.prob, &j.pp, err, sizeof err)) {
         char msg[300];
         snprintf(msg, sizeof msg, "%s: %.200s", r->bk->name, err);
-        gt_warn("job %lld: cannot run %s: %s", j.job_id, label, err);
-        rc = send_results(&j, 1, msg, NULL);
-        goto out;
+        return emit_done(&j, msg);
     }
+    int rc;
     if (!strcmp(j.kind, "enumerate"))
         rc = run_enumerate(&j);
     else if (!strcmp(j.kind, "final"))
@@ -361,10 +356,5 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
     else
         rc = run_screen(&j, cands, baseline);
     r->bk->unprepare(j.pp);
-    gt_info("job %lld: %s in %.2f s%s", j.job_id, rc == 0 ? "done" : rc == 1 ? "abandoned" : "failed",
-            (gt_mono_ms() - t0) / 1000, j.cancelled ? " (run cancelled)" : "");
-out:
-    cJSON_Delete(j.pending);
-    cJSON_Delete(j.baseline_timing);
-    return rc;
+    return rc || j.dead ? -1 : 0;
 }
