@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Proves authentication: with a token, POST requests without it or with a
+# wrong one get 401 and change nothing, read-only requests still work, a
+# worker without the token cannot register, and one with it tunes the run.
+source "$(dirname "$0")/lib.sh"
+
+GEMMTUNE_TOKEN=s3cret-token start_coordinator
+post() { curl -s -o "$T/post.json" -w '%{http_code}' -X POST --data-binary @"$GT_TEST_DATA/cpu_two.log" "$@"; }
+check "POST without a token is 401" [ "$(post "$HTTP/v1/runs")" = 401 ]
+check "POST with a wrong token is 401" [ "$(post -H 'Authorization: Bearer nope' "$HTTP/v1/runs")" = 401 ]
+check "the 401 says why" grep -q unauthorized "$T/post.json"
+check "nothing was created" [ "$(sqlite3 "$DB" 'SELECT COUNT(*) FROM runs')" = 0 ]
+check "cancel without a token is 401" [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$HTTP/v1/runs/1/cancel")" = 401 ]
+check "GET needs no token" [ "$(curl -s -o /dev/null -w '%{http_code}' "$HTTP/v1/runs")" = 200 ]
+check "POST with the token is 201" \
+  [ "$(post -H 'Authorization: Bearer s3cret-token' "$HTTP/v1/runs?budget=2&ncpu=1&min_time_ms=1&repeats=3")" = 201 ]
+RUN=$(json "$T/post.json" '$.id')
+
+rc=0
+GEMMTUNE_TOKEN= timeout 30 "$GT_BIN"/gemmtune-worker --server "$WURL" --backend cpu 2>"$T/notoken.log" || rc=$?
+check "a worker without the token exits with an error (rc=$rc)" [ "$rc" = 1 ]
+check "and says it was refused" grep -q 'registration refused: unauthorized' "$T/notoken.log"
+check "it was never registered" [ "$(sqlite3 "$DB" 'SELECT COUNT(*) FROM workers')" = 0 ]
+start_worker w1 --token s3cret-token
+check "a worker with the token tunes the run" [ "$(wait_run "$RUN" 120)" = done ]
+check "CLI with the token can submit" \
+  "$GT_BIN"/gemmtune --token s3cret-token submit "$GT_TEST_DATA/cpu_two.log" --budget 1 >/dev/null
+check "CLI without the token is refused" bash -c "! GEMMTUNE_TOKEN= '$GT_BIN'/gemmtune submit '$GT_TEST_DATA/cpu_two.log' 2>/dev/null"
+
+finish
