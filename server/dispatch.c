@@ -288,14 +288,21 @@ gt_dispatch *gt_dispatch_start(gt_store *s, const gt_dispatch_opts *o, char *err
         goto fail;
     }
     nng_listener l;
-    if ((rv = nng_listen(d->sock, d->url, &l, 0)) != 0) {
+    int tls = !strncmp(d->url, "tls+tcp://", 10);
+    if (tls && !(o->tls_cert_key && *o->tls_cert_key)) {
+        snprintf(err, errlen, "%s: a tls+tcp:// endpoint needs --tls-cert-key FILE", d->url);
+        goto fail;
+    }
+    if ((rv = nng_listener_create(&l, d->sock, d->url)) != 0 ||
+        (tls && (rv = nng_listener_set_string(l, NNG_OPT_TLS_CERT_KEY_FILE, o->tls_cert_key)) != 0) ||
+        (rv = nng_listener_start(l, 0)) != 0) {
         snprintf(err, errlen, "cannot listen on %s: %s", d->url, nng_strerror(rv));
         goto fail;
     }
     /* With port 0 the system picks a free port: report the one bound. */
     int port = 0;
     const char *colon = strrchr(d->url, ':');
-    if (!strncmp(d->url, "tcp://", 6) && colon && !strcmp(colon, ":0") &&
+    if ((tls || !strncmp(d->url, "tcp://", 6)) && colon && !strcmp(colon, ":0") &&
         nng_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &port) == 0) {
         char base[200];
         snprintf(base, sizeof base, "%.*s", (int)(colon - d->url), d->url);

@@ -16,6 +16,7 @@ typedef struct gt_dispatch_opts {
     int64_t heartbeat_ms;     /* what workers are told to use */
     int max_attempts;         /* leases of one job before it fails */
     const char *token;        /* shared secret workers must present; NULL = none */
+    const char *tls_cert_key; /* PEM file with certificate and key, for tls+tcp:// URLs */
 } gt_dispatch_opts;
 
 typedef struct gt_dispatch gt_dispatch;

@@ -32,6 +32,7 @@ static void usage(FILE *f)
             "  --max-attempts N      leases of one job before it fails (default 3)\n"
             "  --max-body MB         request body limit (default 64)\n"
             "  --max-lines N         line limit of a submitted log (default 1000000)\n"
+            "  --tls-cert-key FILE   PEM certificate + key for a tls+tcp:// worker endpoint\n"
             "  --token TOKEN         require this token from workers and on POST requests\n"
             "                        (default: environment GEMMTUNE_TOKEN, else none)\n"
             "  --port-file PATH      once listening, write http=PORT and worker=URL lines to PATH\n"
@@ -44,11 +45,12 @@ int main(int argc, char **argv)
 {
     const char *db = "gemmtune.db", *http = "127.0.0.1:8470", *listen_url = GT_DEFAULT_WORKER_URL;
     const char *data_dir = NULL, *token = getenv("GEMMTUNE_TOKEN"), *port_file = NULL;
+    const char *tls_cert_key = NULL;
     double lease_s = 30, heartbeat_s = 0;
     long max_attempts = 3, max_body_mb = 64, max_lines = 1000000;
     gt_log_set_name("gemmtuned");
     enum { O_DB = 1, O_HTTP, O_LISTEN, O_DATA, O_LEASE, O_HB, O_ATT, O_BODY, O_LINES, O_TOKEN,
-           O_PORTFILE, O_LEVEL, O_VERSION, O_HELP };
+           O_PORTFILE, O_LEVEL, O_VERSION, O_HELP, O_TLS };
     static const struct option opts[] = {
         {"db", required_argument, 0, O_DB},           {"http", required_argument, 0, O_HTTP},
         {"listen", required_argument, 0, O_LISTEN},   {"data-dir", required_argument, 0, O_DATA},
@@ -57,6 +59,7 @@ int main(int argc, char **argv)
         {"max-lines", required_argument, 0, O_LINES}, {"token", required_argument, 0, O_TOKEN},
         {"port-file", required_argument, 0, O_PORTFILE}, {"log-level", required_argument, 0, O_LEVEL},
         {"version", no_argument, 0, O_VERSION},       {"help", no_argument, 0, O_HELP},
+        {"tls-cert-key", required_argument, 0, O_TLS},
         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -73,6 +76,7 @@ int main(int argc, char **argv)
         case O_LINES: max_lines = strtol(optarg, &end, 10); break;
         case O_TOKEN: token = optarg; break;
         case O_PORTFILE: port_file = optarg; break;
+        case O_TLS: tls_cert_key = optarg; break;
         case O_LEVEL:
             if (!strcmp(optarg, "debug")) gt_log_set_level(GT_LOG_DEBUG);
             else if (!strcmp(optarg, "info")) gt_log_set_level(GT_LOG_INFO);
@@ -135,6 +139,7 @@ int main(int argc, char **argv)
         .heartbeat_ms = (int64_t)((heartbeat_s > 0 ? heartbeat_s : lease_s / 6) * 1000),
         .max_attempts = (int)max_attempts,
         .token = token,
+        .tls_cert_key = tls_cert_key,
     };
     if (!(d = gt_dispatch_start(s, &dopt, err, sizeof err))) {
         gt_err("%s", err);

@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <nng/protocol/reqrep0/req.h>
+#include <nng/supplemental/tls/tls.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -11,7 +12,7 @@
 #include "gt_util.h"
 
 int gt_client_open(gt_client *c, const char *url, int timeout_ms, volatile sig_atomic_t *stop,
-                   char *err, size_t errlen)
+                   const char *tls_ca, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
     snprintf(c->url, sizeof c->url, "%s", url);
@@ -36,7 +37,17 @@ int gt_client_open(gt_client *c, const char *url, int timeout_ms, volatile sig_a
     }
     /* Non-blocking dial: the socket keeps redialling in the background, so a
      * worker may start before its coordinator. */
-    if ((rv = nng_dial(c->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+    nng_dialer d;
+    int tls = !strncmp(url, "tls+tcp://", 10);
+    if (tls && !(tls_ca && *tls_ca)) {
+        snprintf(err, errlen, "%s: a tls+tcp:// coordinator needs --tls-ca FILE", url);
+        nng_close(c->sock);
+        return -1;
+    }
+    if ((rv = nng_dialer_create(&d, c->sock, url)) != 0 ||
+        (tls && (rv = nng_dialer_set_string(d, NNG_OPT_TLS_CA_FILE, tls_ca)) != 0) ||
+        (tls && (rv = nng_dialer_set_int(d, NNG_OPT_TLS_AUTH_MODE, NNG_TLS_AUTH_MODE_REQUIRED)) != 0) ||
+        (rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK)) != 0) {
         snprintf(err, errlen, "cannot dial %s: %s", url, nng_strerror(rv));
         nng_close(c->sock);
         return -1;

@@ -19,8 +19,10 @@ typedef struct gt_client {
     volatile sig_atomic_t *stop;       /* give up retrying when set (may be NULL) */
 } gt_client;
 
+/* tls_ca: PEM file of the CA that signed the coordinator's certificate,
+ * required for tls+tcp:// URLs (the server name is checked), NULL otherwise. */
 int gt_client_open(gt_client *c, const char *url, int timeout_ms, volatile sig_atomic_t *stop,
-                   char *err, size_t errlen);
+                   const char *tls_ca, char *err, size_t errlen);
 void gt_client_close(gt_client *c);
 /* Sends req and returns the reply (caller owns) and its type. Retries on
  * transport errors with backoff (0.2 s doubling to 10 s) for at most

@@ -35,6 +35,7 @@ static void on_signal(int sig)
 typedef struct worker {
     const char *url;
     const char *token;
+    const char *tls_ca;          /* CA file for tls+tcp:// coordinators */
     const gt_backend *bk;
     int device;
     int batch;
@@ -58,6 +59,7 @@ static void usage(FILE *f)
             "  --device N|all      device index (default 0); all: one process per device\n"
             "  --batch N           results per message (default 8)\n"
             "  --token TOKEN       shared worker token (default: environment GEMMTUNE_TOKEN)\n"
+            "  --tls-ca FILE       CA certificate (PEM) for a tls+tcp:// coordinator\n"
             "  --exit-when-idle S  exit after S seconds without a job (default: run forever)\n"
             "  --candidate-timeout S  a candidate silent for S seconds is killed (default 60)\n"
             "  --log-level LEVEL   debug, info, warn, error\n"
@@ -131,7 +133,7 @@ static void *heartbeat_loop(void *arg)
     worker *w = arg;
     gt_client hb;
     char err[256];
-    if (gt_client_open(&hb, w->url, 10000, &g_stop, err, sizeof err)) {
+    if (gt_client_open(&hb, w->url, 10000, &g_stop, w->tls_ca, err, sizeof err)) {
         gt_err("heartbeat: %s", err);
         return NULL;
     }
@@ -184,7 +186,7 @@ static void send_bye(worker *w)
 static int serve(worker *w)
 {
     char err[256];
-    if (gt_client_open(&w->main, w->url, 30000, &g_stop, err, sizeof err)) {
+    if (gt_client_open(&w->main, w->url, 30000, &g_stop, w->tls_ca, err, sizeof err)) {
         gt_err("%s", err);
         return 1;
     }
@@ -308,7 +310,7 @@ int main(int argc, char **argv)
     const char *backend = "cpu", *device = "0";
     gt_log_set_name("gemmtune-worker");
     enum { O_SERVER = 1, O_BACKEND, O_DEVICE, O_BATCH, O_TOKEN, O_IDLE, O_LEVEL, O_VERSION, O_HELP,
-           O_CTIMEOUT, O_CHILD };
+           O_CTIMEOUT, O_CHILD, O_TLSCA };
     const char *level = NULL;
     int child_fd = -1;
     double cand_timeout = 60;
@@ -320,6 +322,7 @@ int main(int argc, char **argv)
         {"help", no_argument, 0, O_HELP},
         {"candidate-timeout", required_argument, 0, O_CTIMEOUT},
         {"bench-child", required_argument, 0, O_CHILD}, /* internal: the bench process */
+        {"tls-ca", required_argument, 0, O_TLSCA},
         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -332,6 +335,7 @@ int main(int argc, char **argv)
         case O_IDLE: w.idle_exit_s = atof(optarg); break;
         case O_CTIMEOUT: cand_timeout = atof(optarg); break;
         case O_CHILD: child_fd = atoi(optarg); break;
+        case O_TLSCA: w.tls_ca = optarg; break;
         case O_LEVEL:
             level = optarg;
             if (!strcmp(optarg, "debug")) gt_log_set_level(GT_LOG_DEBUG);
