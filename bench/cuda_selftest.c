@@ -1,16 +1,23 @@
 /* cuda_selftest.c: gt-cuda-selftest, the cuda backend's self-test on a real
- * GPU. It drives the backend only through its vtable, as the worker's job
- * runner does (enumerate; prepare; per candidate build -> validate -> time ->
- * release; unprepare), in two parts:
+ * GPU. It drives the backend through its vtable, as the worker's job runner
+ * does (enumerate; prepare; per candidate build -> validate -> time ->
+ * release; unprepare), in up to four parts:
  *
- *   coverage  small problems over every supported type/epilogue/layout
- *             family: the baseline and every candidate must run, the
- *             baseline must validate; fp8 NN must be refused with a reason
- *             on pre-Blackwell parts;
- *   shapes    bf16 TN Llama-3-8B projections (m = out features, n = tokens,
- *             k = in features): every enumerated candidate is validated and
- *             quick-timed, then the 5 fastest are re-timed interleaved with
- *             the baseline (cuBLASLt heuristic top-1).
+ *   coverage    small problems over every supported type/epilogue/layout
+ *               family: the baseline and every candidate must run, the
+ *               baseline must validate; fp8 NN must be refused with a reason
+ *               on pre-Blackwell parts; an fp8 baseline that fails is probed
+ *               (cuBLASLt called directly in variants) to show why;
+ *   validation  the GPU comparison against its host emulation on the same
+ *               D (sampled and full reference, dense and padded D), and
+ *               NaN / Inf / unwritten elements anywhere in D giving NaN;
+ *   big         (--big) prepare and validate cost on the largest benchmark
+ *               shapes (sampled reference);
+ *   shapes      bf16 TN Llama-3-8B projections (m = out features, n = tokens,
+ *               k = in features): every enumerated candidate is validated and
+ *               quick-timed (with the per-candidate cost of each phase), then
+ *               the 5 fastest are re-timed interleaved with the baseline
+ *               (cuBLASLt heuristic top-1).
  *
  * Exit status 0 when everything that must work worked. */
 #include <cjson/cJSON.h>
@@ -26,7 +33,7 @@
 typedef struct opts {
     int device;
     int quick;
-    int coverage, shapes;
+    int coverage, validation, shapes, big;
     int max_cands;
     double min_time_ms;
     int repeats;
@@ -63,6 +70,263 @@ static gt_problem make(int64_t m, int64_t n, int64_t k, char ta, char tb, gt_dty
     return p;
 }
 
+/* ---- fp8 probe --------------------------------------------------------------- */
+
+/* Runs the heuristic's top algo for pp directly with cuBLASLt in variants
+ * of the descriptor and prints each status, so one run on the GPU shows
+ * which setting cuBLASLt refuses (CUBLASLT_LOG_LEVEL=2 adds its reason). */
+static void fp8_probe(gt_bk_ctx *ctx, gt_bk_prob *pp)
+{
+    static const struct {
+        const char *what;
+        int sepc, noscale, packed, amax, fast, recreate;
+    } var[] = {
+        {"as prepared (heuristic algo)", 0, 0, 0, 0, 0, 0},
+        {"scales packed 4 bytes apart", 0, 0, 1, 0, 0, 0},
+        {"C apart from D", 1, 0, 0, 0, 0, 0},
+        {"no A/B/D scale pointers", 0, 1, 0, 0, 0, 0},
+        {"AMAX_D set", 0, 0, 0, 1, 0, 0},
+        {"FAST_ACCUM=1", 0, 0, 0, 0, 1, 0},
+        {"algo re-created from its config", 0, 0, 0, 0, 0, 1},
+        {"re-created, no scale pointers", 0, 1, 0, 0, 0, 1},
+    };
+    const float packed_h[4] = {1, 1, 1, 0};
+    float *packed = NULL;
+    void *csep = NULL;
+    if (cudaMalloc((void **)&packed, sizeof packed_h) != cudaSuccess ||
+        cudaMemcpy(packed, packed_h, sizeof packed_h, cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaMalloc(&csep, pp->c_sz) != cudaSuccess || cudaMemset(csep, 0, pp->c_sz) != cudaSuccess) {
+        printf("    fp8 probe: device memory\n");
+        goto out;
+    }
+    for (size_t v = 0; v < sizeof var / sizeof var[0]; v++) {
+        char err[256] = "";
+        gt_cuda_desc d;
+        const float *sc = pp->scales;
+        gt_cuda_ptrs ptrs = {pp->bias, sc, sc + GT_CUDA_SCALE_SLOT, sc + 2 * GT_CUDA_SCALE_SLOT};
+        if (var[v].packed)
+            ptrs.a_scale = packed, ptrs.b_scale = packed + 1, ptrs.d_scale = packed + 2;
+        if (var[v].noscale)
+            ptrs.a_scale = ptrs.b_scale = ptrs.d_scale = NULL;
+        if (gt_cuda_desc_create(&pp->p, &pp->map, &ptrs, &d, err, sizeof err) != 0) {
+            printf("    fp8 probe: %-34s desc: %s\n", var[v].what, err);
+            continue;
+        }
+        const void *amax = sc + 3 * GT_CUDA_SCALE_SLOT;
+        int8_t fast = 1;
+        cublasStatus_t hs = CUBLAS_STATUS_SUCCESS, ms = CUBLAS_STATUS_NOT_INITIALIZED;
+        if (var[v].amax)
+            hs = cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &amax,
+                                                sizeof amax);
+        if (var[v].fast)
+            hs = cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast,
+                                                sizeof fast);
+        cublasLtMatmulPreference_t pref = NULL;
+        cublasLtMatmulHeuristicResult_t r;
+        int nr = 0, same = -1;
+        uint64_t ws = ctx->ws_size;
+        if (hs == CUBLAS_STATUS_SUCCESS)
+            hs = cublasLtMatmulPreferenceCreate(&pref);
+        if (hs == CUBLAS_STATUS_SUCCESS)
+            hs = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                      &ws, sizeof ws);
+        if (hs == CUBLAS_STATUS_SUCCESS)
+            hs = cublasLtMatmulAlgoGetHeuristic(ctx->lt, d.op, d.a, d.b, d.c, d.d, pref, 1, &r, &nr);
+        if (pref)
+            (void)cublasLtMatmulPreferenceDestroy(pref);
+        if (hs == CUBLAS_STATUS_SUCCESS && nr > 0) {
+            cublasLtMatmulAlgo_t algo = r.algo;
+            gt_cuda_cfg cfg;
+            size_t need;
+            if (var[v].recreate) {
+                if (gt_cuda_cfg_from_algo(&r.algo, &cfg, err, sizeof err) != 0 ||
+                    gt_cuda_algo_make(ctx, &pp->map, &d, &cfg, &algo, &need, err, sizeof err) != 0)
+                    printf("    fp8 probe: %-34s %s\n", var[v].what, err);
+                same = memcmp(algo.data, r.algo.data, sizeof algo.data) == 0;
+            }
+            ms = cublasLtMatmul(ctx->lt, d.op, pp->map.alpha, pp->val.a, d.a, pp->val.b, d.b,
+                                pp->map.beta, var[v].sepc ? csep : pp->val.c, d.c, pp->val.d, d.d,
+                                &algo, ctx->ws, ctx->ws_size, ctx->stream);
+            cudaError_t e = cudaStreamSynchronize(ctx->stream);
+            if (e != cudaSuccess)
+                printf("    fp8 probe: %-34s sync: %s\n", var[v].what, cudaGetErrorName(e));
+        }
+        printf("    fp8 probe: %-34s heuristic %s (%d), matmul %s%s\n", var[v].what,
+               gt_cuda_status_name(hs), nr,
+               hs == CUBLAS_STATUS_SUCCESS && nr > 0 ? gt_cuda_status_name(ms) : "-",
+               same < 0 ? "" : same ? " (bytes equal)" : " (bytes differ)");
+        gt_cuda_desc_destroy(&d);
+        if (dead(ctx))
+            break;
+    }
+out:
+    if (packed)
+        (void)cudaFree(packed);
+    if (csep)
+        (void)cudaFree(csep);
+}
+
+/* ---- validation ---------------------------------------------------------------- */
+
+/* A value of a 16-bit output type, for altering D. */
+static uint16_t enc16(int kt, double v)
+{
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return kt == GT_KT_BF16 ? (uint16_t)(u >> 16) : gt_cuda_f32_to_f16(f);
+}
+
+static int put16(gt_bk_ctx *ctx, gt_bk_prob *pp, uint16_t *host, int64_t at, uint16_t v)
+{
+    host[at] = v;
+    return cudaMemcpyAsync((uint16_t *)pp->val.d + at, &host[at], 2, cudaMemcpyHostToDevice,
+                           ctx->stream) == cudaSuccess;
+}
+
+/* The GPU comparison must equal its host emulation on the same D and
+ * reference, and any non-finite or unwritten element of D, sampled or not,
+ * must make the error NaN. 16-bit outputs only. */
+static void validation_one(gt_bk_ctx *ctx, const char *name, gt_problem p)
+{
+    char err[512] = "";
+    cJSON *cands = NULL, *base = NULL;
+    gt_bk_prob *pp = NULL;
+    gt_bk_cand *c = NULL;
+    uint16_t *hd = NULL;
+    double *hr = NULL;
+    int bad = 0;
+    gt_problem_finish(&p);
+    if (bk->enumerate(ctx, &p, &cands, &base, err, sizeof err) != 0 ||
+        bk->prepare(ctx, &p, &pp, err, sizeof err) != 0 ||
+        bk->build(pp, base, &c, err, sizeof err) != 0) {
+        printf("FAIL %-28s %s\n", name, err);
+        failures++;
+        goto out;
+    }
+    const gt_problem *q = &pp->p;
+    int kt = pp->map.dkt;
+    int64_t sd = q->batch > 1 ? q->stride_d : 0, nref = q->m * pp->ns * q->batch;
+    double e = NAN, g = NAN, h;
+    hd = malloc(pp->d_sz);
+    hr = malloc((size_t)nref * sizeof *hr);
+    double t0 = gt_mono_ms();
+    if (!hd || !hr || bk->validate(pp, c, &e, err, sizeof err) != 0) {
+        printf("FAIL %-28s validate: %s\n", name, err);
+        failures++;
+        goto out;
+    }
+    double vms = gt_mono_ms() - t0;
+    if (cudaMemcpy(hd, pp->val.d, pp->d_sz, cudaMemcpyDeviceToHost) != cudaSuccess ||
+        cudaMemcpy(hr, pp->ref, (size_t)nref * sizeof *hr, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        printf("FAIL %-28s copy back\n", name);
+        failures++;
+        goto out;
+    }
+#define EMU() gt_cuda_rel_err(kt, hd, q->m, q->n, q->ldd, q->batch, sd, pp->cols, pp->ns, hr)
+#define GPU() (gt_cuda_check(pp, &g, err, sizeof err) == 0 ? g : (printf("     %s\n", err), -1.0))
+    h = EMU();
+    bad += !(e <= gt_bk_tolerance(q)) || !(fabs(GPU() - h) <= 1e-9 * h + 1e-300) || g != e;
+    printf("     %-28s validate %.2f ms: gpu %.17g host %.17g\n", name, vms, e, h);
+    /* A wrong finite value in a sampled column (last batch, middle row). */
+    int64_t js = pp->cols ? pp->cols[pp->ns / 2] : q->n / 2, b = q->batch - 1;
+    int64_t at = b * sd + js * q->ldd + q->m / 2;
+    uint16_t keep = hd[at];
+    bad += !put16(ctx, pp, hd, at, enc16(kt, gt_cuda_decode(kt, hd, (size_t)at) + 1.0));
+    h = EMU();
+    bad += !(h > e) || !(fabs(GPU() - h) <= 1e-9 * h);
+    bad += !put16(ctx, pp, hd, at, keep);
+    /* NaN, +Inf, and poison (never written) in an unsampled column when
+     * sampling (the scan covers all of D), and in the last element of D. */
+    int64_t ju = 0; /* the first column the reference does not cover, if any */
+    for (int64_t ci = 0; pp->cols && ci < pp->ns && pp->cols[ci] == ju; ci++)
+        ju++;
+    int64_t spots[2] = {ju * q->ldd + 1, (q->batch - 1) * sd + (q->n - 1) * q->ldd + q->m - 1};
+    const uint16_t nan16 = kt == GT_KT_BF16 ? 0x7fc0 : 0x7e00, inf16 = kt == GT_KT_BF16 ? 0x7f80 : 0x7c00;
+    const uint16_t vals[3] = {nan16, inf16, 0xffff};
+    for (int si = 0; si < 2; si++)
+        for (int vi = 0; vi < 3; vi++) {
+            keep = hd[spots[si]];
+            bad += !put16(ctx, pp, hd, spots[si], vals[vi]);
+            bad += !isnan(EMU()) || !isnan(GPU());
+            bad += !put16(ctx, pp, hd, spots[si], keep);
+        }
+    bad += GPU() != e; /* restored: the same result, bit for bit */
+#undef EMU
+#undef GPU
+    printf("%s %-28s ref %s (%lld of %lld columns, %.1f ms), gpu == host emulation, NaN/Inf/unwritten "
+           "caught%s\n", bad ? "FAIL" : "ok  ", name, pp->ns < q->n ? "sampled" : "full",
+           (long long)pp->ns, (long long)q->n, pp->ref_ms, bad ? ": MISMATCH" : "");
+    failures += bad != 0;
+out:
+    if (c)
+        bk->release(c);
+    free(hd);
+    free(hr);
+    bk->unprepare(pp);
+    cJSON_Delete(cands);
+    cJSON_Delete(base);
+}
+
+static void validation(gt_bk_ctx *ctx)
+{
+    printf("\n== validation: GPU comparison vs host emulation, non-finite detection ==\n");
+    gt_cuda_set_limits(ctx, 8, 10);
+    /* 4.6e9 MACs: sampled, 256 of 2048 columns; dense D (16-byte scan). */
+    validation_one(ctx, "bf16 TN 2048x2048x1088", make(2048, 2048, 1088, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32));
+    /* full reference, padded batched D (ldd > m: the element scan). */
+    gt_problem p = make(384, 96, 256, 'N', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
+    p.batch = 3;
+    gt_problem_default_ld(&p);
+    p.ldc = p.ldd = 392;
+    p.stride_c = p.stride_d = 392 * 96 + 64;
+    validation_one(ctx, "bf16 NN batch 3 ldd 392", p);
+    /* dense with a tail that is not a whole 16-byte chunk (600 bytes). */
+    validation_one(ctx, "f16 TN 100x3x64", make(100, 3, 64, 'T', 'N', GT_DT_F16, GT_DT_F16, GT_DT_F32));
+}
+
+/* Prepare (reference) and validate cost on the largest benchmark shapes. */
+static void big(gt_bk_ctx *ctx)
+{
+    static const int64_t shapes[][3] = {{128256, 8192, 4096}, {28672, 8192, 4096}, {4096, 8192, 14336}};
+    printf("\n== big: bf16 TN, sampled reference and validation cost ==\n");
+    gt_cuda_set_limits(ctx, 8, 20);
+    for (int i = 0; i < 3; i++) {
+        char err[512] = "", name[64];
+        cJSON *cands = NULL, *base = NULL;
+        gt_bk_prob *pp = NULL;
+        gt_bk_cand *c = NULL;
+        gt_problem p = make(shapes[i][0], shapes[i][1], shapes[i][2], 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
+        snprintf(name, sizeof name, "%lldx%lldx%lld", (long long)p.m, (long long)p.n, (long long)p.k);
+        double t0 = gt_mono_ms(), tp = 0, tv = 0, e = NAN;
+        gt_timing t = {0};
+        gt_timing_opts o = {.min_time_ms = 20, .warmup = 1, .repeats = 3};
+        int ok = bk->enumerate(ctx, &p, &cands, &base, err, sizeof err) == 0 &&
+                 bk->prepare(ctx, &p, &pp, err, sizeof err) == 0 &&
+                 bk->build(pp, base, &c, err, sizeof err) == 0;
+        tp = gt_mono_ms() - t0;
+        for (int r = 0; ok && r < 3; r++) { /* the first one includes the kernel's loading */
+            t0 = gt_mono_ms();
+            ok = bk->validate(pp, c, &e, err, sizeof err) == 0 && e <= gt_bk_tolerance(&p);
+            tv = gt_mono_ms() - t0;
+        }
+        ok = ok && bk->time(pp, c, &o, &t, err, sizeof err) == 0;
+        if (ok)
+            printf("ok   %-20s ref %lld of %lld columns in %.0f ms (enumerate+prepare %.2f s); validate "
+                   "%.2f ms = GEMM %.2f ms + %.2f ms poison/compare/scan; rel err %.2e\n",
+                   name, (long long)pp->ns, (long long)p.n, pp->ref_ms, tp / 1000, tv,
+                   t.median_us / 1000, tv - t.median_us / 1000, e);
+        else
+            printf("FAIL %-20s %s (rel err %.3g)\n", name, err, e);
+        failures += !ok;
+        if (c)
+            bk->release(c);
+        bk->unprepare(pp);
+        cJSON_Delete(cands);
+        cJSON_Delete(base);
+    }
+}
+
 /* ---- coverage -------------------------------------------------------------- */
 
 static void coverage_one(gt_bk_ctx *ctx, const char *name, gt_problem p)
@@ -82,7 +346,7 @@ static void coverage_one(gt_bk_ctx *ctx, const char *name, gt_problem p)
         failures++;
         goto out;
     }
-    int n = cJSON_GetArraySize(cands), built = 0, valid = 0;
+    int n = cJSON_GetArraySize(cands), built = 0, valid = 0, runerr = 0;
     double base_err = NAN, base_us = NAN, worst_valid = 0;
     gt_timing_opts o = {.min_time_ms = 0.3, .warmup = 1, .repeats = 3};
     for (int i = -1; i < n; i++) {
@@ -96,12 +360,16 @@ static void coverage_one(gt_bk_ctx *ctx, const char *name, gt_problem p)
         }
         built++;
         if (bk->validate(pp, c, &e, err, sizeof err) != 0 || bk->time(pp, c, &o, &t, err, sizeof err) != 0) {
-            printf("%s %-28s candidate %d: %s\n", i < 0 || dead(ctx) ? "FAIL" : "    ", name, i, err);
+            /* A failing baseline fails the problem, but the others still run:
+             * whether any config works tells a descriptor problem from an
+             * algo one. */
+            if (i < 0 || dead(ctx) || runerr++ < 2)
+                printf("%s %-28s candidate %d: %s\n", i < 0 || dead(ctx) ? "FAIL" : "    ", name, i, err);
             bk->release(c);
-            if (i < 0 || dead(ctx)) {
-                failures++;
+            if (i < 0 && pp->map.fp8)
+                fp8_probe(ctx, pp);
+            if (dead(ctx))
                 break;
-            }
             continue;
         }
         if (e <= tol) {
@@ -115,8 +383,9 @@ static void coverage_one(gt_bk_ctx *ctx, const char *name, gt_problem p)
         bk->release(c);
     }
     int ok = base_err <= tol && valid > 0;
-    printf("%s %-28s %4d cands %4d built %4d valid  baseline err %.2e (tol %.0e) %8.2f us  worst valid %.2e\n",
-           ok ? "ok  " : "FAIL", name, n, built, valid, base_err, tol, base_us, worst_valid);
+    printf("%s %-28s %4d cands %4d built %4d valid  baseline err %.2e (tol %.0e) %8.2f us  worst valid %.2e  ref %s\n",
+           ok ? "ok  " : "FAIL", name, n, built, valid, base_err, tol, base_us, worst_valid,
+           pp->ns < pp->p.n ? "sampled" : "full");
     failures += !ok;
 out:
     bk->unprepare(pp);
@@ -231,16 +500,20 @@ static void shape_one(gt_bk_ctx *ctx, const opts *o, const shape *s)
     if (!sc)
         goto out;
     gt_timing_opts quick = {.min_time_ms = o->min_time_ms, .warmup = 1, .repeats = o->repeats};
-    double t0 = gt_mono_ms();
+    double t0 = gt_mono_ms(), ph[3] = {0, 0, 0}, gpu_ms = 0; /* build, validate, time */
     for (int i = 0; i < n; i++) {
         gt_bk_cand *c = NULL;
-        double e = NAN;
+        double e = NAN, ta = gt_mono_ms(), tb, tc;
         gt_timing t;
-        if (bk->build(pp, cJSON_GetArrayItem(cands, i), &c, err, sizeof err) != 0) {
+        int brc = bk->build(pp, cJSON_GetArrayItem(cands, i), &c, err, sizeof err);
+        ph[0] += (tb = gt_mono_ms()) - ta;
+        if (brc != 0) {
             nobuild++;
             continue;
         }
-        if (bk->validate(pp, c, &e, err, sizeof err) != 0) {
+        int vrc = bk->validate(pp, c, &e, err, sizeof err);
+        ph[1] += (tc = gt_mono_ms()) - tb;
+        if (vrc != 0) {
             bk->release(c);
             if (dead(ctx)) {
                 printf("FAIL %s candidate %d validate: %s\n", s->name, i, err);
@@ -256,7 +529,9 @@ static void shape_one(gt_bk_ctx *ctx, const opts *o, const shape *s)
             bk->release(c);
             continue;
         }
-        if (bk->time(pp, c, &quick, &t, err, sizeof err) != 0) {
+        int trc = bk->time(pp, c, &quick, &t, err, sizeof err);
+        ph[2] += gt_mono_ms() - tc;
+        if (trc != 0) {
             bk->release(c);
             if (dead(ctx)) {
                 printf("FAIL %s candidate %d time: %s\n", s->name, i, err);
@@ -268,6 +543,7 @@ static void shape_one(gt_bk_ctx *ctx, const opts *o, const shape *s)
             continue;
         }
         timed++;
+        gpu_ms += t.median_us * t.iters * t.repeats / 1000.0;
         sc[valid].index = i;
         sc[valid].us = t.median_us;
         valid++;
@@ -327,6 +603,11 @@ static void shape_one(gt_bk_ctx *ctx, const opts *o, const shape *s)
         gt_cuda_cfg_text(&re[best]->cfg, text, sizeof text);
         printf("    best %s\n", text);
     }
+    int nb = n - nobuild > 0 ? n - nobuild : 1;
+    printf("    per candidate: build %.0f us, validate %.0f us, time %.0f us (of which %.0f us in "
+           "the timed repeats) -> %.0f cand/s\n",
+           ph[0] * 1000 / (n > 0 ? n : 1), ph[1] * 1000 / nb, ph[2] * 1000 / (timed > 0 ? timed : 1),
+           gpu_ms * 1000 / (timed > 0 ? timed : 1), secs > 0 ? timed / secs : 0.0);
     printf("    enum: %d heuristic, %d algo ids, %lld checks in %.2fs, %d returned, %d heuristic "
            "algos not re-created bit-exactly, %d cluster-blind pairs; %d build failures, %d run "
            "errors\n",
@@ -392,10 +673,13 @@ static int parse_shapes(const char *s, shape *out, int cap)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: gt-cuda-selftest [--device N] [--quick] [--coverage-only | --no-coverage]\n"
+            "usage: gt-cuda-selftest [--device N] [--quick] [--coverage-only | --no-coverage |\n"
+            "         --validation-only] [--big]\n"
             "         [--shapes MxNxK,...] [--max-cands N] [--min-time MS] [--repeats N]\n"
             "         [--top N] [--rounds N] [--tokens 1|16|128]\n"
-            "  --quick        coverage + the n=1 shapes, at most 500 candidates each\n"
+            "  --quick        coverage + validation + the n=1 shapes, at most 500 candidates each\n"
+            "  --coverage-only  coverage and validation, no shapes; --no-coverage: shapes only\n"
+            "  --big          also prepare/validate cost on 128256x8192x4096 and two more\n"
             "  --tokens N     only the Llama-3-8B shapes with n = N tokens\n"
             "  --shapes       bf16 TN shapes (BLAS m x n x k) instead of Llama-3-8B\n"
             "  --max-cands    enumeration cap per shape (default 4000)\n"
@@ -405,7 +689,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    opts o = {.device = 0, .coverage = 1, .shapes = 1, .max_cands = 4000, .min_time_ms = 0.5,
+    opts o = {.device = 0, .coverage = 1, .validation = 1, .shapes = 1, .max_cands = 4000, .min_time_ms = 0.5,
               .repeats = 3, .top = 5, .rounds = 5};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -415,7 +699,11 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--coverage-only") == 0) {
             o.shapes = 0;
         } else if (strcmp(a, "--no-coverage") == 0) {
-            o.coverage = 0;
+            o.coverage = o.validation = 0;
+        } else if (strcmp(a, "--validation-only") == 0) {
+            o.coverage = o.shapes = 0;
+        } else if (strcmp(a, "--big") == 0) {
+            o.big = 1;
         } else if (v && strcmp(a, "--device") == 0) {
             o.device = atoi(v), i++;
         } else if (v && strcmp(a, "--shapes") == 0) {
@@ -453,6 +741,10 @@ int main(int argc, char **argv)
     int sm = atoi(dev.arch + 3);
     if (o.coverage)
         coverage(ctx, sm);
+    if (o.validation)
+        validation(ctx);
+    if (o.big)
+        big(ctx);
     if (o.shapes) {
         shape shapes[64];
         int ns = o.shape_list ? parse_shapes(o.shape_list, shapes, 64) : default_shapes(shapes, o.quick, o.tokens);

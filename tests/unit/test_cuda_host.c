@@ -1,8 +1,10 @@
 /* test_cuda_host.c: the cuda backend's host-side logic, which needs no GPU:
- * type/compute/epilogue mapping, refusals with reasons, descriptors, the
- * element codecs shared with the NVRTC kernels, the host comparison, the
- * config encoding, NVRTC compilation of the helper kernels, and `open`
- * failing cleanly without a GPU. On a machine with a GPU it also runs a
+ * type/compute/epilogue mapping, the fp8 table, refusals with reasons,
+ * descriptors, the element codecs shared with the NVRTC kernels, the
+ * validation semantics (which columns the reference covers, the raw-bit
+ * scan for non-finite / unwritten output, the host emulation of the GPU
+ * comparison, sampled and full), the config encoding, NVRTC compilation of
+ * the helper kernels, and `open` failing cleanly without a GPU. On a machine with a GPU it also runs a
  * small end-to-end smoke test through the vtable.
  * Built without CUDA it proves the backend is absent. */
 #include <math.h>
@@ -168,6 +170,91 @@ static void test_unsupported(void)
     refused(p, 90, "bad problem: lda=3");
 }
 
+/* The documented FP8 table (cuda_map.c map_fp8), row by row, and what the
+ * descriptor gets for it. */
+static void test_fp8(void)
+{
+    const gt_dtype E4 = GT_DT_F8E4M3, E5 = GT_DT_F8E5M2, BF = GT_DT_BF16, H = GT_DT_F16,
+                   F = GT_DT_F32;
+    const struct {
+        gt_dtype a, b, c, d;
+        int ok;
+        gt_dtype bias; /* default bias type when ok */
+    } rows[] = {
+        {E4, E4, BF, BF, 1, BF}, {E4, E4, BF, E4, 1, BF}, {E4, E4, H, H, 1, H},
+        {E4, E4, H, E4, 1, H},   {E4, E4, F, F, 1, BF},   {E4, E5, BF, BF, 1, BF},
+        {E4, E5, BF, E4, 1, BF}, {E4, E5, BF, E5, 1, BF}, {E5, E4, H, E5, 1, H},
+        {E5, E4, H, E4, 1, H},   {E5, E4, F, F, 1, BF},   {E4, E5, H, H, 1, H},
+        {E4, E4, BF, E5, 0, 0},  /* e5m2 output needs an e5m2 input */
+        {E4, E4, E4, E4, 0, 0},  /* C is never fp8 */
+        {E4, E4, BF, F, 0, 0},   {E4, E4, F, BF, 0, 0},   {E4, E4, H, BF, 0, 0},
+        {E5, E5, BF, BF, 0, 0},
+    };
+    char err[256];
+    gt_cuda_map m;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        gt_problem p = prob(256, 32, 128, 'T', 'N', rows[i].a, rows[i].c, GT_DT_F32);
+        p.b_type = rows[i].b;
+        p.d_type = rows[i].d;
+        p.bias = 1;
+        int rc = gt_cuda_map_problem(&p, 90, &m, err, sizeof err);
+        CHECK_MSG((rc == 0) == rows[i].ok, "row %zu: rc %d %s", i, rc, rc ? err : "");
+        if (rc == 0) {
+            cudaDataType_t bt;
+            CHECK(gt_cuda_dtype(rows[i].bias, &bt) == 0 && m.bias == bt);
+            CHECK(m.fp8 && m.d_scale == (rows[i].d == E4 || rows[i].d == E5));
+            CHECK(m.compute == CUBLAS_COMPUTE_32F && m.scale == CUDA_R_32F);
+        } else {
+            CHECK(strncmp(err, "cuda: ", 6) == 0);
+        }
+    }
+    gt_problem p = prob(256, 32, 128, 'T', 'N', E4, BF, GT_DT_F32);
+    p.d_type = E4;
+    p.bias = 1;
+    p.bias_type = H;
+    refused(p, 90, "needs bias_type bf16");
+    p.bias_type = BF;
+    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+    /* Tensor Core alignment is required for fp8 (16-byte multiples). */
+    refused(prob(256, 32, 120, 'T', 'N', E4, BF, GT_DT_F32), 90, "rows of A=120");
+    refused(prob(100, 32, 128, 'T', 'N', E4, BF, GT_DT_F32), 90, "m (rows of C)=100");
+    p = prob(256, 32, 128, 'T', 'N', E4, BF, GT_DT_F32);
+    p.ldd = p.ldc = 260;
+    refused(p, 90, "ldc=260");
+    p = prob(256, 1, 128, 'T', 'N', E4, BF, GT_DT_F32); /* n = 1 (decode) is fine */
+    CHECK_MSG(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0, "%s", err);
+    /* TN only on Ada, Hopper and GeForce Blackwell; any layout on sm_100. */
+    p = prob(256, 32, 128, 'N', 'N', E4, BF, GT_DT_F32);
+    refused(p, 89, "transA=T transB=N on sm_89");
+    refused(p, 120, "transA=T transB=N on sm_120");
+    CHECK(gt_cuda_map_problem(&p, 100, &m, err, sizeof err) == 0);
+    p = prob(256, 32, 128, 'T', 'N', E4, BF, GT_DT_F32);
+    p.scale_type = GT_DT_F16;
+    refused(p, 90, "needs scale_type f32");
+
+    /* Descriptor: A/B scale pointers always, D scale only for an fp8 D. */
+    gt_cuda_desc d;
+    gt_cuda_ptrs ptrs = {NULL, (void *)(uintptr_t)0x1000, (void *)(uintptr_t)0x1004,
+                         (void *)(uintptr_t)0x1008};
+    for (int fp8_out = 0; fp8_out < 2; fp8_out++) {
+        p = prob(256, 32, 128, 'T', 'N', E4, BF, GT_DT_F32);
+        if (fp8_out)
+            p.d_type = E4;
+        CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+        CHECK_MSG(gt_cuda_desc_create(&p, &m, &ptrs, &d, err, sizeof err) == 0, "%s", err);
+        const void *as = NULL, *bs = NULL, *ds = NULL;
+        size_t w;
+        CHECK(cublasLtMatmulDescGetAttribute(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &as,
+                                             sizeof as, &w) == 0 && as == ptrs.a_scale);
+        CHECK(cublasLtMatmulDescGetAttribute(d.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &bs,
+                                             sizeof bs, &w) == 0 && bs == ptrs.b_scale);
+        CHECK(cublasLtMatmulDescGetAttribute(d.op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &ds,
+                                             sizeof ds, &w) == 0);
+        CHECK(ds == (fp8_out ? ptrs.d_scale : NULL));
+        gt_cuda_desc_destroy(&d);
+    }
+}
+
 static void test_epilogue(void)
 {
     const struct {
@@ -282,8 +369,8 @@ static void test_codecs(void)
 
 static void test_rel_err(void)
 {
-    /* m=3 n=2 batch=2, ldd=4 (one padding row), stride 10: padding is NaN
-     * and must not count. */
+    /* Full reference (cols NULL, ns == n): m=3 n=2 batch=2, ldd=4 (one
+     * padding row), stride 10: padding is NaN and must not count. */
     float out[20];
     double ref[12];
     for (int i = 0; i < 20; i++)
@@ -295,18 +382,19 @@ static void test_rel_err(void)
                 ref[(b * 2 + j) * 3 + i] = v;
                 out[b * 10 + j * 4 + i] = (float)v;
             }
-    CHECK(gt_cuda_rel_err(GT_KT_F32, out, 3, 2, 4, 2, 10, ref) == 0.0);
+    CHECK(gt_cuda_rel_err(GT_KT_F32, out, 3, 2, 4, 2, 10, NULL, 2, ref) == 0.0);
     out[10 + 4 + 2] += 1.0f; /* one element off by 1 */
     double den = 0;
     for (int i = 0; i < 12; i++)
         den += ref[i] * ref[i];
-    double e = gt_cuda_rel_err(GT_KT_F32, out, 3, 2, 4, 2, 10, ref);
+    double e = gt_cuda_rel_err(GT_KT_F32, out, 3, 2, 4, 2, 10, NULL, 2, ref);
     CHECK(fabs(e - sqrt(1.0 / den)) < 1e-12);
     out[10] = NAN; /* an unwritten (poisoned) element */
-    CHECK(isnan(gt_cuda_rel_err(GT_KT_F32, out, 3, 2, 4, 2, 10, ref)));
+    CHECK(isnan(gt_cuda_rel_err(GT_KT_F32, out, 3, 2, 4, 2, 10, NULL, 2, ref)));
+    out[10] = INFINITY;
+    CHECK(isnan(gt_cuda_rel_err(GT_KT_F32, out, 3, 2, 4, 2, 10, NULL, 2, ref)));
 
-    /* The specialized bf16 and generic (f16) paths, with 0xffff poison in
-     * the padding that must be ignored. */
+    /* bf16 and f16, with 0xffff poison in the padding that must be ignored. */
     uint16_t hb[8], hh[8];
     double r2[6];
     for (int i = 0; i < 8; i++)
@@ -318,10 +406,167 @@ static void test_rel_err(void)
             gt_cuda_fill_encode(GT_KT_BF16, q, &hb[j * 4 + i]);
             gt_cuda_fill_encode(GT_KT_F16, q * 8, &hh[j * 4 + i]); /* q*8/2048 == q/256 */
         }
-    CHECK(gt_cuda_rel_err(GT_KT_BF16, hb, 3, 2, 4, 1, 0, r2) == 0.0);
-    CHECK(gt_cuda_rel_err(GT_KT_F16, hh, 3, 2, 4, 1, 0, r2) == 0.0);
+    CHECK(gt_cuda_rel_err(GT_KT_BF16, hb, 3, 2, 4, 1, 0, NULL, 2, r2) == 0.0);
+    CHECK(gt_cuda_rel_err(GT_KT_F16, hh, 3, 2, 4, 1, 0, NULL, 2, r2) == 0.0);
     hb[5] = 0xffff;
-    CHECK(isnan(gt_cuda_rel_err(GT_KT_BF16, hb, 3, 2, 4, 1, 0, r2)));
+    CHECK(isnan(gt_cuda_rel_err(GT_KT_BF16, hb, 3, 2, 4, 1, 0, NULL, 2, r2)));
+
+    CHECK(gt_cuda_rel_from(4, 16, 0) == 0.5);
+    CHECK(gt_cuda_rel_from(4, 0, 0) == 2.0); /* all-zero reference: absolute */
+    CHECK(isnan(gt_cuda_rel_from(0, 1, 1)));
+    CHECK(isnan(gt_cuda_rel_from(NAN, 1, 0)) && isnan(gt_cuda_rel_from(INFINITY, 1, 0)));
+}
+
+/* The scan's raw-bit test (mirrored on the GPU): poison and non-finite
+ * values are bad in every type, finite values and the fill values never. */
+static void test_is_bad(void)
+{
+    unsigned char ff[8], p80[8];
+    memset(ff, 0xff, sizeof ff);
+    memset(p80, 0x80, sizeof p80);
+    for (int kt = GT_KT_F32; kt <= GT_KT_E5M2; kt++)
+        CHECK_MSG(gt_cuda_is_bad(kt, ff, 0), "kt %d 0xff", kt);
+    CHECK(gt_cuda_is_bad(GT_KT_I8, p80, 0) && gt_cuda_is_bad(GT_KT_I32, p80, 0));
+    for (int kt = GT_KT_F32; kt <= GT_KT_I32; kt++) {
+        int64_t qmax = gt_cuda_fill_qmax(kt);
+        int64_t qs[] = {0, 1, -1, qmax, -qmax, qmax / 3};
+        for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
+            unsigned char buf[8];
+            gt_cuda_fill_encode(kt, qs[i], buf);
+            CHECK_MSG(!gt_cuda_is_bad(kt, buf, 0), "kt %d q %lld", kt, (long long)qs[i]);
+        }
+    }
+    uint16_t h[4] = {0x7bff, 0x7c00, 0xfc00, 0x7e00}; /* f16 max, +inf, -inf, nan */
+    CHECK(!gt_cuda_is_bad(GT_KT_F16, h, 0) && gt_cuda_is_bad(GT_KT_F16, h, 1) &&
+          gt_cuda_is_bad(GT_KT_F16, h, 2) && gt_cuda_is_bad(GT_KT_F16, h, 3));
+    uint16_t bf[3] = {0x7f7f, 0x7f80, 0xffc0}; /* bf16 max, inf, nan */
+    CHECK(!gt_cuda_is_bad(GT_KT_BF16, bf, 0) && gt_cuda_is_bad(GT_KT_BF16, bf, 1) &&
+          gt_cuda_is_bad(GT_KT_BF16, bf, 2));
+    uint8_t e4[3] = {0x7e, 0x7f, 0xfe}; /* e4m3 448 (finite), nan, -448 */
+    CHECK(!gt_cuda_is_bad(GT_KT_E4M3, e4, 0) && gt_cuda_is_bad(GT_KT_E4M3, e4, 1) &&
+          !gt_cuda_is_bad(GT_KT_E4M3, e4, 2));
+    uint8_t e5[3] = {0x7b, 0x7c, 0x7d}; /* e5m2 max, inf, nan */
+    CHECK(!gt_cuda_is_bad(GT_KT_E5M2, e5, 0) && gt_cuda_is_bad(GT_KT_E5M2, e5, 1) &&
+          gt_cuda_is_bad(GT_KT_E5M2, e5, 2));
+    float f[2] = {3.0e38f, INFINITY};
+    CHECK(!gt_cuda_is_bad(GT_KT_F32, f, 0) && gt_cuda_is_bad(GT_KT_F32, f, 1));
+    double d[2] = {1e308, -INFINITY};
+    CHECK(!gt_cuda_is_bad(GT_KT_F64, d, 0) && gt_cuda_is_bad(GT_KT_F64, d, 1));
+    int8_t i8 = -127;
+    int32_t i32 = -2139062143; /* 0x80808081 */
+    CHECK(!gt_cuda_is_bad(GT_KT_I8, &i8, 0) && !gt_cuda_is_bad(GT_KT_I32, &i32, 0));
+}
+
+/* Which columns the reference computes, and which ones it samples. */
+static void test_sampling(void)
+{
+    /* Small problems: every column. */
+    CHECK(gt_cuda_ref_columns(6144, 16, 4096, 1) == 16);
+    CHECK(gt_cuda_ref_columns(512, 512, 512, 1) == 512);
+    CHECK(gt_cuda_ref_columns(4096, 128, 4096, 1) == 128); /* 2^31 MACs */
+    /* The large benchmark shapes: about 2^36 MACs, 64..256 columns. */
+    CHECK(gt_cuda_ref_columns(128256, 8192, 4096, 1) == 130);
+    CHECK(gt_cuda_ref_columns(28672, 8192, 4096, 1) == 256);
+    CHECK(gt_cuda_ref_columns(4096, 8192, 14336, 1) == 256);
+    CHECK(gt_cuda_ref_columns(128256, 1, 4096, 1) == 1);
+    CHECK(gt_cuda_ref_columns(128256, 16, 4096, 1) == 16); /* sampled, but all 16 fit */
+    CHECK(gt_cuda_ref_columns(1 << 20, 4096, 1 << 16, 1) == 64);
+    /* The reference's memory stays bounded: 2^28 rows fit only 2 columns. */
+    CHECK(gt_cuda_ref_columns((int64_t)1 << 28, 64, 16, 1) == 2);
+    /* Batched: the same columns in every entry, the budget shared. */
+    CHECK(gt_cuda_ref_columns(4096, 4096, 4096, 64) == 64);
+    /* Full when small in MACs but the dense reference would not fit. */
+    CHECK(gt_cuda_ref_columns(1 << 16, 1 << 12, 1, 1) < (1 << 12));
+    for (int64_t b = 0; b < 16; b++)
+        CHECK(gt_cuda_ref_columns(100 + b, 1000 + 7 * b, 10 + b, 1) == 1000 + 7 * b);
+
+    const int64_t n = 8192, ns = 130;
+    int64_t a[130], b2[130], c[130];
+    gt_cuda_sample_columns(42, n, ns, a);
+    gt_cuda_sample_columns(42, n, ns, b2);
+    gt_cuda_sample_columns(43, n, ns, c);
+    CHECK(memcmp(a, b2, sizeof a) == 0);  /* deterministic in the seed */
+    CHECK(memcmp(a, c, sizeof a) != 0);   /* and drawn from it */
+    CHECK(a[0] == 0 && a[ns - 1] == n - 1);
+    int ok = 1;
+    for (int64_t i = 1; i < ns; i++)
+        ok &= a[i] > a[i - 1] && a[i] < n;
+    CHECK(ok);
+    /* One column in each of the 128 strata of [1, n-1): spread over D. */
+    int64_t width = (n - 2) / (ns - 2) + 1;
+    for (int64_t i = 1; i < ns; i++)
+        ok &= a[i] - a[i - 1] <= 2 * width;
+    CHECK(ok);
+    int64_t id[5];
+    gt_cuda_sample_columns(7, 5, 5, id);
+    CHECK(id[0] == 0 && id[4] == 4 && id[2] == 2);
+    int64_t two[2];
+    gt_cuda_sample_columns(7, 1000, 2, two);
+    CHECK(two[0] == 0 && two[1] == 999);
+}
+
+/* Sampled vs full comparison, as the GPU does it: the error counts only the
+ * sampled columns; the scan sees every element of D. */
+static void test_sampled_check(void)
+{
+    enum { M = 5, N = 40, B = 2, LDD = 8, SD = LDD * N, NS = 6 };
+    uint16_t d[SD * B];
+    double full[M * N * B], samp[M * NS * B];
+    int64_t cols[NS];
+    gt_cuda_sample_columns(99, N, NS, cols);
+    for (int i = 0; i < SD * B; i++)
+        d[i] = 0xffff; /* poison, left in the padding rows */
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < N; j++)
+            for (int i = 0; i < M; i++) {
+                int64_t q = (i * 7 + j * 3 + b * 11) % 255 - 127;
+                full[(b * N + j) * M + i] = gt_cuda_fill_value(GT_KT_BF16, q);
+                gt_cuda_fill_encode(GT_KT_BF16, q, &d[b * SD + j * LDD + i]);
+            }
+    for (int b = 0; b < B; b++)
+        for (int c = 0; c < NS; c++)
+            memcpy(&samp[(b * NS + c) * M], &full[(b * N + cols[c]) * M], M * sizeof(double));
+    CHECK(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, NULL, N, full) == 0.0);
+    CHECK(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp) == 0.0);
+
+    /* A wrong value in a sampled column: both see the same error. */
+    int64_t at = 1 * SD + cols[2] * LDD + 3;
+    uint16_t keep = d[at];
+    gt_cuda_fill_encode(GT_KT_BF16, 200, &d[at]);
+    double den = 0, want;
+    for (int i = 0; i < M * NS * B; i++)
+        den += samp[i] * samp[i];
+    double diff = gt_cuda_fill_value(GT_KT_BF16, 200) - full[(1 * N + cols[2]) * M + 3];
+    want = sqrt(diff * diff / den);
+    double got = gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp);
+    CHECK_MSG(fabs(got - want) < 1e-12, "%.17g vs %.17g", got, want);
+    CHECK(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, NULL, N, full) > 0);
+    d[at] = keep;
+
+    /* Unsampled column 1 (between the first and the next sampled one). */
+    int64_t un = 1;
+    for (int c = 0; c < NS; c++)
+        if (cols[c] == un)
+            un = cols[c] + 1; /* not sampled by construction when the strata are wide */
+    at = 0 * SD + un * LDD + 2;
+    keep = d[at];
+    gt_cuda_fill_encode(GT_KT_BF16, 200, &d[at]); /* finite and wrong: the sample misses it */
+    CHECK(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp) == 0.0);
+    CHECK(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, NULL, N, full) > 0);
+    d[at] = 0x7fc0; /* NaN outside the sample: the scan catches it */
+    CHECK(isnan(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp)));
+    d[at] = 0xffff; /* still poisoned (never written) */
+    CHECK(isnan(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp)));
+    d[at] = 0xff80; /* -inf */
+    CHECK(isnan(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp)));
+    d[at] = keep;
+    /* The very last element of D (last batch, last column, last row). */
+    at = (B - 1) * SD + (N - 1) * LDD + M - 1;
+    keep = d[at];
+    d[at] = 0xffff;
+    CHECK(isnan(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp)));
+    d[at] = keep;
+    CHECK(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp) == 0.0);
 }
 
 static void test_config(void)
@@ -396,6 +641,7 @@ static void test_nvrtc(void)
     /* A device newer than NVRTC knows gets PTX for the driver to JIT. */
     CHECK_MSG(gt_cuda_kernels_compile(990, &img, &len, &cubin, err, sizeof err) == 0, "%s", err);
     CHECK(img && cubin == 0 && strstr(img, ".entry gt_ref") != NULL && strstr(img, ".entry gt_fill"));
+    CHECK(strstr(img, ".entry gt_cmp") && strstr(img, ".entry gt_scan") && strstr(img, ".entry gt_fin"));
     free(img);
     CHECK(gt_cuda_kernels_compile(30, &img, &len, &cubin, err, sizeof err) == -1);
     CHECK(strstr(err, "sm_30") != NULL);
@@ -492,6 +738,10 @@ int main(void)
     RUN(test_desc);
     RUN(test_codecs);
     RUN(test_rel_err);
+    RUN(test_is_bad);
+    RUN(test_sampling);
+    RUN(test_sampled_check);
+    RUN(test_fp8);
     RUN(test_config);
     RUN(test_nvrtc);
     RUN(test_open);

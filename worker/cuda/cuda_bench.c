@@ -1,17 +1,12 @@
 /* cuda_bench.c: the cuda backend's per-problem work: prepare (device
- * buffers, random inputs, the reference), validate (poisoned output,
- * relative error on the host) and time (events, rotating input sets,
- * calibrated iterations, repeats).
- *
- * Reference: the NVRTC kernel gt_ref computes D in double from the exact
- * input values (cuda_kernels.c). Prepare then recomputes sampled elements on
- * the host from the same device buffers, decoded by the host codecs, and
- * refuses the problem when they disagree: the reference is trusted only
- * after an independent implementation has agreed with it on this problem.
+ * buffers, random inputs, the heuristic's algos, then the reference in
+ * cuda_check.c) and time (events, rotating input sets, calibrated
+ * iterations, repeats). validate is in cuda_check.c.
  *
  * Per-candidate work is kept small for throughput: no device allocation,
- * one stream, a pool of events, one synchronization per calibration round
- * and one for all repeats. */
+ * no memset or host copy beyond validate's poison and 32-byte result, one
+ * stream, a pool of events created once per context; time() synchronizes
+ * once or twice to calibrate and once for all repeats. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,143 +48,18 @@ static int mem_free(gt_bk_ctx *ctx, size_t *fr, char *err, size_t errlen)
     return gt_cuda_ck(ctx, cudaMemGetInfo(fr, &total), "cudaMemGetInfo", err, errlen);
 }
 
-/* ---- host spot-check of the reference ------------------------------------ */
-
-/* Copies `count` elements of type kt starting at element `first`, `stride`
- * elements apart, from the device into host memory. */
-static int fetch(gt_bk_ctx *ctx, const void *dev, int kt, int64_t first, int64_t stride,
-                 int64_t count, void *host, char *err, size_t errlen)
-{
-    size_t es = k_esize[kt];
-    const char *src = (const char *)dev + (size_t)first * es;
-    cudaError_t e = stride == 1 ? cudaMemcpy(host, src, (size_t)count * es, cudaMemcpyDeviceToHost)
-                                : cudaMemcpy2D(host, es, src, (size_t)stride * es, es,
-                                               (size_t)count, cudaMemcpyDeviceToHost);
-    return gt_cuda_ck(ctx, e, "reference spot-check copy", err, errlen);
-}
-
-static double act_host(int act, double v)
-{
-    if (act == GT_ACT_RELU)
-        return v > 0 ? v : 0;
-    if (act == GT_ACT_GELU)
-        return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
-    return v;
-}
-
-static int spot_check(gt_bk_prob *pp, char *err, size_t errlen)
-{
-    const gt_problem *p = &pp->p;
-    const gt_cuda_map *m = &pp->map;
-    gt_bk_ctx *ctx = pp->ctx;
-    int rc = -1;
-    char *ra = malloc((size_t)p->k * 8), *rb = malloc((size_t)p->k * 8);
-    if (!ra || !rb) {
-        snprintf(err, errlen, "cuda: out of host memory");
-        goto out;
-    }
-    uint64_t r = pp->seed ^ 0x5151;
-    for (int s = 0; s < 16; s++) {
-        int64_t b, i, j;
-        if (s == 0) {
-            b = i = j = 0;
-        } else if (s == 1) {
-            b = p->batch - 1, i = p->m - 1, j = p->n - 1;
-        } else {
-            b = (int64_t)((r = mix64(r)) % (uint64_t)p->batch);
-            i = (int64_t)((r = mix64(r)) % (uint64_t)p->m);
-            j = (int64_t)((r = mix64(r)) % (uint64_t)p->n);
-        }
-        int ta = p->trans_a == 'T', tb = p->trans_b == 'T';
-        if (fetch(ctx, pp->val.a, m->akt, b * p->stride_a + (ta ? i * p->lda : i), ta ? 1 : p->lda,
-                  p->k, ra, err, errlen) ||
-            fetch(ctx, pp->val.b, m->bkt, b * p->stride_b + (tb ? j : j * p->ldb), tb ? p->ldb : 1,
-                  p->k, rb, err, errlen))
-            goto out;
-        double acc = 0, mag = 0;
-        for (int64_t kk = 0; kk < p->k; kk++) {
-            double x = gt_cuda_decode(m->akt, ra, (size_t)kk) * gt_cuda_decode(m->bkt, rb, (size_t)kk);
-            acc += x;
-            mag += fabs(x);
-        }
-        double v = p->alpha * acc;
-        mag = fabs(p->alpha) * mag;
-        if (p->beta != 0) {
-            char cv[8];
-            if (fetch(ctx, pp->val.c, m->ckt, b * p->stride_c + i + j * p->ldc, 1, 1, cv, err,
-                      errlen))
-                goto out;
-            double c = p->beta * gt_cuda_decode(m->ckt, cv, 0);
-            v += c;
-            mag += fabs(c);
-        }
-        if (m->has_bias) {
-            char bv[8];
-            if (fetch(ctx, pp->bias, m->bias_kt, i, 1, 1, bv, err, errlen))
-                goto out;
-            double bb = gt_cuda_decode(m->bias_kt, bv, 0);
-            v += bb;
-            mag += fabs(bb);
-        }
-        v = act_host(m->act, v);
-        double got = pp->ref[(size_t)((b * p->n + j) * p->m + i)];
-        if (!(fabs(got - v) <= 1e-9 * (mag + 1.0))) {
-            snprintf(err, errlen,
-                     "cuda: reference self-check failed at batch %lld row %lld col %lld: gpu %.17g "
-                     "host %.17g",
-                     (long long)b, (long long)i, (long long)j, got, v);
-            goto out;
-        }
-    }
-    rc = 0;
-out:
-    free(ra);
-    free(rb);
-    return rc;
-}
-
 /* ---- prepare ------------------------------------------------------------- */
 
-static int compute_reference(gt_bk_prob *pp, char *err, size_t errlen)
-{
-    gt_bk_ctx *ctx = pp->ctx;
-    const gt_problem *p = &pp->p;
-    size_t n = (size_t)(p->m * p->n * p->batch);
-    double *dref = NULL;
-    int rc = -1;
-    if (gt_cuda_ck(ctx, cudaMalloc((void **)&dref, n * sizeof(double)), "cudaMalloc(reference)",
-                   err, errlen))
-        return -1;
-    gt_cuda_ref_args g = {
-        .a = pp->val.a, .b = pp->val.b, .c = pp->val.c, .bias = pp->bias, .r = dref,
-        .m = p->m, .n = p->n, .k = p->k, .lda = p->lda, .ldb = p->ldb, .ldc = p->ldc,
-        .sa = p->stride_a, .sb = p->stride_b, .sc = p->stride_c,
-        .ta = pp->map.akt, .tb = pp->map.bkt, .tc = pp->map.ckt, .tbias = pp->map.bias_kt,
-        .transa = p->trans_a == 'T', .transb = p->trans_b == 'T', .act = pp->map.act,
-        .has_c = p->beta != 0, .has_bias = pp->map.has_bias, .alpha = p->alpha, .beta = p->beta,
-    };
-    if (p->batch == 1)
-        g.sa = g.sb = g.sc = 0;
-    if (gt_cuda_ref(ctx->kern, ctx->stream, &g, p->batch, err, errlen) ||
-        gt_cuda_ck(ctx, cudaMemcpyAsync(pp->ref, dref, n * sizeof(double), cudaMemcpyDeviceToHost,
-                                        ctx->stream),
-                   "copy reference", err, errlen) ||
-        gt_cuda_ck(ctx, cudaStreamSynchronize(ctx->stream), "reference kernel", err, errlen))
-        goto out;
-    rc = spot_check(pp, err, errlen);
-out:;
-    cudaError_t fe = cudaFree(dref);
-    if (fe != cudaSuccess && rc == 0)
-        rc = gt_cuda_ck(ctx, fe, "cudaFree(reference)", err, errlen);
-    return rc;
-}
-
-/* Refuses early when cuBLASLt has no algorithm at all for p. */
-static int heuristic_exists(gt_bk_prob *pp, char *err, size_t errlen)
+/* The heuristic's results for the prepared descriptors (up to 32, what an
+ * untuned caller would pick from): build runs their exact algo bytes for an
+ * equal config, since re-creating an algo from its attributes does not
+ * always reproduce it bit for bit. Also refuses early when cuBLASLt has no
+ * algorithm at all for p. */
+static int heuristics(gt_bk_prob *pp, char *err, size_t errlen)
 {
     gt_bk_ctx *ctx = pp->ctx;
     cublasLtMatmulPreference_t pref = NULL;
-    cublasLtMatmulHeuristicResult_t r;
+    cublasLtMatmulHeuristicResult_t r[GT_CUDA_HEUR_MAX];
     int n = 0;
     uint64_t ws = ctx->ws_size;
     cublasStatus_t s = cublasLtMatmulPreferenceCreate(&pref);
@@ -198,13 +68,43 @@ static int heuristic_exists(gt_bk_prob *pp, char *err, size_t errlen)
                                                  &ws, sizeof ws);
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasLtMatmulAlgoGetHeuristic(ctx->lt, pp->desc.op, pp->desc.a, pp->desc.b,
-                                           pp->desc.c, pp->desc.d, pref, 1, &r, &n);
+                                           pp->desc.c, pp->desc.d, pref, GT_CUDA_HEUR_MAX, r, &n);
     if (pref)
         (void)cublasLtMatmulPreferenceDestroy(pref);
     if (s != CUBLAS_STATUS_SUCCESS || n < 1) {
         snprintf(err, errlen, "cuda: cuBLASLt has no algorithm for this problem (heuristic: %s)",
                  gt_cuda_status_name(s));
         return -1;
+    }
+    pp->nheur = 0;
+    for (int i = 0; i < n && i < GT_CUDA_HEUR_MAX; i++) {
+        gt_cuda_heur *h = &pp->heur[pp->nheur];
+        char why[160];
+        if (r[i].state != CUBLAS_STATUS_SUCCESS ||
+            gt_cuda_cfg_from_algo(&r[i].algo, &h->cfg, why, sizeof why) != 0 ||
+            gt_cuda_heur_find(pp, &h->cfg, NULL, NULL))
+            continue; /* unreadable or a repeat: the first one stands */
+        h->algo = r[i].algo;
+        h->ws = r[i].workspaceSize;
+        pp->nheur++;
+    }
+    return 0;
+}
+
+int gt_cuda_heur_find(const gt_bk_prob *pp, const gt_cuda_cfg *c, cublasLtMatmulAlgo_t *algo,
+                      size_t *ws)
+{
+    for (int i = 0; i < pp->nheur; i++) {
+        const gt_cuda_cfg *h = &pp->heur[i].cfg;
+        if (h->algo_id == c->algo_id && h->tile == c->tile && h->stages == c->stages &&
+            h->splitk == c->splitk && h->reduction == c->reduction && h->swizzle == c->swizzle &&
+            h->custom == c->custom && h->cluster == c->cluster && h->inner_shape == c->inner_shape) {
+            if (algo)
+                *algo = pp->heur[i].algo;
+            if (ws)
+                *ws = pp->heur[i].ws;
+            return 1;
+        }
     }
     return 0;
 }
@@ -246,21 +146,31 @@ int gt_cuda_prepare(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **out, char 
 
     size_t bias_sz = m->has_bias ? (size_t)p->m * k_esize[m->bias_kt] : 0;
     size_t base_sz = al(pp->a_sz) + al(pp->b_sz) + al(pp->d_sz) +
-                     (pp->c_inplace ? 0 : al(pp->c_sz)) + al(bias_sz) + ALIGN;
-    double ref_elems = (double)p->m * (double)p->n * (double)p->batch;
-    if (ref_elems * 8.0 > 64.0 * (1 << 30)) {
-        snprintf(err, errlen, "cuda: output of %.3g elements too large for the reference", ref_elems);
-        goto fail;
+                     (pp->c_inplace ? 0 : al(pp->c_sz)) + al(bias_sz) +
+                     4 * GT_CUDA_SCALE_SLOT * sizeof(float);
+    /* The reference's columns (all, or a sample drawn from this prepare's
+     * seed): see cuda_check.c. */
+    pp->seed = fresh_seed();
+    pp->ns = gt_cuda_ref_columns(p->m, p->n, p->k, p->batch);
+    if (pp->ns < p->n) {
+        if (!(pp->cols = malloc((size_t)pp->ns * sizeof *pp->cols))) {
+            snprintf(err, errlen, "cuda: out of host memory");
+            goto fail;
+        }
+        gt_cuda_sample_columns(pp->seed ^ 0xc01c01ULL, p->n, pp->ns, pp->cols);
     }
-    size_t ref_sz = (size_t)ref_elems * sizeof(double), fr = 0;
+    size_t vbuf_sz = gt_cuda_vbuf_bytes(p, pp->ns), fr = 0;
     if (mem_free(ctx, &fr, err, errlen) != 0)
         goto fail;
-    if (base_sz + ref_sz + MEM_MARGIN > fr) {
+    if (base_sz + vbuf_sz + MEM_MARGIN > fr) {
         snprintf(err, errlen, "cuda: problem needs %zu MiB of device memory, %zu MiB free",
-                 (base_sz + ref_sz + MEM_MARGIN) >> 20, fr >> 20);
+                 (base_sz + vbuf_sz + MEM_MARGIN) >> 20, fr >> 20);
         goto fail;
     }
-    if (gt_cuda_ck(ctx, cudaMalloc(&pp->base, base_sz), "cudaMalloc(inputs)", err, errlen))
+    if (gt_cuda_ck(ctx, cudaMalloc(&pp->base, base_sz), "cudaMalloc(inputs)", err, errlen) ||
+        gt_cuda_ck(ctx, cudaMalloc(&pp->vbuf, vbuf_sz), "cudaMalloc(reference)", err, errlen) ||
+        gt_cuda_ck(ctx, cudaMallocHost((void **)&pp->hout, 4 * sizeof(double)),
+                   "cudaMallocHost(result)", err, errlen))
         goto fail;
     char *q = pp->base;
     pp->val.a = q, q += al(pp->a_sz);
@@ -273,18 +183,15 @@ int gt_cuda_prepare(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **out, char 
     pp->bias = m->has_bias ? q : NULL, q += al(bias_sz);
     pp->scales = (float *)q;
     pp->sets = calloc(1, sizeof *pp->sets);
-    if (!pp->sets || !(pp->ref = malloc(ref_sz))) {
-        snprintf(err, errlen, "cuda: out of host memory (%zu MiB for the reference)", ref_sz >> 20);
+    if (!pp->sets) {
+        snprintf(err, errlen, "cuda: out of host memory");
         goto fail;
     }
     pp->sets[0] = pp->val;
     pp->nsets = 1;
-    if (gt_cuda_ck(ctx, cudaMallocHost(&pp->hout, pp->d_sz), "cudaMallocHost(output copy)", err,
-                   errlen))
-        goto fail;
 
-    pp->seed = fresh_seed();
-    const float scales[4] = {1.0f, 1.0f, 1.0f, 0.0f}; /* a, b, d scale, amax */
+    float scales[4 * GT_CUDA_SCALE_SLOT] = {0}; /* a, b, d scale 1.0; amax slot 0 */
+    scales[0] = scales[GT_CUDA_SCALE_SLOT] = scales[2 * GT_CUDA_SCALE_SLOT] = 1.0f;
     if (gt_cuda_fill(ctx->kern, ctx->stream, pp->val.a, pp->a_n, m->akt, pp->seed + 1, err, errlen) ||
         gt_cuda_fill(ctx->kern, ctx->stream, pp->val.b, pp->b_n, m->bkt, pp->seed + 2, err, errlen) ||
         (!pp->c_inplace && gt_cuda_fill(ctx->kern, ctx->stream, pp->val.c, pp->c_n, m->ckt,
@@ -297,9 +204,10 @@ int gt_cuda_prepare(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **out, char 
         gt_cuda_ck(ctx, cudaStreamSynchronize(ctx->stream), "fill inputs", err, errlen))
         goto fail;
 
-    gt_cuda_ptrs ptrs = {pp->bias, pp->scales, pp->scales + 1, pp->scales + 2};
+    gt_cuda_ptrs ptrs = {pp->bias, pp->scales, pp->scales + GT_CUDA_SCALE_SLOT,
+                         pp->scales + 2 * GT_CUDA_SCALE_SLOT};
     if (gt_cuda_desc_create(p, m, &ptrs, &pp->desc, err, errlen) != 0 ||
-        heuristic_exists(pp, err, errlen) != 0 || compute_reference(pp, err, errlen) != 0)
+        heuristics(pp, err, errlen) != 0 || gt_cuda_reference(pp, err, errlen) != 0)
         goto fail;
     *out = pp;
     return 0;
@@ -327,11 +235,13 @@ void gt_cuda_unprepare(gt_bk_prob *pp)
     free_rot(pp);
     if (pp->base)
         (void)cudaFree(pp->base);
+    if (pp->vbuf)
+        (void)cudaFree(pp->vbuf);
     if (pp->hout)
         (void)cudaFreeHost(pp->hout);
     gt_cuda_desc_destroy(&pp->desc);
     free(pp->sets);
-    free(pp->ref);
+    free(pp->cols);
     free(pp);
 }
 
@@ -401,29 +311,6 @@ static int run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *err, s
     return gt_cuda_ckb(ctx, st, "cublasLtMatmul", err, errlen);
 }
 
-int gt_cuda_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen)
-{
-    gt_bk_ctx *ctx = pp->ctx;
-    const gt_problem *p = &pp->p;
-    *rel_err = NAN;
-    if (gt_cuda_alive(ctx, err, errlen) != 0)
-        return -1;
-    /* 0xff bytes are NaN in every float type we write (f64, f32, f16, bf16,
-     * e4m3fn, e5m2); integers get 0x80, far outside what the inputs give. */
-    int poison = (pp->map.dkt == GT_KT_I8 || pp->map.dkt == GT_KT_I32) ? 0x80 : 0xff;
-    if (gt_cuda_ck(ctx, cudaMemsetAsync(pp->val.d, poison, pp->d_sz, ctx->stream), "poison D", err,
-                   errlen) ||
-        run(pp, c, &pp->val, err, errlen) ||
-        gt_cuda_ck(ctx, cudaMemcpyAsync(pp->hout, pp->val.d, pp->d_sz, cudaMemcpyDeviceToHost,
-                                        ctx->stream),
-                   "copy D", err, errlen) ||
-        gt_cuda_ck(ctx, cudaStreamSynchronize(ctx->stream), "validation run", err, errlen))
-        return -1;
-    *rel_err = gt_cuda_rel_err(pp->map.dkt, pp->hout, p->m, p->n, p->ldd, p->batch,
-                               p->batch > 1 ? p->stride_d : 0, pp->ref);
-    return 0;
-}
-
 /* Issues n calls rotating through the sets. */
 static int calls(gt_bk_prob *pp, gt_bk_cand *c, int n, char *err, size_t errlen)
 {
@@ -484,23 +371,26 @@ int gt_cuda_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timi
     if (gt_cuda_alive(ctx, err, errlen) != 0 || ensure_sets(pp, o->rotating_bytes, err, errlen) ||
         gt_cuda_events(ctx, repeats + 3, err, errlen))
         return -1;
-    double *us = malloc((size_t)repeats * sizeof *us);
-    if (!us) {
+    double us_small[64], *us = us_small;
+    if (repeats > 64 && !(us = malloc((size_t)repeats * sizeof *us))) {
         snprintf(err, errlen, "cuda: out of host memory");
         return -1;
     }
     int rc = -1;
-    /* Warm-up doubles as the first calibration round; then grow the call
-     * count until a round lasts a quarter of the repeat target, so the
-     * per-call estimate is not dominated by launch latency. */
+    /* Calibration, at most two synchronizations: the warm-up calls are
+     * timed (validate has run the candidate once already, so its kernel is
+     * loaded); when they last less than a quarter of min_time, one round of
+     * the call count that should reach that quarter refines the estimate,
+     * which a single short call overstates by the launch latency. */
     int n = o->warmup > 0 ? o->warmup : 1;
     double est = 0;
-    for (;;) {
+    if (timed(pp, c, n, &est, err, errlen) != 0)
+        goto out;
+    if (est * n < min_ms * 0.25) {
+        double w = ceil(min_ms * 0.25 / (est > 1e-6 ? est : 1e-6));
+        n = w < 2 * n ? 2 * n : w > 65536 ? 65536 : (int)w;
         if (timed(pp, c, n, &est, err, errlen) != 0)
             goto out;
-        if (est * n >= min_ms * 0.25 || n >= 4096)
-            break;
-        n *= 4;
     }
     double want = ceil(min_ms / (est > 1e-6 ? est : 1e-6));
     int iters = want < 1 ? 1 : want > MAX_ITERS ? MAX_ITERS : (int)want;
@@ -533,6 +423,7 @@ int gt_cuda_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timi
     t->repeats = repeats;
     rc = 0;
 out:
-    free(us);
+    if (us != us_small)
+        free(us);
     return rc;
 }

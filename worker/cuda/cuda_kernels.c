@@ -9,11 +9,20 @@
  *            inputs carry no rounding and host and device agree bit for bit;
  *   gt_ref   the reference GEMM: a plain shared-memory tiled loop that
  *            decodes every element to double and accumulates in double,
- *            then applies alpha/beta/bias/activation like the epilogue.
+ *            then applies alpha/beta/bias/activation like the epilogue; it
+ *            computes all columns of D or a listed subset (cuda_check.c);
+ *   gt_cmp   sum (out-ref)^2 and sum ref^2 in double over the reference's
+ *            elements, one partial per block;
+ *   gt_scan  counts the non-finite / still-poisoned elements of ALL of D
+ *            from the raw bits (16-byte loads when D is dense);
+ *   gt_fin   one block adding the partials in a fixed order, so the result
+ *            does not depend on scheduling; only these 32 bytes go back to
+ *            the host.
  *
  * The reference shares no code with cuBLASLt, so a wrong candidate cannot
  * agree with it by construction; prepare also recomputes sampled elements of
- * it on the host (cuda_bench.c) before trusting it. */
+ * it on the host (cuda_check.c) before trusting it. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,18 +100,21 @@ const char gt_cuda_kernels_src[] =
     "  }\n"
     "}\n"
     "struct gt_ref_args {\n"
-    "  const void *a, *b, *c, *bias; double *r;\n"
+    "  const void *a, *b, *c, *bias; double *r; const i64 *cols;\n"
     "  i64 m, n, k, lda, ldb, ldc, sa, sb, sc;\n"
+    "  i64 ns;\n"
     "  i64 ta, tb, tc, tbias;\n"
     "  i64 transa, transb, act, has_c, has_bias;\n"
     "  i64 y0, z0;\n"
     "  double alpha, beta;\n"
     "};\n"
     "#define GT_T 16\n"
+    /* blockIdx.y walks reference columns c; column c is D's column cols[c]
+     * (c itself when cols is NULL) of batch entry z */
     "extern \"C\" __global__ void gt_ref(struct gt_ref_args g) {\n"
     "  __shared__ double As[GT_T][GT_T + 1], Bs[GT_T][GT_T + 1];\n"
     "  int tx = threadIdx.x, ty = threadIdx.y;\n"
-    "  i64 i0 = (i64)blockIdx.x * GT_T, j0 = ((i64)blockIdx.y + g.y0) * GT_T;\n"
+    "  i64 i0 = (i64)blockIdx.x * GT_T, c0 = ((i64)blockIdx.y + g.y0) * GT_T;\n"
     "  i64 bz = (i64)blockIdx.z + g.z0;\n"
     "  double acc = 0;\n"
     "  for (i64 k0 = 0; k0 < g.k; k0 += GT_T) {\n"
@@ -113,22 +125,132 @@ const char gt_cuda_kernels_src[] =
     "        v = gt_dec(g.a, bz * g.sa + (g.transa ? kk + i * g.lda : i + kk * g.lda), g.ta);\n"
     "      As[il][kl] = v; }\n"
     "    { int jl = g.transb ? tx : ty, kl = g.transb ? ty : tx;\n"
-    "      i64 j = j0 + jl, kk = k0 + kl; double v = 0;\n"
-    "      if (j < g.n && kk < g.k)\n"
-    "        v = gt_dec(g.b, bz * g.sb + (g.transb ? j + kk * g.ldb : kk + j * g.ldb), g.tb);\n"
+    "      i64 c = c0 + jl, kk = k0 + kl; double v = 0;\n"
+    "      if (c < g.ns && kk < g.k) {\n"
+    "        i64 j = g.cols ? g.cols[c] : c;\n"
+    "        v = gt_dec(g.b, bz * g.sb + (g.transb ? j + kk * g.ldb : kk + j * g.ldb), g.tb); }\n"
     "      Bs[kl][jl] = v; }\n"
     "    __syncthreads();\n"
     "    for (int kl = 0; kl < GT_T; kl++) acc += As[tx][kl] * Bs[kl][ty];\n"
     "    __syncthreads();\n"
     "  }\n"
-    "  i64 i = i0 + tx, j = j0 + ty;\n"
-    "  if (i < g.m && j < g.n) {\n"
+    "  i64 i = i0 + tx, c = c0 + ty;\n"
+    "  if (i < g.m && c < g.ns) {\n"
+    "    i64 j = g.cols ? g.cols[c] : c;\n"
     "    double v = g.alpha * acc;\n"
     "    if (g.has_c) v += g.beta * gt_dec(g.c, bz * g.sc + i + j * g.ldc, g.tc);\n"
     "    if (g.has_bias) v += gt_dec(g.bias, i, g.tbias);\n"
     "    if (g.act == 1) v = v > 0 ? v : 0;\n"
     "    else if (g.act == 2) v = 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));\n"
-    "    g.r[(bz * g.n + j) * g.m + i] = v;\n"
+    "    g.r[(bz * g.ns + c) * g.m + i] = v;\n"
+    "  }\n"
+    "}\n"
+    "struct gt_chk_args {\n"
+    "  const void *d; const double *r; const i64 *cols;\n"
+    "  double *part; u64 *bad; double *out;\n"
+    "  i64 m, n, ns, batch, ldd, sd, dkt;\n"
+    "};\n"
+    /* Non-finite or poison, from the raw bits (mirrored by gt_cuda_is_bad):
+     * f32/f64/f16/bf16/e5m2 exponent all ones (inf or NaN; 0xff.. poison is
+     * NaN); e4m3fn S.1111.111 (its only NaN, no inf); i8 0x80 and i32
+     * 0x80808080 (the poison, which valid outputs never equal). */
+    "__device__ int gt_bad16(unsigned h, i64 kt) {\n"
+    "  return kt == 2 ? (h & 0x7c00u) == 0x7c00u : (h & 0x7f80u) == 0x7f80u;\n"
+    "}\n"
+    "__device__ int gt_bad8(unsigned b, i64 kt) {\n"
+    "  return kt == 4 ? (b & 0x7fu) == 0x7fu : kt == 5 ? (b & 0x7cu) == 0x7cu : b == 0x80u;\n"
+    "}\n"
+    "__device__ int gt_bad32(unsigned u, i64 kt) {\n"
+    "  return kt == 0 ? (u & 0x7f800000u) == 0x7f800000u : u == 0x80808080u;\n"
+    "}\n"
+    "__device__ int gt_bad_at(const void *p, i64 i, i64 kt) {\n"
+    "  switch (kt) {\n"
+    "  case 0: case 7: return gt_bad32(((const unsigned *)p)[i], kt);\n"
+    "  case 1: return (((const u64 *)p)[i] & 0x7ff0000000000000ULL) == 0x7ff0000000000000ULL;\n"
+    "  case 2: case 3: return gt_bad16(((const unsigned short *)p)[i], kt);\n"
+    "  default: return gt_bad8(((const unsigned char *)p)[i], kt);\n"
+    "  }\n"
+    "}\n"
+    /* bad elements in one aligned 32-bit word of a dense buffer */
+    "__device__ int gt_bad_word(unsigned w, i64 kt) {\n"
+    "  switch (kt) {\n"
+    "  case 0: case 7: return gt_bad32(w, kt);\n"
+    "  case 2: case 3: return gt_bad16(w & 0xffffu, kt) + gt_bad16(w >> 16, kt);\n"
+    "  default: return gt_bad8(w & 0xffu, kt) + gt_bad8((w >> 8) & 0xffu, kt) +\n"
+    "                  gt_bad8((w >> 16) & 0xffu, kt) + gt_bad8(w >> 24, kt);\n"
+    "  }\n"
+    "}\n"
+    "__device__ double gt_bsum(double v, double *sh) {\n"
+    "  int t = threadIdx.x; sh[t] = v; __syncthreads();\n"
+    "  for (int s = blockDim.x / 2; s > 0; s >>= 1) { if (t < s) sh[t] += sh[t + s]; __syncthreads(); }\n"
+    "  double r = sh[0]; __syncthreads(); return r;\n"
+    "}\n"
+    /* grid (x: rows, y: reference columns); 256 threads */
+    "extern \"C\" __global__ void gt_cmp(struct gt_chk_args g) {\n"
+    "  __shared__ double sh[256];\n"
+    "  double num = 0, den = 0;\n"
+    "  i64 tot = g.ns * g.batch;\n"
+    "  for (i64 c = blockIdx.y; c < tot; c += gridDim.y) {\n"
+    "    i64 b = c / g.ns, cc = c - b * g.ns;\n"
+    "    i64 j = g.cols ? g.cols[cc] : cc;\n"
+    "    const double *r = g.r + c * g.m;\n"
+    "    i64 o = b * g.sd + j * g.ldd;\n"
+    "    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < g.m;\n"
+    "         i += (i64)gridDim.x * blockDim.x) {\n"
+    "      double ref = r[i], e = gt_dec(g.d, o + i, g.dkt) - ref;\n"
+    "      num += e * e; den += ref * ref;\n"
+    "    }\n"
+    "  }\n"
+    "  num = gt_bsum(num, sh); den = gt_bsum(den, sh);\n"
+    "  if (threadIdx.x == 0) {\n"
+    "    i64 blk = (i64)blockIdx.y * gridDim.x + blockIdx.x;\n"
+    "    g.part[2 * blk] = num; g.part[2 * blk + 1] = den;\n"
+    "  }\n"
+    "}\n"
+    /* dense D (ldd == m, batch entries back to back): 1-D grid over 16-byte
+     * chunks, the tail by element; else grid (x: rows, y: columns) */
+    "extern \"C\" __global__ void gt_scan(struct gt_chk_args g, i64 dense, i64 es) {\n"
+    "  __shared__ double sh[256];\n"
+    "  u64 cnt = 0;\n"
+    "  if (dense) {\n"
+    "    i64 total = g.m * g.n * g.batch, chunks = total * es / 16;\n"
+    "    i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x, step = (i64)gridDim.x * blockDim.x;\n"
+    "    const uint4 *q = (const uint4 *)g.d;\n"
+    "    for (i64 x = tid; x < chunks; x += step) {\n"
+    "      uint4 w = q[x];\n"
+    "      if (g.dkt == 1) {\n"
+    "        u64 lo = ((u64)w.y << 32) | w.x, hi = ((u64)w.w << 32) | w.z;\n"
+    "        cnt += (lo & 0x7ff0000000000000ULL) == 0x7ff0000000000000ULL;\n"
+    "        cnt += (hi & 0x7ff0000000000000ULL) == 0x7ff0000000000000ULL;\n"
+    "      } else {\n"
+    "        cnt += gt_bad_word(w.x, g.dkt) + gt_bad_word(w.y, g.dkt) + gt_bad_word(w.z, g.dkt) +\n"
+    "               gt_bad_word(w.w, g.dkt);\n"
+    "      }\n"
+    "    }\n"
+    "    for (i64 e = chunks * 16 / es + tid; e < total; e += step) cnt += gt_bad_at(g.d, e, g.dkt);\n"
+    "  } else {\n"
+    "    i64 tot = g.n * g.batch;\n"
+    "    for (i64 c = blockIdx.y; c < tot; c += gridDim.y) {\n"
+    "      i64 b = c / g.n, j = c - b * g.n, o = b * g.sd + j * g.ldd;\n"
+    "      for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < g.m;\n"
+    "           i += (i64)gridDim.x * blockDim.x)\n"
+    "        cnt += gt_bad_at(g.d, o + i, g.dkt);\n"
+    "    }\n"
+    "  }\n"
+    /* counts stay far below 2^53: a double sum is exact */
+    "  double t = gt_bsum((double)cnt, sh);\n"
+    "  if (threadIdx.x == 0) g.bad[(i64)blockIdx.y * gridDim.x + blockIdx.x] = (u64)t;\n"
+    "}\n"
+    /* one block of 256: fixed-order sums of ncmp and nscan partials */
+    "extern \"C\" __global__ void gt_fin(struct gt_chk_args g, i64 ncmp, i64 nscan) {\n"
+    "  __shared__ double sh[256];\n"
+    "  double num = 0, den = 0, bad = 0;\n"
+    "  for (i64 x = threadIdx.x; x < ncmp; x += blockDim.x) { num += g.part[2 * x]; den += g.part[2 * x + 1]; }\n"
+    "  for (i64 x = threadIdx.x; x < nscan; x += blockDim.x) bad += (double)g.bad[x];\n"
+    "  num = gt_bsum(num, sh); den = gt_bsum(den, sh); bad = gt_bsum(bad, sh);\n"
+    "  if (threadIdx.x == 0) {\n"
+    "    g.out[0] = num; g.out[1] = den;\n"
+    "    ((u64 *)g.out)[2] = (u64)bad; g.out[3] = 0;\n"
     "  }\n"
     "}\n";
 
@@ -215,7 +337,7 @@ typedef CUresult(CUDAAPI *pfn_errname)(CUresult, const char **);
 
 struct gt_cuda_kernels {
     CUmodule mod;
-    CUfunction fill, ref;
+    CUfunction fill, ref, cmp, scan, fin;
     pfn_unload unload;
     pfn_launch launch;
     pfn_errname errname;
@@ -269,7 +391,10 @@ int gt_cuda_kernels_load(int sm, gt_cuda_kernels **out, char *err, size_t errlen
         goto fail;
     }
     if ((r = getfn(&k->fill, k->mod, "gt_fill")) != CUDA_SUCCESS ||
-        (r = getfn(&k->ref, k->mod, "gt_ref")) != CUDA_SUCCESS) {
+        (r = getfn(&k->ref, k->mod, "gt_ref")) != CUDA_SUCCESS ||
+        (r = getfn(&k->cmp, k->mod, "gt_cmp")) != CUDA_SUCCESS ||
+        (r = getfn(&k->scan, k->mod, "gt_scan")) != CUDA_SUCCESS ||
+        (r = getfn(&k->fin, k->mod, "gt_fin")) != CUDA_SUCCESS) {
         drv_err(k, r, "cuModuleGetFunction", err, errlen);
         goto fail;
     }
@@ -314,7 +439,7 @@ int gt_cuda_ref(gt_cuda_kernels *k, cudaStream_t s, const gt_cuda_ref_args *a, l
                 char *err, size_t errlen)
 {
     const long long T = 16, YMAX = 65535, ZMAX = 65535;
-    long long gx = (a->m + T - 1) / T, gy = (a->n + T - 1) / T;
+    long long gx = (a->m + T - 1) / T, gy = (a->ns + T - 1) / T;
     if (gx > 0x7fffffffLL) {
         snprintf(err, errlen, "cuda: reference grid too large (m=%lld)", a->m);
         return -1;
@@ -334,6 +459,68 @@ int gt_cuda_ref(gt_cuda_kernels *k, cudaStream_t s, const gt_cuda_ref_args *a, l
                 return -1;
             }
         }
+    }
+    return 0;
+}
+
+/* A 2-D grid of at most GT_CUDA_PARTS blocks of 256 threads: x over the m
+ * rows (each thread a few elements), y over `cols` columns. */
+static void grid2(long long m, long long cols, unsigned *gx, unsigned *gy)
+{
+    long long x = (m + 1023) / 1024; /* ~4 rows per thread */
+    if (x < 1)
+        x = 1;
+    if (x > GT_CUDA_PARTS)
+        x = GT_CUDA_PARTS;
+    long long y = GT_CUDA_PARTS / x;
+    if (y > cols)
+        y = cols;
+    if (y < 1)
+        y = 1;
+    *gx = (unsigned)x;
+    *gy = (unsigned)y;
+}
+
+static const long long k_esz[] = {4, 8, 2, 2, 1, 1, 1, 4}; /* by gt_cuda_kt */
+
+int gt_cuda_check_launch(gt_cuda_kernels *k, cudaStream_t s, const gt_cuda_check_args *a,
+                         char *err, size_t errlen)
+{
+    if (a->dkt < 0 || a->dkt > GT_KT_I32 || a->m < 1 || a->n < 1 || a->ns < 1 || a->batch < 1) {
+        snprintf(err, errlen, "cuda: bad comparison arguments");
+        return -1;
+    }
+    gt_cuda_check_args g = *a;
+    unsigned cx, cy, sx, sy;
+    grid2(a->m, a->ns * a->batch, &cx, &cy);
+    long long es = k_esz[a->dkt];
+    long long dense = a->ldd == a->m && (a->batch == 1 || a->sd == a->m * a->n) &&
+                      ((uintptr_t)a->d % 16) == 0;
+    if (dense) {
+        long long chunks = a->m * a->n * a->batch * es / 16, b = (chunks + 255) / 256;
+        sx = (unsigned)(b < 1 ? 1 : b > GT_CUDA_PARTS ? GT_CUDA_PARTS : b);
+        sy = 1;
+    } else {
+        grid2(a->m, a->n * a->batch, &sx, &sy);
+    }
+    long long ncmp = (long long)cx * cy, nscan = (long long)sx * sy;
+    void *cargs[] = {&g};
+    void *sargs[] = {&g, &dense, &es};
+    void *fargs[] = {&g, &ncmp, &nscan};
+    CUresult r = k->launch(k->cmp, cx, cy, 1, 256, 1, 1, 0, (CUstream)s, cargs, NULL);
+    if (r != CUDA_SUCCESS) {
+        drv_err(k, r, "launch gt_cmp", err, errlen);
+        return -1;
+    }
+    r = k->launch(k->scan, sx, sy, 1, 256, 1, 1, 0, (CUstream)s, sargs, NULL);
+    if (r != CUDA_SUCCESS) {
+        drv_err(k, r, "launch gt_scan", err, errlen);
+        return -1;
+    }
+    r = k->launch(k->fin, 1, 1, 1, 256, 1, 1, 0, (CUstream)s, fargs, NULL);
+    if (r != CUDA_SUCCESS) {
+        drv_err(k, r, "launch gt_fin", err, errlen);
+        return -1;
     }
     return 0;
 }

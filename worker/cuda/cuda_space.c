@@ -456,9 +456,9 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON 
     if (gt_cuda_alive(ctx, err, errlen) != 0 || gt_cuda_map_problem(p, ctx->sm, &m, err, errlen) != 0)
         return -1;
     /* Placeholders: the heuristic and AlgoCheck only read pointer alignment. */
-    /* Same alignments as prepare's buffers: bias 256, scales 4 bytes apart. */
+    /* Same alignments as prepare's buffers: bias and each scale 256. */
     gt_cuda_ptrs ptrs = {(const void *)(uintptr_t)0x10000, (const void *)(uintptr_t)0x20000,
-                         (const void *)(uintptr_t)0x20004, (const void *)(uintptr_t)0x20008};
+                         (const void *)(uintptr_t)0x20100, (const void *)(uintptr_t)0x20200};
     if (gt_cuda_desc_create(p, &m, &ptrs, &d, err, errlen) != 0)
         goto out;
     cublasStatus_t s = cublasLtMatmulPreferenceCreate(&pref);

@@ -4,8 +4,12 @@
  *   cuda_map.c     problem -> cuBLASLt types, descriptors, scalars; host
  *                  element codecs; status names (pure host, no GPU needed)
  *   cuda_space.c   config <-> JSON <-> algo, enumeration of the space
- *   cuda_kernels.c NVRTC helper kernels (random fill, reference GEMM)
- *   cuda_bench.c   prepare / validate / time
+ *   cuda_kernels.c NVRTC helper kernels (random fill, reference GEMM,
+ *                  output comparison and scan)
+ *   cuda_check.c   the reference (full or sampled columns), its host
+ *                  spot-check, validate, and the host emulation of the
+ *                  GPU comparison
+ *   cuda_bench.c   prepare (buffers, inputs, heuristic list) / time
  *   bk_cuda.c      open / close / build / release and the vtable
  *
  * Everything that needs a GPU lives behind gt_bk_ctx; the rest is plain host
@@ -142,18 +146,76 @@ void gt_cuda_kernels_unload(gt_cuda_kernels *k);
 int gt_cuda_fill(gt_cuda_kernels *k, cudaStream_t s, void *p, int64_t n, int kt, uint64_t seed,
                  char *err, size_t errlen);
 
+/* Kernel argument blocks are passed by value: 8-byte members only, so the
+ * host and device layouts agree without padding rules. */
 typedef struct gt_cuda_ref_args {
     const void *a, *b, *c, *bias;
-    double *r;                        /* m x n per batch, dense */
+    double *r;                        /* m x ns per batch, dense: r[(b*ns + c)*m + i] */
+    const long long *cols;            /* ns sampled columns of each batch entry; NULL: all */
     long long m, n, k, lda, ldb, ldc, sa, sb, sc;
+    long long ns;                     /* columns computed per batch entry */
     long long ta, tb, tc, tbias;      /* gt_cuda_kt codes */
     long long transa, transb, act, has_c, has_bias;
     long long y0, z0;                 /* grid offsets (set by gt_cuda_ref) */
     double alpha, beta;
 } gt_cuda_ref_args;
-/* Reference GEMM in double on the GPU for batch entries [0, batch). */
+/* Reference GEMM in double on the GPU for batch entries [0, batch), only at
+ * the columns listed in a->cols (all when NULL). */
 int gt_cuda_ref(gt_cuda_kernels *k, cudaStream_t s, const gt_cuda_ref_args *a, long long batch,
                 char *err, size_t errlen);
+
+/* Blocks of the comparison and scan kernels; the partial sums have these
+ * many slots each, reduced in a fixed order (the result is deterministic). */
+#define GT_CUDA_PARTS 1024
+
+typedef struct gt_cuda_check_args {
+    const void *d;                    /* D, type dkt, leading dim ldd, batch stride sd */
+    const double *r;                  /* the reference, laid out as gt_cuda_ref_args.r */
+    const long long *cols;            /* as gt_cuda_ref_args.cols */
+    double *part;                     /* 2 * GT_CUDA_PARTS: per block sum diff^2, sum ref^2 */
+    unsigned long long *bad;          /* GT_CUDA_PARTS: per block non-finite/unwritten count */
+    double *out;                      /* 4: sum diff^2, sum ref^2, bad count (as u64 bits), 0 */
+    long long m, n, ns, batch, ldd, sd, dkt;
+} gt_cuda_check_args;
+/* Enqueues the comparison of D against the reference on the sampled
+ * columns, the scan of ALL of D for non-finite / unwritten elements and the
+ * final fixed-order reduction into a->out (no synchronization). */
+int gt_cuda_check_launch(gt_cuda_kernels *k, cudaStream_t s, const gt_cuda_check_args *a,
+                         char *err, size_t errlen);
+
+/* ---------------------------------------------------------------------------
+ * Validation semantics (cuda_check.c; the host parts need no GPU).
+ *
+ * The reference is exact double arithmetic on the exact inputs. It covers
+ * every column of D when the problem is small (m*n*k*batch <= 2^32 MACs and
+ * a dense m x n x batch double array within GT_CUDA_REF_BYTES); otherwise a
+ * fixed set of columns of every batch entry, always the first and the last,
+ * the others one per equal stratum of the rest, drawn from the prepare seed:
+ * all m rows of those columns, so every row of A meets a spread of B's
+ * columns. The relative error is sqrt(sum (out-ref)^2 / sum ref^2) over the
+ * reference's elements (absolute when the reference is all zero); it is NaN
+ * when ANY logical element of D (sampled or not) is non-finite or still
+ * holds the poison written before the run, so a NaN never passes. */
+#define GT_CUDA_FULL_REF_MACS 4294967296.0   /* 2^32 */
+#define GT_CUDA_SAMPLE_MACS 68719476736.0    /* 2^36: sampled reference budget */
+#define GT_CUDA_REF_BYTES ((int64_t)512 << 20)
+#define GT_CUDA_MIN_COLS 64
+#define GT_CUDA_MAX_COLS 256
+
+/* Columns per batch entry the reference computes (n: all of them). */
+int64_t gt_cuda_ref_columns(int64_t m, int64_t n, int64_t k, int64_t batch);
+/* The ns (< n) sampled columns, ascending, first 0 and last n-1. */
+void gt_cuda_sample_columns(uint64_t seed, int64_t n, int64_t ns, int64_t *cols);
+/* 1 when element i of a D buffer of type kt is non-finite or the poison
+ * (host mirror of the scan kernel's test on the raw bits). */
+int gt_cuda_is_bad(int kt, const void *buf, size_t i);
+/* The relative error from the reduced sums (shared by host and GPU paths). */
+double gt_cuda_rel_from(double sum_diff2, double sum_ref2, uint64_t bad);
+/* Host emulation of the GPU comparison: D (type dkt, ldd, batch stride sd)
+ * against a reference laid out as gt_cuda_ref_args.r for the columns cols
+ * (NULL: all n). */
+double gt_cuda_rel_err(int dkt, const void *out, int64_t m, int64_t n, int64_t ldd, int64_t batch,
+                       int64_t sd, const int64_t *cols, int64_t ns, const double *ref);
 
 /* ---------------------------------------------------------------------------
  * Device context (bk_cuda.c) and the parts other files use. */
@@ -214,6 +276,23 @@ typedef struct gt_cuda_set {
     void *a, *b, *c, *d;
 } gt_cuda_set;
 
+/* The fp8 scalars (A, B, D scale, D amax) each sit in their own 256-byte
+ * slot: cuBLASLt reads them from device memory, and nothing documents that
+ * 4-byte alignment suffices, while 256 is what every cudaMalloc'd scale
+ * tensor (PyTorch, NVIDIA's samples) has. */
+#define GT_CUDA_SCALE_SLOT 64
+
+/* A heuristic result of the prepared descriptors: build runs these exact
+ * algo bytes for a config equal to one of them (the baseline is then what
+ * an untuned cublasLtMatmul caller runs, bit for bit). */
+typedef struct gt_cuda_heur {
+    gt_cuda_cfg cfg;
+    cublasLtMatmulAlgo_t algo;
+    size_t ws;
+} gt_cuda_heur;
+
+#define GT_CUDA_HEUR_MAX 32
+
 struct gt_bk_prob {
     gt_bk_ctx *ctx;
     gt_problem p;
@@ -225,7 +304,7 @@ struct gt_bk_prob {
     void *base;                      /* set 0 (validation) + bias + scales */
     gt_cuda_set val;
     void *bias;
-    float *scales;                   /* a, b, d scale, amax */
+    float *scales;                   /* a, b, d scale, amax: GT_CUDA_SCALE_SLOT floats apart */
     void *rot;                       /* rotating sets 1..nrot */
     gt_cuda_set *sets;               /* nsets entries: set 0 = val */
     int nsets;
@@ -233,8 +312,19 @@ struct gt_bk_prob {
     int c_inplace;                   /* C is D (beta == 0 and same layout), as PyTorch calls it */
     int rotate_c;                    /* C is read (beta != 0): each set has its own */
     int64_t rot_want;                /* rotating bytes the sets were sized for */
-    double *ref;                     /* host reference, m*n per batch */
-    void *hout;                      /* pinned host copy of D */
+    /* validation (cuda_check.c) */
+    int64_t ns;                      /* reference columns per batch entry (n: all) */
+    int64_t *cols;                   /* host copy of the sampled columns; NULL when ns == n */
+    void *vbuf;                      /* device: reference, columns, partial sums, result */
+    double *ref;                     /* device reference, ns * m per batch entry */
+    long long *dcols;                /* device columns; NULL when ns == n */
+    double *part;                    /* 2 * GT_CUDA_PARTS */
+    unsigned long long *bad;         /* GT_CUDA_PARTS */
+    double *dout;                    /* 4 */
+    double *hout;                    /* pinned host copy of dout */
+    double ref_ms;                   /* wall time of the reference kernel */
+    gt_cuda_heur heur[GT_CUDA_HEUR_MAX];
+    int nheur;
     uint64_t seed;
 };
 
@@ -254,14 +344,21 @@ int gt_cuda_algo_make(gt_bk_ctx *ctx, const gt_cuda_map *m, const gt_cuda_desc *
 int gt_cuda_prepare(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **pp, char *err,
                     size_t errlen);
 void gt_cuda_unprepare(gt_bk_prob *pp);
+/* The heuristic's algo for c when c is one of its results (1), else 0. */
+int gt_cuda_heur_find(const gt_bk_prob *pp, const gt_cuda_cfg *c, cublasLtMatmulAlgo_t *algo,
+                      size_t *ws);
 int gt_cuda_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen);
 int gt_cuda_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timing *t, char *err,
                  size_t errlen);
 
-/* Host comparison: ||out-ref||/||ref|| over the m x n x batch logical
- * elements of D (type dkt, leading dim ldd, batch stride sd) against a dense
- * double reference; NaN when any output element is not finite. */
-double gt_cuda_rel_err(int dkt, const void *out, int64_t m, int64_t n, int64_t ldd, int64_t batch,
-                       int64_t sd, const double *ref);
+/* Validation internals (cuda_check.c), used by prepare and the self-test. */
+/* Device bytes of the validation buffer for ns reference columns. */
+size_t gt_cuda_vbuf_bytes(const gt_problem *p, int64_t ns);
+/* Lays out pp->vbuf, uploads the columns, computes the reference and
+ * spot-checks it on the host. */
+int gt_cuda_reference(gt_bk_prob *pp, char *err, size_t errlen);
+/* Compares the D now in set 0 (no poison, no run): the GPU half of
+ * validate, for tests that alter D. */
+int gt_cuda_check(gt_bk_prob *pp, double *rel_err, char *err, size_t errlen);
 
 #endif
