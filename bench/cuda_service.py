@@ -181,10 +181,15 @@ def report(run, res, bw, rate, ngpu, wall):
         d = per.setdefault(r["problem_id"], {"screen": 0, "t0": None, "t1": None})
         if r["phase"] == "screen":
             d["screen"] += 1
+        t = r.get("created_ms")
+        if t is not None:
+            d["t0"] = t if d["t0"] is None else min(d["t0"], t)
+            d["t1"] = t if d["t1"] is None else max(d["t1"], t)
     # problem metadata from the best table
     print(f"\n{'GEMM (m x n x k)':<28}{'base us':>10}{'tuned us':>10}{'uplift':>8}{'TFLOP/s':>9}"
-          f"{'%roof':>7}{'cands':>7}")
+          f"{'%roof':>7}{'cands':>7}{'tune s':>8}")
     ups, wsum, wup = [], 0.0, 0.0
+    small_c, small_s = 0, 0.0
     for b in sorted(run["best"], key=lambda b: b["problem_id"]):
         lab = b["label"].replace("bf16 TN ", "")
         t, bu = b.get("time_us"), b.get("baseline_us")
@@ -202,15 +207,24 @@ def report(run, res, bw, rate, ngpu, wall):
         if bw and rate:
             floor = max(byts / bw, flops / rate)
             roof = f"{100 * floor / (t * 1e-6):6.1f}"
+        d = per.get(b["problem_id"], {"screen": 0, "t0": None, "t1": None})
+        span = (d["t1"] - d["t0"]) / 1e3 if d["t0"] is not None else 0.0
+        if n <= 128:
+            small_c += d["screen"]
+            small_s += span
         print(f"{lab:<28}{bu:10.2f}{t:10.2f}{up:8.3f}{flops / (t * 1e-6) / 1e12:9.1f}{roof:>7}"
-              f"{per.get(b['problem_id'], {}).get('screen', 0):7d}")
+              f"{d['screen']:7d}{span:8.2f}")
     if ups:
         geo = math.exp(sum(math.log(u) for u in ups) / len(ups))
         ncand = sum(d["screen"] for d in per.values())
         print(f"\nGEMMs {len(ups)}: geomean uplift {geo:.4f}, min {min(ups):.4f}, max {max(ups):.4f}, "
               f"FLOP-weighted {wup / wsum:.4f}, workload (calls-weighted) {run.get('weighted_uplift')}")
         print(f"candidates timed {ncand} in {wall:.1f} s wall on {ngpu} GPU(s): "
-              f"{ncand / wall / max(ngpu, 1):.1f} candidates/s/GPU (incl. enumeration, compile, final)")
+              f"{ncand / wall / max(ngpu, 1):.1f} candidates/s/GPU (whole run: enumeration, "
+              f"validation, screen, final)")
+        if small_s > 0:
+            print(f"GEMMs with n <= 128: {small_c} candidates in {small_s:.1f} s of tuning "
+                  f"(first to last result per GEMM): {small_c / small_s:.0f} candidates/s/GPU")
     sys.stdout.flush()
 
 

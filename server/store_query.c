@@ -305,7 +305,8 @@ cJSON *gt_store_run_json(gt_store *s, int64_t run_id, int64_t now_ms, int *found
 
 static const char k_results_sql[] =
     "SELECT r.problem_id, p.label, r.backend, r.phase, r.config, r.config_hash, r.is_baseline,"
-    " r.time_us, r.spread, r.tflops, r.rel_err, r.valid, r.reason, r.worker_id, r.device_model"
+    " r.time_us, r.spread, r.tflops, r.rel_err, r.valid, r.reason, r.worker_id, r.device_model,"
+    " r.created_ms, r.job_id"
     " FROM results r JOIN problems p ON p.id = r.problem_id WHERE r.run_id = ?"
     " ORDER BY p.weight DESC, r.problem_id, r.phase, r.time_us IS NULL, r.time_us";
 
@@ -340,7 +341,8 @@ cJSON *gt_store_results_json(gt_store *s, int64_t run_id, int *found, char *err,
             !add_num_col(r, "tflops", st, 9) || !add_num_col(r, "rel_err", st, 10) ||
             !cJSON_AddBoolToObject(r, "valid", sqlite3_column_int(st, 11)) ||
             !add_str_col(r, "reason", st, 12) || !add_num_col(r, "worker_id", st, 13) ||
-            !add_str_col(r, "device_model", st, 14))
+            !add_str_col(r, "device_model", st, 14) || !add_num_col(r, "created_ms", st, 15) ||
+            !add_num_col(r, "job_id", st, 16))
             goto fail_st;
     }
     sqlite3_finalize(st);
@@ -379,7 +381,8 @@ char *gt_store_results_csv(gt_store *s, int64_t run_id, int *found, char *err, s
         return NULL;
     static const char *cols[] = {"problem_id", "label", "backend", "phase", "config",
                                  "config_hash", "baseline", "time_us", "spread", "tflops",
-                                 "rel_err", "valid", "reason", "worker_id", "device_model"};
+                                 "rel_err", "valid", "reason", "worker_id", "device_model",
+                                 "created_ms", "job_id"};
     const int ncols = (int)(sizeof cols / sizeof cols[0]);
     gt_str b;
     gt_str_init(&b);
