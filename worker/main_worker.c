@@ -255,12 +255,19 @@ out:
 }
 
 /* --device all: one child process per device, restarted never (a child that
- * dies is reported; a supervisor such as systemd restarts the whole set). */
+ * dies is reported; a supervisor such as systemd restarts the whole set).
+ * SIGTERM/SIGINT to this parent are passed on to every child, so each hands
+ * its job back, also when the parent is a container's PID 1. */
 static int spawn_all(char **argv, int argc, int ndev)
 {
     pid_t *pids = calloc((size_t)ndev, sizeof *pids);
     if (!pids)
         return 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* no SA_RESTART: waitpid returns EINTR */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     for (int i = 0; i < ndev; i++) {
         pid_t p = fork();
         if (p < 0) {
@@ -288,10 +295,21 @@ static int spawn_all(char **argv, int argc, int ndev)
         }
         pids[i] = p;
     }
-    int rc = 0;
+    int rc = 0, forwarded = 0;
     for (int i = 0; i < ndev; i++) {
         int st;
-        if (pids[i] > 0 && waitpid(pids[i], &st, 0) > 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+        if (pids[i] <= 0)
+            continue;
+        pid_t r;
+        while ((r = waitpid(pids[i], &st, 0)) < 0 && errno == EINTR) {
+            if (g_stop && !forwarded) {
+                forwarded = 1;
+                for (int j = 0; j < ndev; j++)
+                    if (pids[j] > 0)
+                        kill(pids[j], SIGTERM);
+            }
+        }
+        if (r > 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
             gt_warn("worker for device %d ended abnormally", i);
             rc = 1;
         }
