@@ -78,6 +78,23 @@ check "SIGTERM: its job went back to the queue at once" \
   [ "$(sqlite3 "$DB" "SELECT state != 'leased' OR lease_owner != ${leased#* } FROM jobs WHERE id = $job")" = 1 ]
 check "SIGTERM: the worker is marked gone" \
   [ "$(sqlite3 "$DB" "SELECT state FROM workers WHERE id = ${leased#* }")" = gone ]
+# --device all: SIGTERM to the parent reaches every per-device worker.
+"$GT_BIN"/gemmtune-worker --server "$WURL" --backend cpu --device all 2>>"$T/all.log" &
+allpid=$!
+PIDS+=("$allpid")
+for _ in $(seq 100); do
+  [ "$(sqlite3 "$DB" "SELECT COUNT(*) FROM workers WHERE state != 'gone' AND pid != $allpid
+        AND registered_ms > (SELECT MAX(registered_ms) - 1 FROM workers)")" -ge 1 ] && break
+  sleep 0.1
+done
+child=$(sqlite3 "$DB" "SELECT id FROM workers ORDER BY id DESC LIMIT 1")
+kill -TERM "$allpid"
+rc=0
+wait "$allpid" || rc=$?
+check "--device all: SIGTERM ends the set cleanly (rc=$rc)" [ "$rc" = 0 ]
+check "--device all: the per-device worker said goodbye" \
+  [ "$(sqlite3 "$DB" "SELECT state FROM workers WHERE id = $child")" = gone ]
+
 kill -TERM "$COORD"
 rc=0
 wait "$COORD" || rc=$?
