@@ -79,15 +79,16 @@ check "SIGTERM: its job went back to the queue at once" \
 check "SIGTERM: the worker is marked gone" \
   [ "$(sqlite3 "$DB" "SELECT state FROM workers WHERE id = ${leased#* }")" = gone ]
 # --device all: SIGTERM to the parent reaches every per-device worker.
+before=$(sqlite3 "$DB" "SELECT MAX(id) FROM workers")
 "$GT_BIN"/gemmtune-worker --server "$WURL" --backend cpu --device all 2>>"$T/all.log" &
 allpid=$!
 PIDS+=("$allpid")
 for _ in $(seq 100); do
-  [ "$(sqlite3 "$DB" "SELECT COUNT(*) FROM workers WHERE state != 'gone' AND pid != $allpid
-        AND registered_ms > (SELECT MAX(registered_ms) - 1 FROM workers)")" -ge 1 ] && break
+  child=$(sqlite3 "$DB" "SELECT id FROM workers WHERE id > $before")
+  [ -n "$child" ] && break
   sleep 0.1
 done
-child=$(sqlite3 "$DB" "SELECT id FROM workers ORDER BY id DESC LIMIT 1")
+check "--device all: one worker per device registered" [ -n "$child" ]
 kill -TERM "$allpid"
 rc=0
 wait "$allpid" || rc=$?
