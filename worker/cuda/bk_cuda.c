@@ -224,8 +224,20 @@ static void cuda_release(gt_bk_cand *c)
     free(c); /* an algo is plain host data: nothing on the device to free */
 }
 
+/* Visible GPUs, for `gemmtune-worker --device all` (0 when none or no
+ * driver: the caller reports it). Runs in the launching parent only, which
+ * then execs one worker per device. */
+static int cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess)
+        return 0;
+    return n;
+}
+
 const gt_backend gt_bk_cuda = {
     .name = "cuda",
+    .device_count = cuda_device_count,
     .open = cuda_open,
     .close = cuda_close,
     .enumerate = gt_cuda_enumerate,
