@@ -125,12 +125,18 @@ def main():
                                    "--backend", "cuda", "--device", a.gpus, "--batch", "32"],
                                   stderr=wlog, start_new_session=True)
         procs.append(worker)
-        for _ in range(300):
+        want = 1
+        if a.gpus == "all":
+            try:
+                import torch
+                want = max(torch.cuda.device_count(), 1)
+            except ImportError:
+                pass
+        for _ in range(600):
             ws = get(http + "/v1/workers")["workers"]
-            if ws:
+            if len(ws) >= want:
                 break
             time.sleep(0.1)
-        time.sleep(2)
         ws = get(http + "/v1/workers")["workers"]
         ngpu = len(ws)
         print(f"{ngpu} worker(s): " + ", ".join(f"{w['device_model']} [{w['device_index']}] {w['driver']}"
