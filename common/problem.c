@@ -318,10 +318,17 @@ int gt_problem_from_json(const cJSON *j, gt_problem *p, char *err, size_t errlen
     if (get_i64(j, "m", &m, 1, err, errlen) || get_i64(j, "n", &n, 1, err, errlen) ||
         get_i64(j, "k", &k, 1, err, errlen))
         return -1;
-    gt_problem_init(p, m, n, k);
+    gt_problem_init(p, 1, 1, 1);
+    p->m = m;
+    p->n = n;
+    p->k = k;
     if (get_i64(j, "batch", &p->batch, 0, err, errlen) ||
         get_trans(j, "trans_a", &p->trans_a, err, errlen) ||
         get_trans(j, "trans_b", &p->trans_b, err, errlen))
+        return -1;
+    /* Range-check the sizes before anything multiplies them (the default
+     * strides below would overflow int64 for hostile sizes). */
+    if (gt_problem_check(p, err, errlen))
         return -1;
     gt_problem_default_ld(p);
     if (get_i64(j, "lda", &p->lda, 0, err, errlen) || get_i64(j, "ldb", &p->ldb, 0, err, errlen) ||

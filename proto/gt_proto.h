@@ -67,5 +67,9 @@ int gt_proto_result_from_json(const struct cJSON *j, gt_result *r, char *err, si
 int gt_proto_get_int(const struct cJSON *j, const char *name, long long *out, char *err, size_t errlen);
 int gt_proto_get_num(const struct cJSON *j, const char *name, double *out, char *err, size_t errlen);
 const char *gt_proto_get_str(const struct cJSON *j, const char *name, char *err, size_t errlen);
+/* An integer field clamped to [lo, hi]; dflt when absent, not a number or
+ * NaN. Never casts an out-of-range double (undefined behaviour in C). */
+long long gt_proto_int_or(const struct cJSON *j, const char *name, long long lo, long long hi,
+                          long long dflt);
 
 #endif

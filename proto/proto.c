@@ -199,3 +199,15 @@ const char *gt_proto_get_str(const cJSON *j, const char *name, char *err, size_t
     }
     return v->valuestring;
 }
+
+long long gt_proto_int_or(const cJSON *j, const char *name, long long lo, long long hi, long long dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+    if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble)
+        return dflt;
+    if (v->valuedouble <= (double)lo)
+        return lo;
+    if (v->valuedouble >= (double)hi)
+        return hi;
+    return (long long)v->valuedouble;
+}

@@ -36,10 +36,15 @@ static void copy_str(char *dst, size_t n, const cJSON *j, const char *name)
     snprintf(dst, n, "%s", cJSON_IsString(v) ? v->valuestring : "");
 }
 
+/* A JSON number as an integer, dflt when absent or out of [0, 2^53]: the
+ * cast of an out-of-range double is undefined behaviour, and no field read
+ * this way (pid, device index, memory, units) can be negative or huge. */
 static long long get_ll(const cJSON *j, const char *name, long long dflt)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
-    return cJSON_IsNumber(v) ? (long long)v->valuedouble : dflt;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 9007199254740992.0))
+        return dflt;
+    return (long long)v->valuedouble;
 }
 
 /* Compares in time independent of where the first difference is, so the

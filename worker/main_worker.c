@@ -107,11 +107,10 @@ static int do_register(worker *w)
     int rc = -1;
     if (!strcmp(type, GT_MSG_REGISTERED)) {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(r, "worker_id");
-        const cJSON *hb = cJSON_GetObjectItemCaseSensitive(r, "heartbeat_ms");
         if (cJSON_IsNumber(id)) {
             pthread_mutex_lock(&w->mu);
-            w->worker_id = (int64_t)id->valuedouble;
-            w->heartbeat_ms = cJSON_IsNumber(hb) && hb->valueint > 0 ? hb->valueint : 5000;
+            w->worker_id = gt_proto_int_or(r, "worker_id", 0, 1LL << 53, 0);
+            w->heartbeat_ms = (int)gt_proto_int_or(r, "heartbeat_ms", 100, 600000, 5000);
             w->reregister = 0;
             pthread_mutex_unlock(&w->mu);
             gt_info("registered as worker %lld with %s (%s %s)", (long long)w->worker_id, w->url,
@@ -224,8 +223,7 @@ static int serve(worker *w)
                 gt_warn("job abandoned: coordinator or bench process unreachable");
             idle_since = gt_mono_ms();
         } else if (!strcmp(type, GT_MSG_NONE)) {
-            const cJSON *retry = cJSON_GetObjectItemCaseSensitive(r, "retry_ms");
-            int ms = cJSON_IsNumber(retry) ? retry->valueint : 500;
+            int ms = (int)gt_proto_int_or(r, "retry_ms", 10, 10000, 500);
             if (w->idle_exit_s > 0 && gt_mono_ms() - idle_since > w->idle_exit_s * 1000) {
                 gt_info("idle for %.0f s: exiting", w->idle_exit_s);
                 cJSON_Delete(r);

@@ -328,7 +328,7 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(job, "kind");
     if (!cJSON_IsNumber(v) || !cJSON_IsString(kind))
         return emit_done(&j, "malformed job");
-    j.job_id = (long long)v->valuedouble;
+    j.job_id = gt_proto_int_or(job, "id", 0, (1LL << 53), 0);
     j.kind = kind->valuestring;
     if (gt_problem_from_json(cJSON_GetObjectItemCaseSensitive(job, "problem"), &j.prob, err, sizeof err)) {
         char msg[300];
@@ -337,8 +337,10 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
     }
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(job, "timing");
     j.timing.min_time_ms = num_or(t, "min_time_ms", 2);
-    j.timing.repeats = (int)num_or(t, "repeats", 5);
-    j.timing.warmup = (int)num_or(t, "warmup", 2);
+    if (!(j.timing.min_time_ms > 0 && j.timing.min_time_ms <= 60000))
+        j.timing.min_time_ms = 2;
+    j.timing.repeats = (int)gt_proto_int_or(t, "repeats", 1, 1000, 5);
+    j.timing.warmup = (int)gt_proto_int_or(t, "warmup", 0, 1000, 2);
     j.timing.rotating_bytes = j.prob.rotating_mb * (1 << 20);
     j.tol = gt_bk_tolerance(&j.prob);
     const cJSON *cands = cJSON_GetObjectItemCaseSensitive(job, "candidates");

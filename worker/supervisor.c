@@ -253,9 +253,9 @@ int gt_sup_start(gt_sup *s, char *err, size_t errlen)
     if ((v = cJSON_GetObjectItemCaseSensitive(dev, "driver")) && cJSON_IsString(v))
         snprintf(s->dev.driver, sizeof s->dev.driver, "%s", v->valuestring);
     if ((v = cJSON_GetObjectItemCaseSensitive(dev, "mem_bytes")) && cJSON_IsNumber(v))
-        s->dev.mem_bytes = (int64_t)v->valuedouble;
+        s->dev.mem_bytes = gt_proto_int_or(dev, "mem_bytes", 0, 1LL << 53, 0);
     if ((v = cJSON_GetObjectItemCaseSensitive(dev, "units")) && cJSON_IsNumber(v))
-        s->dev.units = v->valueint;
+        s->dev.units = (int)gt_proto_int_or(dev, "units", 0, 1 << 30, 0);
     cJSON_Delete(hello);
     return 0;
 }
@@ -380,7 +380,7 @@ int gt_sup_run_job(gt_sup *s, const cJSON *job, gt_client *cl, int64_t worker_id
     const cJSON *idj = cJSON_GetObjectItemCaseSensitive(job, "id");
     const cJSON *kj = cJSON_GetObjectItemCaseSensitive(job, "kind");
     jobrun jr = {.s = s, .cl = cl, .worker_id = worker_id,
-                 .job_id = cJSON_IsNumber(idj) ? (long long)idj->valuedouble : -1,
+                 .job_id = cJSON_IsNumber(idj) ? gt_proto_int_or(job, "id", 0, 1LL << 53, -1) : -1,
                  .pending = cJSON_CreateArray()};
     cJSON *work = cJSON_Duplicate(job, 1);
     int rc = -1, restarts = 0;
