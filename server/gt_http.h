@@ -1,12 +1,15 @@
-/* gt_http.h: the coordinator's HTTP JSON API on libmicrohttpd (module prefix
+/* gt_http.h: the coordinator's HTTP API on libmicrohttpd (module prefix
  * gt_http_). Routes: POST/GET /v1/runs, GET /v1/runs/{id}, GET
  * /v1/runs/{id}/results, GET /v1/runs/{id}/export, POST
- * /v1/runs/{id}/cancel, GET /v1/workers, GET /healthz. README.md documents
- * each one. */
+ * /v1/runs/{id}/cancel, GET /v1/runs/{id}/events (server-sent events), GET
+ * /v1/runs/{id}/timeline, GET /v1/workers, GET /healthz, GET /metrics
+ * (Prometheus), and the status page at / (/index.html, /app.js,
+ * /style.css). README.md and docs/observability.md document them. */
 #ifndef GT_HTTP_H
 #define GT_HTTP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gt_store.h"
 
@@ -17,9 +20,15 @@ typedef struct gt_http_opts {
     size_t max_log_lines;     /* line limit of a submitted log */
     const char *data_dir;     /* where exports are written before they are sent */
     const char *token;        /* bearer token for mutating requests; NULL/"" = none */
+    const char *read_token;   /* when set, GET/HEAD requests need it or token, except
+                                 /healthz and the status page's static files */
     const char *source;       /* name of this coordinator in exports ("host") */
     unsigned max_conns;       /* concurrent connections */
     unsigned threads;         /* worker threads of the server */
+    /* Optional: worker requests answered so far (gt_dispatch_requests), for
+     * gemmtune_dispatch_requests_total on /metrics. */
+    uint64_t (*dispatch_requests)(void *);
+    void *dispatch_ctx;
 } gt_http_opts;
 
 typedef struct gt_http gt_http;

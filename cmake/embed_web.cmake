@@ -1,0 +1,25 @@
+# Writes every file of the web folder (the status page: index.html, app.js,
+# style.css) into a C source as byte arrays with their lengths, so gemmtuned
+# serves its page with nothing to install next to it. Model: embed_sql.cmake.
+file(GLOB files LIST_DIRECTORIES false ${DIR}/*)
+list(SORT files)
+set(body "/* generated from the web folder by cmake/embed_web.cmake: do not edit */\n#include <stddef.h>\n")
+set(names "")
+set(count 0)
+foreach(f ${files})
+  get_filename_component(name ${f} NAME)
+  # Dot files (editor state) are not part of the page.
+  if(name MATCHES "^\\.")
+    continue()
+  endif()
+  file(SIZE ${f} size)
+  file(READ ${f} content HEX)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," content "${content}")
+  string(APPEND body "static const unsigned char web_${count}[] = {${content}0x00};\n")
+  string(APPEND names "    {\"${name}\", web_${count}, ${size}},\n")
+  math(EXPR count "${count}+1")
+endforeach()
+string(APPEND body "struct gt_web_file { const char *name; const unsigned char *data; size_t len; };\n")
+string(APPEND body "const struct gt_web_file gt_web_files[] = {\n${names}    {NULL, NULL, 0}\n};\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

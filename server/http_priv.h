@@ -1,0 +1,72 @@
+/* http_priv.h: internals shared by the HTTP API's files (http.c: server,
+ * authentication, routing, metrics; http_runs.c: the /v1/runs routes;
+ * events.c: server-sent events; status_page.c: the embedded status page).
+ * Not part of the public interface. */
+#ifndef GT_HTTP_PRIV_H
+#define GT_HTTP_PRIV_H
+
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+#include <stdint.h>
+
+#include "gt_http.h"
+#include "gt_metrics.h"
+#include "gt_util.h"
+
+typedef struct gt_events gt_events;
+
+struct gt_http {
+    struct MHD_Daemon *d;
+    gt_store *store;
+    gt_http_opts o;
+    char data_dir[1024];
+    char token[256];
+    char read_token[256];
+    char source[256];
+    int port;
+    double start_time_s;        /* Unix seconds, for process_start_time_seconds */
+    gt_http_metrics *metrics;
+    gt_results_tally tally;     /* /metrics results totals; the store's lock guards it */
+    gt_events *events;
+};
+
+/* One request: its body so far, and what the metrics need to know about it
+ * (route family, status queued). */
+typedef struct gt_req {
+    gt_http *h;
+    struct MHD_Connection *c;
+    gt_route route;
+    unsigned status;            /* 0 until a response is queued */
+    gt_str body;
+    int too_large;
+} gt_req;
+
+/* Queues r (not destroyed here) and records the status. */
+enum MHD_Result gt_http_queue(gt_req *q, unsigned status, struct MHD_Response *r);
+/* txt is malloc'd and taken. */
+enum MHD_Result gt_http_send_text(gt_req *q, unsigned status, const char *ctype, char *txt);
+/* j is taken. */
+enum MHD_Result gt_http_send_json(gt_req *q, unsigned status, cJSON *j);
+/* details: NULL, or a cJSON value that is taken. */
+enum MHD_Result gt_http_send_error(gt_req *q, unsigned status, cJSON *details, const char *fmt,
+                                   ...) __attribute__((format(printf, 4, 5)));
+
+/* http_runs.c */
+enum MHD_Result gt_http_post_run(gt_req *q);
+enum MHD_Result gt_http_run_routes(gt_req *q, const char *method, int64_t id, const char *sub);
+
+/* events.c: GET /v1/runs/{id}/events. */
+#define GT_EVENTS_MAX_STREAMS 64
+gt_events *gt_events_new(gt_store *s, unsigned max_streams);
+/* Ends every stream (before MHD_stop_daemon, which must find none suspended). */
+void gt_events_shutdown(gt_events *e);
+void gt_events_free(gt_events *e);
+unsigned gt_events_active(gt_events *e);
+unsigned gt_events_max(const gt_events *e);
+enum MHD_Result gt_http_events(gt_req *q, int64_t run_id);
+
+/* status_page.c: the embedded web/ files ("/" is index.html). */
+int gt_http_is_static(const char *url);
+enum MHD_Result gt_http_static(gt_req *q, const char *url);
+
+#endif

@@ -1,0 +1,274 @@
+/* http_runs.c: the /v1/runs routes of the HTTP API: submitting a log,
+ * a run's progress, results (JSON, CSV), export, cancellation, and the
+ * observability views of one run: its best-time timeline and its event
+ * stream (events.c). */
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gt_export.h"
+#include "gt_log.h"
+#include "gt_store_stats.h"
+#include "http_priv.h"
+
+typedef struct query_opts {
+    gt_run_opts *o;
+    char err[256];
+    int bad;
+} query_opts;
+
+static enum MHD_Result query_opt(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *value)
+{
+    (void)kind;
+    query_opts *q = cls;
+    if (q->bad)
+        return MHD_NO;
+    if (gt_run_opts_set(q->o, key, value ? value : "", q->err, sizeof q->err)) {
+        q->bad = 1;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+static cJSON *errors_json(const gt_log_result *res)
+{
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr)
+        return NULL;
+    for (size_t i = 0; i < res->nerrors && i < GT_LOG_MAX_ERRORS; i++) {
+        cJSON *e = cJSON_CreateObject();
+        if (!e || !cJSON_AddItemToArray(arr, e)) {
+            cJSON_Delete(e);
+            cJSON_Delete(arr);
+            return NULL;
+        }
+        if (!cJSON_AddNumberToObject(e, "line", res->errors[i].line) ||
+            !cJSON_AddStringToObject(e, "field", res->errors[i].field) ||
+            !cJSON_AddStringToObject(e, "error", res->errors[i].msg)) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+enum MHD_Result gt_http_post_run(gt_req *q)
+{
+    gt_http *h = q->h;
+    struct MHD_Connection *c = q->c;
+    char err[512];
+    gt_run_opts o;
+    gt_run_opts_default(&o);
+    o.log.max_lines = h->o.max_log_lines;
+    const char *text = q->body.s ? q->body.s : "";
+    size_t len = q->body.len;
+    cJSON *body = NULL;
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (ct && !strncmp(ct, "application/json", 16)) {
+        body = cJSON_ParseWithLength(text, len);
+        if (!cJSON_IsObject(body)) {
+            cJSON_Delete(body);
+            return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL,
+                              "request body is not a JSON object (send the log as text/plain, or"
+                              " JSON {\"log\": ..., options})");
+        }
+        const cJSON *log = cJSON_GetObjectItemCaseSensitive(body, "log");
+        if (!cJSON_IsString(log)) {
+            cJSON_Delete(body);
+            return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL,
+                                      "field log: missing or not a string");
+        }
+        if (gt_run_opts_from_json(&o, body, err, sizeof err)) {
+            cJSON_Delete(body);
+            gt_run_opts_fini(&o);
+            return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL, "%s", err);
+        }
+        text = log->valuestring;
+        len = strlen(text);
+    } else {
+        query_opts qo = {.o = &o};
+        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, query_opt, &qo);
+        if (qo.bad)
+            return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL, "%s", qo.err);
+    }
+    o.log.max_lines = h->o.max_log_lines;
+    gt_log_result res;
+    int prc = gt_log_parse(text, len, &o.log, &res);
+    enum MHD_Result ret;
+    if (prc != 0) {
+        cJSON *details = errors_json(&res);
+        ret = gt_http_send_error(q, MHD_HTTP_UNPROCESSABLE_CONTENT, details,
+                         "log rejected: %zu invalid line%s (format %s)%s", res.nerrors,
+                         res.nerrors == 1 ? "" : "s", gt_log_format_name(res.format),
+                         res.nerrors > GT_LOG_MAX_ERRORS ? "; the first 50 are listed" : "");
+        goto out;
+    }
+    gt_run_created cr;
+    if (gt_store_create_run(h->store, &o, &res, &cr, err, sizeof err)) {
+        gt_err("create run: %s", err);
+        ret = gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
+                                 "cannot create the run: %s", err);
+        goto out;
+    }
+    gt_info("run %lld created: %zu problems, %zu jobs, %zu candidates (%s, backend %s)",
+            (long long)cr.id, cr.problems, cr.jobs, cr.candidates, gt_log_format_name(res.format),
+            o.backend);
+    cJSON *j = cJSON_CreateObject();
+    cJSON *sk = errors_json(&res);
+    if (!j || !sk || !cJSON_AddNumberToObject(j, "id", (double)cr.id) ||
+        !cJSON_AddStringToObject(j, "format", gt_log_format_name(res.format)) ||
+        !cJSON_AddStringToObject(j, "backend", o.backend) ||
+        !cJSON_AddNumberToObject(j, "problems", (double)cr.problems) ||
+        !cJSON_AddNumberToObject(j, "dropped", (double)res.dropped) ||
+        !cJSON_AddNumberToObject(j, "jobs", (double)cr.jobs) ||
+        !cJSON_AddNumberToObject(j, "candidates", (double)cr.candidates) ||
+        !cJSON_AddNumberToObject(j, "gemm_lines", (double)res.gemm_lines)) {
+        cJSON_Delete(j);
+        cJSON_Delete(sk);
+        ret = MHD_NO;
+        goto out;
+    }
+    cJSON_AddItemToObject(j, "skipped", sk);
+    ret = gt_http_send_json(q, MHD_HTTP_CREATED, j);
+out:
+    gt_log_result_free(&res);
+    cJSON_Delete(body);
+    gt_run_opts_fini(&o);
+    return ret;
+}
+
+static enum MHD_Result get_export(gt_req *q, int64_t id)
+{
+    gt_http *h = q->h;
+    char err[512], path[1200], source[400];
+    int ex = gt_store_run_exists(h->store, id);
+    if (ex == 0)
+        return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
+                                      (long long)id);
+    if (ex < 0)
+        return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "database error");
+    /* The file name is ours, never from the request: nothing a client sends
+     * reaches the filesystem. */
+    snprintf(path, sizeof path, "%s/export-run%lld-%d-%lld.db", h->data_dir, (long long)id,
+             (int)getpid(), (long long)gt_wall_ms());
+    snprintf(source, sizeof source, "%s/run/%lld", h->source, (long long)id);
+    gt_store_lock(h->store);
+    int rc = gt_export_run(gt_store_db(h->store), id, source, path, err, sizeof err);
+    gt_store_unlock(h->store);
+    if (rc) {
+        gt_err("export run %lld: %s", (long long)id, err);
+        return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "export failed: %s",
+                                  err);
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    unlink(path); /* the open descriptor keeps the data until the response is sent */
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "export file vanished");
+    }
+    struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)sb.st_size, fd);
+    if (!r) {
+        close(fd);
+        return MHD_NO;
+    }
+    char disp[128];
+    snprintf(disp, sizeof disp, "attachment; filename=\"gemmtune-run%lld.db\"", (long long)id);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/vnd.sqlite3");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
+    enum MHD_Result ret = gt_http_queue(q, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result get_timeline(gt_req *q, int64_t id)
+{
+    char err[512];
+    int found = 0;
+    cJSON *j = gt_store_run_timeline(q->h->store, id, &found, err, sizeof err);
+    if (!found)
+        return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
+                                      (long long)id);
+    if (!j)
+        return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s", err);
+    return gt_http_send_json(q, MHD_HTTP_OK, j);
+}
+
+enum MHD_Result gt_http_run_routes(gt_req *q, const char *method, int64_t id, const char *sub)
+{
+    gt_http *h = q->h;
+    struct MHD_Connection *c = q->c;
+    char err[512];
+    int found = 0;
+    if (!*sub) {
+        if (strcmp(method, "GET"))
+            return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use GET");
+        cJSON *j = gt_store_run_json(h->store, id, gt_wall_ms(), &found, err, sizeof err);
+        if (!found)
+            return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
+                                      (long long)id);
+        if (!j)
+            return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s", err);
+        return gt_http_send_json(q, MHD_HTTP_OK, j);
+    }
+    if (!strcmp(sub, "results")) {
+        if (strcmp(method, "GET"))
+            return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use GET");
+        const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+        if (fmt && !strcmp(fmt, "csv")) {
+            char *csv = gt_store_results_csv(h->store, id, &found, err, sizeof err);
+            if (!found)
+                return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
+                                      (long long)id);
+            if (!csv)
+                return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s", err);
+            return gt_http_send_text(q, MHD_HTTP_OK, "text/csv", csv);
+        }
+        if (fmt && strcmp(fmt, "json"))
+            return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL, "format=%s: use json or csv",
+                                      fmt);
+        cJSON *j = gt_store_results_json(h->store, id, &found, err, sizeof err);
+        if (!found)
+            return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
+                                      (long long)id);
+        if (!j)
+            return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s", err);
+        return gt_http_send_json(q, MHD_HTTP_OK, j);
+    }
+    if (!strcmp(sub, "export")) {
+        if (strcmp(method, "GET"))
+            return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use GET");
+        return get_export(q, id);
+    }
+    if (!strcmp(sub, "cancel")) {
+        if (strcmp(method, "POST"))
+            return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use POST");
+        int r = gt_store_cancel_run(h->store, id, err, sizeof err);
+        if (r == 1)
+            return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
+                                      (long long)id);
+        if (r < 0)
+            return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s", err);
+        gt_info("run %lld cancelled", (long long)id);
+        cJSON *j = gt_store_run_json(h->store, id, gt_wall_ms(), &found, err, sizeof err);
+        if (!j)
+            return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s", err);
+        return gt_http_send_json(q, MHD_HTTP_OK, j);
+    }
+    if (!strcmp(sub, "timeline") || !strcmp(sub, "events")) {
+        int events = sub[0] == 'e';
+        if (strcmp(method, "GET"))
+            return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use GET");
+        return events ? gt_http_events(q, id) : get_timeline(q, id);
+    }
+    return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "no such resource /v1/runs/%lld/%s",
+                              (long long)id, sub);
+}
+

@@ -1,0 +1,532 @@
+/* store_stats.c: read-only queries for observability: /metrics counts, the
+ * change fingerprint and summary of a run (SSE), and best-time timelines.
+ *
+ * The run summary repeats store_query.c's definitions (progress, elapsed,
+ * ETA, the best per problem and the workload uplift) on purpose with other
+ * queries: the problem_best view ranks every result of the database before
+ * the join (hundreds of ms at 100k results), while the per-problem MIN()
+ * lookups below are index seeks on results_by_problem. A run is tuned for
+ * one backend and device model, so per problem there is one ranking.
+ * tests/integration/test_observability.sh checks both agree. */
+#include "gt_store_stats.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_priv.h"
+
+const char *const gt_stats_run_states[GT_STATS_RUN_STATES] = {"running", "done", "cancelled",
+                                                              "failed"};
+const char *const gt_stats_job_states[GT_STATS_JOB_STATES] = {"queued", "leased", "done", "failed",
+                                                              "cancelled"};
+const char *const gt_stats_problem_states[GT_STATS_PROBLEM_STATES] = {
+    "enumerating", "screening", "final", "done", "failed", "cancelled"};
+const char *const gt_stats_worker_states[GT_STATS_WORKER_STATES] = {"idle", "busy", "lost", "gone"};
+
+/* Runs "SELECT state, COUNT(*) ... GROUP BY state" into counts indexed like
+ * names; states the schema does not know are ignored. */
+static int count_by_state(gt_store *s, const char *sql, const char *const *names, size_t n,
+                          int64_t *counts, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = gt_store_prep(s, sql, err, errlen);
+    if (!st)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *state = gt_store_col_text(st, 0);
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(state, names[i]))
+                counts[i] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "database error: %s", sqlite3_errstr(rc));
+        return -1;
+    }
+    return 0;
+}
+
+static int collect_workers(gt_store *s, gt_store_stats *out, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = gt_store_prep(s,
+                                     "SELECT id, host, device_model, backend, state,"
+                                     " last_heartbeat_ms FROM workers WHERE state != 'gone'"
+                                     " ORDER BY id",
+                                     err, errlen);
+    if (!st)
+        return -1;
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (out->nw == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            gt_stats_worker *nw = realloc(out->w, ncap * sizeof *nw);
+            if (!nw) {
+                sqlite3_finalize(st);
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+            out->w = nw;
+            cap = ncap;
+        }
+        gt_stats_worker *w = &out->w[out->nw++];
+        w->id = sqlite3_column_int64(st, 0);
+        snprintf(w->host, sizeof w->host, "%s", gt_store_col_text(st, 1));
+        snprintf(w->device_model, sizeof w->device_model, "%s", gt_store_col_text(st, 2));
+        snprintf(w->backend, sizeof w->backend, "%s", gt_store_col_text(st, 3));
+        snprintf(w->state, sizeof w->state, "%s", gt_store_col_text(st, 4));
+        w->last_heartbeat_ms = sqlite3_column_int64(st, 5);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "database error: %s", sqlite3_errstr(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* Results by validity. COUNT(*) alone is a b-tree count; SUM(valid) has to
+ * visit every entry of an index, so it is only done for rows past the
+ * tally's last id (rowid range) unless the tally is off. */
+static int count_results(gt_store *s, gt_results_tally *tally, gt_store_stats *out, char *err,
+                         size_t errlen)
+{
+    gt_results_tally local = {0, 0, 0};
+    if (!tally)
+        tally = &local;
+    sqlite3_stmt *st = gt_store_prep(s, "SELECT COUNT(*) FROM results", err, errlen);
+    if (!st)
+        return -1;
+    int64_t now_total = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    st = gt_store_prep(s,
+                       "SELECT COUNT(*), COALESCE(SUM(valid), 0), MAX(id) FROM results"
+                       " WHERE id > ?",
+                       err, errlen);
+    if (!st)
+        return -1;
+    for (int pass = 0; pass < 2; pass++) {
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, tally->last_id);
+        if (sqlite3_step(st) != SQLITE_ROW) {
+            sqlite3_finalize(st);
+            snprintf(err, errlen, "database error counting results");
+            return -1;
+        }
+        int64_t n = sqlite3_column_int64(st, 0);
+        if (tally->total + n == now_total || pass == 1) {
+            tally->total += n;
+            tally->valid += sqlite3_column_int64(st, 1);
+            if (n)
+                tally->last_id = sqlite3_column_int64(st, 2);
+            break;
+        }
+        /* Rows went away or the file changed under us: count them all. */
+        memset(tally, 0, sizeof *tally);
+    }
+    sqlite3_finalize(st);
+    out->results_valid = tally->valid;
+    out->results_invalid = tally->total - tally->valid;
+    return 0;
+}
+
+/* Results created since `since`, newest first by rowid, stopping at the
+ * first older one: rows are inserted with the coordinator's clock, so the
+ * walk costs the rows of the window, not the table. (A wall clock stepped
+ * back can hide a few rows for one window: a rate gauge tolerates that.) */
+static int count_window(gt_store *s, int64_t since, int64_t *n, char *err, size_t errlen)
+{
+    sqlite3_stmt *st =
+        gt_store_prep(s, "SELECT created_ms FROM results ORDER BY id DESC", err, errlen);
+    if (!st)
+        return -1;
+    int rc;
+    *n = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_int64(st, 0) >= since)
+        (*n)++;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        snprintf(err, errlen, "database error: %s", sqlite3_errstr(rc));
+        return -1;
+    }
+    return 0;
+}
+
+static int collect_locked(gt_store *s, int64_t now_ms, int64_t window_ms,
+                          gt_results_tally *tally, gt_store_stats *out, char *err, size_t errlen)
+{
+    if (count_by_state(s, "SELECT state, COUNT(*) FROM runs GROUP BY state", gt_stats_run_states,
+                       GT_STATS_RUN_STATES, out->runs, err, errlen) ||
+        count_by_state(s, "SELECT state, COUNT(*) FROM jobs GROUP BY state", gt_stats_job_states,
+                       GT_STATS_JOB_STATES, out->jobs, err, errlen) ||
+        count_by_state(s, "SELECT state, COUNT(*) FROM problems GROUP BY state",
+                       gt_stats_problem_states, GT_STATS_PROBLEM_STATES, out->problems, err,
+                       errlen) ||
+        count_by_state(s, "SELECT state, COUNT(*) FROM workers GROUP BY state",
+                       gt_stats_worker_states, GT_STATS_WORKER_STATES, out->workers, err, errlen))
+        return -1;
+    if (count_results(s, tally, out, err, errlen) ||
+        count_window(s, now_ms - window_ms, &out->results_window, err, errlen))
+        return -1;
+    return collect_workers(s, out, err, errlen);
+}
+
+int gt_store_stats_collect(gt_store *s, int64_t now_ms, int64_t window_ms,
+                           gt_results_tally *tally, gt_store_stats *out, char *err,
+                           size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    gt_store_lock(s);
+    int rc = collect_locked(s, now_ms, window_ms, tally, out, err, errlen);
+    gt_store_unlock(s);
+    if (rc)
+        gt_store_stats_free(out);
+    return rc;
+}
+
+void gt_store_stats_free(gt_store_stats *st)
+{
+    free(st->w);
+    st->w = NULL;
+    st->nw = 0;
+}
+
+int gt_store_run_fingerprint(gt_store *s, int64_t run_id, char *fp, size_t fplen)
+{
+    char err[256];
+    /* MAX(id) over results_by_run is one index seek; the job and problem
+     * counts per state change with every lease, report and phase change
+     * (heartbeats, which only move lease deadlines, do not show). */
+    gt_store_lock(s);
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "SELECT r.state,"
+        " (SELECT MAX(x.id) FROM results x WHERE x.run_id = r.id),"
+        " (SELECT group_concat(n, ',') FROM (SELECT state || ':' || COUNT(*) AS n FROM jobs"
+        "   WHERE run_id = r.id GROUP BY state)),"
+        " (SELECT group_concat(n, ',') FROM (SELECT state || ':' || COUNT(*) AS n FROM problems"
+        "   WHERE run_id = r.id GROUP BY state))"
+        " FROM runs r WHERE r.id = ?",
+        err, sizeof err);
+    if (!st) {
+        gt_store_unlock(s);
+        return -1;
+    }
+    sqlite3_bind_int64(st, 1, run_id);
+    int rc = sqlite3_step(st), found = 0;
+    if (rc == SQLITE_ROW) {
+        found = 1;
+        snprintf(fp, fplen, "%s|%lld|%s|%s", gt_store_col_text(st, 0),
+                 (long long)sqlite3_column_int64(st, 1), gt_store_col_text(st, 2),
+                 gt_store_col_text(st, 3));
+    } else if (rc != SQLITE_DONE) {
+        found = -1;
+    }
+    sqlite3_finalize(st);
+    gt_store_unlock(s);
+    return found;
+}
+
+/* Per problem of a run: the tuned and baseline times the problem_best view
+ * would pick (final phase first, else screen against the mean baseline). */
+static const char k_best_cols[] =
+    " (SELECT MIN(r.time_us) FROM results r WHERE r.problem_id = p.id AND r.phase = 'final'"
+    "   AND r.valid = 1),"
+    " (SELECT r.time_us FROM results r WHERE r.problem_id = p.id AND r.phase = 'final'"
+    "   AND r.valid = 1 AND r.is_baseline = 1),"
+    " (SELECT MIN(r.time_us) FROM results r WHERE r.problem_id = p.id AND r.phase = 'screen'"
+    "   AND r.valid = 1),"
+    " (SELECT AVG(bl.time_us) FROM baselines bl WHERE bl.problem_id = p.id)";
+
+/* From the four k_best_cols columns at i: 1 with the tuned and baseline
+ * times when both are known and positive. */
+static int best_of(sqlite3_stmt *st, int i, double *tuned, double *base)
+{
+    int final = sqlite3_column_type(st, i) != SQLITE_NULL;
+    int ti = final ? i : i + 2, bi = final ? i + 1 : i + 3;
+    if (sqlite3_column_type(st, ti) == SQLITE_NULL || sqlite3_column_type(st, bi) == SQLITE_NULL)
+        return 0;
+    *tuned = sqlite3_column_double(st, ti);
+    *base = sqlite3_column_double(st, bi);
+    return *tuned > 0 && *base > 0;
+}
+
+typedef struct sum_counts {
+    long problems, problems_done, problems_failed;
+    long jobs, jobs_queued, jobs_leased, jobs_done, jobs_failed;
+    long cands_total, cands_done, cands_valid;
+    double base_sum, tuned_sum, wsum, wup;
+} sum_counts;
+
+static int summary_counts(gt_store *s, int64_t run_id, sum_counts *c, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "SELECT COUNT(*), SUM(state = 'queued'), SUM(state = 'leased'), SUM(state = 'done'),"
+        " SUM(state IN ('failed', 'cancelled')),"
+        " SUM(CASE WHEN kind = 'screen' THEN ncandidates ELSE 0 END) FROM jobs WHERE run_id = ?",
+        err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        c->jobs = sqlite3_column_int64(st, 0);
+        c->jobs_queued = sqlite3_column_int64(st, 1);
+        c->jobs_leased = sqlite3_column_int64(st, 2);
+        c->jobs_done = sqlite3_column_int64(st, 3);
+        c->jobs_failed = sqlite3_column_int64(st, 4);
+        c->cands_total = sqlite3_column_int64(st, 5);
+    }
+    sqlite3_finalize(st);
+    /* Screen results counted per problem: COUNT over (problem_id, phase,
+     * valid) prefixes of results_by_problem, without reading rows. */
+    char sql[1400];
+    snprintf(sql, sizeof sql,
+             "SELECT p.state, p.call_count, p.weight,"
+             " (SELECT COUNT(*) FROM results r WHERE r.problem_id = p.id AND r.phase = 'screen'),"
+             " (SELECT COUNT(*) FROM results r WHERE r.problem_id = p.id AND r.phase = 'screen'"
+             "   AND r.valid = 1),%s FROM problems p WHERE p.run_id = ?",
+             k_best_cols);
+    st = gt_store_prep(s, sql, err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *state = gt_store_col_text(st, 0);
+        c->problems++;
+        c->problems_done += !strcmp(state, "done");
+        c->problems_failed += !strcmp(state, "failed") || !strcmp(state, "cancelled");
+        c->cands_done += sqlite3_column_int64(st, 3);
+        c->cands_valid += sqlite3_column_int64(st, 4);
+        double t, bu, calls = sqlite3_column_double(st, 1), w = sqlite3_column_double(st, 2);
+        if (best_of(st, 5, &t, &bu)) {
+            c->base_sum += calls * bu;
+            c->tuned_sum += calls * t;
+            c->wsum += w;
+            c->wup += w * (bu / t);
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "database error: %s", sqlite3_errstr(rc));
+        return -1;
+    }
+    return 0;
+}
+
+static int add_counts(cJSON *root, const char *name, const char *const *keys, const long *vals,
+                      size_t n)
+{
+    cJSON *o = cJSON_AddObjectToObject(root, name);
+    if (!o)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!cJSON_AddNumberToObject(o, keys[i], (double)vals[i]))
+            return 0;
+    return 1;
+}
+
+static int add_num_or_null(cJSON *o, const char *name, int known, double v)
+{
+    return known ? cJSON_AddNumberToObject(o, name, v) != NULL
+                 : cJSON_AddNullToObject(o, name) != NULL;
+}
+
+static cJSON *summary_locked(gt_store *s, int64_t run_id, int64_t now_ms, int *found, char *err,
+                             size_t errlen)
+{
+    sqlite3_stmt *st = gt_store_prep(
+        s, "SELECT name, state, started_ms, finished_ms FROM runs WHERE id = ?", err, errlen);
+    if (!st)
+        return NULL;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        *found = 0;
+        return NULL;
+    }
+    *found = 1;
+    char name[128], state[16];
+    snprintf(name, sizeof name, "%s", gt_store_col_text(st, 0));
+    snprintf(state, sizeof state, "%s", gt_store_col_text(st, 1));
+    int started = sqlite3_column_type(st, 2) != SQLITE_NULL;
+    int64_t t0 = sqlite3_column_int64(st, 2);
+    int64_t t1 = sqlite3_column_type(st, 3) != SQLITE_NULL ? sqlite3_column_int64(st, 3) : now_ms;
+    sqlite3_finalize(st);
+    sum_counts c;
+    memset(&c, 0, sizeof c);
+    if (summary_counts(s, run_id, &c, err, errlen))
+        return NULL;
+    /* progress_of() of store_query.c: screen candidates plus one final phase
+     * per problem. */
+    double progress = 1.0;
+    if (strcmp(state, "done")) {
+        double total = (double)c.cands_total + (double)c.problems;
+        double done = (double)c.cands_done + (double)(c.problems_done + c.problems_failed);
+        progress = total > 0 ? (done / total > 1 ? 1 : done / total) : 0;
+    }
+    double elapsed = started ? (double)(t1 - t0) / 1000.0 : 0;
+    static const char *pk[] = {"total", "done", "failed"};
+    static const char *jk[] = {"total", "queued", "leased", "done", "failed"};
+    static const char *ck[] = {"total", "done", "valid", "invalid"};
+    long pv[] = {c.problems, c.problems_done, c.problems_failed};
+    long jv[] = {c.jobs, c.jobs_queued, c.jobs_leased, c.jobs_done, c.jobs_failed};
+    long cv[] = {c.cands_total, c.cands_done, c.cands_valid, c.cands_done - c.cands_valid};
+    cJSON *root = cJSON_CreateObject();
+    if (!root || !cJSON_AddNumberToObject(root, "id", (double)run_id) ||
+        !cJSON_AddStringToObject(root, "name", name) ||
+        !cJSON_AddStringToObject(root, "state", state) ||
+        !cJSON_AddNumberToObject(root, "progress", progress) ||
+        !cJSON_AddNumberToObject(root, "elapsed_s", elapsed) ||
+        !add_num_or_null(root, "eta_s", started && progress > 0 && !strcmp(state, "running"),
+                         elapsed * (1 - progress) / (progress > 0 ? progress : 1)) ||
+        !add_counts(root, "problems", pk, pv, 3) || !add_counts(root, "jobs", jk, jv, 5) ||
+        !add_counts(root, "candidates", ck, cv, 4) ||
+        !add_num_or_null(root, "weighted_uplift", c.tuned_sum > 0,
+                         c.base_sum / (c.tuned_sum > 0 ? c.tuned_sum : 1)) ||
+        !add_num_or_null(root, "flop_weighted_uplift", c.wsum > 0,
+                         c.wup / (c.wsum > 0 ? c.wsum : 1))) {
+        cJSON_Delete(root);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    return root;
+}
+
+cJSON *gt_store_run_summary(gt_store *s, int64_t run_id, int64_t now_ms, int *found, char *err,
+                            size_t errlen)
+{
+    gt_store_lock(s);
+    cJSON *j = summary_locked(s, run_id, now_ms, found, err, errlen);
+    gt_store_unlock(s);
+    return j;
+}
+
+/* Appends the points where the problem's best valid time improved. */
+static int add_points(sqlite3_stmt *pts, int64_t problem_id, cJSON *arr)
+{
+    sqlite3_reset(pts);
+    sqlite3_bind_int64(pts, 1, problem_id);
+    double best = 0;
+    int have = 0, rc;
+    while ((rc = sqlite3_step(pts)) == SQLITE_ROW) {
+        double t = sqlite3_column_double(pts, 1);
+        if (have && t >= best)
+            continue;
+        best = t;
+        have = 1;
+        cJSON *pt = cJSON_CreateArray();
+        if (!pt || !cJSON_AddItemToArray(arr, pt)) {
+            cJSON_Delete(pt);
+            return -1;
+        }
+        cJSON *a = cJSON_CreateNumber((double)sqlite3_column_int64(pts, 0));
+        if (!a || !cJSON_AddItemToArray(pt, a)) {
+            cJSON_Delete(a);
+            return -1;
+        }
+        cJSON *b = cJSON_CreateNumber(t);
+        if (!b || !cJSON_AddItemToArray(pt, b)) {
+            cJSON_Delete(b);
+            return -1;
+        }
+    }
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static cJSON *timeline_locked(gt_store *s, int64_t run_id, int *found, char *err, size_t errlen)
+{
+    cJSON *root = NULL;
+    sqlite3_stmt *pr = NULL, *pts = NULL;
+    sqlite3_stmt *st = gt_store_prep(
+        s, "SELECT state, created_ms, started_ms, finished_ms FROM runs WHERE id = ?", err, errlen);
+    if (!st)
+        return NULL;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        *found = 0;
+        return NULL;
+    }
+    *found = 1;
+    root = cJSON_CreateObject();
+    cJSON *arr = NULL;
+    if (!root || !cJSON_AddNumberToObject(root, "run_id", (double)run_id) ||
+        !cJSON_AddStringToObject(root, "state", gt_store_col_text(st, 0)))
+        goto fail;
+    static const char *const tcols[] = {"created_ms", "started_ms", "finished_ms"};
+    for (int i = 0; i < 3; i++)
+        if (!add_num_or_null(root, tcols[i], sqlite3_column_type(st, i + 1) != SQLITE_NULL,
+                             (double)sqlite3_column_int64(st, i + 1)))
+            goto fail;
+    if (!(arr = cJSON_AddArrayToObject(root, "problems")))
+        goto fail;
+    char sql[1200];
+    snprintf(sql, sizeof sql,
+             "SELECT p.id, p.label, p.weight, p.call_count, p.state,%s FROM problems p"
+             " WHERE p.run_id = ? ORDER BY p.weight DESC, p.id",
+             k_best_cols);
+    if (!(pr = gt_store_prep(s, sql, err, errlen)))
+        goto fail;
+    /* In the order of an index on (problem_id, valid, created_ms, time_us),
+     * when the database has one: then no row is read. */
+    if (!(pts = gt_store_prep(s,
+                              "SELECT created_ms, time_us FROM results WHERE problem_id = ?"
+                              " AND valid = 1 AND time_us IS NOT NULL ORDER BY created_ms, time_us",
+                              err, errlen)))
+        goto fail;
+    sqlite3_bind_int64(pr, 1, run_id);
+    int rc;
+    while ((rc = sqlite3_step(pr)) == SQLITE_ROW) {
+        cJSON *p = cJSON_CreateObject(), *points;
+        if (!p || !cJSON_AddItemToArray(arr, p)) {
+            cJSON_Delete(p);
+            goto fail;
+        }
+        double t = 0, bu = 0;
+        int known = best_of(pr, 5, &t, &bu);
+        const char *phase = sqlite3_column_type(pr, 5) != SQLITE_NULL   ? "final"
+                            : sqlite3_column_type(pr, 7) != SQLITE_NULL ? "screen"
+                                                                         : NULL;
+        if (!cJSON_AddNumberToObject(p, "problem_id", (double)sqlite3_column_int64(pr, 0)) ||
+            !cJSON_AddStringToObject(p, "label", gt_store_col_text(pr, 1)) ||
+            !cJSON_AddNumberToObject(p, "weight", sqlite3_column_double(pr, 2)) ||
+            !cJSON_AddNumberToObject(p, "calls", sqlite3_column_double(pr, 3)) ||
+            !cJSON_AddStringToObject(p, "state", gt_store_col_text(pr, 4)) ||
+            !(phase ? cJSON_AddStringToObject(p, "phase", phase) != NULL
+                    : cJSON_AddNullToObject(p, "phase") != NULL) ||
+            !add_num_or_null(p, "time_us", known, t) ||
+            !add_num_or_null(p, "baseline_us", known, bu) ||
+            !add_num_or_null(p, "uplift", known, bu / (known ? t : 1)) ||
+            !(points = cJSON_AddArrayToObject(p, "points")) ||
+            add_points(pts, sqlite3_column_int64(pr, 0), points))
+            goto fail;
+    }
+    if (rc != SQLITE_DONE)
+        goto fail;
+    sqlite3_finalize(pts);
+    sqlite3_finalize(pr);
+    sqlite3_finalize(st);
+    return root;
+fail:
+    if (!err[0])
+        snprintf(err, errlen, "out of memory or database error");
+    sqlite3_finalize(pts);
+    sqlite3_finalize(pr);
+    sqlite3_finalize(st);
+    cJSON_Delete(root);
+    return NULL;
+}
+
+cJSON *gt_store_run_timeline(gt_store *s, int64_t run_id, int *found, char *err, size_t errlen)
+{
+    if (errlen)
+        err[0] = '\0';
+    gt_store_lock(s);
+    cJSON *j = timeline_locked(s, run_id, found, err, errlen);
+    gt_store_unlock(s);
+    return j;
+}
