@@ -1,0 +1,306 @@
+/* ltmap.c: the pure host half of libgemmtune and the preload shim (no CUDA
+ * headers, so the GPU-less CI compiles and tests all of it): cuBLASLt
+ * descriptor tuple -> gemmtune problem, the cuda config decoder, the
+ * record-file line writer. See gt_lib.h. */
+#include "gt_lib.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+uint64_t gt_lt_hash(const void *data, size_t n, uint64_t h)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+gt_dtype gt_lt_dtype(int32_t t)
+{
+    switch (t) {
+    case GT_LT_R_32F: return GT_DT_F32;
+    case GT_LT_R_64F: return GT_DT_F64;
+    case GT_LT_R_16F: return GT_DT_F16;
+    case GT_LT_R_16BF: return GT_DT_BF16;
+    case GT_LT_R_8F_E4M3: return GT_DT_F8E4M3;
+    case GT_LT_R_8F_E5M2: return GT_DT_F8E5M2;
+    case GT_LT_R_8I: return GT_DT_I8;
+    case GT_LT_R_32I: return GT_DT_I32;
+    default: return GT_DT_INVALID;
+    }
+}
+
+gt_dtype gt_lt_compute(int32_t c)
+{
+    switch (c) {
+    case GT_LT_COMPUTE_32F: return GT_DT_F32;
+    case GT_LT_COMPUTE_32F_FAST_TF32: return GT_DT_TF32;
+    case GT_LT_COMPUTE_16F: return GT_DT_F16;
+    case GT_LT_COMPUTE_64F: return GT_DT_F64;
+    case GT_LT_COMPUTE_32I: return GT_DT_I32;
+    default: return GT_DT_INVALID; /* pedantic and fast-16F/16BF variants are not tuned */
+    }
+}
+
+static int isf8(gt_dtype t) { return t == GT_DT_F8E4M3 || t == GT_DT_F8E5M2; }
+
+/* cuBLASLt's bias type when BIAS_DATA_TYPE is unset (mirrors default_bias of
+ * worker/cuda/cuda_map.c). */
+gt_dtype gt_lt_default_bias(const gt_problem *p)
+{
+    if (isf8(p->a_type) && (p->d_type == GT_DT_F32 || p->d_type == GT_DT_TF32))
+        return GT_DT_BF16;
+    if (isf8(p->a_type) && isf8(p->d_type))
+        return p->c_type;
+    if (p->d_type == GT_DT_I8)
+        return GT_DT_F32;
+    return p->d_type;
+}
+
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        snprintf(err, errlen, __VA_ARGS__);                                                        \
+        return -1;                                                                                 \
+    } while (0)
+
+int gt_lt_to_problem(const gt_lt_desc *d, double alpha, double beta, gt_problem *p, char *err,
+                     size_t errlen)
+{
+    static const char *const names[4] = {"A", "B", "C", "D"};
+    gt_dtype t[4];
+    for (int i = 0; i < 4; i++) {
+        const gt_lt_layout *l = &d->l[i];
+        if (l->order != GT_LT_ORDER_COL)
+            FAIL("layout %s: order %d is not column-major", names[i], (int)l->order);
+        if (l->plane != 0)
+            FAIL("layout %s: planar complex", names[i]);
+        if ((t[i] = gt_lt_dtype(l->type)) == GT_DT_INVALID)
+            FAIL("layout %s: data type %d not modelled", names[i], (int)l->type);
+        if (l->rows == 0 || l->cols == 0 || l->rows > INT64_MAX / 2 || l->cols > INT64_MAX / 2)
+            FAIL("layout %s: empty or huge (%llu x %llu)", names[i], (unsigned long long)l->rows,
+                 (unsigned long long)l->cols);
+        if (l->batch < 1)
+            FAIL("layout %s: batch count %d", names[i], (int)l->batch);
+    }
+    if (d->fill != GT_LT_FILL_FULL)
+        FAIL("fill mode %d: only full matrices", (int)d->fill);
+    if (d->transc != GT_LT_OP_N)
+        FAIL("transc %d: only N", (int)d->transc);
+    if ((d->transa != GT_LT_OP_N && d->transa != GT_LT_OP_T) ||
+        (d->transb != GT_LT_OP_N && d->transb != GT_LT_OP_T))
+        FAIL("transa/transb %d/%d: only N or T", (int)d->transa, (int)d->transb);
+    if (d->sm_count != 0)
+        FAIL("SM count target %d: tuned on the whole device", (int)d->sm_count);
+    if (d->fast_accum != 0)
+        FAIL("fp8 fast accumulation is not modelled");
+    if (d->a_scale_mode != 0 || d->b_scale_mode != 0)
+        FAIL("A/B scale mode %d/%d: only scalar f32 scales", (int)d->a_scale_mode,
+             (int)d->b_scale_mode);
+    if (d->ptr_flags & GT_LT_HAS_AUX)
+        FAIL("epilogue aux output is not modelled");
+    if (d->pointer_mode != GT_LT_POINTER_HOST && d->pointer_mode != GT_LT_POINTER_DEVICE)
+        FAIL("pointer mode %d: alpha/beta vectors are not modelled", (int)d->pointer_mode);
+
+    const gt_lt_layout *A = &d->l[0], *B = &d->l[1], *C = &d->l[2], *D = &d->l[3];
+    int64_t m = (int64_t)D->rows, n = (int64_t)D->cols;
+    int an = d->transa == GT_LT_OP_N, bn = d->transb == GT_LT_OP_N;
+    int64_t k = (int64_t)(an ? A->cols : A->rows);
+    if ((int64_t)(an ? A->rows : A->cols) != m)
+        FAIL("layout A %llux%llu does not fit D %lldx%lld (trans %c)",
+             (unsigned long long)A->rows, (unsigned long long)A->cols, (long long)m,
+             (long long)n, an ? 'N' : 'T');
+    if ((int64_t)(bn ? B->rows : B->cols) != k || (int64_t)(bn ? B->cols : B->rows) != n)
+        FAIL("layout B %llux%llu does not fit k=%lld n=%lld (trans %c)",
+             (unsigned long long)B->rows, (unsigned long long)B->cols, (long long)k, (long long)n,
+             bn ? 'N' : 'T');
+    if ((int64_t)C->rows != m || (int64_t)C->cols != n)
+        FAIL("layout C %llux%llu differs from D %lldx%lld", (unsigned long long)C->rows,
+             (unsigned long long)C->cols, (long long)m, (long long)n);
+    int32_t batch = D->batch;
+    if (A->batch != batch || B->batch != batch || C->batch != batch)
+        FAIL("batch counts differ (%d/%d/%d/%d)", (int)A->batch, (int)B->batch, (int)C->batch,
+             (int)batch);
+
+    gt_problem_init(p, m, n, k);
+    p->trans_a = an ? 'N' : 'T';
+    p->trans_b = bn ? 'N' : 'T';
+    p->batch = batch;
+    p->lda = A->ld;
+    p->ldb = B->ld;
+    p->ldc = C->ld;
+    p->ldd = D->ld;
+    if (batch > 1) {
+        p->stride_a = A->stride;
+        p->stride_b = B->stride;
+        p->stride_c = C->stride;
+        p->stride_d = D->stride;
+    } else {
+        /* The tuning never sets strides for one batch (gt_cuda_desc_create)
+         * and the log parsers zero them: they mean nothing then. */
+        p->stride_a = p->stride_b = p->stride_c = p->stride_d = 0;
+    }
+    p->a_type = t[0];
+    p->b_type = t[1];
+    p->c_type = t[2];
+    p->d_type = t[3];
+    if ((p->compute_type = gt_lt_compute(d->compute)) == GT_DT_INVALID)
+        FAIL("compute type %d not modelled", (int)d->compute);
+    if ((p->scale_type = gt_lt_dtype(d->scale)) == GT_DT_INVALID)
+        FAIL("scale type %d not modelled", (int)d->scale);
+    if (isf8(p->a_type) || isf8(p->b_type)) {
+        /* The tuning gives fp8 A/B scale pointers always and a D scale
+         * pointer exactly when D is fp8 (cuda_map.c: map_fp8). */
+        if (!(d->ptr_flags & GT_LT_HAS_A_SCALE) || !(d->ptr_flags & GT_LT_HAS_B_SCALE))
+            FAIL("fp8 without A/B scale pointers");
+        if (!!(d->ptr_flags & GT_LT_HAS_D_SCALE) != isf8(p->d_type))
+            FAIL("fp8 D scale pointer %s for d_type %s",
+                 (d->ptr_flags & GT_LT_HAS_D_SCALE) ? "set" : "missing", gt_dtype_name(p->d_type));
+    } else if (d->ptr_flags & (GT_LT_HAS_A_SCALE | GT_LT_HAS_B_SCALE | GT_LT_HAS_D_SCALE)) {
+        FAIL("scale pointers with non-fp8 inputs are not modelled");
+    }
+    p->alpha = alpha;
+    p->beta = beta;
+    int bias = 0;
+    const char *act = "none";
+    switch (d->epilogue) {
+    case GT_LT_EPI_DEFAULT: break;
+    case GT_LT_EPI_RELU: act = "relu"; break;
+    case GT_LT_EPI_GELU: act = "gelu"; break;
+    case GT_LT_EPI_BIAS: bias = 1; break;
+    case GT_LT_EPI_RELU_BIAS: bias = 1; act = "relu"; break;
+    case GT_LT_EPI_GELU_BIAS: bias = 1; act = "gelu"; break;
+    default: FAIL("epilogue %u not modelled", (unsigned)d->epilogue);
+    }
+    snprintf(p->activation, sizeof p->activation, "%s", act);
+    p->bias = bias;
+    p->bias_type = GT_DT_INVALID;
+    if (bias) {
+        if (d->bias_type == -1)
+            p->bias_type = gt_lt_default_bias(p);
+        else if ((p->bias_type = gt_lt_dtype(d->bias_type)) == GT_DT_INVALID)
+            FAIL("bias data type %d not modelled", (int)d->bias_type);
+    }
+    gt_problem_finish(p);
+    char why[200];
+    if (gt_problem_check(p, why, sizeof why) != 0)
+        FAIL("%s", why);
+    return 0;
+}
+
+/* ---- record lines ------------------------------------------------------------ */
+
+/* hipBLASLt's spelling of a storage / compute type. */
+static const char *hip_name(gt_dtype t, int compute)
+{
+    switch (t) {
+    case GT_DT_F32: return compute ? "c_f32_r" : "f32_r";
+    case GT_DT_TF32: return compute ? "c_xf32_r" : "xf32_r";
+    case GT_DT_F64: return compute ? "c_f64_r" : "f64_r";
+    case GT_DT_F16: return compute ? "c_f16_r" : "f16_r";
+    case GT_DT_BF16: return "bf16_r";
+    case GT_DT_F8E4M3: return "f8_r";
+    case GT_DT_F8E5M2: return "bf8_r";
+    case GT_DT_I8: return "i8_r";
+    case GT_DT_I32: return compute ? "c_i32_r" : "i32_r";
+    default: return "invalid";
+    }
+}
+
+int gt_lt_hipblaslt_line(const gt_problem *p, int64_t calls, char *buf, size_t len)
+{
+    return snprintf(
+        buf, len,
+        "- {function: matmul, M: %lld, N: %lld, K: %lld, lda: %lld, ldb: %lld, ldc: %lld, "
+        "ldd: %lld, stride_a: %lld, stride_b: %lld, stride_c: %lld, stride_d: %lld, "
+        "alpha: %.17g, beta: %.17g, transA: %c, transB: %c, batch_count: %lld, "
+        "bias_vector: %s, a_type: %s, b_type: %s, c_type: %s, d_type: %s, scale_type: %s, "
+        "bias_type: %s, compute_type: %s, activation_type: %s, call_count: %lld}\n",
+        (long long)p->m, (long long)p->n, (long long)p->k, (long long)p->lda, (long long)p->ldb,
+        (long long)p->ldc, (long long)p->ldd, (long long)p->stride_a, (long long)p->stride_b,
+        (long long)p->stride_c, (long long)p->stride_d, p->alpha, p->beta, p->trans_a,
+        p->trans_b, (long long)p->batch, p->bias ? "true" : "false", hip_name(p->a_type, 0),
+        hip_name(p->b_type, 0), hip_name(p->c_type, 0), hip_name(p->d_type, 0),
+        hip_name(p->scale_type, 0),
+        hip_name(p->bias && p->bias_type != GT_DT_INVALID ? p->bias_type : p->d_type, 0),
+        hip_name(p->compute_type, 1), p->activation, (long long)(calls > 0 ? calls : 1));
+}
+
+/* ---- cuda configs ----------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    double max;
+} k_keys[] = {
+    {"algo_id", 2147483647.0}, {"cluster", 65535}, {"custom", 4294967295.0},
+    {"inner_shape", 65535},    {"reduction", 7},   {"splitk", 65535},
+    {"stages", 4294967295.0},  {"swizzle", 1},     {"tile", 4294967295.0},
+};
+#define NKEYS (sizeof k_keys / sizeof k_keys[0])
+
+int gt_lt_cfg_parse(const char *json, gt_lt_cfg *c, char *err, size_t errlen)
+{
+    double v[NKEYS] = {-1, 0, 0, 0, 0, 1, 0, 0, 0}; /* defaults; algo_id required */
+    int seen[NKEYS] = {0};
+    cJSON *j = json ? cJSON_Parse(json) : NULL;
+    int rc = -1;
+    if (!cJSON_IsObject(j)) {
+        snprintf(err, errlen, "cuda: config is not a JSON object");
+        goto out;
+    }
+    for (const cJSON *it = j->child; it; it = it->next) {
+        size_t k = 0;
+        while (k < NKEYS && strcmp(it->string ? it->string : "", k_keys[k].name) != 0)
+            k++;
+        if (k == NKEYS) {
+            snprintf(err, errlen, "cuda: config key '%s' unknown", it->string ? it->string : "");
+            goto out;
+        }
+        if (seen[k]++) {
+            snprintf(err, errlen, "cuda: config key '%s' repeated", k_keys[k].name);
+            goto out;
+        }
+        double x = it->valuedouble;
+        if (!cJSON_IsNumber(it) || x != floor(x) || x < 0 || x > k_keys[k].max) {
+            snprintf(err, errlen, "cuda: config %s: must be an integer in 0..%.0f",
+                     k_keys[k].name, k_keys[k].max);
+            goto out;
+        }
+        v[k] = x;
+    }
+    if (!seen[0]) {
+        snprintf(err, errlen, "cuda: config algo_id: missing");
+        goto out;
+    }
+    if (v[4] != 0 && v[4] != 1 && v[4] != 2 && v[4] != 4) {
+        snprintf(err, errlen, "cuda: config reduction=%.0f: must be 0, 1, 2 or 4", v[4]);
+        goto out;
+    }
+    memset(c, 0, sizeof *c);
+    c->algo_id = (int32_t)v[0];
+    c->cluster = (uint16_t)v[1];
+    c->custom = (uint32_t)v[2];
+    c->inner_shape = (uint16_t)v[3];
+    c->reduction = (uint32_t)v[4];
+    c->splitk = (int32_t)v[5];
+    c->stages = (uint32_t)v[6];
+    c->swizzle = (uint32_t)v[7];
+    c->tile = (uint32_t)v[8];
+    rc = 0;
+out:
+    cJSON_Delete(j);
+    return rc;
+}
+
+int gt_lt_cfg_text(const gt_lt_cfg *c, char *buf, size_t len)
+{
+    return snprintf(buf, len,
+                    "{\"algo_id\":%d,\"cluster\":%u,\"custom\":%u,\"inner_shape\":%u,"
+                    "\"reduction\":%u,\"splitk\":%d,\"stages\":%u,\"swizzle\":%u,\"tile\":%u}",
+                    (int)c->algo_id, (unsigned)c->cluster, (unsigned)c->custom,
+                    (unsigned)c->inner_shape, (unsigned)c->reduction, (int)c->splitk,
+                    (unsigned)c->stages, (unsigned)c->swizzle, (unsigned)c->tile);
+}
