@@ -6,8 +6,8 @@
  * the run summary only when the fingerprint moved; an `event: progress` goes
  * out when the summary (all but the clock-driven elapsed_s and eta_s)
  * differs from the last one sent, an `event: end` once the run left
- * 'running', and a comment line after 15 s of silence, which also finds
- * clients that went away.
+ * 'running', and a comment line after 15 s of silence for proxies. A
+ * client that hung up is found at the next poll (peer_closed).
  *
  * Waiting never holds one of the server's pool threads: with nothing to
  * send, the callback suspends its connection and a ticker thread resumes the
@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "gt_store_stats.h"
@@ -205,6 +206,20 @@ static ssize_t drain(stream *st, char *buf, size_t max)
     return (ssize_t)n;
 }
 
+/* Whether the client hung up. MHD only notices when a write fails, which
+ * for a quiet stream is the second keepalive, half a minute later; a peek
+ * sees the FIN at once (it reads 0 bytes and consumes nothing). */
+static int peer_closed(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci)
+        return 0;
+    char b;
+    ssize_t n = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     stream *st = cls;
@@ -223,6 +238,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
         return MHD_CONTENT_READER_END_OF_STREAM;
     double now = gt_mono_ms();
     if (now >= st->next_poll) {
+        if (peer_closed(st->c))
+            return MHD_CONTENT_READER_END_WITH_ERROR; /* frees the slot now */
         st->next_poll = now + POLL_MS;
         poll_run(st);
     }
