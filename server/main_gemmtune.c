@@ -7,6 +7,7 @@
  * error, and for `status` 2 also when the run failed or was cancelled. */
 #include "gt_export.h"
 #include "gt_httpc.h"
+#include "gt_report.h"
 #include "gt_util.h"
 
 #include <cjson/cJSON.h>
@@ -46,6 +47,9 @@ static const char k_usage[] =
     "  results RUN [--csv] [--all]        best configuration per problem; --csv: every\n"
     "                                     result as CSV; --all: every result as a table\n"
     "  export RUN -o FILE                 download the run's result database\n"
+    "  export RUN|--db F.db --tunableop -o F.csv [--validators F | --pt-version V\n"
+    "         --cublaslt-version N --cuda-device D] [--default-only]  PyTorch TunableOp file\n"
+    "  report RUN|--db F.db [--device-model M]  per-GEMM uplift and workload totals\n"
     "  merge A.db B.db ... -o OUT.db      combine exported result databases (local)\n"
     "  workers                            list workers\n"
     "  help, --help, --version\n"
@@ -872,6 +876,8 @@ static int cmd_results(cli *c, int argc, char **argv)
 
 static int cmd_export(cli *c, int argc, char **argv)
 {
+    if (gt_report_wants_tunableop(argc, argv))
+        return gt_report_export_tunableop(c->server, c->token, argc, argv);
     const char *run = NULL, *out = NULL;
     for (int i = 0; i < argc; i++) {
         int r = global_opt(c, argc, argv, &i);
@@ -1064,6 +1070,8 @@ int main(int argc, char **argv)
         return cmd_export(&c, sub_argc, sub_argv);
     if (strcmp(cmd, "merge") == 0)
         return cmd_merge(&c, sub_argc, sub_argv);
+    if (strcmp(cmd, "report") == 0)
+        return gt_report_main(c.server, c.token, sub_argc, sub_argv);
     if (strcmp(cmd, "workers") == 0)
         return cmd_workers(&c, sub_argc, sub_argv);
     usage_error("unknown command '%s'", cmd);
