@@ -19,6 +19,9 @@
 #include "gt_store.h"
 #include "gt_util.h"
 
+/* For gemmtune_dispatch_requests_total on /metrics. */
+static uint64_t dispatch_requests(void *d) { return gt_dispatch_requests(d); }
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -34,6 +37,8 @@ static void usage(FILE *f)
             "  --max-lines N         line limit of a submitted log (default 1000000)\n"
             "  --tls-cert-key FILE   PEM certificate + key for a tls+tcp:// worker endpoint\n"
             "  --token TOKEN         require this token from workers and on POST requests\n"
+            "  --read-token TOKEN    require this token (or --token) on GET requests too\n"
+            "                        (/healthz and the status page stay open)\n"
             "                        (default: environment GEMMTUNE_TOKEN, else none)\n"
             "  --port-file PATH      once listening, write http=PORT and worker=URL lines to PATH\n"
             "                        (with port 0 in --http/--listen the system picks free ports)\n"
@@ -45,12 +50,12 @@ int main(int argc, char **argv)
 {
     const char *db = "gemmtune.db", *http = "127.0.0.1:8470", *listen_url = GT_DEFAULT_WORKER_URL;
     const char *data_dir = NULL, *token = getenv("GEMMTUNE_TOKEN"), *port_file = NULL;
-    const char *tls_cert_key = NULL;
+    const char *tls_cert_key = NULL, *read_token = getenv("GEMMTUNE_READ_TOKEN");
     double lease_s = 30, heartbeat_s = 0;
     long max_attempts = 3, max_body_mb = 64, max_lines = 1000000;
     gt_log_set_name("gemmtuned");
     enum { O_DB = 1, O_HTTP, O_LISTEN, O_DATA, O_LEASE, O_HB, O_ATT, O_BODY, O_LINES, O_TOKEN,
-           O_PORTFILE, O_LEVEL, O_VERSION, O_HELP, O_TLS };
+           O_PORTFILE, O_LEVEL, O_VERSION, O_HELP, O_TLS, O_RTOKEN };
     static const struct option opts[] = {
         {"db", required_argument, 0, O_DB},           {"http", required_argument, 0, O_HTTP},
         {"listen", required_argument, 0, O_LISTEN},   {"data-dir", required_argument, 0, O_DATA},
@@ -60,6 +65,7 @@ int main(int argc, char **argv)
         {"port-file", required_argument, 0, O_PORTFILE}, {"log-level", required_argument, 0, O_LEVEL},
         {"version", no_argument, 0, O_VERSION},       {"help", no_argument, 0, O_HELP},
         {"tls-cert-key", required_argument, 0, O_TLS},
+        {"read-token", required_argument, 0, O_RTOKEN},
         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -77,6 +83,7 @@ int main(int argc, char **argv)
         case O_TOKEN: token = optarg; break;
         case O_PORTFILE: port_file = optarg; break;
         case O_TLS: tls_cert_key = optarg; break;
+        case O_RTOKEN: read_token = optarg; break;
         case O_LEVEL:
             if (!strcmp(optarg, "debug")) gt_log_set_level(GT_LOG_DEBUG);
             else if (!strcmp(optarg, "info")) gt_log_set_level(GT_LOG_INFO);
@@ -155,6 +162,9 @@ int main(int argc, char **argv)
         .source = host,
         .max_conns = 256,
         .threads = 4,
+        .read_token = read_token,
+        .dispatch_requests = dispatch_requests,
+        .dispatch_ctx = d,
     };
     if (!(h = gt_http_start(s, &hopt, err, sizeof err))) {
         gt_err("%s", err);

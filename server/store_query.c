@@ -170,9 +170,20 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
         return -1;
     sqlite3_stmt *st = gt_store_prep(
         s,
-        "SELECT p.id, p.label, p.call_count, p.weight, p.state, b.phase, b.config, b.time_us,"
-        " b.baseline_us, b.tflops, b.rel_err, p.error, p.flops"
-        " FROM problems p LEFT JOIN problem_best b ON b.problem_id = p.id"
+        /* The problem_best view, inlined so the problems of this run drive it
+         * (one indexed lookup each) and problems without results stay in. */
+        "SELECT p.id, p.label, p.call_count, p.weight, p.state, r.phase, r.config, r.time_us,"
+        " CASE WHEN r.phase = 'final' THEN"
+        "  (SELECT b.time_us FROM results b WHERE b.problem_id = p.id AND b.phase = 'final'"
+        "    AND b.is_baseline = 1 AND b.valid = 1 AND b.backend = r.backend"
+        "    AND b.device_model = r.device_model)"
+        " ELSE (SELECT AVG(bl.time_us) FROM baselines bl WHERE bl.problem_id = p.id"
+        "    AND bl.backend = r.backend AND bl.device_model = r.device_model) END,"
+        " r.tflops, r.rel_err, p.error, p.flops"
+        " FROM problems p LEFT JOIN results r ON r.id = ("
+        "  SELECT r2.id FROM results r2 WHERE r2.problem_id = p.id AND r2.valid = 1"
+        "   AND r2.time_us IS NOT NULL"
+        "   ORDER BY (r2.phase = 'final') DESC, r2.time_us ASC, r2.id ASC LIMIT 1)"
         " WHERE p.run_id = ? ORDER BY p.weight DESC, p.id",
         err, errlen);
     if (!st)
