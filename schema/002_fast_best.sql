@@ -20,11 +20,13 @@ SELECT r.run_id, r.problem_id, r.backend, r.device_model, r.phase, r.config, r.c
                AND bl.device_model = r.device_model)
        END AS baseline_us
 FROM problems p
-JOIN results r ON r.id = (
-    SELECT r2.id FROM results r2
-     WHERE r2.problem_id = p.id AND r2.valid = 1 AND r2.time_us IS NOT NULL
-     ORDER BY (r2.phase = 'final') DESC, r2.time_us ASC, r2.id ASC
-     LIMIT 1);
+JOIN results r ON r.id = COALESCE(
+    (SELECT r2.id FROM results r2
+      WHERE r2.problem_id = p.id AND r2.phase = 'final' AND r2.valid = 1
+        AND r2.time_us IS NOT NULL ORDER BY r2.time_us, r2.id LIMIT 1),
+    (SELECT r2.id FROM results r2
+      WHERE r2.problem_id = p.id AND r2.phase = 'screen' AND r2.valid = 1
+        AND r2.time_us IS NOT NULL ORDER BY r2.time_us, r2.id LIMIT 1));
 
 -- Progress counts per run and phase (count_run), and the timeline per problem.
 CREATE INDEX results_by_run_phase ON results(run_id, phase, valid);

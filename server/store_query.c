@@ -180,10 +180,11 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
         " ELSE (SELECT AVG(bl.time_us) FROM baselines bl WHERE bl.problem_id = p.id"
         "    AND bl.backend = r.backend AND bl.device_model = r.device_model) END,"
         " r.tflops, r.rel_err, p.error, p.flops"
-        " FROM problems p LEFT JOIN results r ON r.id = ("
-        "  SELECT r2.id FROM results r2 WHERE r2.problem_id = p.id AND r2.valid = 1"
-        "   AND r2.time_us IS NOT NULL"
-        "   ORDER BY (r2.phase = 'final') DESC, r2.time_us ASC, r2.id ASC LIMIT 1)"
+        " FROM problems p LEFT JOIN results r ON r.id = COALESCE("
+        "  (SELECT r2.id FROM results r2 WHERE r2.problem_id = p.id AND r2.phase = 'final'"
+        "    AND r2.valid = 1 AND r2.time_us IS NOT NULL ORDER BY r2.time_us, r2.id LIMIT 1),"
+        "  (SELECT r2.id FROM results r2 WHERE r2.problem_id = p.id AND r2.phase = 'screen'"
+        "    AND r2.valid = 1 AND r2.time_us IS NOT NULL ORDER BY r2.time_us, r2.id LIMIT 1))"
         " WHERE p.run_id = ? ORDER BY p.weight DESC, p.id",
         err, errlen);
     if (!st)
