@@ -327,9 +327,19 @@ int gt_problem_from_json(const cJSON *j, gt_problem *p, char *err, size_t errlen
         get_trans(j, "trans_b", &p->trans_b, err, errlen))
         return -1;
     /* Range-check the sizes before anything multiplies them (the default
-     * strides below would overflow int64 for hostile sizes). */
-    if (gt_problem_check(p, err, errlen))
-        return -1;
+     * strides below would overflow int64 for hostile sizes); the full check
+     * runs at the end. */
+    const struct {
+        const char *name;
+        int64_t v;
+    } dims[] = {{"m", p->m}, {"n", p->n}, {"k", p->k}, {"batch", p->batch}};
+    for (size_t i = 0; i < 4; i++) {
+        if (dims[i].v < 1 || dims[i].v >= GT_DIM_MAX) {
+            snprintf(err, errlen, "%s=%lld: must be in [1, 2^31-1]", dims[i].name,
+                     (long long)dims[i].v);
+            return -1;
+        }
+    }
     gt_problem_default_ld(p);
     if (get_i64(j, "lda", &p->lda, 0, err, errlen) || get_i64(j, "ldb", &p->ldb, 0, err, errlen) ||
         get_i64(j, "ldc", &p->ldc, 0, err, errlen) || get_i64(j, "ldd", &p->ldd, 0, err, errlen) ||
