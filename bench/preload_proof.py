@@ -55,7 +55,7 @@ def program(a):
     gen = torch.Generator(device=dev)
     gen.manual_seed(1234)
     tokens = [int(t) for t in a.tokens.split(",")]
-    if a.phase == "time" and a.tag == "default":
+    if a.program == "time" and a.tag == "default":
         try:
             torch.cuda.tunable.enable(True)
             v = torch.cuda.tunable.get_validators()
@@ -72,7 +72,7 @@ def program(a):
         for name, out_f, in_f in LAYERS:
             w = torch.randn(out_f, in_f, device=dev, dtype=torch.bfloat16, generator=gen) * in_f ** -0.5
             x = torch.randn(n, in_f, device=dev, dtype=torch.bfloat16, generator=gen)
-            if a.phase == "record":
+            if a.program == "record":
                 for _ in range(10):
                     F.linear(x, w)
                 torch.cuda.synchronize()
