@@ -17,7 +17,11 @@
  *               k = in features): every enumerated candidate is validated and
  *               quick-timed (with the per-candidate cost of each phase), then
  *               the 5 fastest are re-timed interleaved with the baseline
- *               (cuBLASLt heuristic top-1).
+ *               (cuBLASLt heuristic top-1);
+ *   gen         (--gen, alone) the generated "gemv" family against cuBLASLt on
+ *               the n = 1 and n = 16 shapes: copy bandwidth, compile throughput
+ *               and cache hit rates, best of each, GB/s and % of copy
+ *               bandwidth (worker/cuda/gen_bench.c).
  *
  * Exit status 0 when everything that must work worked. */
 #include <cjson/cJSON.h>
@@ -26,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_bench.h"
 #include "gt_backend.h"
 #include "gt_cuda.h"
 #include "gt_util.h"
@@ -33,7 +38,7 @@
 typedef struct opts {
     int device;
     int quick;
-    int coverage, validation, shapes, big;
+    int coverage, validation, shapes, big, gen, keep_cache;
     int max_cands;
     double min_time_ms;
     int repeats;
@@ -676,10 +681,12 @@ static void usage(void)
             "usage: gt-cuda-selftest [--device N] [--quick] [--coverage-only | --no-coverage |\n"
             "         --validation-only] [--big]\n"
             "         [--shapes MxNxK,...] [--max-cands N] [--min-time MS] [--repeats N]\n"
-            "         [--top N] [--rounds N] [--tokens 1|16|128]\n"
+            "         [--top N] [--rounds N] [--tokens 1|16|128] [--gen [--keep-cache]]\n"
             "  --quick        coverage + validation + the n=1 shapes, at most 500 candidates each\n"
             "  --coverage-only  coverage and validation, no shapes; --no-coverage: shapes only\n"
             "  --big          also prepare/validate cost on 128256x8192x4096 and two more\n"
+            "  --gen          only the generated gemv family vs cuBLASLt (n = 1 and 16, or\n"
+            "                 --tokens); compiles into a fresh cache unless --keep-cache\n"
             "  --tokens N     only the Llama-3-8B shapes with n = N tokens\n"
             "  --shapes       bf16 TN shapes (BLAS m x n x k) instead of Llama-3-8B\n"
             "  --max-cands    enumeration cap per shape (default 4000)\n"
@@ -704,6 +711,11 @@ int main(int argc, char **argv)
             o.coverage = o.shapes = 0;
         } else if (strcmp(a, "--big") == 0) {
             o.big = 1;
+        } else if (strcmp(a, "--gen") == 0) {
+            o.gen = 1;
+            o.coverage = o.validation = o.shapes = 0;
+        } else if (strcmp(a, "--keep-cache") == 0) {
+            o.keep_cache = 1;
         } else if (v && strcmp(a, "--device") == 0) {
             o.device = atoi(v), i++;
         } else if (v && strcmp(a, "--shapes") == 0) {
@@ -736,6 +748,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "gt-cuda-selftest: %s\n", err);
         return 1;
     }
+    gt_cuda_set_exit_on_sticky(ctx, 0); /* report a sticky error, do not exit like the worker */
     printf("device %d: %s, %s, %d SMs, %.1f GiB, %s\n", dev.index, dev.model, dev.arch, dev.units,
            (double)dev.mem_bytes / (1 << 30), dev.driver);
     int sm = atoi(dev.arch + 3);
@@ -745,6 +758,12 @@ int main(int argc, char **argv)
         validation(ctx);
     if (o.big)
         big(ctx);
+    if (o.gen) {
+        gt_gen_bench_opts go = {.tokens = o.tokens, .max_cands = o.quick ? 500 : o.max_cands,
+                                .min_time_ms = o.min_time_ms, .rounds = o.rounds,
+                                .fresh_cache = !o.keep_cache};
+        failures += gt_gen_bench(bk, ctx, &go);
+    }
     if (o.shapes) {
         shape shapes[64];
         int ns = o.shape_list ? parse_shapes(o.shape_list, shapes, 64) : default_shapes(shapes, o.quick, o.tokens);

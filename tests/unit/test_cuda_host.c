@@ -20,6 +20,7 @@
 #include "gt_test.h"
 
 #ifdef GT_WITH_CUDA
+#include "gen_cuda.h"
 #include "gt_cuda.h"
 
 /* A BLAS-style problem with tight leading dimensions. */
@@ -619,6 +620,16 @@ static void test_config(void)
                   "%s accepted", bad[i]);
         cJSON_Delete(j);
     }
+    /* "family":"cublaslt" is what an absent family means: same config. */
+    j = cJSON_Parse("{\"family\":\"cublaslt\",\"tile\":20,\"swizzle\":1,\"stages\":35,\"splitk\":4,"
+                    "\"reduction\":2,\"inner_shape\":0,\"custom\":3,\"cluster\":2,\"algo_id\":66}");
+    CHECK(j && gt_gen_family(j) == GT_FAM_CUBLASLT && gt_cuda_cfg_from_json(j, &back, err, sizeof err) == 0);
+    gt_cuda_cfg_text(&back, text, sizeof text);
+    CHECK(strcmp(text, want) == 0);
+    cJSON_Delete(j);
+    j = cJSON_Parse("{\"family\":\"gemv\",\"algo_id\":66}");
+    CHECK(gt_cuda_cfg_from_json(j, &back, err, sizeof err) == -1);
+    cJSON_Delete(j);
     /* Attributes survive a trip through an algo struct (host-only calls). */
     cublasLtMatmulAlgo_t algo;
     memset(&algo, 0, sizeof algo);

@@ -7,12 +7,20 @@
  * Environment knobs (read at open, all optional):
  *   GT_CUDA_WORKSPACE_MB     cuBLASLt workspace (default 32, what PyTorch gives it)
  *   GT_CUDA_MAX_CANDIDATES   enumeration cap (default 4000)
- *   GT_CUDA_ENUM_SECONDS     enumeration time budget (default 60) */
+ *   GT_CUDA_ENUM_SECONDS     enumeration time budget (default 60)
+ *   GT_CUDA_GEN_MAX          generated "gemv" configs per problem (default 48, 0 = off)
+ *   GT_CUDA_EXIT_ON_STICKY   0: keep the process after a sticky error (default 1: exit
+ *                            with GT_CUDA_STICKY_EXIT so the supervisor restarts it)
+ *
+ * Configs with "family":"gemv" or "fault" are generated kernels (gen_run.c);
+ * anything else is a cuBLASLt config. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "gen_cuda.h"
 #include "gt_cuda.h"
 
 #define DEFAULT_WS_MB 32
@@ -59,6 +67,14 @@ int gt_cuda_ck(gt_bk_ctx *ctx, cudaError_t e, const char *what, char *err, size_
                  "worker process restarts",
                  cudaGetErrorName(e), cudaGetErrorString(e), what);
         snprintf(err, errlen, "%s", ctx->dead);
+        if (ctx->exit_on_sticky) {
+            /* Every later call of this process would fail: end it, so the
+             * supervisor blames the candidate in flight and starts a fresh
+             * context. The one line says why in the worker's log. */
+            fprintf(stderr, "%s\n", ctx->dead);
+            fflush(stderr);
+            _exit(GT_CUDA_STICKY_EXIT);
+        }
     } else {
         snprintf(err, errlen, "cuda: %s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
     }
@@ -125,6 +141,7 @@ static void cuda_close(gt_bk_ctx *ctx)
         (void)cudaStreamDestroy(ctx->stream);
     if (ctx->lt)
         (void)cublasLtDestroy(ctx->lt);
+    gt_gen_ctx_close(ctx);
     gt_cuda_kernels_unload(ctx->kern);
     free(ctx);
 }
@@ -178,6 +195,7 @@ static int cuda_open(int index, gt_bk_ctx **out, gt_bk_device *dev, char *err, s
     ctx->max_cands = (int)env_long("GT_CUDA_MAX_CANDIDATES", DEFAULT_MAX_CANDS, 1, 10000000);
     ctx->enum_seconds = (double)env_long("GT_CUDA_ENUM_SECONDS", (long)DEFAULT_ENUM_SECONDS, 1, 86400);
     ctx->max_checks = DEFAULT_MAX_CHECKS;
+    ctx->exit_on_sticky = (int)env_long("GT_CUDA_EXIT_ON_STICKY", 1, 0, 1);
 
     memset(dev, 0, sizeof *dev);
     snprintf(dev->backend, sizeof dev->backend, "cuda");
@@ -195,15 +213,30 @@ fail:
     return -1;
 }
 
+void gt_cuda_set_exit_on_sticky(gt_bk_ctx *ctx, int on) { ctx->exit_on_sticky = on != 0; }
+
 static int cuda_build(gt_bk_prob *pp, const cJSON *cfg, gt_bk_cand **out, char *err, size_t errlen)
 {
     *out = NULL;
+    int fam = gt_gen_family(cfg);
+    if (fam == GT_FAM_UNKNOWN) {
+        snprintf(err, errlen, "cuda: config family unknown (cublaslt, gemv or fault)");
+        return -1;
+    }
     gt_bk_cand *c = calloc(1, sizeof *c);
     if (!c) {
         snprintf(err, errlen, "cuda: out of host memory");
         return -1;
     }
     c->pp = pp;
+    if (fam != GT_FAM_CUBLASLT) {
+        if (gt_cuda_alive(pp->ctx, err, errlen) != 0 || gt_gen_build(pp, cfg, fam, c, err, errlen) != 0) {
+            free(c);
+            return -1;
+        }
+        *out = c;
+        return 0;
+    }
     /* A config equal to one of the heuristic's results runs the heuristic's
      * algo bytes (checked by cuBLASLt when it returned them); any other is
      * re-created from its attributes and checked. Host work only. */
@@ -221,7 +254,15 @@ static int cuda_build(gt_bk_prob *pp, const cJSON *cfg, gt_bk_cand **out, char *
 
 static void cuda_release(gt_bk_cand *c)
 {
+    if (c && c->gen)
+        gt_gen_release(c);
     free(c); /* an algo is plain host data: nothing on the device to free */
+}
+
+static int cuda_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen)
+{
+    return c->gen ? gt_gen_validate(pp, c, rel_err, err, errlen)
+                  : gt_cuda_validate(pp, c, rel_err, err, errlen);
 }
 
 /* Visible GPUs, for `gemmtune-worker --device all` (0 when none or no
@@ -245,6 +286,6 @@ const gt_backend gt_bk_cuda = {
     .unprepare = gt_cuda_unprepare,
     .build = cuda_build,
     .release = cuda_release,
-    .validate = gt_cuda_validate,
+    .validate = cuda_validate,
     .time = gt_cuda_time,
 };

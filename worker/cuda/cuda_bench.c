@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gen_cuda.h"
 #include "gt_cuda.h"
 #include "gt_util.h"
 
@@ -206,6 +207,9 @@ int gt_cuda_prepare(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **out, char 
 
     gt_cuda_ptrs ptrs = {pp->bias, pp->scales, pp->scales + GT_CUDA_SCALE_SLOT,
                          pp->scales + 2 * GT_CUDA_SCALE_SLOT};
+    /* The generated family's compiles start now, on the other cores, while
+     * the reference runs: by the first build they are (mostly) done. */
+    gt_gen_prepare(pp);
     if (gt_cuda_desc_create(p, m, &ptrs, &pp->desc, err, errlen) != 0 ||
         heuristics(pp, err, errlen) != 0 || gt_cuda_reference(pp, err, errlen) != 0)
         goto fail;
@@ -233,6 +237,7 @@ void gt_cuda_unprepare(gt_bk_prob *pp)
     /* Frees are best effort: after a sticky error they fail, and the
      * process is restarted anyway. */
     free_rot(pp);
+    gt_gen_unprepare(pp);
     if (pp->base)
         (void)cudaFree(pp->base);
     if (pp->vbuf)
@@ -303,6 +308,8 @@ static int ensure_sets(gt_bk_prob *pp, int64_t req, char *err, size_t errlen)
 
 static int run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *err, size_t errlen)
 {
+    if (c->gen)
+        return gt_gen_run(pp, c, s, err, errlen); /* a generated kernel, same sets and events */
     gt_bk_ctx *ctx = pp->ctx;
     const gt_cuda_desc *d = &pp->desc;
     cublasStatus_t st = cublasLtMatmul(ctx->lt, d->op, pp->map.alpha, s->a, d->a, s->b, d->b,

@@ -40,13 +40,22 @@
  * in the algo's mask. A config is kept when AlgoCheck accepts it with a
  * workspace <= the context's workspace. Above the cap the heuristic's configs
  * are all kept and the rest is an evenly strided sample in enumeration order,
- * so every algo id stays represented. */
+ * so every algo id stays represented.
+ *
+ * Generated families (gen_gemv.h): the "gemv" family's configs that survive
+ * its pruning are woven in after the heuristic's first GEN_AFTER results
+ * (GEN_AFTER of them, then the rest of the heuristic's, then the rest of the
+ * family's, then the enumerated configs), so that a small budget (the
+ * coordinator keeps the first `budget` entries, or with strategy random the
+ * first min(budget/2, 32) plus a sample) measures both the library's and the
+ * family's best guesses. cuBLASLt configs keep their form and hash. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_cuda.h"
 #include "gt_cuda.h"
 #include "gt_util.h"
 
@@ -101,6 +110,10 @@ int gt_cuda_cfg_from_json(const cJSON *j, gt_cuda_cfg *c, char *err, size_t errl
     }
     for (const cJSON *it = j->child; it; it = it->next) {
         size_t k = 0;
+        /* "family":"cublaslt" names what an absent family means (gen_gemv.h) */
+        if (it->string && !strcmp(it->string, "family") && cJSON_IsString(it) &&
+            !strcmp(it->valuestring, "cublaslt"))
+            continue;
         while (k < NKEYS && strcmp(it->string ? it->string : "", k_keys[k].name) != 0)
             k++;
         if (k == NKEYS) {
@@ -433,6 +446,7 @@ done:
 
 #define HEUR_MAX 32
 #define IDS_MAX 1024
+#define GEN_AFTER 8 /* heuristic configs before the first generated ones */
 
 int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON **baseline,
                       char *err, size_t errlen)
@@ -444,7 +458,7 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON 
     cfgvec heur = {0};
     enum_state e;
     memset(&e, 0, sizeof e);
-    cJSON *arr = NULL, *base = NULL;
+    cJSON *arr = NULL, *base = NULL, *gen = NULL;
     int *ids = NULL;
     int rc = -1;
     gt_cuda_enum_stats st;
@@ -534,7 +548,17 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON 
     base = gt_cuda_cfg_to_json(&heur.v[0]);
     if (!arr || !base)
         goto oom;
+    if (gt_gen_enumerate(ctx, p, &gen, &st.gen_pruned, err, errlen) != 0)
+        goto out;
+    st.gen = cJSON_GetArraySize(gen);
     for (size_t i = 0; i < heur.n + keep; i++) {
+        /* the family's configs after the first GEN_AFTER heuristic ones and
+         * after the heuristic's last */
+        if (i == (heur.n < GEN_AFTER ? heur.n : GEN_AFTER) || i == heur.n) {
+            int take = i < heur.n ? GEN_AFTER : cJSON_GetArraySize(gen);
+            for (int g = 0; g < take && cJSON_GetArraySize(gen) > 0; g++)
+                cJSON_AddItemToArray(arr, cJSON_DetachItemFromArray(gen, 0));
+        }
         /* evenly strided sample of the enumerated configs */
         const gt_cuda_cfg *c = i < heur.n ? &heur.v[i]
                                           : &e.found.v[(size_t)((double)(i - heur.n) *
@@ -545,7 +569,9 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON 
             goto oom;
         }
     }
-    st.returned = (int)(heur.n + keep);
+    while (cJSON_GetArraySize(gen) > 0) /* no enumerated config after the heuristic's */
+        cJSON_AddItemToArray(arr, cJSON_DetachItemFromArray(gen, 0));
+    st.returned = cJSON_GetArraySize(arr);
     *cands = arr;
     *baseline = base;
     arr = base = NULL;
@@ -558,6 +584,7 @@ out:
     ctx->last_enum = st;
     cJSON_Delete(arr);
     cJSON_Delete(base);
+    cJSON_Delete(gen);
     free(ids);
     free(heur.v);
     free(e.found.v);

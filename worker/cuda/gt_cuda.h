@@ -11,6 +11,9 @@
  *                  GPU comparison
  *   cuda_bench.c   prepare (buffers, inputs, heuristic list) / time
  *   bk_cuda.c      open / close / build / release and the vtable
+ *   gen_*.c        generated-kernel families ("gemv", test-only "fault"):
+ *                  gen_gemv.h (pure host: configs, pruning, template),
+ *                  gen_cuda.h (NVRTC caches and pool, build/run/validate)
  *
  * Everything that needs a GPU lives behind gt_bk_ctx; the rest is plain host
  * code that the GPU-less CI exercises. */
@@ -229,8 +232,13 @@ typedef struct gt_cuda_enum_stats {
     int truncated;            /* 1 when the check/time budget stopped early */
     int recreate_mismatch;    /* heuristic algos not reproduced bit-exactly from attributes */
     int cluster_blind;        /* tile/stages pairs that accepted every cluster shape (kept once) */
+    int gen;                  /* generated-family ("gemv") configs in the returned list */
+    int gen_pruned;           /* configs of the family's raw space pruned (rules and cap) */
     double seconds;
 } gt_cuda_enum_stats;
+
+typedef struct gt_gen_ctx gt_gen_ctx;   /* gen_run.c */
+typedef struct gt_gen_cand gt_gen_cand; /* gen_run.c */
 
 struct gt_bk_ctx {
     int dev;
@@ -250,7 +258,17 @@ struct gt_bk_ctx {
     long long max_checks;     /* enumeration check budget */
     gt_cuda_enum_stats last_enum;
     char dead[320];           /* sticky error: the context is unusable */
+    int exit_on_sticky;       /* end the process at a sticky error (GT_CUDA_EXIT_ON_STICKY) */
+    gt_gen_ctx *gen;          /* generated kernels: modules, device limits (lazy) */
 };
+
+/* Exit status of a process ended by a sticky CUDA error (the bench child:
+ * its supervisor records "crashed: ... exited with status 70" for the
+ * candidate in flight and restarts it with a fresh context). */
+#define GT_CUDA_STICKY_EXIT 70
+/* Whether a sticky error ends the process (default: yes, GT_CUDA_EXIT_ON_STICKY=0
+ * turns it off; the self-test turns it off to report instead). */
+void gt_cuda_set_exit_on_sticky(gt_bk_ctx *ctx, int on);
 
 /* Checks a CUDA result; on error writes "cuda: what: name (text)" and marks
  * the context dead when the error is sticky. Returns 0 / -1. */
@@ -326,6 +344,7 @@ struct gt_bk_prob {
     gt_cuda_heur heur[GT_CUDA_HEUR_MAX];
     int nheur;
     uint64_t seed;
+    struct gt_gen_prob *gen;         /* generated kernels: split-K workspace */
 };
 
 struct gt_bk_cand {
@@ -333,6 +352,7 @@ struct gt_bk_cand {
     gt_cuda_cfg cfg;
     cublasLtMatmulAlgo_t algo;
     size_t ws_need;
+    gt_gen_cand *gen;                /* non-NULL: a generated kernel, not cuBLASLt */
 };
 
 /* Re-creates an algo from a config and checks it for the prepared problem's

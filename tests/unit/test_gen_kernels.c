@@ -1,0 +1,700 @@
+/* test_gen_kernels.c: the generated "gemv" family without a GPU: config
+ * encoding (canonical text and hash, strict parsing, families), the fault
+ * configs, applicability and every pruning rule with its reason, the
+ * family's space for the Llama decode shapes, the launch geometry, the
+ * k-permutation that feeds mma.sync fragments straight from 16-byte loads
+ * (emulated on the host with the PTX fragment layout), NVRTC compiles of
+ * every generated config through the thread pool and both caches (CUDA
+ * builds), and hipRTC compiles of every config of the HIP port for gfx90a
+ * (and gfx942 when the compiler knows it) where hipRTC is installed; without
+ * it the skip is asserted with its reason. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "gt_config.h"
+#include "gt_problem.h"
+#include "gt_test.h"
+#include "gt_util.h"
+
+#if defined(GT_WITH_CUDA) || defined(GT_WITH_HIP)
+#include "gen_gemv.h"
+#endif
+#ifdef GT_WITH_CUDA
+#include "gen_cuda.h"
+#include "gt_backend.h"
+#endif
+#ifdef GT_WITH_HIP
+#include "gen_hip.h"
+#endif
+
+#if defined(GT_WITH_CUDA) || defined(GT_WITH_HIP)
+
+static gt_problem prob(int64_t m, int64_t n, int64_t k, gt_dtype in, gt_dtype out)
+{
+    gt_problem p;
+    gt_problem_init(&p, m, n, k);
+    p.trans_a = 'T';
+    p.trans_b = 'N';
+    p.a_type = p.b_type = in;
+    p.c_type = p.d_type = out;
+    p.compute_type = p.scale_type = GT_DT_F32;
+    gt_problem_default_ld(&p);
+    gt_problem_finish(&p);
+    return p;
+}
+
+/* The Llama-3-8B decode shapes of the target: m x n x k. */
+static const int64_t k_llama[][2] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336},
+                                     {128256, 4096}};
+
+static const gt_gen_cfg k_cfg = {.rows_per_cta = 32, .warps = 4, .kwarps = 2, .vec = 8,
+                                 .k_unroll = 4, .splitk = 1, .reduction = GT_GEN_RED_NONE,
+                                 .n_tile = 16, .a_load = GT_GEN_LD_NA256, .pipe = GT_GEN_PIPE_ASYNC};
+
+static void test_family(void)
+{
+    const struct {
+        const char *json;
+        int fam;
+    } cases[] = {
+        {"{\"algo_id\":1}", GT_FAM_CUBLASLT},
+        {"{\"family\":\"cublaslt\",\"algo_id\":1}", GT_FAM_CUBLASLT},
+        {"{\"family\":\"gemv\"}", GT_FAM_GEMV},
+        {"{\"family\":\"fault\",\"kind\":\"oob\"}", GT_FAM_FAULT},
+        {"{\"family\":\"cutlass\"}", GT_FAM_UNKNOWN},
+        {"{\"family\":3}", GT_FAM_UNKNOWN},
+        {"[1]", GT_FAM_UNKNOWN},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *j = cJSON_Parse(cases[i].json);
+        CHECK_MSG(gt_gen_family(j) == cases[i].fam, "%s", cases[i].json);
+        cJSON_Delete(j);
+    }
+}
+
+static void test_encoding(void)
+{
+    char err[256], text[512];
+    gt_gen_cfg back;
+    cJSON *j = gt_gen_cfg_to_json(&k_cfg);
+    CHECK(j != NULL);
+    gt_gen_cfg_text(&k_cfg, text, sizeof text);
+    const char *want = "{\"a_load\":\"na256\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,"
+                       "\"n_tile\":16,\"pipe\":\"async\",\"reduction\":\"none\",\"rows_per_cta\":32,"
+                       "\"splitk\":1,\"vec\":8,\"warps\":4}";
+    CHECK_MSG(strcmp(text, want) == 0, "%s", text);
+    char *canon = gt_cfg_canonical(j);
+    CHECK_MSG(canon && strcmp(canon, want) == 0, "gt_cfg_canonical: %s", canon ? canon : "(null)");
+    free(canon);
+    char h16[17]; /* pinned: a change here orphans stored gemv results */
+    CHECK_MSG(gt_cfg_hash(j, h16) == 0 && strcmp(h16, "0000000000000000") != 0, "hash %s", h16);
+    fprintf(stderr, "     gemv example hash %s\n", h16);
+    CHECK(gt_gen_family(j) == GT_FAM_GEMV);
+    CHECK_MSG(gt_gen_cfg_from_json(j, &back, err, sizeof err) == 0, "%s", err);
+    CHECK(memcmp(&back, &k_cfg, sizeof back) == 0);
+    cJSON_Delete(j);
+    const char *bad[] = {
+        "{\"family\":\"gemv\"}",
+        "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,\"n_tile\":16,\"pipe\":\"reg\","
+        "\"reduction\":\"none\",\"rows_per_cta\":32,\"splitk\":1,\"vec\":8}",                /* no warps */
+        "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,\"n_tile\":16,\"pipe\":\"reg\","
+        "\"reduction\":\"none\",\"rows_per_cta\":32,\"splitk\":1,\"vec\":6,\"warps\":4}",    /* vec 6 */
+        "{\"a_load\":\"l3\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,\"n_tile\":16,\"pipe\":\"reg\","
+        "\"reduction\":\"none\",\"rows_per_cta\":32,\"splitk\":1,\"vec\":8,\"warps\":4}",    /* a_load */
+        "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,\"n_tile\":12,\"pipe\":\"reg\","
+        "\"reduction\":\"none\",\"rows_per_cta\":32,\"splitk\":1,\"vec\":8,\"warps\":4}",    /* n_tile */
+        "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":4.5,\"kwarps\":2,\"n_tile\":16,\"pipe\":\"reg\","
+        "\"reduction\":\"none\",\"rows_per_cta\":32,\"splitk\":1,\"vec\":8,\"warps\":4}",    /* 4.5 */
+        "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,\"n_tile\":16,\"pipe\":\"reg\","
+        "\"reduction\":\"none\",\"rows_per_cta\":32,\"splitk\":1,\"vec\":8,\"warps\":4,\"x\":1}", /* key */
+        "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,\"n_tile\":16,\"pipe\":\"tma\","
+        "\"reduction\":\"none\",\"rows_per_cta\":32,\"splitk\":1,\"vec\":8,\"warps\":4}",    /* pipe */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        j = cJSON_Parse(bad[i]);
+        err[0] = 0;
+        CHECK_MSG(j && gt_gen_cfg_from_json(j, &back, err, sizeof err) == -1 && !strncmp(err, "gemv: ", 6),
+                  "accepted: %s", bad[i]);
+        cJSON_Delete(j);
+    }
+}
+
+static void test_fault_cfg(void)
+{
+    char err[256];
+    int kind = 0;
+    cJSON *j = cJSON_Parse("{\"family\":\"fault\",\"kind\":\"oob\"}");
+    CHECK(gt_gen_fault_from_json(j, &kind, err, sizeof err) == 0 && kind == GT_FAULT_OOB);
+    cJSON_Delete(j);
+    j = cJSON_Parse("{\"kind\":\"hang\",\"family\":\"fault\"}");
+    CHECK(gt_gen_fault_from_json(j, &kind, err, sizeof err) == 0 && kind == GT_FAULT_HANG);
+    cJSON_Delete(j);
+    const char *bad[] = {"{\"family\":\"fault\",\"kind\":\"nan\"}", "{\"family\":\"fault\"}",
+                         "{\"family\":\"fault\",\"kind\":\"oob\",\"x\":1}"};
+    for (size_t i = 0; i < 3; i++) {
+        j = cJSON_Parse(bad[i]);
+        CHECK_MSG(gt_gen_fault_from_json(j, &kind, err, sizeof err) == -1, "%s", bad[i]);
+        cJSON_Delete(j);
+    }
+}
+
+static void expect_na(gt_problem p, int sm, const char *needle)
+{
+    char why[GT_GEN_REASON] = "";
+    gt_gen_dev d;
+    gt_gen_dev_default(&d, sm, 132);
+    gt_problem_finish(&p);
+    CHECK_MSG(gt_gen_applicable(&p, &d, why, sizeof why) == -1 && strstr(why, needle), "want '%s', got '%s'",
+              needle, why);
+}
+
+static void test_applicable(void)
+{
+    char why[GT_GEN_REASON];
+    gt_gen_dev d;
+    gt_gen_dev_default(&d, 90, 132);
+    gt_problem p = prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16);
+    CHECK(gt_gen_applicable(&p, &d, why, sizeof why) == 0);
+    p = prob(4096, 32, 4096, GT_DT_F16, GT_DT_F32);
+    CHECK(gt_gen_applicable(&p, &d, why, sizeof why) == 0);
+    expect_na(prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16), 75, "sm_75");
+    p = prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16);
+    p.trans_a = 'N';
+    gt_problem_default_ld(&p);
+    expect_na(p, 90, "transA=N");
+    p = prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16);
+    p.trans_b = 'T';
+    gt_problem_default_ld(&p);
+    expect_na(p, 90, "transB=T");
+    expect_na(prob(4096, 64, 4096, GT_DT_BF16, GT_DT_BF16), 90, "n=64");
+    expect_na(prob(4096, 1, 4096, GT_DT_F32, GT_DT_F32), 90, "A/B types");
+    p = prob(4096, 1, 4096, GT_DT_F16, GT_DT_F16);
+    p.compute_type = p.scale_type = GT_DT_F16;
+    expect_na(p, 90, "compute f16");
+    p = prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16);
+    snprintf(p.activation, sizeof p.activation, "silu");
+    expect_na(p, 90, "activation silu");
+}
+
+static void expect_pruned(gt_problem p, gt_gen_cfg c, int hip, const char *needle)
+{
+    char why[GT_GEN_REASON] = "";
+    gt_gen_dev d;
+    if (hip)
+        gt_gen_dev_hip(&d, 104);
+    else
+        gt_gen_dev_default(&d, 90, 132);
+    gt_problem_finish(&p);
+    CHECK_MSG(gt_gen_check(&p, &d, &c, why, sizeof why) == 1 && strstr(why, needle), "want '%s', got '%s'",
+              needle, why);
+}
+
+static void test_rules(void)
+{
+    char why[GT_GEN_REASON];
+    gt_gen_dev d;
+    gt_gen_dev_default(&d, 90, 132);
+    gt_problem p = prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16);
+    CHECK_MSG(gt_gen_check(&p, &d, &k_cfg, why, sizeof why) == 0, "%s", why);
+    gt_gen_cfg c = k_cfg;
+    c.kwarps = 3;
+    expect_pruned(p, c, 0, "shape: kwarps=3");
+    c = k_cfg, c.rows_per_cta = 128;
+    expect_pruned(p, c, 0, "rows per warp");
+    c = k_cfg, c.reduction = GT_GEN_RED_ATOMIC;
+    expect_pruned(p, c, 0, "reduction=atomic with splitk=1");
+    c = k_cfg, c.warps = 32, c.kwarps = 16, c.rows_per_cta = 32, c.pipe = GT_GEN_PIPE_REG;
+    expect_pruned(p, c, 1, "threads");
+    c = k_cfg, c.n_tile = 8;
+    expect_pruned(p, c, 0, "n_tile=8 < n=16");
+    c = k_cfg, c.n_tile = 24;
+    expect_pruned(p, c, 0, "idle columns");
+    gt_problem q = prob(4096, 16, 4100, GT_DT_BF16, GT_DT_BF16); /* lda = 4100: 8-byte aligned rows */
+    expect_pruned(q, k_cfg, 0, "alignment: lda=4100");
+    c = k_cfg, c.vec = 4, c.k_unroll = 8;
+    gt_problem_finish(&q);
+    CHECK_MSG(gt_gen_check(&q, &d, &c, why, sizeof why) == 0, "vec=4 on lda 4100: %s", why);
+    expect_pruned(p, c, 0, "vec=4: 16-byte loads");
+    expect_pruned(prob(16, 16, 4096, GT_DT_BF16, GT_DT_BF16), (gt_gen_cfg){.rows_per_cta = 64, .warps = 2,
+                  .kwarps = 1, .vec = 8, .k_unroll = 2, .splitk = 1, .n_tile = 16}, 0, "rows_per_cta=64");
+    c = k_cfg, c.splitk = 8, c.reduction = GT_GEN_RED_ATOMIC, c.rows_per_cta = 16, c.warps = 2;
+    expect_pruned(p, c, 0, "split-K: 256 CTAs without it");
+    c = k_cfg, c.splitk = 16, c.reduction = GT_GEN_RED_TWOPASS, c.rows_per_cta = 64, c.warps = 4;
+    c.kwarps = 2;
+    expect_pruned(prob(4096, 16, 296, GT_DT_BF16, GT_DT_BF16), c, 0, "leaves empty splits");
+    c = k_cfg, c.splitk = 4, c.reduction = GT_GEN_RED_ATOMIC, c.rows_per_cta = 128, c.warps = 8,
+    c.kwarps = 2, c.k_unroll = 8;
+    expect_pruned(prob(4096, 16, 1024, GT_DT_BF16, GT_DT_BF16), c, 0, "unrolled loop would never run");
+    c = k_cfg, c.warps = 8, c.kwarps = 4, c.rows_per_cta = 64, c.k_unroll = 8;
+    expect_pruned(p, c, 0, "resources: ");
+    c = k_cfg, c.pipe = GT_GEN_PIPE_REG, c.k_unroll = 8, c.n_tile = 32, c.rows_per_cta = 64, c.warps = 2,
+    c.kwarps = 1;
+    expect_pruned(prob(4096, 32, 4096, GT_DT_BF16, GT_DT_BF16), c, 0, "registers");
+    c = k_cfg, c.k_unroll = 1, c.pipe = GT_GEN_PIPE_REG, c.warps = 1, c.kwarps = 1, c.rows_per_cta = 16;
+    expect_pruned(p, c, 0, "in flight");
+    c = k_cfg, c.k_unroll = 1;
+    expect_pruned(p, c, 0, "one-stage ring");
+    c = k_cfg, c.a_load = GT_GEN_LD_CS;
+    expect_pruned(p, c, 0, "no evict-first form");
+    expect_pruned(p, k_cfg, 1, "cp.async is CUDA");
+}
+
+/* Every config of the raw space is kept or pruned with a reason; the kept
+ * ones pass every rule and are capped; the Llama decode shapes all get a
+ * family. */
+static void check_space(const gt_problem *p, const gt_gen_dev *d, int cap, int *kept)
+{
+    gt_gen_space s;
+    char why[GT_GEN_REASON], label[64];
+    gt_problem_label(p, label, sizeof label);
+    CHECK(gt_gen_prune(p, d, cap, &s) == 0);
+    CHECK_MSG(s.why[0] == 0 && s.nkeep > 0 && s.nkeep <= cap, "%s: %d kept (%s)", label, s.nkeep, s.why);
+    CHECK_MSG(s.nkeep + s.npruned == s.raw && s.raw > 10000, "%s: %d + %d != %d", label, s.nkeep,
+              s.npruned, s.raw);
+    int bad = 0, ranked = 0;
+    for (int i = 0; i < s.npruned; i++) {
+        bad += strlen(s.pruned[i].reason) < 10 || !strchr(s.pruned[i].reason, ':');
+        ranked += !strncmp(s.pruned[i].reason, "rank: ", 6);
+    }
+    CHECK_MSG(bad == 0, "%s: %d pruned configs without a reason", label, bad);
+    CHECK(ranked == 0 || s.nkeep == cap);
+    int pipes[2] = {0, 0};
+    for (int i = 0; i < s.nkeep; i++) {
+        CHECK_MSG(gt_gen_check(p, d, &s.keep[i], why, sizeof why) == 0, "%s kept but %s", label, why);
+        CHECK(s.keep[i].n_tile >= p->n && s.keep[i].n_tile < p->n + 8);
+        pipes[s.keep[i].pipe]++;
+    }
+    CHECK_MSG(d->hip ? pipes[1] == 0 : pipes[0] > 0 && pipes[1] > 0, "%s: pipes %d/%d", label, pipes[0],
+              pipes[1]);
+    *kept = s.nkeep;
+    gt_gen_space_free(&s);
+}
+
+static void test_prune(void)
+{
+    gt_gen_dev d, h;
+    gt_gen_dev_default(&d, 90, 132);
+    gt_gen_dev_hip(&h, 104);
+    int kept = 0, total = 0;
+    for (int n = 1; n <= 16; n += 15)
+        for (size_t i = 0; i < sizeof k_llama / sizeof k_llama[0]; i++) {
+            gt_problem p = prob(k_llama[i][0], n, k_llama[i][1], GT_DT_BF16, GT_DT_BF16);
+            check_space(&p, &d, GT_GEN_DEFAULT_CAP, &kept);
+            total += kept;
+            check_space(&p, &h, GT_GEN_DEFAULT_CAP, &kept);
+        }
+    CHECK(total > 0);
+    /* unaligned lda: only vec = 4 configs survive */
+    gt_problem p = prob(4096, 8, 4100, GT_DT_F16, GT_DT_F32);
+    gt_gen_space s;
+    CHECK(gt_gen_prune(&p, &d, 0, &s) == 0 && s.nkeep > 0);
+    for (int i = 0; i < s.nkeep; i++)
+        CHECK(s.keep[i].vec == 4);
+    gt_gen_space_free(&s);
+    /* not applicable: empty, with the family-level reason */
+    p.trans_a = 'N';
+    gt_problem_default_ld(&p);
+    CHECK(gt_gen_prune(&p, &d, 0, &s) == 0 && s.nkeep == 0 && s.npruned == 0 && strstr(s.why, "transA"));
+    gt_gen_space_free(&s);
+}
+
+static void test_geometry(void)
+{
+    gt_gen_geom g;
+    gt_problem p = prob(4100, 3, 4095, GT_DT_BF16, GT_DT_BF16);
+    gt_gen_cfg c = k_cfg;
+    c.splitk = 3, c.reduction = GT_GEN_RED_TWOPASS, c.n_tile = 8;
+    gt_gen_geometry(&p, &c, 32, &g);
+    CHECK(g.kper % 32 == 0 && g.kper * 3 >= 4095 && g.kper * 2 < 4095);
+    CHECK(g.gx == (4100 + 31) / 32 && g.gy == 1 && g.gz == 3 && g.threads == 128);
+    CHECK(g.ws_bytes == (size_t)3 * 4100 * 3 * 4 && g.fin_blocks > 0 && g.cnt_bytes == 0);
+    c.reduction = GT_GEN_RED_ATOMIC;
+    gt_gen_geometry(&p, &c, 32, &g);
+    CHECK(g.ws_bytes == (size_t)4100 * 3 * 4 && g.cnt_bytes == (size_t)g.gx * 4 && g.fin_blocks == 0);
+    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+    int n = gt_gen_defines(&p, &c, 0, defs), seen = 0;
+    for (int i = 0; i < n; i++)
+        seen += !strcmp(defs[i], "-DGT_VEC=8") + !strcmp(defs[i], "-DGT_MMA=1") + !strcmp(defs[i], "-DGT_DKT=3");
+    CHECK(n > 15 && seen == 3);
+    p.d_type = GT_DT_F8E4M3;
+    CHECK(gt_gen_defines(&p, &c, 0, defs) == -1);
+}
+
+/* mma.sync m16n8k16 (bf16/f16) fragments, as the PTX ISA lays them out:
+ * lane (g = lane/4, q = lane%4); A a0..a7: row g + 8*((i/2)%2), column
+ * 2q + i%2 + 8*(i/4); B b0..b3: row 2q + i%2 + 8*(i/2), column g; C c0..c3:
+ * row g + 8*(i/2), column 2q + i%2. The kernel feeds lane (g, q) the vec
+ * elements at k = q*vec of rows g and g+8 and of column g; word 2h+0/1 of
+ * them go to registers {a0a1, a2a3 | b0b1} / {a4a5, a6a7 | b2b3} of mma h. */
+static void test_fragments(void)
+{
+    for (int vec = 4; vec <= 8; vec += 4) {
+        double A[16][32], B[32][8], C[16][8] = {{0}};
+        uint64_t x = 0x1234567ULL + (uint64_t)vec;
+        for (int r = 0; r < 16; r++)
+            for (int k = 0; k < 4 * vec; k++)
+                A[r][k] = (double)((x = x * 6364136223846793005ULL + 1) >> 58) - 32;
+        for (int k = 0; k < 4 * vec; k++)
+            for (int c = 0; c < 8; c++)
+                B[k][c] = (double)((x = x * 6364136223846793005ULL + 1) >> 59) - 16;
+        for (int h = 0; h < vec / 4; h++) {
+            double LA[16][16], LB[16][8];
+            for (int lane = 0; lane < 32; lane++) {
+                int g = lane / 4, q = lane % 4;
+                /* element e of the lane's vector = physical k q*vec + e; word w = e/2 */
+                for (int i = 0; i < 8; i++) { /* a_i from word 2h + (i/4), half i%2, row g + 8*((i/2)%2) */
+                    int e = 2 * (2 * h + i / 4) + i % 2;
+                    LA[g + 8 * ((i / 2) % 2)][2 * q + i % 2 + 8 * (i / 4)] = A[g + 8 * ((i / 2) % 2)][q * vec + e];
+                }
+                for (int i = 0; i < 4; i++) {
+                    int e = 2 * (2 * h + i / 2) + i % 2;
+                    LB[2 * q + i % 2 + 8 * (i / 2)][g] = B[q * vec + e][g];
+                }
+            }
+            for (int r = 0; r < 16; r++)
+                for (int c = 0; c < 8; c++)
+                    for (int k = 0; k < 16; k++)
+                        C[r][c] += LA[r][k] * LB[k][c];
+        }
+        int bad = 0;
+        for (int r = 0; r < 16; r++)
+            for (int c = 0; c < 8; c++) {
+                double want = 0;
+                for (int k = 0; k < 4 * vec; k++)
+                    want += A[r][k] * B[k][c];
+                bad += C[r][c] != want;
+            }
+        CHECK_MSG(bad == 0, "vec=%d: %d of 128 dot products differ", vec, bad);
+    }
+}
+
+#endif /* CUDA or HIP */
+
+#ifdef GT_WITH_CUDA
+/* Every config the family generates for the Llama decode shapes (by default
+ * those of 4096 x {1, 16} x 4096; and an f16 problem with f32 output, bias,
+ * gelu, alpha/beta) compiles with NVRTC for
+ * sm_90 on the pool; a second pass is answered from memory, a third (after
+ * dropping the in-process cache) from disk; a corrupt file is recompiled. */
+static void test_nvrtc_all(void)
+{
+    char dir[] = "/tmp/gt-gen-cache.XXXXXX", err[512];
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("GEMMTUNE_CACHE_DIR", dir, 1);
+    gt_gen_cache_forget();
+    gt_gen_dev d;
+    gt_gen_dev_default(&d, 90, 132);
+    gt_problem ps[12];
+    int np = 0;
+    /* ~0.25 CPU s a kernel: by default the 4096 x 4096 shapes; GT_TEST_GEN_ALL=1
+     * every Llama decode shape (gt-cuda-selftest --gen compiles those too) */
+    int all = getenv("GT_TEST_GEN_ALL") != NULL;
+    for (int n = 1; n <= 16; n += 15)
+        for (size_t i = all ? 0 : 1; i < (all ? sizeof k_llama / sizeof k_llama[0] : 2); i++)
+            ps[np++] = prob(k_llama[i][0], n, k_llama[i][1], GT_DT_BF16, GT_DT_BF16);
+    gt_problem e = prob(3000, 5, 1000, GT_DT_F16, GT_DT_F32);
+    e.bias = 1, e.bias_type = GT_DT_F16, e.alpha = 0.5, e.beta = 0.25;
+    snprintf(e.activation, sizeof e.activation, "gelu");
+    ps[np++] = e;
+    gt_gen_entry **ents = NULL;
+    int ne = 0, cap = 0;
+    for (int pass = 0; pass < 3; pass++) {
+        gt_gen_stats s0, s1;
+        if (pass == 2)
+            gt_gen_cache_forget();
+        gt_gen_stats_get(&s0);
+        double t0 = gt_mono_ms();
+        ne = 0;
+        for (int i = 0; i < np; i++) {
+            gt_gen_space s;
+            CHECK(gt_gen_prune(&ps[i], &d, GT_GEN_DEFAULT_CAP, &s) == 0 && s.nkeep > 0);
+            for (int c = 0; c < s.nkeep; c++) {
+                char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+                const char *opts[GT_GEN_MAX_DEFS];
+                int n = gt_gen_defines(&ps[i], &s.keep[c], 0, defs);
+                for (int o = 0; o < n; o++)
+                    opts[o] = defs[o];
+                if (ne == cap) {
+                    cap = cap ? 2 * cap : 256;
+                    ents = realloc(ents, (size_t)cap * sizeof *ents);
+                }
+                ents[ne++] = gt_gen_request(gt_gen_gemv_src, "gt_gemv", opts, n, 90, 1, NULL);
+            }
+            gt_gen_space_free(&s);
+        }
+        int fails = 0, spills_known = 0;
+        for (int i = 0; i < ne; i++) {
+            const gt_gen_image *img = NULL;
+            if (!ents[i] || gt_gen_wait(ents[i], &img, err, sizeof err) != 0) {
+                if (fails++ < 3)
+                    fprintf(stderr, "     compile failed: %s\n", err);
+                continue;
+            }
+            CHECK(img->cubin == 1 && img->len > 1000 && !strcmp(img->target, "sm_90"));
+            spills_known += img->spill_stores >= 0;
+        }
+        gt_gen_stats_get(&s1);
+        long req = s1.requests - s0.requests, mem = s1.mem_hits - s0.mem_hits;
+        long disk = s1.disk_hits - s0.disk_hits, comp = s1.compiles - s0.compiles;
+        fprintf(stderr, "     pass %d: %d configs, %ld requests: %ld memory, %ld disk, %ld compiled "
+                        "(%.0f ms NVRTC, %d threads), %.2f s wall\n",
+                pass + 1, ne, req, mem, disk, comp, s1.compile_ms - s0.compile_ms, s1.threads,
+                (gt_mono_ms() - t0) / 1000);
+        CHECK_MSG(fails == 0, "pass %d: %d of %d configs failed to compile", pass + 1, fails, ne);
+        CHECK(spills_known == ne);
+        if (pass == 0)
+            CHECK(comp > 0 && comp + mem == req && disk == 0);
+        if (pass == 1)
+            CHECK(mem == req && comp == 0 && disk == 0);
+        if (pass == 2)
+            CHECK(comp == 0 && disk + mem == req && disk > 0);
+    }
+    /* A corrupt cache file is compiled again, not loaded. */
+    const gt_gen_image *img = NULL;
+    char path[4200];
+    CHECK(ne > 0 && gt_gen_wait(ents[0], &img, err, sizeof err) == 0);
+    snprintf(path, sizeof path, "%s/cuda/%016llx.gtk", dir, (unsigned long long)gt_gen_entry_key(ents[0]));
+    CHECK(gt_write_file(path, "garbage", 7) == 0);
+    gt_gen_cache_forget();
+    gt_gen_stats s0, s1;
+    gt_gen_stats_get(&s0);
+    gt_gen_space s;
+    CHECK(gt_gen_prune(&ps[0], &d, GT_GEN_DEFAULT_CAP, &s) == 0);
+    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+    const char *opts[GT_GEN_MAX_DEFS];
+    int n = gt_gen_defines(&ps[0], &s.keep[0], 0, defs);
+    for (int o = 0; o < n; o++)
+        opts[o] = defs[o];
+    gt_gen_entry *again = gt_gen_request(gt_gen_gemv_src, "gt_gemv", opts, n, 90, 0, NULL);
+    CHECK(again && gt_gen_wait(again, &img, err, sizeof err) == 0 && img->origin == GT_GEN_FROM_COMPILE);
+    gt_gen_stats_get(&s1);
+    CHECK(s1.compiles == s0.compiles + 1 && s1.disk_hits == s0.disk_hits);
+    gt_gen_space_free(&s);
+    /* the fault kernels compile too */
+    gt_gen_entry *f = gt_gen_request(gt_gen_fault_src, "gt_fault_oob", NULL, 0, 90, 0, NULL);
+    CHECK_MSG(f && gt_gen_wait(f, &img, err, sizeof err) == 0, "%s", err);
+    free(ents);
+    gt_gen_cache_forget();
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* A BLAS-style problem with tight leading dimensions. */
+static gt_problem prob4(int64_t m, int64_t n, int64_t k, char ta, char tb, gt_dtype in, gt_dtype out)
+{
+    gt_problem p = prob(m, n, k, in, out);
+    p.trans_a = ta;
+    p.trans_b = tb;
+    gt_problem_default_ld(&p);
+    gt_problem_finish(&p);
+    return p;
+}
+
+/* With a GPU: every "gemv" config the enumeration adds for p, plus split-K
+ * configs of both reductions given directly, must build, validate within
+ * tolerance and time; a config pruned for p is refused by build. */
+static void smoke_gen(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p, const char *const *extra)
+{
+    char err[512], label[64];
+    gt_problem_label(&p, label, sizeof label);
+    cJSON *cands = NULL, *base = NULL;
+    gt_bk_prob *pp = NULL;
+    if (bk->enumerate(ctx, &p, &cands, &base, err, sizeof err) != 0 ||
+        bk->prepare(ctx, &p, &pp, err, sizeof err) != 0) {
+        CHECK_MSG(0, "%s: %s", label, err);
+        goto out;
+    }
+    int n = cJSON_GetArraySize(cands), gen = 0, passed = 0;
+    for (int i = 0; i < n + 8; i++) {
+        cJSON *x = i >= n && extra[i - n] ? cJSON_Parse(extra[i - n]) : NULL;
+        const cJSON *cfg = i < n ? cJSON_GetArrayItem(cands, i) : x;
+        if (i >= n && !x)
+            break;
+        if (gt_gen_family(cfg) != GT_FAM_GEMV) {
+            cJSON_Delete(x);
+            continue;
+        }
+        gen++;
+        gt_bk_cand *c = NULL;
+        double e = NAN;
+        gt_timing t;
+        gt_timing_opts o = {.min_time_ms = 0.2, .warmup = 1, .repeats = 3};
+        char *txt = cJSON_PrintUnformatted(cfg);
+        if (bk->build(pp, cfg, &c, err, sizeof err) != 0 || bk->validate(pp, c, &e, err, sizeof err) != 0 ||
+            !(e <= gt_bk_tolerance(&p)) || bk->time(pp, c, &o, &t, err, sizeof err) != 0) {
+            CHECK_MSG(0, "%s: %s: %s (rel err %.3g)", label, txt, err, e);
+        } else {
+            passed++;
+            cJSON *info = gt_gen_cand_info(c);
+            char *it = info ? cJSON_PrintUnformatted(info) : NULL;
+            if (passed <= 2)
+                fprintf(stderr, "     %s %.2f us err %.2e %s\n", label, t.median_us, e, it ? it : "");
+            free(it);
+            cJSON_Delete(info);
+        }
+        free(txt);
+        if (c)
+            bk->release(c);
+        cJSON_Delete(x);
+    }
+    fprintf(stderr, "     %s: %d of %d gemv configs valid\n", label, passed, gen);
+    CHECK_MSG(gen > 0 && passed == gen, "%s: %d of %d", label, passed, gen);
+    /* n_tile 8 < n = 16 is pruned for this problem: build says why */
+    if (p.n > 8) {
+        cJSON *j = cJSON_Parse("{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,"
+                               "\"n_tile\":8,\"pipe\":\"reg\",\"reduction\":\"none\",\"rows_per_cta\":32,"
+                               "\"splitk\":1,\"vec\":8,\"warps\":4}");
+        gt_bk_cand *c = NULL;
+        CHECK(bk->build(pp, j, &c, err, sizeof err) == -1 && strstr(err, "n_tile=8 < n=") != NULL);
+        cJSON_Delete(j);
+    }
+out:
+    bk->unprepare(pp);
+    cJSON_Delete(cands);
+    cJSON_Delete(base);
+}
+
+
+/* With a GPU (the lead's H100 run): the family end to end through the
+ * vtable; without one the skip says why. */
+static void test_gpu(void)
+{
+    const gt_backend *bk = gt_bk_find("cuda");
+    char err[512] = "";
+    gt_bk_ctx *ctx = NULL;
+    gt_bk_device dev;
+    if (bk->open(0, &ctx, &dev, err, sizeof err) != 0) {
+        fprintf(stderr, "     SKIP gpu: %s\n", err);
+        CHECK(ctx == NULL && strncmp(err, "cuda: ", 6) == 0);
+        return;
+    }
+    gt_cuda_set_limits(ctx, 64, 20);
+    gt_problem p;
+    gt_cuda_set_exit_on_sticky(ctx, 0);
+    static const char *const splits[] = {
+        "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":2,\"n_tile\":8,"
+        "\"pipe\":\"reg\",\"reduction\":\"atomic\",\"rows_per_cta\":64,\"splitk\":4,\"vec\":8,\"warps\":4}",
+        "{\"a_load\":\"na256\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":2,\"n_tile\":8,"
+        "\"pipe\":\"async\",\"reduction\":\"twopass\",\"rows_per_cta\":64,\"splitk\":4,\"vec\":8,\"warps\":4}",
+        NULL};
+    p = prob4(3000, 5, 1000, 'T', 'N', GT_DT_BF16, GT_DT_F32);
+    p.alpha = 0.5, p.beta = 0.25;
+    smoke_gen(bk, ctx, p, splits);
+    p = prob4(1024, 16, 512, 'T', 'N', GT_DT_BF16, GT_DT_BF16);
+    p.bias = 1;
+    snprintf(p.activation, sizeof p.activation, "gelu");
+    smoke_gen(bk, ctx, p, splits + 2);
+    p = prob4(4096, 1, 1004, 'T', 'N', GT_DT_F16, GT_DT_F16); /* lda 1004: vec 4, k tail */
+    p.batch = 3;
+    gt_problem_default_ld(&p);
+    smoke_gen(bk, ctx, p, splits + 2);
+    bk->close(ctx);
+}
+#endif
+
+#ifdef GT_WITH_HIP
+/* Every config of the HIP port's space (MI200 limits) for the Llama decode
+ * shapes compiles with hipRTC for gfx90a; gfx942 too when this hipRTC knows
+ * it (HIP 5.2's comgr aborts on it: the probe says so, in a child). */
+static void test_hip(void)
+{
+    char why[256] = "";
+    if (!gt_hip_rtc_available(why, sizeof why)) {
+        fprintf(stderr, "     SKIP hip: %s\n", why);
+        CHECK(why[0] != 0); /* the skip names its reason */
+        return;
+    }
+    fprintf(stderr, "     %s\n", why);
+    const char *archs[] = {"gfx90a", "gfx942"};
+    gt_gen_dev h;
+    gt_gen_dev_hip(&h, 104);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    for (int a = 0; a < 2; a++) {
+        int known = gt_hip_arch_known(archs[a], why, sizeof why);
+        if (!known) {
+            fprintf(stderr, "     SKIP %s: %s\n", archs[a], why);
+            CHECK_MSG(a == 1, "gfx90a must be known: %s", why); /* gfx90a is required */
+            continue;
+        }
+        /* the configs of all shapes, deduplicated by what reaches the compiler */
+        gt_gen_cfg *all = NULL;
+        gt_problem *ap = NULL;
+        int n = 0, capn = 0;
+        /* hipRTC takes ~2 CPU s a kernel: by default the 4096 x 4096 shapes
+         * (n = 1, 16) with the port's cap; GT_TEST_HIP_ALL=1: every Llama
+         * decode shape with the CUDA cap */
+        int all_shapes = getenv("GT_TEST_HIP_ALL") != NULL;
+        size_t shapes = all_shapes ? sizeof k_llama / sizeof k_llama[0] : 2;
+        int hcap = all_shapes ? GT_GEN_DEFAULT_CAP : GT_HIP_GEN_CAP;
+        for (int t = 1; t <= 16; t += 15)
+            for (size_t i = all_shapes ? 0 : 1; i < shapes; i++) {
+                gt_problem p = prob(k_llama[i][0], t, k_llama[i][1], GT_DT_BF16, GT_DT_BF16);
+                gt_gen_space s;
+                CHECK(gt_gen_prune(&p, &h, hcap, &s) == 0 && s.nkeep > 0);
+                for (int c = 0; c < s.nkeep; c++) {
+                    int dup = 0;
+                    for (int j = 0; j < n && !dup; j++) /* options: the config and the types */
+                        dup = memcmp(&all[j], &s.keep[c], sizeof all[j]) == 0;
+                    if (dup)
+                        continue;
+                    if (n == capn) {
+                        capn = capn ? 2 * capn : 128;
+                        all = realloc(all, (size_t)capn * sizeof *all);
+                        ap = realloc(ap, (size_t)capn * sizeof *ap);
+                    }
+                    all[n] = s.keep[c];
+                    ap[n++] = p;
+                }
+                gt_gen_space_free(&s);
+            }
+        /* the compile options depend on the config and the types only: one batch */
+        int ok = 0, failed = 0;
+        double secs = 0;
+        char first[320] = "";
+        gt_hip_batch b;
+        CHECK(gt_hip_gen_compile_all(archs[a], &ap[0], all, n, (int)(ncpu > 0 ? ncpu : 1), &b) == 0);
+        ok = b.ok, failed = b.failed, secs = b.seconds;
+        snprintf(first, sizeof first, "%s", b.first_err);
+        fprintf(stderr, "     %s: %d of %d generated configs compiled with hipRTC in %.1f s\n", archs[a],
+                ok, n, secs);
+        CHECK_MSG(failed == 0 && ok == n && n > 0, "%s: %d failed, first: %s", archs[a], failed, first);
+        free(all);
+        free(ap);
+    }
+}
+#endif
+
+int main(void)
+{
+#if defined(GT_WITH_CUDA) || defined(GT_WITH_HIP)
+    RUN(test_family);
+    RUN(test_encoding);
+    RUN(test_fault_cfg);
+    RUN(test_applicable);
+    RUN(test_rules);
+    RUN(test_prune);
+    RUN(test_geometry);
+    RUN(test_fragments);
+#endif
+#ifdef GT_WITH_HIP
+    RUN(test_hip); /* before the NVRTC pool starts: it forks */
+#else
+    fprintf(stderr, "     SKIP hip: the HIP port is not built (no hipcc when cmake ran)\n");
+    CHECK(1);
+#endif
+#ifdef GT_WITH_CUDA
+    RUN(test_nvrtc_all);
+    RUN(test_gpu);
+#else
+    fprintf(stderr, "     SKIP nvrtc: built without CUDA\n");
+    CHECK(1);
+#endif
+    return gt_test_done();
+}

@@ -1,0 +1,188 @@
+/* gen_gemv.h: the generated-kernel family "gemv" (module prefix gt_gen_):
+ * memory-bound skinny GEMMs (n <= 32 tokens) as one kernel template whose
+ * tunable parameters are config attributes. Pure host C: config encoding,
+ * the family's space with its pruning rules (each pruned config carries its
+ * reason), the kernel source and the compile-time definitions of a config,
+ * the launch geometry. No CUDA header: the HIP port (worker/hip) and the
+ * GPU-less unit tests use it as is. The CUDA side (NVRTC, cache, launch) is
+ * gen_cuda.h; worker/cuda/CONFIG.md documents the encoding.
+ *
+ * The kernel computes D[m x n] = alpha * op(A) op(B) + beta * C (+ bias,
+ * relu/gelu) for transA = T, transB = N (the decode shapes of the logs:
+ * A stored k x m with lda >= k, B k x n with ldb >= k, D m x n), bf16 or f16
+ * inputs, f32 accumulation, D and C in f32, f16 or bf16:
+ *
+ *   CTA      rows_per_cta rows of D x n_tile columns; warps = (warps/kwarps)
+ *            row groups x kwarps warps splitting the CTA's k range (their
+ *            partial sums are added through shared memory);
+ *   warp     rows_per_cta/(warps/kwarps) rows (16 or 32); streams those rows
+ *            of A (contiguous along k) with vec-element loads (vec 8 = 16
+ *            bytes), k_unroll loads per row in flight, B through L1/L2;
+ *            CUDA: tensor-core mma.sync m16n8k16 (the k order inside a
+ *            chunk is permuted identically for A and B so every lane loads
+ *            whole 16-byte vectors straight into its fragments);
+ *            HIP: f32 FMAs and a quad shuffle reduction (wave64);
+ *   split-K  splitk CTAs along k per tile (grid z), reduced either by
+ *            "atomic" (f32 atomicAdd into a workspace, the last CTA of a
+ *            tile applies the epilogue and clears it: one kernel) or
+ *            "twopass" (partials to workspace slices, a second kernel sums
+ *            them in a fixed order: deterministic).
+ *   a_load   cache policy of A's loads: "nc" (read-only path), "cs"
+ *            (evict-first streaming), "na256" (no L1 allocation, 256-byte
+ *            L2 prefetch);
+ *   pipe     "reg": each lane issues k_unroll vector loads per row into
+ *            registers, then the math (how many stay in flight is up to
+ *            ptxas' scheduler); "async" (CUDA): each warp streams its rows
+ *            through a ring of k_unroll chunks in shared memory with
+ *            cp.async, so k_unroll chunks are always in flight. */
+#ifndef GEN_GEMV_H
+#define GEN_GEMV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gt_problem.h"
+
+struct cJSON;
+
+/* ---- families ------------------------------------------------------------- */
+typedef enum {
+    GT_FAM_UNKNOWN = -1,
+    GT_FAM_CUBLASLT = 0, /* no "family" key, or "family":"cublaslt" */
+    GT_FAM_GEMV = 1,     /* "family":"gemv" */
+    GT_FAM_FAULT = 2,    /* "family":"fault": test-only fault injection */
+} gt_gen_family_t;
+
+/* Family of a config object; GT_FAM_UNKNOWN for a family name we do not know
+ * or a non-string family value. */
+int gt_gen_family(const struct cJSON *cfg);
+
+/* ---- gemv configs ------------------------------------------------------------ */
+enum { GT_GEN_RED_NONE = 0, GT_GEN_RED_ATOMIC = 1, GT_GEN_RED_TWOPASS = 2 };
+enum { GT_GEN_LD_NC = 0, GT_GEN_LD_CS = 1, GT_GEN_LD_NA256 = 2 };
+enum { GT_GEN_PIPE_REG = 0, GT_GEN_PIPE_ASYNC = 1 };
+
+typedef struct gt_gen_cfg {
+    int rows_per_cta;   /* rows of D per CTA */
+    int warps;          /* warps per CTA */
+    int kwarps;         /* warps of a CTA that split its k range (divides warps) */
+    int vec;            /* elements per load: 8 (16 bytes) or 4 (8 bytes) */
+    int k_unroll;       /* vector loads per row in flight per lane */
+    int splitk;         /* CTAs along k per tile */
+    int reduction;      /* GT_GEN_RED_*: none iff splitk == 1 */
+    int n_tile;         /* columns per CTA: 8, 16, 24 or 32 */
+    int a_load;         /* GT_GEN_LD_* */
+    int pipe;           /* GT_GEN_PIPE_*: how loads are kept in flight */
+} gt_gen_cfg;
+
+/* Strict parse of {"family":"gemv", ...}: every attribute required, unknown or
+ * repeated keys and out-of-range values refused with a reason. */
+int gt_gen_cfg_from_json(const struct cJSON *j, gt_gen_cfg *c, char *err, size_t errlen);
+struct cJSON *gt_gen_cfg_to_json(const gt_gen_cfg *c);
+/* Canonical text (keys sorted, compact: equal to gt_cfg_canonical of the
+ * JSON form). Returns the length like snprintf. */
+int gt_gen_cfg_text(const gt_gen_cfg *c, char *buf, size_t len);
+const char *gt_gen_red_name(int r);
+const char *gt_gen_load_name(int l);
+const char *gt_gen_pipe_name(int p);
+
+/* ---- fault configs (test-only, never enumerated) ----------------------------- */
+enum { GT_FAULT_OOB = 1, GT_FAULT_HANG = 2 };
+/* {"family":"fault","kind":"oob"|"hang"} -> GT_FAULT_*, or -1 with reason. */
+int gt_gen_fault_from_json(const struct cJSON *j, int *kind, char *err, size_t errlen);
+
+/* ---- the device, as the rules see it ------------------------------------------ */
+typedef struct gt_gen_dev {
+    int hip;                 /* 0: CUDA (mma.sync path), 1: HIP (FMA path) */
+    int sm;                  /* CUDA compute capability major*10+minor (0 for HIP) */
+    int sms;                 /* SMs / CUs */
+    int warp_size;           /* 32, or 64 (AMD wavefront) */
+    int max_threads_block;
+    int smem_block;          /* static shared memory per block, bytes */
+    int regs_sm;             /* 32-bit registers per SM */
+    int max_regs_thread;
+    int max_warps_sm;
+    double dram_bw;          /* bytes/s, for the ranking model only */
+} gt_gen_dev;
+
+/* H100 SXM-like limits for sm >= 90, A100-like below; used by tests and as a
+ * fallback when the device cannot be asked. */
+void gt_gen_dev_default(gt_gen_dev *d, int sm, int sms);
+/* MI200 (gfx90a) limits. */
+void gt_gen_dev_hip(gt_gen_dev *d, int cus);
+
+/* ---- applicability and pruning -------------------------------------------------- */
+#define GT_GEN_MAX_N 32            /* the family's largest n */
+#define GT_GEN_MAX_WS ((int64_t)256 << 20)
+#define GT_GEN_DEFAULT_CAP 48      /* configs kept per problem (model rank) */
+#define GT_GEN_REASON 176
+
+/* 0 when the family can run p on d; else -1 and why (a problem-level reason:
+ * transposes, types, n, epilogue, device). */
+int gt_gen_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_t len);
+/* 0 when c is kept for p on d, else 1 with the first rule that prunes it.
+ * Does not look at applicability or the rank cap. */
+int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, char *why,
+                 size_t len);
+/* The ranking model's estimate of one call, in microseconds (lower first). */
+double gt_gen_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c);
+
+typedef struct gt_gen_pruned {
+    gt_gen_cfg cfg;
+    char reason[GT_GEN_REASON];
+} gt_gen_pruned;
+
+typedef struct gt_gen_space {
+    gt_gen_cfg *keep;        /* kept configs, best model estimate first */
+    int nkeep;
+    gt_gen_pruned *pruned;   /* every other config of the raw space, with its reason */
+    int npruned;
+    int raw;                 /* size of the raw space */
+    char why[GT_GEN_REASON]; /* non-empty when the family does not apply to p */
+} gt_gen_space;
+
+/* The family's space for p on d: the raw cross product of the attribute
+ * values, each config kept or pruned with a reason; of those that pass
+ * every rule, the best `cap` by the model are kept (cap <= 0: all), the rest
+ * pruned with their rank. Returns 0, or -1 out of memory. */
+int gt_gen_prune(const gt_problem *p, const gt_gen_dev *d, int cap, gt_gen_space *s);
+void gt_gen_space_free(gt_gen_space *s);
+
+/* ---- source and build ------------------------------------------------------------ */
+/* The kernel template (CUDA C++ that NVRTC and hipRTC both compile):
+ * extern "C" gt_gemv (main), gt_gemv_fin (second pass of "twopass"). */
+extern const char gt_gen_gemv_src[];
+/* The fault kernels: gt_fault_oob, gt_fault_hang. */
+extern const char gt_gen_fault_src[];
+
+#define GT_GEN_MAX_DEFS 24
+#define GT_GEN_DEF_LEN 32
+/* The -D definitions that instantiate the template for (p, c) on a CUDA
+ * (hip = 0, mma path) or HIP (hip = 1, wave64 FMA path) target. Returns the
+ * count, or -1 when p's types have no encoding. */
+int gt_gen_defines(const gt_problem *p, const gt_gen_cfg *c, int hip,
+                   char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN]);
+
+/* Kernel arguments (the template's struct gt_gemv_args, by value): 8-byte
+ * members only, so host and device layouts agree. */
+typedef struct gt_gen_args {
+    const void *a, *b, *c, *bias;
+    void *d;
+    float *ws;
+    unsigned *cnt;
+    long long m, n, k, lda, ldb, ldc, ldd, sa, sb, sc, sd, kper;
+    double alpha, beta;
+} gt_gen_args;
+
+typedef struct gt_gen_geom {
+    unsigned gx, gy, gz, threads;   /* main kernel grid and block */
+    unsigned fin_blocks;            /* "twopass" second kernel: blocks of 256 */
+    long long kper;                 /* k per split (a multiple of 4*vec) */
+    size_t ws_bytes;                /* f32 workspace (0 without split-K) */
+    size_t cnt_bytes;               /* "atomic" tile counters */
+    size_t smem_bytes;              /* static shared memory of the main kernel */
+} gt_gen_geom;
+
+void gt_gen_geometry(const gt_problem *p, const gt_gen_cfg *c, int warp_size, gt_gen_geom *g);
+
+#endif

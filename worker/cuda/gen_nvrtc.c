@@ -1,0 +1,508 @@
+/* gen_nvrtc.c: NVRTC compiles of the generated kernels through two caches
+ * (gen_cuda.h describes the key and the files) and a small pool of compile
+ * threads, one per host core but one, at low priority, so the GPU's feeding
+ * thread keeps its core while a problem's family compiles during
+ * enumerate/prepare. Compile threads never touch the CUDA context: they
+ * produce images; gen_run.c loads them on the thread that runs the device. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <nvrtc.h>
+
+#include "gen_cuda.h"
+#include "gt_config.h"
+#include "gt_util.h"
+
+#define MAX_OPTS 40
+#define OPT_LEN 48
+#define NBUCKETS 4096
+#define FILE_MAGIC "GTGEN01"
+
+typedef struct file_hdr {
+    char magic[8];
+    uint64_t key, len, sum;
+    int32_t cubin, spill_stores, spill_loads, pad;
+    double compile_ms;
+    char target[24];
+} file_hdr;
+
+enum { ST_QUEUED = 0, ST_RUNNING, ST_DONE, ST_FAILED };
+
+struct gt_gen_entry {
+    uint64_t key;
+    const char *src;
+    char kernel[32];
+    char opts[MAX_OPTS][OPT_LEN];
+    int nopts, sm, state;
+    int inq;              /* in the pool's queue */
+    gt_gen_image img;
+    char err[320];
+    gt_gen_entry *next;   /* bucket chain */
+    gt_gen_entry *qnext;  /* pool queue */
+};
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_work = PTHREAD_COND_INITIALIZER, g_done = PTHREAD_COND_INITIALIZER;
+static gt_gen_entry *g_bucket[NBUCKETS];
+static gt_gen_entry *g_qhead, *g_qtail;
+static pthread_t *g_threads;
+static int g_nthreads, g_stop;
+static gt_gen_stats g_st;
+static long g_seq;
+
+/* ---- target and key ------------------------------------------------------------ */
+
+/* A cubin for an arch NVRTC knows, else PTX for the newest one below it. */
+static int pick_target(int sm, char *target, size_t len, int *cubin)
+{
+    int archs[64], na = 0, best = 0;
+    if (nvrtcGetNumSupportedArchs(&na) != NVRTC_SUCCESS || na <= 0 || na > 64 ||
+        nvrtcGetSupportedArchs(archs) != NVRTC_SUCCESS)
+        return -1;
+    for (int i = 0; i < na; i++)
+        if (archs[i] <= sm && archs[i] > best)
+            best = archs[i];
+    if (!best)
+        return -1;
+    *cubin = best == sm;
+    snprintf(target, len, "%s_%d", *cubin ? "sm" : "compute", best);
+    return 0;
+}
+
+static uint64_t make_key(const gt_gen_entry *e, const char *target)
+{
+    int maj = 0, min = 0;
+    (void)nvrtcVersion(&maj, &min);
+    char ver[64];
+    snprintf(ver, sizeof ver, "%s nvrtc %d.%d %s", FILE_MAGIC, maj, min, target);
+    uint64_t h = gt_fnv1a64(e->src, strlen(e->src), GT_FNV_SEED);
+    for (int i = 0; i < e->nopts; i++)
+        h = gt_fnv1a64(e->opts[i], strlen(e->opts[i]) + 1, h);
+    h = gt_fnv1a64(e->kernel, strlen(e->kernel) + 1, h);
+    return gt_fnv1a64(ver, strlen(ver) + 1, h);
+}
+
+/* ---- disk -------------------------------------------------------------------------- */
+
+int gt_gen_cache_dir(char *buf, size_t len)
+{
+    const char *d = getenv("GEMMTUNE_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"),
+               *home = getenv("HOME");
+    int n;
+    if (d && *d)
+        n = snprintf(buf, len, "%s/cuda", d);
+    else if (x && *x)
+        n = snprintf(buf, len, "%s/gemmtune/cuda", x);
+    else if (home && *home)
+        n = snprintf(buf, len, "%s/.cache/gemmtune/cuda", home);
+    else
+        n = snprintf(buf, len, "/tmp/gemmtune-cache-%ld/cuda", (long)getuid());
+    if (n < 0 || (size_t)n >= len || gt_mkdirs(buf, 0755) != 0)
+        return -1;
+    return 0;
+}
+
+static int disk_path(uint64_t key, char *buf, size_t len)
+{
+    char dir[PATH_MAX - 64];
+    if (gt_gen_cache_dir(dir, sizeof dir) != 0)
+        return -1;
+    snprintf(buf, len, "%s/%016llx.gtk", dir, (unsigned long long)key);
+    return 0;
+}
+
+static int disk_read(gt_gen_entry *e)
+{
+    char path[PATH_MAX];
+    if (disk_path(e->key, path, sizeof path) != 0)
+        return -1;
+    size_t n = 0;
+    unsigned char *buf = (unsigned char *)gt_read_file(path, &n, (size_t)256 << 20);
+    if (!buf)
+        return -1;
+    file_hdr h;
+    if (n < sizeof h)
+        goto bad;
+    memcpy(&h, buf, sizeof h);
+    if (memcmp(h.magic, FILE_MAGIC, 8) || h.key != e->key || h.len != n - sizeof h ||
+        h.sum != gt_fnv1a64(buf + sizeof h, (size_t)h.len, GT_FNV_SEED) || !h.len)
+        goto bad;
+    e->img.data = malloc((size_t)h.len + 1);
+    if (!e->img.data)
+        goto bad;
+    memcpy(e->img.data, buf + sizeof h, (size_t)h.len);
+    e->img.data[h.len] = 0;
+    e->img.len = (size_t)h.len;
+    e->img.cubin = h.cubin;
+    e->img.compile_ms = h.compile_ms;
+    e->img.spill_stores = h.spill_stores;
+    e->img.spill_loads = h.spill_loads;
+    snprintf(e->img.target, sizeof e->img.target, "%.*s", (int)sizeof h.target - 1, h.target);
+    e->img.origin = GT_GEN_FROM_DISK;
+    free(buf);
+    return 0;
+bad:
+    free(buf);
+    return -1; /* absent, foreign or corrupt: compile it again */
+}
+
+/* A unique temporary name per process, thread and write, then rename: two
+ * writers of one key both succeed and the last rename wins (same bytes). */
+static void disk_write(const gt_gen_entry *e)
+{
+    char path[PATH_MAX], tmp[PATH_MAX + 64];
+    if (disk_path(e->key, path, sizeof path) != 0)
+        return;
+    pthread_mutex_lock(&g_mu);
+    long seq = ++g_seq;
+    pthread_mutex_unlock(&g_mu);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%ld.%ld", path, (long)getpid(), (long)syscall(SYS_gettid), seq);
+    file_hdr h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, FILE_MAGIC, 8);
+    h.key = e->key;
+    h.len = e->img.len;
+    h.sum = gt_fnv1a64(e->img.data, e->img.len, GT_FNV_SEED);
+    h.cubin = e->img.cubin;
+    h.spill_stores = e->img.spill_stores;
+    h.spill_loads = e->img.spill_loads;
+    h.compile_ms = e->img.compile_ms;
+    snprintf(h.target, sizeof h.target, "%s", e->img.target);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    int ok = write(fd, &h, sizeof h) == (ssize_t)sizeof h &&
+             write(fd, e->img.data, e->img.len) == (ssize_t)e->img.len;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0)
+        unlink(tmp); /* the cache is an optimization: a failed write is not an error */
+}
+
+/* ---- compile ------------------------------------------------------------------------ */
+
+/* "N bytes spill stores, M bytes spill loads" of `kernel` in a ptxas -v log. */
+static void parse_spills(const char *log, const char *kernel, int *st, int *ld)
+{
+    char needle[64];
+    *st = *ld = -1;
+    snprintf(needle, sizeof needle, "Function properties for %s\n", kernel);
+    const char *p = log ? strstr(log, needle) : NULL;
+    const char *q = p ? strstr(p, "bytes spill stores") : NULL;
+    if (!q)
+        return;
+    const char *b = q;
+    while (b > p && b[-1] != ',')
+        b--;
+    *st = atoi(b);
+    const char *r = strstr(q, "bytes spill loads");
+    if (r) {
+        const char *c = r;
+        while (c > q && c[-1] != ',')
+            c--;
+        *ld = atoi(c);
+    }
+}
+
+static void compile_entry(gt_gen_entry *e)
+{
+    nvrtcProgram prog = NULL;
+    char *log = NULL;
+    const char *opts[MAX_OPTS + 3];
+    char arch[48];
+    int n = 0, cubin = 0;
+    double t0 = gt_mono_ms();
+    if (pick_target(e->sm, e->img.target, sizeof e->img.target, &cubin) != 0) {
+        snprintf(e->err, sizeof e->err, "cuda: nvrtc cannot target sm_%d", e->sm);
+        e->state = ST_FAILED;
+        return;
+    }
+    snprintf(arch, sizeof arch, "--gpu-architecture=%s", e->img.target);
+    opts[n++] = arch;
+    if (cubin)
+        opts[n++] = "--ptxas-options=-v";
+    for (int i = 0; i < e->nopts; i++)
+        opts[n++] = e->opts[i];
+    nvrtcResult r = nvrtcCreateProgram(&prog, e->src, "gt_gen.cu", 0, NULL, NULL);
+    if (r == NVRTC_SUCCESS)
+        r = nvrtcCompileProgram(prog, n, opts);
+    size_t ll = 0;
+    if (prog && nvrtcGetProgramLogSize(prog, &ll) == NVRTC_SUCCESS && ll > 1 && (log = malloc(ll)) &&
+        nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS) {
+        free(log);
+        log = NULL;
+    }
+    if (r != NVRTC_SUCCESS) {
+        const char *l = log ? strstr(log, "error") : NULL;
+        snprintf(e->err, sizeof e->err, "cuda: nvrtc compile (%s): %s: %.200s", e->img.target,
+                 nvrtcGetErrorString(r), l ? l : log ? log : "");
+        goto fail;
+    }
+    size_t sz = 0;
+    r = cubin ? nvrtcGetCUBINSize(prog, &sz) : nvrtcGetPTXSize(prog, &sz);
+    if (r != NVRTC_SUCCESS || !sz || !(e->img.data = malloc(sz + 1)) ||
+        (cubin ? nvrtcGetCUBIN(prog, (char *)e->img.data) : nvrtcGetPTX(prog, (char *)e->img.data)) !=
+            NVRTC_SUCCESS) {
+        snprintf(e->err, sizeof e->err, "cuda: nvrtc: cannot fetch the %s", cubin ? "cubin" : "PTX");
+        free(e->img.data);
+        e->img.data = NULL;
+        goto fail;
+    }
+    e->img.data[sz] = 0;
+    e->img.len = sz;
+    e->img.cubin = cubin;
+    e->img.compile_ms = gt_mono_ms() - t0;
+    e->img.origin = GT_GEN_FROM_COMPILE;
+    parse_spills(log, e->kernel, &e->img.spill_stores, &e->img.spill_loads);
+    e->state = ST_DONE;
+    disk_write(e);
+    goto out;
+fail:
+    e->state = ST_FAILED;
+out:
+    free(log);
+    if (prog)
+        (void)nvrtcDestroyProgram(&prog);
+}
+
+/* Disk first, then NVRTC; the caller has marked e ST_RUNNING. */
+static void produce(gt_gen_entry *e)
+{
+    int cubin = 0;
+    if (pick_target(e->sm, e->img.target, sizeof e->img.target, &cubin) == 0) {
+        e->key = make_key(e, e->img.target);
+        if (disk_read(e) == 0) {
+            pthread_mutex_lock(&g_mu);
+            g_st.disk_hits++;
+            e->state = ST_DONE;
+            pthread_cond_broadcast(&g_done);
+            pthread_mutex_unlock(&g_mu);
+            return;
+        }
+    }
+    compile_entry(e);
+    pthread_mutex_lock(&g_mu);
+    g_st.compiles++;
+    g_st.compile_ms += e->img.compile_ms > 0 ? e->img.compile_ms : 0;
+    if (e->state == ST_FAILED)
+        g_st.failures++;
+    pthread_cond_broadcast(&g_done);
+    pthread_mutex_unlock(&g_mu);
+}
+
+/* ---- pool ----------------------------------------------------------------------------- */
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    /* Below the thread that feeds the GPU: timing must not wait for a core. */
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+    pthread_mutex_lock(&g_mu);
+    for (;;) {
+        while (!g_qhead && !g_stop)
+            pthread_cond_wait(&g_work, &g_mu);
+        if (g_stop)
+            break;
+        gt_gen_entry *e = g_qhead;
+        g_qhead = e->qnext;
+        if (!g_qhead)
+            g_qtail = NULL;
+        e->inq = 0;
+        if (e->state != ST_QUEUED)
+            continue; /* taken synchronously by a waiter meanwhile */
+        e->state = ST_RUNNING;
+        pthread_mutex_unlock(&g_mu);
+        produce(e);
+        pthread_mutex_lock(&g_mu);
+    }
+    pthread_mutex_unlock(&g_mu);
+    return NULL;
+}
+
+/* With g_mu held. */
+static void pool_start(void)
+{
+    if (g_nthreads > 0)
+        return;
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = nc > 1 ? (int)(nc - 1) : 1;
+    if (n > 64)
+        n = 64;
+    g_threads = calloc((size_t)n, sizeof *g_threads);
+    if (!g_threads)
+        return;
+    g_stop = 0;
+    for (int i = 0; i < n; i++) {
+        if (pthread_create(&g_threads[g_nthreads], NULL, worker, NULL) != 0)
+            break;
+        g_nthreads++;
+    }
+    g_st.threads = g_nthreads;
+}
+
+void gt_gen_pool_stop(void)
+{
+    pthread_mutex_lock(&g_mu);
+    g_stop = 1;
+    /* Queued entries stay queued: a waiter compiles them itself, a new
+     * asynchronous request queues them again. */
+    for (gt_gen_entry *e = g_qhead; e; e = e->qnext)
+        e->inq = 0;
+    g_qhead = g_qtail = NULL;
+    pthread_cond_broadcast(&g_work);
+    pthread_cond_broadcast(&g_done);
+    int n = g_nthreads;
+    pthread_t *th = g_threads;
+    g_nthreads = 0;
+    g_threads = NULL;
+    g_st.threads = 0;
+    pthread_mutex_unlock(&g_mu);
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    free(th);
+    pthread_mutex_lock(&g_mu);
+    g_stop = 0;
+    pthread_mutex_unlock(&g_mu);
+}
+
+/* With g_mu held: queues e for the pool (started when needed); 0 when no
+ * thread could be started. */
+static int enqueue(gt_gen_entry *e)
+{
+    pool_start();
+    if (g_nthreads <= 0)
+        return 0;
+    e->state = ST_QUEUED;
+    e->inq = 1;
+    e->qnext = NULL;
+    if (g_qtail)
+        g_qtail->qnext = e;
+    else
+        g_qhead = e;
+    g_qtail = e;
+    pthread_cond_signal(&g_work);
+    return 1;
+}
+
+/* ---- requests --------------------------------------------------------------------------- */
+
+static uint64_t request_hash(const char *src, const char *kernel, const char *const *opts,
+                             int nopts, int sm)
+{
+    uint64_t h = gt_fnv1a64(&src, sizeof src, GT_FNV_SEED); /* sources are static strings */
+    h = gt_fnv1a64(kernel, strlen(kernel) + 1, h);
+    for (int i = 0; i < nopts; i++)
+        h = gt_fnv1a64(opts[i], strlen(opts[i]) + 1, h);
+    return gt_fnv1a64(&sm, sizeof sm, h);
+}
+
+static int same(const gt_gen_entry *e, const char *src, const char *kernel,
+                const char *const *opts, int nopts, int sm)
+{
+    if (e->src != src || e->nopts != nopts || e->sm != sm || strcmp(e->kernel, kernel))
+        return 0;
+    for (int i = 0; i < nopts; i++)
+        if (strcmp(e->opts[i], opts[i]))
+            return 0;
+    return 1;
+}
+
+gt_gen_entry *gt_gen_request(const char *src, const char *kernel, const char *const *opts,
+                             int nopts, int sm, int async, int *mem_hit)
+{
+    if (nopts > MAX_OPTS)
+        return NULL;
+    uint64_t h = request_hash(src, kernel, opts, nopts, sm);
+    gt_gen_entry **b = &g_bucket[h % NBUCKETS], *e;
+    pthread_mutex_lock(&g_mu);
+    g_st.requests++;
+    for (e = *b; e && !same(e, src, kernel, opts, nopts, sm); e = e->next)
+        ;
+    if (mem_hit)
+        *mem_hit = e != NULL;
+    if (e) {
+        g_st.mem_hits++;
+        if (async && e->state == ST_QUEUED && !e->inq)
+            (void)enqueue(e); /* dropped by a pool stop: queue it again */
+        pthread_mutex_unlock(&g_mu);
+        return e;
+    }
+    e = calloc(1, sizeof *e);
+    if (!e) {
+        pthread_mutex_unlock(&g_mu);
+        return NULL;
+    }
+    e->src = src;
+    snprintf(e->kernel, sizeof e->kernel, "%s", kernel);
+    for (int i = 0; i < nopts; i++)
+        snprintf(e->opts[i], OPT_LEN, "%s", opts[i]);
+    e->nopts = nopts;
+    e->sm = sm;
+    e->img.spill_stores = e->img.spill_loads = -1;
+    e->next = *b;
+    *b = e;
+    if (async && enqueue(e)) {
+        pthread_mutex_unlock(&g_mu);
+        return e;
+    }
+    e->state = ST_RUNNING;
+    pthread_mutex_unlock(&g_mu);
+    produce(e);
+    return e;
+}
+
+int gt_gen_wait(gt_gen_entry *e, const gt_gen_image **img, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&g_mu);
+    if (e->state == ST_QUEUED) {
+        /* Still queued: compile it here rather than wait behind the queue
+         * (the pool skips entries that are no longer queued). */
+        e->state = ST_RUNNING;
+        pthread_mutex_unlock(&g_mu);
+        produce(e);
+        pthread_mutex_lock(&g_mu);
+    }
+    while (e->state == ST_RUNNING)
+        pthread_cond_wait(&g_done, &g_mu);
+    int ok = e->state == ST_DONE;
+    pthread_mutex_unlock(&g_mu);
+    if (!ok) {
+        snprintf(err, errlen, "%s", e->err);
+        return -1;
+    }
+    *img = &e->img;
+    return 0;
+}
+
+uint64_t gt_gen_entry_key(const gt_gen_entry *e) { return e->key; }
+
+void gt_gen_stats_get(gt_gen_stats *s)
+{
+    pthread_mutex_lock(&g_mu);
+    *s = g_st;
+    pthread_mutex_unlock(&g_mu);
+}
+
+void gt_gen_cache_forget(void)
+{
+    gt_gen_pool_stop();
+    pthread_mutex_lock(&g_mu);
+    for (int i = 0; i < NBUCKETS; i++) {
+        gt_gen_entry *e = g_bucket[i];
+        while (e) {
+            gt_gen_entry *n = e->next;
+            free(e->img.data);
+            free(e);
+            e = n;
+        }
+        g_bucket[i] = NULL;
+    }
+    pthread_mutex_unlock(&g_mu);
+}

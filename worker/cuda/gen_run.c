@@ -1,0 +1,506 @@
+/* gen_run.c: the cuda backend's generated-kernel candidates ("gemv", and the
+ * test-only "fault" family): their place in enumeration, their build (NVRTC
+ * image from gen_nvrtc.c's caches, module loaded once per device context,
+ * launched through the driver API like the helper kernels), and validate /
+ * run exactly like a cuBLASLt candidate: the same poisoned D, the same
+ * validation set, reference and GPU comparison, the same rotating sets and
+ * events in time() (cuda_bench.c calls gt_gen_run where it would call
+ * cublasLtMatmul). */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_cuda.h"
+#include "gt_util.h"
+
+typedef CUresult(CUDAAPI *pfn_load)(CUmodule *, const void *);
+typedef CUresult(CUDAAPI *pfn_unload)(CUmodule);
+typedef CUresult(CUDAAPI *pfn_getfn)(CUfunction *, CUmodule, const char *);
+typedef CUresult(CUDAAPI *pfn_launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                      unsigned, unsigned, CUstream, void **, void **);
+typedef CUresult(CUDAAPI *pfn_attr)(int *, CUfunction_attribute, CUfunction);
+typedef CUresult(CUDAAPI *pfn_errname)(CUresult, const char **);
+
+typedef struct gen_mod {
+    uint64_t key;
+    CUmodule mod;
+    CUfunction fn, fin;
+    int regs, local, smem;
+} gen_mod;
+
+struct gt_gen_ctx {
+    int have_dev;
+    gt_gen_dev dev;
+    pfn_load load;
+    pfn_unload unload;
+    pfn_getfn getfn;
+    pfn_launch launch;
+    pfn_attr attr;
+    pfn_errname errname;
+    gen_mod **mods;           /* each allocated alone: candidates keep pointers */
+    int nmods, capmods;
+    void *flag;               /* a zeroed word nobody sets: the hang fault spins on it */
+};
+
+struct gt_gen_prob {
+    void *ws, *cnt;           /* split-K workspace and tile counters (zeroed, kept zero) */
+    size_t ws_bytes, cnt_bytes;
+};
+
+struct gt_gen_cand {
+    int family, fault;
+    gt_gen_cfg cfg;
+    gt_gen_geom geom;
+    const gen_mod *m;
+    double compile_ms, build_ms;
+    int cache;                /* 0 compiled now, 1 disk, 2 memory */
+    int spill_st, spill_ld;
+};
+
+/* ---- context --------------------------------------------------------------------- */
+
+static int entry(const char *name, void **fn, char *err, size_t errlen)
+{
+    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t e = cudaGetDriverEntryPointByVersion(name, fn, 12000, cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !*fn) {
+        snprintf(err, errlen, "cuda: driver entry point %s: %s (query %d)", name,
+                 cudaGetErrorName(e), (int)q);
+        return -1;
+    }
+    return 0;
+}
+
+static gt_gen_ctx *gctx(gt_bk_ctx *ctx, char *err, size_t errlen)
+{
+    if (ctx->gen)
+        return ctx->gen;
+    gt_gen_ctx *g = calloc(1, sizeof *g);
+    if (!g) {
+        snprintf(err, errlen, "cuda: out of host memory");
+        return NULL;
+    }
+    if (entry("cuModuleLoadData", (void **)&g->load, err, errlen) ||
+        entry("cuModuleUnload", (void **)&g->unload, err, errlen) ||
+        entry("cuModuleGetFunction", (void **)&g->getfn, err, errlen) ||
+        entry("cuLaunchKernel", (void **)&g->launch, err, errlen) ||
+        entry("cuFuncGetAttribute", (void **)&g->attr, err, errlen) ||
+        entry("cuGetErrorName", (void **)&g->errname, err, errlen)) {
+        free(g);
+        return NULL;
+    }
+    ctx->gen = g;
+    return g;
+}
+
+static void drv_err(const gt_gen_ctx *g, CUresult r, const char *what, char *err, size_t errlen)
+{
+    const char *n = NULL;
+    if (!g->errname || g->errname(r, &n) != CUDA_SUCCESS || !n)
+        n = "CUDA_ERROR_?";
+    snprintf(err, errlen, "cuda: %s: %s (%d)", what, n, (int)r);
+}
+
+void gt_gen_ctx_close(gt_bk_ctx *ctx)
+{
+    gt_gen_ctx *g = ctx->gen;
+    gt_gen_pool_stop(); /* no compile thread outlives the backend */
+    if (!g)
+        return;
+    for (int i = 0; i < g->nmods; i++) {
+        (void)g->unload(g->mods[i]->mod); /* best effort at teardown */
+        free(g->mods[i]);
+    }
+    free(g->mods);
+    if (g->flag)
+        (void)cudaFree(g->flag);
+    free(g);
+    ctx->gen = NULL;
+}
+
+int gt_gen_device(gt_bk_ctx *ctx, gt_gen_dev *d, char *err, size_t errlen)
+{
+    gt_gen_ctx *g = gctx(ctx, err, errlen);
+    if (!g)
+        return -1;
+    if (!g->have_dev) {
+        int smem = 0, regs = 0, thr_sm = 0, thr_blk = 0, clk = 0, bus = 0;
+        gt_gen_dev_default(&g->dev, ctx->sm, ctx->sms);
+        if (cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlock, ctx->dev) == cudaSuccess && smem > 0)
+            g->dev.smem_block = smem;
+        if (cudaDeviceGetAttribute(&regs, cudaDevAttrMaxRegistersPerMultiprocessor, ctx->dev) == cudaSuccess && regs > 0)
+            g->dev.regs_sm = regs;
+        if (cudaDeviceGetAttribute(&thr_sm, cudaDevAttrMaxThreadsPerMultiProcessor, ctx->dev) == cudaSuccess && thr_sm > 0)
+            g->dev.max_warps_sm = thr_sm / 32;
+        if (cudaDeviceGetAttribute(&thr_blk, cudaDevAttrMaxThreadsPerBlock, ctx->dev) == cudaSuccess && thr_blk > 0)
+            g->dev.max_threads_block = thr_blk;
+        if (cudaDeviceGetAttribute(&clk, cudaDevAttrMemoryClockRate, ctx->dev) == cudaSuccess &&
+            cudaDeviceGetAttribute(&bus, cudaDevAttrGlobalMemoryBusWidth, ctx->dev) == cudaSuccess &&
+            clk > 0 && bus > 0)
+            g->dev.dram_bw = 2.0 * clk * 1e3 * bus / 8 * 0.9; /* DDR, ~90 % reachable */
+        (void)cudaGetLastError(); /* an unsupported attribute is not an error here */
+        g->have_dev = 1;
+    }
+    *d = g->dev;
+    return 0;
+}
+
+static int gen_cap(void)
+{
+    const char *s = getenv("GT_CUDA_GEN_MAX");
+    if (!s || !*s)
+        return GT_GEN_DEFAULT_CAP;
+    int v = atoi(s);
+    return v < 0 ? 0 : v;
+}
+
+/* ---- compiling ------------------------------------------------------------------------ */
+
+/* The options of (p, c); returns the count or -1. */
+static int gemv_opts(const gt_problem *p, const gt_gen_cfg *c, char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN],
+                     const char *opts[GT_GEN_MAX_DEFS])
+{
+    int n = gt_gen_defines(p, c, 0, defs);
+    for (int i = 0; i < n; i++)
+        opts[i] = defs[i];
+    return n;
+}
+
+/* Starts the background compiles of the kept configs of p. */
+static void precompile(gt_bk_ctx *ctx, const gt_problem *p, const gt_gen_space *s)
+{
+    for (int i = 0; i < s->nkeep; i++) {
+        char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+        const char *opts[GT_GEN_MAX_DEFS];
+        int n = gemv_opts(p, &s->keep[i], defs, opts);
+        if (n > 0)
+            (void)gt_gen_request(gt_gen_gemv_src, "gt_gemv", opts, n, ctx->sm, 1, NULL);
+    }
+}
+
+static int space_of(gt_bk_ctx *ctx, const gt_problem *p, gt_gen_space *s, char *err, size_t errlen)
+{
+    gt_gen_dev d;
+    memset(s, 0, sizeof *s);
+    int cap = gen_cap();
+    if (cap == 0) {
+        snprintf(s->why, sizeof s->why, "GT_CUDA_GEN_MAX=0: generated families off");
+        return 0;
+    }
+    if (gt_gen_device(ctx, &d, err, errlen) != 0)
+        return -1;
+    if (gt_gen_prune(p, &d, cap, s) != 0) {
+        snprintf(err, errlen, "cuda: out of host memory pruning the gemv family");
+        return -1;
+    }
+    return 0;
+}
+
+int gt_gen_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **arr, int *pruned, char *err,
+                     size_t errlen)
+{
+    gt_gen_space s;
+    *arr = NULL;
+    *pruned = 0;
+    if (space_of(ctx, p, &s, err, errlen) != 0)
+        return -1;
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < s.nkeep; i++) {
+        cJSON *j = gt_gen_cfg_to_json(&s.keep[i]);
+        if (!j || !cJSON_AddItemToArray(a, j)) {
+            cJSON_Delete(j);
+            cJSON_Delete(a);
+            a = NULL;
+        }
+    }
+    if (!a) {
+        gt_gen_space_free(&s);
+        snprintf(err, errlen, "cuda: out of host memory");
+        return -1;
+    }
+    precompile(ctx, p, &s);
+    *pruned = s.npruned;
+    gt_gen_space_free(&s);
+    *arr = a;
+    return 0;
+}
+
+void gt_gen_prepare(gt_bk_prob *pp)
+{
+    char err[256];
+    gt_gen_space s;
+    pp->gen = calloc(1, sizeof *pp->gen);
+    if (pp->gen && space_of(pp->ctx, &pp->p, &s, err, sizeof err) == 0) {
+        precompile(pp->ctx, &pp->p, &s);
+        gt_gen_space_free(&s);
+    }
+}
+
+void gt_gen_unprepare(gt_bk_prob *pp)
+{
+    if (!pp->gen)
+        return;
+    if (pp->gen->ws)
+        (void)cudaFree(pp->gen->ws);
+    if (pp->gen->cnt)
+        (void)cudaFree(pp->gen->cnt);
+    free(pp->gen);
+    pp->gen = NULL;
+}
+
+/* The loaded module of an image (loaded on the calling thread, once per context). */
+static const gen_mod *module(gt_gen_ctx *g, uint64_t key, const gt_gen_image *img, const char *fn,
+                             const char *fin, char *err, size_t errlen)
+{
+    for (int i = 0; i < g->nmods; i++)
+        if (g->mods[i]->key == key)
+            return g->mods[i];
+    if (g->nmods == g->capmods) {
+        int cap = g->capmods ? 2 * g->capmods : 64;
+        gen_mod **v = realloc(g->mods, (size_t)cap * sizeof *v);
+        if (!v) {
+            snprintf(err, errlen, "cuda: out of host memory");
+            return NULL;
+        }
+        g->mods = v;
+        g->capmods = cap;
+    }
+    gen_mod *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "cuda: out of host memory");
+        return NULL;
+    }
+    m->key = key;
+    CUresult r = g->load(&m->mod, img->data);
+    if (r != CUDA_SUCCESS) {
+        drv_err(g, r, img->cubin ? "cuModuleLoadData(cubin)" : "cuModuleLoadData(ptx)", err, errlen);
+        free(m);
+        return NULL;
+    }
+    if ((r = g->getfn(&m->fn, m->mod, fn)) != CUDA_SUCCESS ||
+        (fin && (r = g->getfn(&m->fin, m->mod, fin)) != CUDA_SUCCESS)) {
+        drv_err(g, r, "cuModuleGetFunction", err, errlen);
+        (void)g->unload(m->mod);
+        free(m);
+        return NULL;
+    }
+    (void)g->attr(&m->regs, CU_FUNC_ATTRIBUTE_NUM_REGS, m->fn);
+    (void)g->attr(&m->local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, m->fn);
+    (void)g->attr(&m->smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, m->fn);
+    g->mods[g->nmods++] = m;
+    return m;
+}
+
+/* Grows the problem's zeroed workspace to the candidate's need (once per
+ * problem and size, never per call: kernels leave it zeroed). */
+static int workspace(gt_bk_prob *pp, const gt_gen_geom *geo, char *err, size_t errlen)
+{
+    gt_bk_ctx *ctx = pp->ctx;
+    struct gt_gen_prob *w = pp->gen;
+    if (!w) {
+        snprintf(err, errlen, "cuda: problem prepared without generated-kernel state");
+        return -1;
+    }
+    if (geo->ws_bytes > w->ws_bytes) {
+        if (w->ws)
+            (void)cudaFree(w->ws);
+        w->ws = NULL;
+        w->ws_bytes = 0;
+        if (gt_cuda_ck(ctx, cudaMalloc(&w->ws, geo->ws_bytes), "cudaMalloc(gemv workspace)", err, errlen) ||
+            gt_cuda_ck(ctx, cudaMemset(w->ws, 0, geo->ws_bytes), "cudaMemset(gemv workspace)", err, errlen))
+            return -1;
+        w->ws_bytes = geo->ws_bytes;
+    }
+    if (geo->cnt_bytes > w->cnt_bytes) {
+        if (w->cnt)
+            (void)cudaFree(w->cnt);
+        w->cnt = NULL;
+        w->cnt_bytes = 0;
+        if (gt_cuda_ck(ctx, cudaMalloc(&w->cnt, geo->cnt_bytes), "cudaMalloc(gemv counters)", err, errlen) ||
+            gt_cuda_ck(ctx, cudaMemset(w->cnt, 0, geo->cnt_bytes), "cudaMemset(gemv counters)", err, errlen))
+            return -1;
+        w->cnt_bytes = geo->cnt_bytes;
+    }
+    return 0;
+}
+
+/* ---- build ------------------------------------------------------------------------------ */
+
+static int build_image(gt_bk_ctx *ctx, gt_gen_cand *gc, const char *src, const char *fn,
+                       const char *fin, const char *const *opts, int nopts, char *err, size_t errlen)
+{
+    gt_gen_ctx *g = gctx(ctx, err, errlen);
+    int hit = 0;
+    const gt_gen_image *img = NULL;
+    if (!g)
+        return -1;
+    gt_gen_entry *e = gt_gen_request(src, fn, opts, nopts, ctx->sm, 0, &hit);
+    if (!e) {
+        snprintf(err, errlen, "cuda: out of host memory");
+        return -1;
+    }
+    if (gt_gen_wait(e, &img, err, errlen) != 0)
+        return -1;
+    gc->compile_ms = img->compile_ms;
+    gc->cache = hit ? 2 : img->origin == GT_GEN_FROM_DISK ? 1 : 0;
+    gc->spill_st = img->spill_stores;
+    gc->spill_ld = img->spill_loads;
+    gc->m = module(g, gt_gen_entry_key(e), img, fn, fin, err, errlen);
+    return gc->m ? 0 : -1;
+}
+
+int gt_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *c, char *err,
+                 size_t errlen)
+{
+    gt_bk_ctx *ctx = pp->ctx;
+    double t0 = gt_mono_ms();
+    gt_gen_cand *gc = calloc(1, sizeof *gc);
+    if (!gc) {
+        snprintf(err, errlen, "cuda: out of host memory");
+        return -1;
+    }
+    gc->family = family;
+    int rc = -1;
+    if (family == GT_FAM_FAULT) {
+        if (gt_gen_fault_from_json(cfg, &gc->fault, err, errlen) != 0 ||
+            build_image(ctx, gc, gt_gen_fault_src, gc->fault == GT_FAULT_OOB ? "gt_fault_oob" : "gt_fault_hang",
+                        NULL, NULL, 0, err, errlen) != 0)
+            goto out;
+        gt_gen_ctx *g = ctx->gen;
+        if (!g->flag && (gt_cuda_ck(ctx, cudaMalloc(&g->flag, 256), "cudaMalloc(flag)", err, errlen) ||
+                         gt_cuda_ck(ctx, cudaMemset(g->flag, 0, 256), "cudaMemset(flag)", err, errlen)))
+            goto out;
+        rc = 0;
+        goto out;
+    }
+    gt_gen_dev d;
+    char why[GT_GEN_REASON];
+    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+    const char *opts[GT_GEN_MAX_DEFS];
+    if (gt_gen_cfg_from_json(cfg, &gc->cfg, err, errlen) != 0 ||
+        gt_gen_device(ctx, &d, err, errlen) != 0)
+        goto out;
+    /* A config from outside the enumeration (run option "candidates") gets
+     * the same rules; the rank cap is not one of them. */
+    if (gt_gen_applicable(&pp->p, &d, why, sizeof why) != 0 ||
+        gt_gen_check(&pp->p, &d, &gc->cfg, why, sizeof why) != 0) {
+        snprintf(err, errlen, "gemv: not for this problem: %s", why);
+        goto out;
+    }
+    gt_gen_geometry(&pp->p, &gc->cfg, 32, &gc->geom);
+    int n = gemv_opts(&pp->p, &gc->cfg, defs, opts);
+    if (n < 0) {
+        snprintf(err, errlen, "gemv: no encoding of this problem's types");
+        goto out;
+    }
+    if (build_image(ctx, gc, gt_gen_gemv_src, "gt_gemv", "gt_gemv_fin", opts, n, err, errlen) != 0 ||
+        workspace(pp, &gc->geom, err, errlen) != 0)
+        goto out;
+    rc = 0;
+out:
+    gc->build_ms = gt_mono_ms() - t0;
+    if (rc != 0) {
+        free(gc);
+        return -1;
+    }
+    c->gen = gc;
+    return 0;
+}
+
+void gt_gen_release(gt_bk_cand *c)
+{
+    free(c->gen); /* modules stay loaded for the context: the next build of the key is free */
+    c->gen = NULL;
+}
+
+/* ---- run ----------------------------------------------------------------------------------- */
+
+int gt_gen_run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *err, size_t errlen)
+{
+    gt_bk_ctx *ctx = pp->ctx;
+    gt_gen_ctx *g = ctx->gen;
+    gt_gen_cand *gc = c->gen;
+    CUstream st = (CUstream)ctx->stream;
+    CUresult r;
+    if (gc->family == GT_FAM_FAULT) {
+        if (gc->fault == GT_FAULT_OOB) {
+            long long off = 1LL << 37; /* 1 TiB past D, in 8-byte words */
+            void *d = s->d;
+            void *args[] = {&d, &off};
+            r = g->launch(gc->m->fn, 1, 1, 1, 1, 1, 1, 0, st, args, NULL);
+        } else {
+            void *f = g->flag;
+            void *args[] = {&f};
+            r = g->launch(gc->m->fn, 1, 1, 1, 1, 1, 1, 0, st, args, NULL);
+        }
+        if (r != CUDA_SUCCESS) {
+            drv_err(g, r, "launch fault kernel", err, errlen);
+            return -1;
+        }
+        return 0;
+    }
+    const gt_problem *p = &pp->p;
+    int batched = p->batch > 1;
+    gt_gen_args a = {
+        .a = s->a, .b = s->b, .c = s->c, .bias = pp->bias, .d = s->d,
+        .ws = pp->gen->ws, .cnt = pp->gen->cnt,
+        .m = p->m, .n = p->n, .k = p->k, .lda = p->lda, .ldb = p->ldb, .ldc = p->ldc,
+        .ldd = p->ldd, .sa = batched ? p->stride_a : 0, .sb = batched ? p->stride_b : 0,
+        .sc = batched ? p->stride_c : 0, .sd = batched ? p->stride_d : 0,
+        .kper = gc->geom.kper, .alpha = p->alpha, .beta = p->beta,
+    };
+    void *args[] = {&a};
+    const gt_gen_geom *geo = &gc->geom;
+    r = g->launch(gc->m->fn, geo->gx, geo->gy, geo->gz, geo->threads, 1, 1, 0, st, args, NULL);
+    if (r == CUDA_SUCCESS && geo->fin_blocks) {
+        long long nbatch = p->batch;
+        void *fargs[] = {&a, &nbatch};
+        r = g->launch(gc->m->fin, geo->fin_blocks, 1, 1, 256, 1, 1, 0, st, fargs, NULL);
+    }
+    if (r != CUDA_SUCCESS) {
+        drv_err(g, r, "launch gt_gemv", err, errlen);
+        return -1;
+    }
+    return 0;
+}
+
+int gt_gen_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen)
+{
+    gt_bk_ctx *ctx = pp->ctx;
+    *rel_err = 0.0 / 0.0;
+    if (gt_cuda_alive(ctx, err, errlen) != 0)
+        return -1;
+    int poison = (pp->map.dkt == GT_KT_I8 || pp->map.dkt == GT_KT_I32) ? 0x80 : 0xff;
+    if (gt_cuda_ck(ctx, cudaMemsetAsync(pp->val.d, poison, pp->d_sz, ctx->stream), "poison D", err,
+                   errlen) ||
+        gt_gen_run(pp, c, &pp->val, err, errlen))
+        return -1;
+    return gt_cuda_check(pp, rel_err, err, errlen);
+}
+
+cJSON *gt_gen_cand_info(const gt_bk_cand *c)
+{
+    const gt_gen_cand *gc = c ? c->gen : NULL;
+    static const char *const origin[] = {"compiled", "disk", "memory"};
+    if (!gc)
+        return NULL;
+    cJSON *j = cJSON_CreateObject();
+    if (!j)
+        return NULL;
+    cJSON_AddStringToObject(j, "family", gc->family == GT_FAM_FAULT ? "fault" : "gemv");
+    cJSON_AddNumberToObject(j, "compile_ms", gc->compile_ms);
+    cJSON_AddNumberToObject(j, "build_ms", gc->build_ms);
+    cJSON_AddStringToObject(j, "cache", origin[gc->cache]);
+    cJSON_AddNumberToObject(j, "registers", gc->m ? gc->m->regs : -1);
+    cJSON_AddNumberToObject(j, "spill_bytes", gc->spill_st);
+    cJSON_AddNumberToObject(j, "local_bytes", gc->m ? gc->m->local : -1);
+    cJSON_AddNumberToObject(j, "smem_bytes", gc->m ? gc->m->smem : -1);
+    if (gc->family == GT_FAM_GEMV) {
+        int grid[3] = {(int)gc->geom.gx, (int)gc->geom.gy, (int)gc->geom.gz};
+        cJSON_AddItemToObject(j, "grid", cJSON_CreateIntArray(grid, 3));
+        cJSON_AddNumberToObject(j, "threads", gc->geom.threads);
+        cJSON_AddNumberToObject(j, "ws_bytes", (double)gc->geom.ws_bytes);
+    }
+    return j;
+}

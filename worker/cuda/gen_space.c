@@ -1,0 +1,522 @@
+/* gen_space.c: the "gemv" family's configs (JSON <-> struct, canonical text),
+ * the fault configs, and the family's space for a problem: the raw cross
+ * product of the attribute values, pruned by rules that each give their
+ * reason, then ranked by a bandwidth model and cut to a cap. Pure host C.
+ *
+ * Rules, in the order they are checked (the first that fails is the reason):
+ *   shape      kwarps divides warps; rows per warp (rows_per_cta divided by
+ *              warps/kwarps) is 16 or 32 (one or two m16 tiles; 16 or 32 rows
+ *              = one or two rows per lane of a wave64); splitk > 1 exactly
+ *              when a reduction is named
+ *   threads    warps * warp size within the device's threads per block
+ *   n_tile     at least n (a smaller tile streams A once per column block)
+ *              and less than n rounded up to 8, plus 8 (idle columns)
+ *   alignment  lda, ldb (and batch strides) multiples of vec, or vector
+ *              loads of A rows / B columns would be misaligned; vec = 4 only
+ *              where vec = 8 is not aligned (half the bytes per load)
+ *   rows       rows_per_cta no more than twice m rounded up to 16
+ *   split-K    no empty split; only when the grid without it has fewer CTAs
+ *              than SMs (otherwise it only adds a reduction); batch*splitk
+ *              within the grid's z limit; each warp's k share holds at least
+ *              one unrolled step (k_unroll * 4 * vec), or the main loop never
+ *              runs
+ *   resources  static shared memory within the per-block limit; estimated
+ *              registers within the per-thread limit and one CTA's within
+ *              the SM's register file
+ *   in flight  at least 8 KiB of A loads in flight per SM (resident warps x
+ *              k_unroll x rows per lane x 16 bytes): less cannot cover DRAM
+ *              latency at full bandwidth
+ *   workspace  split-K workspace within 256 MiB
+ *   rank       beyond the cap (default 48) of the model's ranking
+ * A k that is not a multiple of 4*vec needs no rule: the tail is loaded
+ * element by element with zeros past the end. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_gemv.h"
+
+/* ---- families and encoding ------------------------------------------------- */
+
+int gt_gen_family(const cJSON *cfg)
+{
+    if (!cJSON_IsObject(cfg))
+        return GT_FAM_UNKNOWN;
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(cfg, "family");
+    if (!f)
+        return GT_FAM_CUBLASLT;
+    if (!cJSON_IsString(f))
+        return GT_FAM_UNKNOWN;
+    if (!strcmp(f->valuestring, "cublaslt"))
+        return GT_FAM_CUBLASLT;
+    if (!strcmp(f->valuestring, "gemv"))
+        return GT_FAM_GEMV;
+    if (!strcmp(f->valuestring, "fault"))
+        return GT_FAM_FAULT;
+    return GT_FAM_UNKNOWN;
+}
+
+static const char *const k_red[] = {"none", "atomic", "twopass"};
+static const char *const k_load[] = {"nc", "cs", "na256"};
+static const char *const k_pipe[] = {"reg", "async"};
+
+const char *gt_gen_red_name(int r) { return r >= 0 && r < 3 ? k_red[r] : "?"; }
+const char *gt_gen_load_name(int l) { return l >= 0 && l < 3 ? k_load[l] : "?"; }
+const char *gt_gen_pipe_name(int p) { return p >= 0 && p < 2 ? k_pipe[p] : "?"; }
+
+/* Integer attributes, sorted like the canonical text. */
+static const struct {
+    const char *name;
+    int lo, hi;
+    size_t off;
+} k_int[] = {
+    {"k_unroll", 1, 16, offsetof(gt_gen_cfg, k_unroll)},
+    {"kwarps", 1, 32, offsetof(gt_gen_cfg, kwarps)},
+    {"n_tile", 8, 32, offsetof(gt_gen_cfg, n_tile)},
+    {"rows_per_cta", 16, 1024, offsetof(gt_gen_cfg, rows_per_cta)},
+    {"splitk", 1, 64, offsetof(gt_gen_cfg, splitk)},
+    {"vec", 4, 8, offsetof(gt_gen_cfg, vec)},
+    {"warps", 1, 32, offsetof(gt_gen_cfg, warps)},
+};
+#define NINT (sizeof k_int / sizeof k_int[0])
+
+static int str_index(const char *const *names, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], s))
+            return i;
+    return -1;
+}
+
+int gt_gen_cfg_from_json(const cJSON *j, gt_gen_cfg *c, char *err, size_t errlen)
+{
+    int seen_int[NINT] = {0}, seen_red = 0, seen_load = 0, seen_pipe = 0, seen_fam = 0;
+    memset(c, 0, sizeof *c);
+    if (!cJSON_IsObject(j)) {
+        snprintf(err, errlen, "gemv: config is not a JSON object");
+        return -1;
+    }
+    for (const cJSON *it = j->child; it; it = it->next) {
+        const char *k = it->string ? it->string : "";
+        if (!strcmp(k, "family")) {
+            if (seen_fam++ || !cJSON_IsString(it) || strcmp(it->valuestring, "gemv")) {
+                snprintf(err, errlen, "gemv: config family must be \"gemv\", once");
+                return -1;
+            }
+            continue;
+        }
+        if (!strcmp(k, "reduction") || !strcmp(k, "a_load") || !strcmp(k, "pipe")) {
+            int w = k[0] == 'r' ? 0 : k[0] == 'a' ? 1 : 2;
+            const char *const *names = w == 0 ? k_red : w == 1 ? k_load : k_pipe;
+            int *seen = w == 0 ? &seen_red : w == 1 ? &seen_load : &seen_pipe;
+            int v = cJSON_IsString(it) ? str_index(names, w == 2 ? 2 : 3, it->valuestring) : -1;
+            if ((*seen)++ || v < 0) {
+                snprintf(err, errlen, "gemv: config %s: must be one of %s, once", k,
+                         w == 0 ? "none, atomic, twopass" : w == 1 ? "nc, cs, na256" : "reg, async");
+                return -1;
+            }
+            *(w == 0 ? &c->reduction : w == 1 ? &c->a_load : &c->pipe) = v;
+            continue;
+        }
+        size_t i = 0;
+        while (i < NINT && strcmp(k, k_int[i].name))
+            i++;
+        if (i == NINT) {
+            snprintf(err, errlen, "gemv: config key '%s' unknown", k);
+            return -1;
+        }
+        double d = it->valuedouble;
+        if (seen_int[i]++ || !cJSON_IsNumber(it) || d != floor(d) || d < k_int[i].lo ||
+            d > k_int[i].hi) {
+            snprintf(err, errlen, "gemv: config %s: must be an integer in %d..%d, once", k,
+                     k_int[i].lo, k_int[i].hi);
+            return -1;
+        }
+        *(int *)((char *)c + k_int[i].off) = (int)d;
+    }
+    for (size_t i = 0; i < NINT; i++)
+        if (!seen_int[i]) {
+            snprintf(err, errlen, "gemv: config %s: missing", k_int[i].name);
+            return -1;
+        }
+    if (!seen_red || !seen_load || !seen_pipe) {
+        snprintf(err, errlen, "gemv: config %s: missing",
+                 !seen_red ? "reduction" : !seen_load ? "a_load" : "pipe");
+        return -1;
+    }
+    if (c->vec != 4 && c->vec != 8) {
+        snprintf(err, errlen, "gemv: config vec=%d: must be 4 or 8", c->vec);
+        return -1;
+    }
+    if (c->n_tile % 8) {
+        snprintf(err, errlen, "gemv: config n_tile=%d: must be 8, 16, 24 or 32", c->n_tile);
+        return -1;
+    }
+    return 0;
+}
+
+cJSON *gt_gen_cfg_to_json(const gt_gen_cfg *c)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j || !cJSON_AddStringToObject(j, "family", "gemv") ||
+        !cJSON_AddStringToObject(j, "a_load", gt_gen_load_name(c->a_load)) ||
+        !cJSON_AddStringToObject(j, "reduction", gt_gen_red_name(c->reduction)) ||
+        !cJSON_AddStringToObject(j, "pipe", gt_gen_pipe_name(c->pipe))) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    for (size_t i = 0; i < NINT; i++)
+        if (!cJSON_AddNumberToObject(j, k_int[i].name, *(const int *)((const char *)c + k_int[i].off))) {
+            cJSON_Delete(j);
+            return NULL;
+        }
+    return j;
+}
+
+int gt_gen_cfg_text(const gt_gen_cfg *c, char *buf, size_t len)
+{
+    return snprintf(buf, len,
+                    "{\"a_load\":\"%s\",\"family\":\"gemv\",\"k_unroll\":%d,\"kwarps\":%d,"
+                    "\"n_tile\":%d,\"pipe\":\"%s\",\"reduction\":\"%s\",\"rows_per_cta\":%d,"
+                    "\"splitk\":%d,\"vec\":%d,\"warps\":%d}",
+                    gt_gen_load_name(c->a_load), c->k_unroll, c->kwarps, c->n_tile,
+                    gt_gen_pipe_name(c->pipe), gt_gen_red_name(c->reduction), c->rows_per_cta,
+                    c->splitk, c->vec, c->warps);
+}
+
+int gt_gen_fault_from_json(const cJSON *j, int *kind, char *err, size_t errlen)
+{
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "kind");
+    int n = 0;
+    for (const cJSON *it = cJSON_IsObject(j) ? j->child : NULL; it; it = it->next)
+        n++;
+    if (n != 2 || !cJSON_IsString(k) || (strcmp(k->valuestring, "oob") && strcmp(k->valuestring, "hang"))) {
+        snprintf(err, errlen, "fault: config must be {\"family\":\"fault\",\"kind\":\"oob\"|\"hang\"}");
+        return -1;
+    }
+    *kind = !strcmp(k->valuestring, "oob") ? GT_FAULT_OOB : GT_FAULT_HANG;
+    return 0;
+}
+
+/* ---- devices ------------------------------------------------------------------ */
+
+void gt_gen_dev_default(gt_gen_dev *d, int sm, int sms)
+{
+    memset(d, 0, sizeof *d);
+    d->sm = sm;
+    d->sms = sms > 0 ? sms : 132;
+    d->warp_size = 32;
+    d->max_threads_block = 1024;
+    d->smem_block = 48 * 1024;
+    d->regs_sm = 65536;
+    d->max_regs_thread = 255;
+    d->max_warps_sm = sm >= 90 || sm == 80 ? 64 : 48;
+    d->dram_bw = sm >= 90 ? 2.95e12 : 1.9e12;
+}
+
+void gt_gen_dev_hip(gt_gen_dev *d, int cus)
+{
+    memset(d, 0, sizeof *d);
+    d->hip = 1;
+    d->sms = cus > 0 ? cus : 104;
+    d->warp_size = 64;
+    d->max_threads_block = 1024;
+    d->smem_block = 64 * 1024;
+    d->regs_sm = 4 * 512 * 64;   /* 4 SIMDs x 512 VGPRs x 64 lanes */
+    d->max_regs_thread = 256;
+    d->max_warps_sm = 32;
+    d->dram_bw = 1.6e12;
+}
+
+/* ---- applicability ---------------------------------------------------------------- */
+
+static int io_type(gt_dtype t) { return t == GT_DT_F32 || t == GT_DT_F16 || t == GT_DT_BF16; }
+
+int gt_gen_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_t len)
+{
+    const char *act = p->activation;
+    if (!d->hip && d->sm < 80)
+        snprintf(why, len, "sm_%d: the mma.sync m16n8k16 bf16/f16 path needs sm_80 or newer", d->sm);
+    else if (p->trans_a != 'T')
+        snprintf(why, len, "transA=N: the family streams rows of op(A) = A^T, contiguous only for "
+                           "transA=T (NN/NT would need a column-streaming kernel)");
+    else if (p->trans_b != 'N')
+        snprintf(why, len, "transB=T: B columns are read contiguous along k (transB=N only)");
+    else if (p->a_type != p->b_type || (p->a_type != GT_DT_BF16 && p->a_type != GT_DT_F16))
+        snprintf(why, len, "A/B types %s/%s: bf16 or f16 inputs of one type only",
+                 gt_dtype_name(p->a_type), gt_dtype_name(p->b_type));
+    else if (p->compute_type != GT_DT_F32 || (p->scale_type != GT_DT_F32 && p->scale_type != GT_DT_INVALID))
+        snprintf(why, len, "compute %s, scale %s: the family accumulates and scales in f32 only",
+                 gt_dtype_name(p->compute_type), gt_dtype_name(p->scale_type));
+    else if (!io_type(p->d_type) || !io_type(p->c_type))
+        snprintf(why, len, "C/D types %s/%s: f32, f16 or bf16 only", gt_dtype_name(p->c_type),
+                 gt_dtype_name(p->d_type));
+    else if (p->bias && p->bias_type != GT_DT_INVALID && !io_type(p->bias_type))
+        snprintf(why, len, "bias type %s: f32, f16 or bf16 only", gt_dtype_name(p->bias_type));
+    else if (act[0] && strcmp(act, "none") && strcmp(act, "relu") && strcmp(act, "gelu"))
+        snprintf(why, len, "activation %s: none, relu or gelu only", act);
+    else if (p->n > GT_GEN_MAX_N)
+        snprintf(why, len, "n=%lld > %d: not a skinny GEMM (memory-bound only for few columns)",
+                 (long long)p->n, GT_GEN_MAX_N);
+    else if (p->m < 1 || p->n < 1 || p->k < 1 || p->batch < 1)
+        snprintf(why, len, "empty problem");
+    else
+        return 0;
+    return -1;
+}
+
+/* ---- rules ------------------------------------------------------------------------- */
+
+typedef struct derived {
+    int wm, rw, nar, nbc, nv, acc, regs, res_cta;
+    gt_gen_geom g;
+    double ctas, inflight; /* CTAs of the grid; bytes of A loads in flight per SM */
+} derived;
+
+static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, derived *x)
+{
+    memset(x, 0, sizeof *x);
+    x->wm = c->kwarps > 0 && c->warps % c->kwarps == 0 ? c->warps / c->kwarps : 1;
+    x->rw = c->rows_per_cta / x->wm;
+    x->nv = c->vec / 2;
+    if (d->warp_size == 32) {
+        x->nar = 2 * (x->rw / 16);
+        x->nbc = c->n_tile / 8;
+        x->acc = (x->rw / 16) * (c->n_tile / 8) * 4;
+    } else {
+        x->nar = x->rw / (d->warp_size / 4);
+        x->nbc = c->n_tile;
+        x->acc = x->nar * c->n_tile;
+    }
+    /* live registers of the unrolled loop: accumulators, the loads in
+     * flight, row/column pointers, and a fixed overhead (indices, bounds) */
+    x->regs = x->acc + (c->pipe ? 1 : c->k_unroll) * (x->nar + x->nbc) * x->nv +
+              2 * (x->nar + x->nbc) + 32;
+    gt_gen_geometry(p, c, d->warp_size, &x->g);
+    x->ctas = (double)x->g.gx * x->g.gy * x->g.gz;
+    int threads = c->warps * d->warp_size;
+    int by_warps = d->max_warps_sm / (c->warps > 0 ? c->warps : 1);
+    int by_regs = d->regs_sm / (threads * (x->regs < 64 ? 64 : x->regs));
+    int by_smem = x->g.smem_bytes ? (int)((size_t)d->smem_block * 4 / x->g.smem_bytes) : 32;
+    x->res_cta = by_warps < by_regs ? by_warps : by_regs;
+    if (by_smem < x->res_cta)
+        x->res_cta = by_smem;
+    if (x->res_cta > 32)
+        x->res_cta = 32;
+    double resident = fmin(x->ctas, (double)x->res_cta * d->sms);
+    x->inflight = resident * c->warps / d->sms * c->k_unroll * x->nar * d->warp_size * c->vec * 2.0;
+}
+
+int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, char *why, size_t len)
+{
+    derived x;
+    derive(p, d, c, &x);
+    long long n8 = (p->n + 7) / 8 * 8, m16 = (p->m + 15) / 16 * 16;
+    int64_t batch = p->batch > 0 ? p->batch : 1;
+    int al8 = p->lda % 8 == 0 && p->ldb % 8 == 0 &&
+              (batch == 1 || (p->stride_a % 8 == 0 && p->stride_b % 8 == 0));
+    int al = p->lda % c->vec == 0 && p->ldb % c->vec == 0 &&
+             (batch == 1 || (p->stride_a % c->vec == 0 && p->stride_b % c->vec == 0));
+    long long c0 = (long long)x.g.gx * x.g.gy * batch;
+    int wb = c->k_unroll * 4 * c->vec;
+    if (c->kwarps < 1 || c->warps % c->kwarps)
+        snprintf(why, len, "shape: kwarps=%d does not divide warps=%d", c->kwarps, c->warps);
+    else if (c->rows_per_cta % x.wm || (x.rw != 16 && x.rw != 32))
+        snprintf(why, len, "shape: rows per warp rows_per_cta/(warps/kwarps) = %d/%d is not 16 or 32",
+                 c->rows_per_cta, x.wm);
+    else if ((c->splitk > 1) != (c->reduction != GT_GEN_RED_NONE))
+        snprintf(why, len, "shape: reduction=%s with splitk=%d (a reduction exactly when splitk > 1)",
+                 gt_gen_red_name(c->reduction), c->splitk);
+    else if (c->pipe && d->hip)
+        snprintf(why, len, "pipe=async: cp.async is CUDA (sm_80+) only");
+    else if (c->pipe && c->k_unroll < 2)
+        snprintf(why, len, "pipe=async with k_unroll=1: a one-stage ring overlaps nothing");
+    else if (c->pipe && c->a_load == GT_GEN_LD_CS)
+        snprintf(why, len, "pipe=async: cp.async has no evict-first form (a_load=cs would equal nc)");
+    else if (c->warps * d->warp_size > d->max_threads_block)
+        snprintf(why, len, "threads: %d warps of %d > %d threads per block", c->warps,
+                 d->warp_size, d->max_threads_block);
+    else if (c->n_tile < p->n)
+        snprintf(why, len, "n_tile=%d < n=%lld: A would be streamed %lld times, once per column block",
+                 c->n_tile, (long long)p->n, (long long)((p->n + c->n_tile - 1) / c->n_tile));
+    else if (c->n_tile >= n8 + 8)
+        snprintf(why, len, "n_tile=%d > %lld (n rounded up to 8): idle columns cost registers and loads",
+                 c->n_tile, n8);
+    else if (!al)
+        snprintf(why, len, "alignment: lda=%lld, ldb=%lld%s not all multiples of vec=%d: %d-byte loads "
+                           "of A rows / B columns would be misaligned", (long long)p->lda,
+                 (long long)p->ldb, batch > 1 ? " or the batch strides" : "", c->vec, 2 * c->vec);
+    else if (c->vec == 4 && al8)
+        snprintf(why, len, "vec=4: 16-byte loads (vec=8) are aligned here and move twice the bytes "
+                           "per instruction");
+    else if (c->rows_per_cta > 2 * m16)
+        snprintf(why, len, "rows_per_cta=%d > 2 x %lld (m rounded up to 16): most rows of each CTA idle",
+                 c->rows_per_cta, m16);
+    else if (c->splitk > 1 && (long long)(c->splitk - 1) * x.g.kper >= p->k)
+        snprintf(why, len, "split-K: splitk=%d leaves empty splits (k=%lld, %lld per split)",
+                 c->splitk, (long long)p->k, x.g.kper);
+    else if (c->splitk > 1 && c0 >= d->sms)
+        snprintf(why, len, "split-K: %lld CTAs without it already cover the %d SMs; it would only add "
+                           "a reduction", c0, d->sms);
+    else if ((long long)batch * c->splitk > 65535)
+        snprintf(why, len, "split-K: grid z = batch x splitk = %lld > 65535",
+                 (long long)batch * c->splitk);
+    else if (x.g.kper / c->kwarps < wb && c->k_unroll > 1)
+        snprintf(why, len, "split-K: k per warp %lld < k_unroll x 4 x vec = %d: the unrolled loop "
+                           "would never run", x.g.kper / c->kwarps, wb);
+    else if (x.g.smem_bytes > (size_t)d->smem_block)
+        snprintf(why, len, "resources: %zu bytes of shared memory > %d per block", x.g.smem_bytes,
+                 d->smem_block);
+    else if (x.regs > d->max_regs_thread)
+        snprintf(why, len, "resources: ~%d registers per thread > %d: would spill", x.regs,
+                 d->max_regs_thread);
+    else if ((long long)x.regs * c->warps * d->warp_size > d->regs_sm)
+        snprintf(why, len, "resources: ~%d registers x %d threads > %d per SM", x.regs,
+                 c->warps * d->warp_size, d->regs_sm);
+    else if (x.inflight < 8192)
+        snprintf(why, len, "in flight: %.1f KiB of A loads per SM < 8 KiB: cannot cover DRAM latency",
+                 x.inflight / 1024);
+    else if ((int64_t)x.g.ws_bytes > GT_GEN_MAX_WS)
+        snprintf(why, len, "workspace: %zu MiB > %lld MiB", x.g.ws_bytes >> 20,
+                 (long long)(GT_GEN_MAX_WS >> 20));
+    else
+        return 0;
+    return 1;
+}
+
+/* ---- model ------------------------------------------------------------------------- */
+
+double gt_gen_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c)
+{
+    derived x;
+    derive(p, d, c, &x);
+    double batch = p->batch > 0 ? (double)p->batch : 1;
+    double bw = d->dram_bw > 0 ? d->dram_bw : 2e12;
+    double a_bytes = (double)p->m * (double)p->k * 2 * batch;
+    /* bandwidth reached with this much in flight (32 KiB per SM saturates) */
+    double eff = 0.93 * fmin(1.0, x.inflight / 32768.0);
+    double t = a_bytes / (bw * (eff > 0.05 ? eff : 0.05));
+    /* the SM with the most CTAs streams longest; an SM draws at most ~3x
+     * its share of the bandwidth */
+    double slots = (double)x.res_cta * d->sms;
+    if (x.ctas <= slots) {
+        double per = ceil(x.ctas / d->sms) * a_bytes / x.ctas;
+        t = fmax(t, per / (3.0 * bw / d->sms));
+    } else {
+        t *= sqrt(ceil(x.ctas / slots) * slots / x.ctas);
+    }
+    /* B from L2, once per CTA for its k range */
+    double b_l2 = x.ctas * (double)x.g.kper * fmin((double)p->n, c->n_tile) * 2;
+    t += b_l2 / (2.5 * bw);
+    double mn = (double)p->m * (double)p->n * batch * 4;
+    if (c->splitk > 1)
+        t += c->reduction == GT_GEN_RED_ATOMIC ? c->splitk * mn * 2 / (0.5 * bw) + 0.5e-6
+                                               : c->splitk * mn * 2 / bw + 2.5e-6;
+    if (d->hip) /* FMA path: 2 flops per element and column */
+        t = fmax(t, 2.0 * p->m * c->n_tile * (double)p->k * batch / (d->sms * 256.0 * 1.7e9));
+    return t * 1e6 + 2.0 + 0.05 * c->a_load; /* launch, ramp and drain; a_load: stable order */
+}
+
+/* ---- the space ----------------------------------------------------------------------- */
+
+typedef struct ranked {
+    gt_gen_cfg c;
+    double us;
+    int cls_rank;  /* rank within its pipe class */
+    char text[256];
+} ranked;
+
+static int cmp_us(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    if (x->us != y->us)
+        return x->us < y->us ? -1 : 1;
+    return strcmp(x->text, y->text);
+}
+
+/* The two pipe classes alternate down the ranking: the model cannot tell
+ * which keeps more loads in flight on a given part, so both stay in the cap. */
+static int cmp_ranked(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    if (x->cls_rank != y->cls_rank)
+        return x->cls_rank < y->cls_rank ? -1 : 1;
+    return cmp_us(a, b);
+}
+
+void gt_gen_space_free(gt_gen_space *s)
+{
+    free(s->keep);
+    free(s->pruned);
+    memset(s, 0, sizeof *s);
+}
+
+#define NRAW (2 * 9 * 4 * 2 * 9 * 4 * 3 * 2)
+
+int gt_gen_prune(const gt_problem *p, const gt_gen_dev *d, int cap, gt_gen_space *s)
+{
+    static const int rws[] = {16, 32}, wms[] = {1, 2, 4}, kws[] = {1, 2, 4, 8}, us[] = {1, 2, 4, 8};
+    static const int vecs[] = {8, 4}, sks[] = {1, 2, 4, 8, 16}, nts[] = {8, 16, 24, 32};
+    memset(s, 0, sizeof *s);
+    if (gt_gen_applicable(p, d, s->why, sizeof s->why) != 0)
+        return 0;
+    ranked *ok = malloc(NRAW * sizeof *ok);
+    s->pruned = malloc(NRAW * sizeof *s->pruned);
+    if (!ok || !s->pruned) {
+        free(ok);
+        gt_gen_space_free(s);
+        return -1;
+    }
+    int nok = 0;
+    gt_gen_cfg c;
+    for (int a = 0; a < 2 * 3 * 4; a++) {
+        int rw = rws[a / 12], wm = wms[a / 4 % 3], kw = kws[a % 4];
+        if (wm * kw > 8)
+            continue;
+        for (int b = 0; b < 4 * 2 * 9 * 4 * 3 * 2; b++) {
+            int u = b / 432, v = b / 216 % 2, sr = b / 24 % 9, nt = b / 6 % 4, ld = b / 2 % 3;
+            int sk = sr ? 1 + (sr - 1) / 2 : 0, red = sr ? 1 + (sr - 1) % 2 : 0;
+            c = (gt_gen_cfg){.rows_per_cta = rw * wm, .warps = wm * kw, .kwarps = kw,
+                             .vec = vecs[v], .k_unroll = us[u], .splitk = sks[sk],
+                             .reduction = red, .n_tile = nts[nt], .a_load = ld, .pipe = b % 2};
+            s->raw++;
+            gt_gen_pruned *pr = &s->pruned[s->npruned];
+            if (gt_gen_check(p, d, &c, pr->reason, sizeof pr->reason)) {
+                pr->cfg = c;
+                s->npruned++;
+                continue;
+            }
+            ok[nok].c = c;
+            ok[nok].us = gt_gen_model_us(p, d, &c);
+            gt_gen_cfg_text(&c, ok[nok].text, sizeof ok[nok].text);
+            nok++;
+        }
+    }
+    qsort(ok, (size_t)nok, sizeof *ok, cmp_us);
+    int seen[2] = {0, 0};
+    for (int i = 0; i < nok; i++)
+        ok[i].cls_rank = seen[ok[i].c.pipe ? 1 : 0]++;
+    qsort(ok, (size_t)nok, sizeof *ok, cmp_ranked);
+    int keep = cap > 0 && nok > cap ? cap : nok;
+    s->keep = malloc((size_t)(keep > 0 ? keep : 1) * sizeof *s->keep);
+    if (!s->keep) {
+        free(ok);
+        gt_gen_space_free(s);
+        return -1;
+    }
+    for (int i = 0; i < nok; i++) {
+        if (i < keep) {
+            s->keep[s->nkeep++] = ok[i].c;
+            continue;
+        }
+        gt_gen_pruned *pr = &s->pruned[s->npruned++];
+        pr->cfg = ok[i].c;
+        snprintf(pr->reason, sizeof pr->reason,
+                 "rank: %d of %d (model %.1f us, %d of its pipe class), beyond the cap of %d", i + 1,
+                 nok, ok[i].us, ok[i].cls_rank + 1, cap);
+    }
+    free(ok);
+    return 0;
+}

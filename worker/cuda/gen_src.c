@@ -1,0 +1,490 @@
+/* gen_src.c: the "gemv" family's kernel template and the fault kernels,
+ * as source text that NVRTC (CUDA) and hipRTC (HIP) compile at run time,
+ * and the -D definitions that instantiate the template for a config
+ * (gen_gemv.h describes the kernel). Pure host C.
+ *
+ * Template parameters (all -D, integers):
+ *   GT_HIP GT_WS GT_MMA   target: HIP or CUDA, warp size, tensor-core path
+ *   GT_AB                 A/B element type: 0 bf16, 1 f16
+ *   GT_DKT GT_CKT         D and C types (gt_cuda_kt: 0 f32, 2 f16, 3 bf16)
+ *   GT_BIASKT GT_ACT      bias type (-1 none), activation 0 none 1 relu 2 gelu
+ *   GT_RPC GT_WARPS GT_KW rows_per_cta, warps, kwarps
+ *   GT_VEC GT_U           vec, k_unroll
+ *   GT_SPLITK GT_RED      splitk, reduction (0 none, 1 atomic, 2 twopass)
+ *   GT_NTILE GT_ALD       n_tile, a_load (0 nc, 1 cs, 2 na256)
+ *   GT_PIPE               pipe: 0 "reg" (k_unroll vector loads per row into
+ *                         registers), 1 "async" (CUDA: a per-warp cp.async
+ *                         ring of k_unroll chunks in shared memory)
+ *
+ * The k order inside a chunk of 4*vec is permuted for the mma path: lane
+ * (g = lane/4, t4 = lane%4) loads vec contiguous elements at t4*vec of row
+ * g and g+8 (A) and of column g (B); the 32-bit word 2q of such a vector
+ * feeds fragment registers a0/a1 (b0) and word 2q+1 feeds a2/a3 (b1) of
+ * mma q. A dot product does not depend on the order of its terms, and A
+ * and B are permuted alike, so each mma is exact and every element is used
+ * exactly once. */
+#include <stdio.h>
+#include <string.h>
+
+#include "gen_gemv.h"
+
+const char gt_gen_gemv_src[] =
+    "typedef unsigned int u32;\n"
+    "typedef unsigned short u16;\n"
+    "typedef long long i64;\n"
+    "typedef unsigned long long u64;\n"
+    "#define GT_WM (GT_WARPS / GT_KW)\n"
+    "#define GT_RW (GT_RPC / GT_WM)\n"
+    "#define GT_G (GT_WS / 4)\n"
+    "#define GT_CH (4 * GT_VEC)\n"
+    "#define GT_WB (GT_U * GT_CH)\n"
+    "#define GT_NV (GT_VEC / 2)\n"
+    "#define GT_THREADS (GT_WARPS * GT_WS)\n"
+    "#if GT_MMA\n"
+    "#define GT_RT (GT_RW / 16)\n"
+    "#define GT_NT8 (GT_NTILE / 8)\n"
+    "#define GT_NAR (2 * GT_RT)\n"
+    "#define GT_NBC GT_NT8\n"
+    "#define GT_ACC (GT_RT * GT_NT8 * 4)\n"
+    "#else\n"
+    "#define GT_RL (GT_RW / GT_G)\n"
+    "#define GT_NAR GT_RL\n"
+    "#define GT_NBC GT_NTILE\n"
+    "#define GT_ACC (GT_RL * GT_NTILE)\n"
+    "#endif\n"
+    "struct gt_gemv_args {\n"
+    "  const void *a, *b, *c, *bias; void *d; float *ws; u32 *cnt;\n"
+    "  i64 m, n, k, lda, ldb, ldc, ldd, sa, sb, sc, sd, kper;\n"
+    "  double alpha, beta;\n"
+    "};\n"
+    "__device__ __forceinline__ float gt_u2f(u32 u) { union { u32 u; float f; } v; v.u = u; return v.f; }\n"
+    "__device__ __forceinline__ u32 gt_f2u(float f) { union { u32 u; float f; } v; v.f = f; return v.u; }\n"
+    "__device__ __forceinline__ float gt_bf2f(u32 h) { return gt_u2f(h << 16); }\n"
+    "__device__ __forceinline__ u16 gt_f2bf(float f) {\n"
+    "  u32 u = gt_f2u(f);\n"
+    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16)((u >> 16) | 0x40u);\n"
+    "  u += 0x7fffu + ((u >> 16) & 1u); return (u16)(u >> 16);\n"
+    "}\n"
+    "#if GT_HIP\n"
+    "__device__ __forceinline__ float gt_h2f(u32 h) { union { u16 u; _Float16 x; } v; v.u = (u16)h; return (float)v.x; }\n"
+    "__device__ __forceinline__ u16 gt_f2h(float f) { union { u16 u; _Float16 x; } v; v.x = (_Float16)f; return v.u; }\n"
+    "#define GT_SHFL_XOR(v, m) __shfl_xor(v, m)\n"
+    "typedef u32 gt_v4 __attribute__((ext_vector_type(4)));\n"
+    "typedef u32 gt_v2 __attribute__((ext_vector_type(2)));\n"
+    "#if GT_VEC == 8\n"
+    "#define GT_VT gt_v4\n"
+    "#else\n"
+    "#define GT_VT gt_v2\n"
+    "#endif\n"
+    "__device__ __forceinline__ void gt_lda(const u16 *p, u32 *w) {\n"
+    "#if GT_ALD != 0\n"
+    "  GT_VT v = __builtin_nontemporal_load((const GT_VT *)p);\n"
+    "#else\n"
+    "  GT_VT v = *(const GT_VT *)p;\n"
+    "#endif\n"
+    "  for (int i = 0; i < GT_NV; i++) w[i] = v[i];\n"
+    "}\n"
+    "__device__ __forceinline__ void gt_ldb(const u16 *p, u32 *w) {\n"
+    "  GT_VT v = *(const GT_VT *)p;\n"
+    "  for (int i = 0; i < GT_NV; i++) w[i] = v[i];\n"
+    "}\n"
+    "#else\n"
+    "__device__ __forceinline__ float gt_h2f(u32 h) {\n"
+    "  float f; u16 x = (u16)h; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(x)); return f;\n"
+    "}\n"
+    "__device__ __forceinline__ u16 gt_f2h(float f) {\n"
+    "  u16 h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n"
+    "}\n"
+    "#define GT_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, v, m)\n"
+    "#if GT_VEC == 8\n"
+    "#define GT_LDV(op, p, w) asm(op \".v4.u32 {%0,%1,%2,%3}, [%4];\" \\\n"
+    "    : \"=r\"(w[0]), \"=r\"(w[1]), \"=r\"(w[2]), \"=r\"(w[3]) : \"l\"(p))\n"
+    "#else\n"
+    "#define GT_LDV(op, p, w) asm(op \".v2.u32 {%0,%1}, [%2];\" : \"=r\"(w[0]), \"=r\"(w[1]) : \"l\"(p))\n"
+    "#endif\n"
+    "#if GT_ALD == 2\n"
+    "#define GT_AOP \"ld.global.nc.L1::no_allocate.L2::256B\"\n"
+    "#elif GT_ALD == 1\n"
+    "#define GT_AOP \"ld.global.cs\"\n"
+    "#else\n"
+    "#define GT_AOP \"ld.global.nc\"\n"
+    "#endif\n"
+    "__device__ __forceinline__ void gt_lda(const u16 *p, u32 *w) { GT_LDV(GT_AOP, p, w); }\n"
+    "__device__ __forceinline__ void gt_ldb(const u16 *p, u32 *w) { GT_LDV(\"ld.global.nc\", p, w); }\n"
+    "#if GT_PIPE\n"
+    /* cp.async ring: bytes < size zero-fill the rest (tail, columns past n) */
+    "#if GT_VEC == 8\n"
+    "#define GT_CP(pf, d, s, n) asm volatile(\"cp.async.cg.shared.global\" pf \" [%0], [%1], 16, %2;\" \\\n"
+    "    :: \"r\"(d), \"l\"(s), \"r\"(n) : \"memory\")\n"
+    "#else\n"
+    "#define GT_CP(pf, d, s, n) asm volatile(\"cp.async.ca.shared.global\" pf \" [%0], [%1], 8, %2;\" \\\n"
+    "    :: \"r\"(d), \"l\"(s), \"r\"(n) : \"memory\")\n"
+    "#endif\n"
+    "#if GT_ALD == 2\n"
+    "#define GT_APF \".L2::256B\"\n"
+    "#else\n"
+    "#define GT_APF \"\"\n"
+    "#endif\n"
+    "__device__ __forceinline__ u32 gt_smem(const void *p) {\n"
+    "  u64 a; asm(\"cvta.to.shared.u64 %0, %1;\" : \"=l\"(a) : \"l\"(p)); return (u32)a;\n"
+    "}\n"
+    "__device__ __forceinline__ void gt_commit() { asm volatile(\"cp.async.commit_group;\" ::: \"memory\"); }\n"
+    "template <int N> __device__ __forceinline__ void gt_wait() {\n"
+    "  asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(N) : \"memory\");\n"
+    "}\n"
+    "#endif\n"
+    "#endif\n"
+    /* a partial vector at the end of k: element loads, zeros past the end */
+    "__device__ __forceinline__ void gt_ld_tail(const u16 *p, i64 avail, u32 *w, int isa) {\n"
+    "  if (avail >= GT_VEC) { if (isa) gt_lda(p, w); else gt_ldb(p, w); return; }\n"
+    "#pragma unroll\n"
+    "  for (int i = 0; i < GT_NV; i++) {\n"
+    "    u32 lo = 2 * i < avail ? (u32)p[2 * i] : 0u, hi = 2 * i + 1 < avail ? (u32)p[2 * i + 1] : 0u;\n"
+    "    w[i] = lo | hi << 16;\n"
+    "  }\n"
+    "}\n"
+    "template <int KT> __device__ __forceinline__ float gt_get(const void *p, i64 i) {\n"
+    "  if (KT == 0) return ((const float *)p)[i];\n"
+    "  if (KT == 2) return gt_h2f(((const u16 *)p)[i]);\n"
+    "  return gt_bf2f(((const u16 *)p)[i]);\n"
+    "}\n"
+    "template <int KT> __device__ __forceinline__ void gt_put(void *p, i64 i, float v) {\n"
+    "  if (KT == 0) ((float *)p)[i] = v;\n"
+    "  else if (KT == 2) ((u16 *)p)[i] = gt_f2h(v);\n"
+    "  else ((u16 *)p)[i] = gt_f2bf(v);\n"
+    "}\n"
+    "__device__ __forceinline__ float gt_epi(const gt_gemv_args &g, i64 zb, i64 i, i64 j, float acc) {\n"
+    "  float v = (float)g.alpha * acc;\n"
+    "  if (g.beta != 0.0) v += (float)g.beta * gt_get<GT_CKT>(g.c, zb * g.sc + i + j * g.ldc);\n"
+    "#if GT_BIASKT >= 0\n"
+    "  v += gt_get<GT_BIASKT>(g.bias, i);\n"
+    "#endif\n"
+    "#if GT_ACT == 1\n"
+    "  v = v > 0.f ? v : 0.f;\n"
+    "#elif GT_ACT == 2\n"
+    "  v = 0.5f * v * (1.f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));\n"
+    "#endif\n"
+    "  return v;\n"
+    "}\n"
+    "__device__ __forceinline__ void gt_store(const gt_gemv_args &g, i64 zb, i64 i, i64 j, float v) {\n"
+    "  gt_put<GT_DKT>(g.d, zb * g.sd + i + j * g.ldd, v);\n"
+    "}\n"
+    "#if GT_MMA\n"
+    "__device__ __forceinline__ void gt_mma(float *c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {\n"
+    "#if GT_AB == 0\n"
+    "  asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 \"\n"
+    "#else\n"
+    "  asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 \"\n"
+    "#endif\n"
+    "      \"{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n"
+    "      : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+    "      : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n"
+    "}\n"
+    "#else\n"
+    "__device__ __forceinline__ float gt_cvt(u32 h) {\n"
+    "#if GT_AB == 0\n"
+    "  return gt_bf2f(h);\n"
+    "#else\n"
+    "  return gt_h2f(h);\n"
+    "#endif\n"
+    "}\n"
+    "#endif\n"
+    /* columns past n read column 0 (no branch, same cache lines) and are zeroed here */
+    "__device__ __forceinline__ void gt_mask(u32 (*bv)[GT_NV], const bool *bok) {\n"
+    "#pragma unroll\n"
+    "  for (int x = 0; x < GT_NBC; x++)\n"
+    "#pragma unroll\n"
+    "    for (int w = 0; w < GT_NV; w++) bv[x][w] = bok[x] ? bv[x][w] : 0u;\n"
+    "}\n"
+    "#if GT_PIPE\n"
+    /* stage st (this lane's slots): the vectors of A rows and B columns at kk */
+    "__device__ __forceinline__ void gt_issue(u32 *st, i64 kk, i64 ke, const u16 *const *ar,\n"
+    "                                         const u16 *const *bc, const bool *bok) {\n"
+    "  const i64 avail = ke - kk;\n"
+    "  const int n = avail >= GT_VEC ? 2 * GT_VEC : avail > 0 ? 2 * (int)avail : 0;\n"
+    "  const i64 o = n ? kk : 0;\n"
+    "#pragma unroll\n"
+    "  for (int x = 0; x < GT_NAR; x++) GT_CP(GT_APF, gt_smem(st + x * GT_WS * GT_NV), ar[x] + o, n);\n"
+    "#pragma unroll\n"
+    "  for (int x = 0; x < GT_NBC; x++)\n"
+    "    GT_CP(\"\", gt_smem(st + (GT_NAR + x) * GT_WS * GT_NV), bc[x] + (bok[x] ? o : 0), bok[x] ? n : 0);\n"
+    "}\n"
+    "__device__ __forceinline__ void gt_lds(const u32 *p, u32 *w) {\n"
+    "#pragma unroll\n"
+    "  for (int i = 0; i < GT_NV; i++) w[i] = p[i];\n"
+    "}\n"
+    "#endif\n"
+    /* one chunk of 4*vec k values: av[GT_NAR][GT_NV], bv[GT_NBC][GT_NV] */
+    "__device__ __forceinline__ void gt_step(float *acc, u32 (*av)[GT_NV], u32 (*bv)[GT_NV]) {\n"
+    "#if GT_MMA\n"
+    "#pragma unroll\n"
+    "  for (int r = 0; r < GT_RT; r++)\n"
+    "#pragma unroll\n"
+    "    for (int t = 0; t < GT_NT8; t++)\n"
+    "#pragma unroll\n"
+    "      for (int q = 0; q < GT_NV / 2; q++)\n"
+    "        gt_mma(acc + (r * GT_NT8 + t) * 4, av[2 * r][2 * q], av[2 * r + 1][2 * q],\n"
+    "               av[2 * r][2 * q + 1], av[2 * r + 1][2 * q + 1], bv[t][2 * q], bv[t][2 * q + 1]);\n"
+    "#else\n"
+    "#pragma unroll\n"
+    "  for (int e = 0; e < GT_VEC; e++) {\n"
+    "    float a[GT_RL];\n"
+    "#pragma unroll\n"
+    "    for (int r = 0; r < GT_RL; r++) a[r] = gt_cvt((av[r][e >> 1] >> (16 * (e & 1))) & 0xffffu);\n"
+    "#pragma unroll\n"
+    "    for (int j = 0; j < GT_NTILE; j++) {\n"
+    "      float b = gt_cvt((bv[j][e >> 1] >> (16 * (e & 1))) & 0xffffu);\n"
+    "#pragma unroll\n"
+    "      for (int r = 0; r < GT_RL; r++) acc[r * GT_NTILE + j] += a[r] * b;\n"
+    "    }\n"
+    "  }\n"
+    "#endif\n"
+    "}\n"
+    "extern \"C\" __global__ void __launch_bounds__(GT_THREADS) gt_gemv(gt_gemv_args g) {\n"
+    "  const int lane = threadIdx.x % GT_WS, warp = threadIdx.x / GT_WS;\n"
+    "  const int wm = warp % GT_WM, wk = warp / GT_WM, gq = lane >> 2, t4 = lane & 3;\n"
+    "  const i64 zb = blockIdx.z / GT_SPLITK;\n"
+    "  const int sk = blockIdx.z % GT_SPLITK;\n"
+    "  const i64 row0 = (i64)blockIdx.x * GT_RPC + wm * GT_RW, col0 = (i64)blockIdx.y * GT_NTILE;\n"
+    "  const i64 kb = (i64)sk * g.kper, ke = kb + g.kper < g.k ? kb + g.kper : g.k;\n"
+    "  const u16 *A = (const u16 *)g.a + zb * g.sa, *B = (const u16 *)g.b + zb * g.sb;\n"
+    "  const u16 *ar[GT_NAR], *bc[GT_NBC];\n"
+    "  bool bok[GT_NBC];\n"
+    "#pragma unroll\n"
+    "  for (int x = 0; x < GT_NAR; x++) {\n"
+    "#if GT_MMA\n"
+    "    i64 i = row0 + 16 * (x >> 1) + gq + 8 * (x & 1);\n"
+    "#else\n"
+    "    i64 i = row0 + gq + GT_G * x;\n"
+    "#endif\n"
+    "    ar[x] = A + (i < g.m ? i : g.m - 1) * g.lda;\n" /* rows past m: loaded, never stored */
+    "  }\n"
+    "#pragma unroll\n"
+    "  for (int x = 0; x < GT_NBC; x++) {\n"
+    "#if GT_MMA\n"
+    "    i64 j = col0 + 8 * x + gq;\n"
+    "#else\n"
+    "    i64 j = col0 + x;\n"
+    "#endif\n"
+    "    bok[x] = j < g.n;\n"
+    "    bc[x] = B + (bok[x] ? j : 0) * g.ldb;\n"
+    "  }\n"
+    "  float acc[GT_ACC];\n"
+    "#pragma unroll\n"
+    "  for (int e = 0; e < GT_ACC; e++) acc[e] = 0.f;\n"
+    "#if GT_PIPE\n"
+    /* each lane copies its own vectors into its warp's ring of k_unroll
+     * chunks and reads back only those: no synchronisation but wait_group;
+     * a stage is refilled after the mma consumed what was read from it */
+    "  __shared__ __align__(16) u32 gt_ring[GT_WARPS * GT_U * (GT_NAR + GT_NBC) * GT_WS * GT_NV];\n"
+    "  u32 *ring = gt_ring + warp * (GT_U * (GT_NAR + GT_NBC) * GT_WS * GT_NV) + lane * GT_NV;\n"
+    "  const i64 nch = ke > kb ? (ke - kb + GT_CH - 1) / GT_CH : 0;\n"
+    "  const i64 mine = nch > wk ? (nch - wk + GT_KW - 1) / GT_KW : 0;\n"
+    "  for (int s = 0; s < GT_U; s++) {\n"
+    "    if (s < mine) gt_issue(ring + s * (GT_NAR + GT_NBC) * GT_WS * GT_NV,\n"
+    "                           kb + (wk + (i64)GT_KW * s) * GT_CH + t4 * GT_VEC, ke, ar, bc, bok);\n"
+    "    gt_commit();\n"
+    "  }\n"
+    "  int slot = 0;\n"
+    "  for (i64 i = 0; i < mine; i++) {\n"
+    "    gt_wait<GT_U - 1>();\n"
+    "    u32 *st = ring + slot * (GT_NAR + GT_NBC) * GT_WS * GT_NV;\n"
+    "    u32 av[GT_NAR][GT_NV], bv[GT_NBC][GT_NV];\n"
+    "#pragma unroll\n"
+    "    for (int x = 0; x < GT_NAR; x++) gt_lds(st + x * GT_WS * GT_NV, av[x]);\n"
+    "#pragma unroll\n"
+    "    for (int x = 0; x < GT_NBC; x++) gt_lds(st + (GT_NAR + x) * GT_WS * GT_NV, bv[x]);\n"
+    "    gt_step(acc, av, bv);\n"
+    "    if (i + GT_U < mine) gt_issue(st, kb + (wk + (i64)GT_KW * (i + GT_U)) * GT_CH + t4 * GT_VEC, ke, ar, bc, bok);\n"
+    "    gt_commit();\n"
+    "    slot = slot + 1 == GT_U ? 0 : slot + 1;\n"
+    "  }\n"
+    "  gt_wait<0>();\n"
+    "#else\n"
+    /* whole blocks of k_unroll chunks, warps of the CTA interleaved */
+    "  const i64 nb = ke > kb ? (ke - kb) / GT_WB : 0;\n"
+    "  for (i64 blk = wk; blk < nb; blk += GT_KW) {\n"
+    "    const i64 k0 = kb + blk * GT_WB + t4 * GT_VEC;\n"
+    "    u32 av[GT_U][GT_NAR][GT_NV], bv[GT_U][GT_NBC][GT_NV];\n"
+    "#pragma unroll\n"
+    "    for (int u = 0; u < GT_U; u++) {\n"
+    "#pragma unroll\n"
+    "      for (int x = 0; x < GT_NAR; x++) gt_lda(ar[x] + k0 + u * GT_CH, av[u][x]);\n"
+    "#pragma unroll\n"
+    "      for (int x = 0; x < GT_NBC; x++) gt_ldb(bc[x] + k0 + u * GT_CH, bv[u][x]);\n"
+    "    }\n"
+    "#pragma unroll\n"
+    "    for (int u = 0; u < GT_U; u++) {\n"
+    "      gt_mask(bv[u], bok);\n"
+    "      gt_step(acc, av[u], bv[u]);\n"
+    "    }\n"
+    "  }\n"
+    /* the rest, chunk by chunk, loads guarded at the end of the split */
+    "  for (i64 kc = kb + nb * GT_WB + (i64)wk * GT_CH; kc < ke; kc += (i64)GT_KW * GT_CH) {\n"
+    "    const i64 kk = kc + t4 * GT_VEC, avail = ke - kk;\n"
+    "    u32 av[GT_NAR][GT_NV], bv[GT_NBC][GT_NV];\n"
+    "#pragma unroll\n"
+    "    for (int x = 0; x < GT_NAR; x++) gt_ld_tail(ar[x] + kk, avail, av[x], 1);\n"
+    "#pragma unroll\n"
+    "    for (int x = 0; x < GT_NBC; x++) gt_ld_tail(bc[x] + kk, avail, bv[x], 0);\n"
+    "    gt_mask(bv, bok);\n"
+    "    gt_step(acc, av, bv);\n"
+    "  }\n"
+    "#endif\n"
+    "#if !GT_MMA\n"
+    "#pragma unroll\n"
+    "  for (int e = 0; e < GT_ACC; e++) { acc[e] += GT_SHFL_XOR(acc[e], 1); acc[e] += GT_SHFL_XOR(acc[e], 2); }\n"
+    "#endif\n"
+    "#if GT_KW > 1\n"
+    "  __shared__ float gt_red[(GT_KW - 1) * GT_WM * GT_ACC * GT_WS];\n"
+    "  if (wk > 0) {\n"
+    "#pragma unroll\n"
+    "    for (int e = 0; e < GT_ACC; e++) gt_red[(((wk - 1) * GT_WM + wm) * GT_ACC + e) * GT_WS + lane] = acc[e];\n"
+    "  }\n"
+    "  __syncthreads();\n"
+    "  if (wk == 0) {\n"
+    "    for (int w = 1; w < GT_KW; w++) {\n"
+    "#pragma unroll\n"
+    "      for (int e = 0; e < GT_ACC; e++) acc[e] += gt_red[(((w - 1) * GT_WM + wm) * GT_ACC + e) * GT_WS + lane];\n"
+    "    }\n"
+    "  }\n"
+    "#endif\n"
+    "  if (wk == 0) {\n"
+    "#if GT_SPLITK > 1 && GT_RED == 2\n"
+    "    const i64 nbatch = gridDim.z / GT_SPLITK;\n"
+    "#endif\n"
+    "#pragma unroll\n"
+    "    for (int e = 0; e < GT_ACC; e++) {\n"
+    "#if GT_MMA\n"
+    "      const int ri = 16 * (e / (GT_NT8 * 4)) + gq + 8 * ((e & 3) >> 1);\n"
+    "      const int cj = 8 * ((e / 4) % GT_NT8) + 2 * t4 + (e & 1);\n"
+    "#else\n"
+    "      if (t4 != 0) continue;\n"
+    "      const int ri = gq + GT_G * (e / GT_NTILE), cj = e % GT_NTILE;\n"
+    "#endif\n"
+    "      const i64 i = row0 + ri, j = col0 + cj;\n"
+    "      if (i >= g.m || j >= g.n) continue;\n"
+    "#if GT_SPLITK == 1\n"
+    "      gt_store(g, zb, i, j, gt_epi(g, zb, i, j, acc[e]));\n"
+    "#elif GT_RED == 1\n"
+    "      atomicAdd(g.ws + (zb * g.n + j) * g.m + i, acc[e]);\n"
+    "#else\n"
+    "      g.ws[(((i64)sk * nbatch + zb) * g.n + j) * g.m + i] = acc[e];\n"
+    "#endif\n"
+    "    }\n"
+    "  }\n"
+    /* atomic: the last CTA of the tile finishes it and clears the workspace */
+    "#if GT_SPLITK > 1 && GT_RED == 1\n"
+    "  __shared__ int gt_last;\n"
+    "  __threadfence();\n"
+    "  __syncthreads();\n"
+    "  const u64 tile = ((u64)zb * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;\n"
+    "  if (threadIdx.x == 0) gt_last = atomicAdd(g.cnt + tile, 1u) == GT_SPLITK - 1;\n"
+    "  __syncthreads();\n"
+    "  if (gt_last) {\n"
+    "    __threadfence();\n"
+    "    for (int t = threadIdx.x; t < GT_RPC * GT_NTILE; t += GT_THREADS) {\n"
+    "      const i64 i = (i64)blockIdx.x * GT_RPC + t % GT_RPC, j = col0 + t / GT_RPC;\n"
+    "      if (i < g.m && j < g.n) {\n"
+    "        volatile float *p = g.ws + (zb * g.n + j) * g.m + i;\n"
+    "        const float v = *p;\n"
+    "        *p = 0.f;\n"
+    "        gt_store(g, zb, i, j, gt_epi(g, zb, i, j, v));\n"
+    "      }\n"
+    "    }\n"
+    "    if (threadIdx.x == 0) g.cnt[tile] = 0u;\n"
+    "  }\n"
+    "#endif\n"
+    "}\n"
+    /* twopass: sums the split slices in a fixed order, then the epilogue */
+    "extern \"C\" __global__ void __launch_bounds__(256) gt_gemv_fin(gt_gemv_args g, i64 nbatch) {\n"
+    "#if GT_SPLITK > 1 && GT_RED == 2\n"
+    "  const i64 tot = nbatch * g.n * g.m;\n"
+    "  for (i64 x = (i64)blockIdx.x * blockDim.x + threadIdx.x; x < tot; x += (i64)gridDim.x * blockDim.x) {\n"
+    "    float s = 0.f;\n"
+    "    for (int q = 0; q < GT_SPLITK; q++) s += g.ws[q * tot + x];\n"
+    "    const i64 i = x % g.m, jz = x / g.m, j = jz % g.n, zb = jz / g.n;\n"
+    "    gt_store(g, zb, i, j, gt_epi(g, zb, i, j, s));\n"
+    "  }\n"
+    "#endif\n"
+    "}\n";
+
+/* Test-only fault kernels: a store 1 TiB past a device buffer (an illegal
+ * address, a sticky error), and a loop on a flag nobody sets. */
+const char gt_gen_fault_src[] =
+    "extern \"C\" __global__ void gt_fault_oob(unsigned long long *p, long long off) {\n"
+    "  volatile unsigned long long *q = p + off;\n"
+    "  *q = 0xdeadbeefULL;\n"
+    "}\n"
+    "extern \"C\" __global__ void gt_fault_hang(volatile unsigned *flag) {\n"
+    "  while (*flag == 0u) __nanosleep(1000);\n"
+    "}\n";
+
+static int kt_of(gt_dtype t)
+{
+    switch (t) {
+    case GT_DT_F32: return 0;
+    case GT_DT_F16: return 2;
+    case GT_DT_BF16: return 3;
+    default: return -1;
+    }
+}
+
+int gt_gen_defines(const gt_problem *p, const gt_gen_cfg *c, int hip,
+                   char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN])
+{
+    int ab = p->a_type == GT_DT_BF16 ? 0 : p->a_type == GT_DT_F16 ? 1 : -1;
+    int dkt = kt_of(p->d_type), ckt = kt_of(p->c_type);
+    int bkt = p->bias ? kt_of(p->bias_type != GT_DT_INVALID ? p->bias_type : p->d_type) : -1;
+    int act = !strcmp(p->activation, "relu") ? 1 : !strcmp(p->activation, "gelu") ? 2 : 0;
+    if (ab < 0 || dkt < 0 || ckt < 0 || (p->bias && bkt < 0))
+        return -1;
+    const struct {
+        const char *name;
+        int v;
+    } d[] = {
+        {"GT_HIP", hip},          {"GT_WS", hip ? 64 : 32},      {"GT_MMA", hip ? 0 : 1},
+        {"GT_AB", ab},            {"GT_DKT", dkt},               {"GT_CKT", ckt},
+        {"GT_BIASKT", bkt},       {"GT_ACT", act},               {"GT_RPC", c->rows_per_cta},
+        {"GT_WARPS", c->warps},   {"GT_KW", c->kwarps},          {"GT_VEC", c->vec},
+        {"GT_U", c->k_unroll},    {"GT_SPLITK", c->splitk},      {"GT_RED", c->reduction},
+        {"GT_NTILE", c->n_tile},  {"GT_ALD", c->a_load},        {"GT_PIPE", c->pipe},
+    };
+    int n = (int)(sizeof d / sizeof d[0]);
+    for (int i = 0; i < n; i++)
+        snprintf(defs[i], GT_GEN_DEF_LEN, "-D%s=%d", d[i].name, d[i].v);
+    return n;
+}
+
+void gt_gen_geometry(const gt_problem *p, const gt_gen_cfg *c, int warp_size, gt_gen_geom *g)
+{
+    memset(g, 0, sizeof *g);
+    int64_t batch = p->batch > 0 ? p->batch : 1;
+    int64_t ch = 4 * (int64_t)c->vec, sk = c->splitk > 0 ? c->splitk : 1;
+    int64_t per = (p->k + sk - 1) / sk;
+    g->kper = (per + ch - 1) / ch * ch;
+    g->gx = (unsigned)((p->m + c->rows_per_cta - 1) / c->rows_per_cta);
+    g->gy = (unsigned)((p->n + c->n_tile - 1) / c->n_tile);
+    g->gz = (unsigned)(batch * sk);
+    g->threads = (unsigned)(c->warps * warp_size);
+    size_t mn = (size_t)p->m * (size_t)p->n * (size_t)batch * sizeof(float);
+    if (sk > 1 && c->reduction == GT_GEN_RED_ATOMIC) {
+        g->ws_bytes = mn;
+        g->cnt_bytes = (size_t)g->gx * g->gy * (size_t)batch * sizeof(unsigned);
+    } else if (sk > 1) {
+        g->ws_bytes = mn * (size_t)sk;
+        int64_t blocks = ((int64_t)(mn / sizeof(float)) + 255) / 256;
+        g->fin_blocks = (unsigned)(blocks < 1 ? 1 : blocks > 4096 ? 4096 : blocks);
+    }
+    /* the template's gt_red: (kwarps-1) * row groups * accumulators * lanes */
+    int wm = c->warps / (c->kwarps > 0 ? c->kwarps : 1), rw = c->rows_per_cta / (wm > 0 ? wm : 1);
+    int acc = warp_size == 32 ? (rw / 16) * (c->n_tile / 8) * 4 : (rw / (warp_size / 4)) * c->n_tile;
+    g->smem_bytes = (size_t)(c->kwarps - 1) * (size_t)wm * (size_t)acc * (size_t)warp_size * 4 +
+                    (sk > 1 && c->reduction == GT_GEN_RED_ATOMIC ? 4 : 0);
+    if (c->pipe) { /* the ring: per warp k_unroll stages of (rows + columns) vectors per lane */
+        int nar = warp_size == 32 ? 2 * (rw / 16) : rw / (warp_size / 4);
+        int nbc = warp_size == 32 ? c->n_tile / 8 : c->n_tile;
+        g->smem_bytes += (size_t)c->warps * (size_t)c->k_unroll * (size_t)(nar + nbc) *
+                         (size_t)warp_size * (size_t)c->vec * 2;
+    }
+}
