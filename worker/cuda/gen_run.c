@@ -44,8 +44,11 @@ struct gt_gen_ctx {
 };
 
 struct gt_gen_prob {
-    void *ws, *cnt;           /* split-K workspace and tile counters (zeroed, kept zero) */
-    size_t ws_bytes, cnt_bytes;
+    /* "atomic" split-K: workspace and tile counters, zeroed once and left
+     * zero by every call; "twopass": scratch slices (never shared with the
+     * atomic one, whose zeros they would spoil) */
+    void *ws, *cnt, *scratch;
+    size_t ws_bytes, cnt_bytes, scratch_bytes;
 };
 
 struct gt_gen_cand {
@@ -245,6 +248,8 @@ void gt_gen_unprepare(gt_bk_prob *pp)
         (void)cudaFree(pp->gen->ws);
     if (pp->gen->cnt)
         (void)cudaFree(pp->gen->cnt);
+    if (pp->gen->scratch)
+        (void)cudaFree(pp->gen->scratch);
     free(pp->gen);
     pp->gen = NULL;
 }
@@ -292,15 +297,28 @@ static const gen_mod *module(gt_gen_ctx *g, uint64_t key, const gt_gen_image *im
     return m;
 }
 
-/* Grows the problem's zeroed workspace to the candidate's need (once per
- * problem and size, never per call: kernels leave it zeroed). */
-static int workspace(gt_bk_prob *pp, const gt_gen_geom *geo, char *err, size_t errlen)
+/* Grows the problem's workspaces to the candidate's need (once per problem
+ * and size, never per call: "atomic" kernels leave theirs zeroed). */
+static int workspace(gt_bk_prob *pp, const gt_gen_cfg *c, const gt_gen_geom *geo, char *err,
+                     size_t errlen)
 {
     gt_bk_ctx *ctx = pp->ctx;
     struct gt_gen_prob *w = pp->gen;
     if (!w) {
         snprintf(err, errlen, "cuda: problem prepared without generated-kernel state");
         return -1;
+    }
+    if (c->reduction == GT_GEN_RED_TWOPASS) {
+        if (geo->ws_bytes > w->scratch_bytes) {
+            if (w->scratch)
+                (void)cudaFree(w->scratch);
+            w->scratch = NULL;
+            w->scratch_bytes = 0;
+            if (gt_cuda_ck(ctx, cudaMalloc(&w->scratch, geo->ws_bytes), "cudaMalloc(gemv slices)", err, errlen))
+                return -1;
+            w->scratch_bytes = geo->ws_bytes;
+        }
+        return 0;
     }
     if (geo->ws_bytes > w->ws_bytes) {
         if (w->ws)
@@ -395,7 +413,7 @@ int gt_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *c, ch
         goto out;
     }
     if (build_image(ctx, gc, gt_gen_gemv_src, "gt_gemv", "gt_gemv_fin", opts, n, err, errlen) != 0 ||
-        workspace(pp, &gc->geom, err, errlen) != 0)
+        workspace(pp, &gc->cfg, &gc->geom, err, errlen) != 0)
         goto out;
     rc = 0;
 out:
@@ -444,7 +462,8 @@ int gt_gen_run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *err, s
     int batched = p->batch > 1;
     gt_gen_args a = {
         .a = s->a, .b = s->b, .c = s->c, .bias = pp->bias, .d = s->d,
-        .ws = pp->gen->ws, .cnt = pp->gen->cnt,
+        .ws = gc->cfg.reduction == GT_GEN_RED_TWOPASS ? pp->gen->scratch : pp->gen->ws,
+        .cnt = pp->gen->cnt,
         .m = p->m, .n = p->n, .k = p->k, .lda = p->lda, .ldb = p->ldb, .ldc = p->ldc,
         .ldd = p->ldd, .sa = batched ? p->stride_a : 0, .sb = batched ? p->stride_b : 0,
         .sc = batched ? p->stride_c : 0, .sd = batched ? p->stride_d : 0,

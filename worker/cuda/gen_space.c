@@ -255,8 +255,9 @@ int gt_gen_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_
                  gt_dtype_name(p->d_type));
     else if (p->bias && p->bias_type != GT_DT_INVALID && !io_type(p->bias_type))
         snprintf(why, len, "bias type %s: f32, f16 or bf16 only", gt_dtype_name(p->bias_type));
-    else if (act[0] && strcmp(act, "none") && strcmp(act, "relu") && strcmp(act, "gelu"))
-        snprintf(why, len, "activation %s: none, relu or gelu only", act);
+    else if (act[0] && strcmp(act, "none") && strcmp(act, "relu") && strcmp(act, "gelu") &&
+             strcmp(act, "gelu_tanh"))
+        snprintf(why, len, "activation %s: none, relu or gelu (tanh) only", act);
     else if (p->n > GT_GEN_MAX_N)
         snprintf(why, len, "n=%lld > %d: not a skinny GEMM (memory-bound only for few columns)",
                  (long long)p->n, GT_GEN_MAX_N);

@@ -436,7 +436,9 @@ int gt_gen_defines(const gt_problem *p, const gt_gen_cfg *c, int hip,
     int ab = p->a_type == GT_DT_BF16 ? 0 : p->a_type == GT_DT_F16 ? 1 : -1;
     int dkt = kt_of(p->d_type), ckt = kt_of(p->c_type);
     int bkt = p->bias ? kt_of(p->bias_type != GT_DT_INVALID ? p->bias_type : p->d_type) : -1;
-    int act = !strcmp(p->activation, "relu") ? 1 : !strcmp(p->activation, "gelu") ? 2 : 0;
+    int act = !strcmp(p->activation, "relu")                                        ? 1
+              : !strcmp(p->activation, "gelu") || !strcmp(p->activation, "gelu_tanh") ? 2
+                                                                                      : 0;
     if (ab < 0 || dkt < 0 || ckt < 0 || (p->bias && bkt < 0))
         return -1;
     const struct {
