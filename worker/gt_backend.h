@@ -28,7 +28,7 @@ typedef struct gt_bk_device {
     char arch[64];           /* "sm_90", "gfx90a", "x86_64" */
     int64_t mem_bytes;
     int units;               /* SMs / CUs / cores */
-    char driver[64];         /* driver / library versions, free text */
+    char driver[128];        /* driver / library versions, clocks: free text */
 } gt_bk_device;
 
 typedef struct gt_timing_opts {

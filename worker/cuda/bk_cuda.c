@@ -204,8 +204,16 @@ static int cuda_open(int index, gt_bk_ctx **out, gt_bk_device *dev, char *err, s
     snprintf(dev->arch, sizeof dev->arch, "sm_%d%d", prop.major, prop.minor);
     dev->mem_bytes = (int64_t)prop.totalGlobalMem;
     dev->units = prop.multiProcessorCount;
-    snprintf(dev->driver, sizeof dev->driver, "driver %d runtime %d cublasLt %zu", drv, rt,
-             cublasLtGetVersion());
+    /* Peak clocks (kHz) go with the versions: two GPUs of one model but other
+     * clocks (power caps, SKUs) give other timings. */
+    int sm_khz = 0, mem_khz = 0;
+    if (cudaDeviceGetAttribute(&sm_khz, cudaDevAttrClockRate, index) != cudaSuccess)
+        sm_khz = 0;
+    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, index) != cudaSuccess)
+        mem_khz = 0;
+    snprintf(dev->driver, sizeof dev->driver,
+             "driver %d runtime %d cublasLt %zu sm_clock %d MHz mem_clock %d MHz", drv, rt,
+             cublasLtGetVersion(), sm_khz / 1000, mem_khz / 1000);
     *out = ctx;
     return 0;
 fail:
