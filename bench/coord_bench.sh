@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# coord_bench.sh: the coordinator's own performance benchmark (issue 6).
+# Starts a real gemmtuned on 127.0.0.1 (ephemeral ports, a temporary database),
+# submits a big CPU workload (200 GEMMs, budget 256, shard 64), then for
+# DURATION seconds runs gt-coord-bench (N simulated workers reporting fake
+# results as fast as they can) and wrk on the HTTP API (GET /v1/runs/1 and
+# GET /v1/runs) side by side; gt-coord-bench goes on until the run is done.
+#
+#   bench/coord_bench.sh [--save] [--build DIR]
+#   env: WORKERS (4) BATCH (16) DURATION (30) GEMMS (200) BUDGET (256) SHARD (64)
+#        MAX_TIME (120) STRACE (1: strace -c the coordinator for 5 s after the window)
+# --save writes what it prints to bench/results/coord_bench.txt.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$ROOT/build-cb
+SAVE=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --save) SAVE=1 ;;
+    --build) BUILD=$2; shift ;;
+    *) echo "usage: $0 [--save] [--build DIR]" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ "$SAVE" = 1 ]; then
+  mkdir -p "$ROOT/bench/results"
+  exec > >(tee "$ROOT/bench/results/coord_bench.txt") 2>&1
+fi
+WORKERS=${WORKERS:-4} BATCH=${BATCH:-16} DURATION=${DURATION:-30} GEMMS=${GEMMS:-200}
+BUDGET=${BUDGET:-256} SHARD=${SHARD:-64} MAX_TIME=${MAX_TIME:-120} STRACE=${STRACE:-1}
+
+if ! command -v wrk >/dev/null; then
+  echo "installing wrk (Debian package)"
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get install -y -qq wrk >/dev/null || { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq wrk >/dev/null; }
+fi
+if [ ! -x "$BUILD/gemmtuned" ] || [ ! -x "$BUILD/bench/gt-coord-bench" ]; then
+  cmake -S "$ROOT" -B "$BUILD" >/dev/null
+  cmake --build "$BUILD" -j"$(nproc)" --target gt-coord-bench gemmtuned >/dev/null
+fi
+
+T=$(mktemp -d /tmp/gt-coord-bench.XXXXXX)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  sleep 0.3
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The workload: GEMMS distinct M,N,K (M: 10 sizes, N: the next index, K: 7
+# sizes; all distinct for GEMMS <= 1000), as a CSV log.
+awk -v n="$GEMMS" 'BEGIN { print "M,N,K"; for (i = 0; i < n; i++)
+  printf "%d,%d,%d\n", 512 + 64 * (i % 10), 256 + 32 * int(i / 10), 512 + 128 * (i % 7) }' >"$T/gemms.csv"
+
+"$BUILD/gemmtuned" --db "$T/coord.db" --http 127.0.0.1:0 --listen tcp://127.0.0.1:0 \
+  --port-file "$T/ports" --log-level warn 2>>"$T/gemmtuned.log" &
+COORD=$!
+PIDS+=("$COORD")
+for _ in $(seq 100); do [ -s "$T/ports" ] && break; sleep 0.1; done
+[ -s "$T/ports" ] || { echo "gemmtuned did not start"; cat "$T/gemmtuned.log"; exit 1; }
+HTTP="http://127.0.0.1:$(sed -n 's/^http=//p' "$T/ports")"
+WURL=$(sed -n 's/^worker=//p' "$T/ports")
+
+echo "# gt-coord-bench $(date -u +%Y-%m-%dT%H:%MZ), $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "machine: $(nproc) CPU cores ($(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+echo "NOTE: gemmtuned, $WORKERS simulated worker threads and wrk (2 threads) all share these $(nproc) cores;"
+echo "      the numbers are what the coordinator achieves while competing with its own load generators."
+t0=$(date +%s.%N)
+code=$(curl -s -o "$T/submit.json" -w '%{http_code}' -X POST --data-binary @"$T/gemms.csv" \
+  -H 'Content-Type: text/plain' \
+  "$HTTP/v1/runs?name=coord-bench&format=csv&backend=cpu&budget=$BUDGET&shard_size=$SHARD&ncpu=2")
+t1=$(date +%s.%N)
+[ "$code" = 201 ] || { echo "submit: HTTP $code: $(cat "$T/submit.json")"; exit 1; }
+RUN=$(sqlite3 :memory: "SELECT json_extract(readfile('$T/submit.json'), '\$.id')")
+echo "workload: $GEMMS GEMMs (CSV), backend cpu, budget $BUDGET, shard_size $SHARD -> $(sqlite3 :memory: \
+  "SELECT json_extract(x,'\$.problems') || ' problems, ' || json_extract(x,'\$.jobs') || ' jobs, ' || json_extract(x,'\$.candidates') || ' candidates' FROM (SELECT readfile('$T/submit.json') x)"); submitted in $(echo "$t1 - $t0" | bc) s"
+echo "load: $WORKERS workers x batch $BATCH on $WURL for ${DURATION} s; wrk -t2 -c16 --latency on GET /v1/runs/$RUN and GET /v1/runs"
+echo
+
+cat >"$T/urls.lua" <<LUA
+local paths = {"/v1/runs/$RUN", "/v1/runs"}
+local i = 0
+request = function()
+  i = i + 1
+  return wrk.format("GET", paths[(i % 2) + 1])
+end
+LUA
+WRK=
+if [ "${NO_WRK:-0}" != 1 ]; then
+  wrk -t2 -c16 -d"${DURATION}s" --latency -s "$T/urls.lua" "$HTTP" >"$T/wrk.txt" 2>&1 &
+  WRK=$!
+  PIDS+=("$WRK")
+fi
+"$BUILD/bench/gt-coord-bench" --server "$WURL" --db "$T/coord.db" --run "$RUN" --workers "$WORKERS" \
+  --batch "$BATCH" --duration "$DURATION" --max-time "$MAX_TIME" &
+BENCH=$!
+PIDS+=("$BENCH")
+# After the window: strace -c the coordinator for 5 s while the workers go on
+# alone (no wrk), to see where its time goes (syscalls: fsync, futex, ...).
+if [ "$STRACE" = 1 ] && command -v strace >/dev/null; then
+  sleep $((DURATION + 1))
+  if kill -0 "$BENCH" 2>/dev/null; then
+    timeout -s INT 5 strace -c -f -p "$COORD" -o "$T/strace.txt" 2>/dev/null || true
+  fi
+fi
+wait "$BENCH" || true
+[ -n "$WRK" ] && { wait "$WRK" || true; }
+echo
+echo "== HTTP API under load (wrk, same window) =="
+[ -s "$T/wrk.txt" ] && grep -v '^Running\|^  2 threads' "$T/wrk.txt"
+if [ -s "$T/strace.txt" ]; then
+  echo
+  echo "== strace -c -f of gemmtuned, 5 s after the window (workers only; strace slows it) =="
+  head -n 14 "$T/strace.txt"
+fi
+echo
+echo "== coordinator log (warnings) =="
+grep -c . "$T/gemmtuned.log" | sed 's/^/lines: /'
+tail -n 5 "$T/gemmtuned.log"
