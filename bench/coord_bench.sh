@@ -7,7 +7,7 @@
 # GET /v1/runs) side by side; gt-coord-bench goes on until the run is done.
 #
 #   bench/coord_bench.sh [--save] [--build DIR]
-#   env: WORKERS (4) BATCH (16) DURATION (30) GEMMS (200) BUDGET (256) SHARD (64)
+#   env: WORKERS (4) BATCH (16) DURATION (20) GEMMS (200) BUDGET (256) SHARD (64)
 #        MAX_TIME (120) STRACE (1: strace -c the coordinator for 5 s after the window)
 # --save writes what it prints to bench/results/coord_bench.txt.
 set -euo pipefail
@@ -26,7 +26,7 @@ if [ "$SAVE" = 1 ]; then
   mkdir -p "$ROOT/bench/results"
   exec > >(tee "$ROOT/bench/results/coord_bench.txt") 2>&1
 fi
-WORKERS=${WORKERS:-4} BATCH=${BATCH:-16} DURATION=${DURATION:-30} GEMMS=${GEMMS:-200}
+WORKERS=${WORKERS:-4} BATCH=${BATCH:-16} DURATION=${DURATION:-20} GEMMS=${GEMMS:-200}
 BUDGET=${BUDGET:-256} SHARD=${SHARD:-64} MAX_TIME=${MAX_TIME:-120} STRACE=${STRACE:-1}
 
 if ! command -v wrk >/dev/null; then
@@ -45,7 +45,8 @@ cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   sleep 0.3
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [ -n "${KEEP_DB:-}" ] && [ -f "$T/coord.db" ]; then cp "$T/coord.db" "$KEEP_DB"; fi
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -78,17 +79,16 @@ t1=$(date +%s.%N)
 RUN=$(sqlite3 :memory: "SELECT json_extract(readfile('$T/submit.json'), '\$.id')")
 echo "workload: $GEMMS GEMMs (CSV), backend cpu, budget $BUDGET, shard_size $SHARD -> $(sqlite3 :memory: \
   "SELECT json_extract(x,'\$.problems') || ' problems, ' || json_extract(x,'\$.jobs') || ' jobs, ' || json_extract(x,'\$.candidates') || ' candidates' FROM (SELECT readfile('$T/submit.json') x)"); submitted in $(echo "$t1 - $t0" | bc) s"
-echo "load: $WORKERS workers x batch $BATCH on $WURL for ${DURATION} s; wrk -t2 -c16 --latency on GET /v1/runs/$RUN and GET /v1/runs"
-echo
 
-cat >"$T/urls.lua" <<LUA
-local paths = {"/v1/runs/$RUN", "/v1/runs"}
-local i = 0
-request = function()
-  i = i + 1
-  return wrk.format("GET", paths[(i % 2) + 1])
-end
-LUA
+# WRK_PATHS (default "/v1/runs/RUN /v1/runs"), requested round-robin.
+WRK_PATHS=${WRK_PATHS:-"/v1/runs/$RUN /v1/runs"}
+{
+  printf 'local paths = {'
+  for p in $WRK_PATHS; do printf '"%s", ' "$p"; done
+  printf '}\nlocal i = 0\nrequest = function()\n  i = i + 1\n  return wrk.format("GET", paths[(i %% #paths) + 1])\nend\n'
+} >"$T/urls.lua"
+echo "load: $WORKERS workers x batch $BATCH on $WURL for ${DURATION} s; wrk -t2 -c16 --latency on GET $WRK_PATHS"
+echo
 WRK=
 if [ "${NO_WRK:-0}" != 1 ]; then
   wrk -t2 -c16 -d"${DURATION}s" --latency -s "$T/urls.lua" "$HTTP" >"$T/wrk.txt" 2>&1 &
@@ -117,6 +117,12 @@ if [ -s "$T/strace.txt" ]; then
   echo "== strace -c -f of gemmtuned, 5 s after the window (workers only; strace slows it) =="
   head -n 14 "$T/strace.txt"
 fi
+echo
+echo "== HTTP service time, idle coordinator, run finished ($(sqlite3 "$T/coord.db" "SELECT COUNT(*) FROM results") results rows): 10 sequential curls each =="
+for p in $WRK_PATHS /healthz; do
+  for _ in $(seq 10); do curl -s -o /dev/null -w '%{time_total}\n' "$HTTP$p"; done | sort -n |
+    awk -v p="$p" '{ v[NR] = $1 * 1000 } END { printf "  GET %-14s median %6.2f ms  max %6.2f ms\n", p, v[int((NR + 1) / 2)], v[NR] }'
+done
 echo
 echo "== coordinator log (warnings) =="
 grep -c . "$T/gemmtuned.log" | sed 's/^/lines: /'
