@@ -125,5 +125,5 @@ for p in $WRK_PATHS /healthz; do
 done
 echo
 echo "== coordinator log (warnings) =="
-grep -c . "$T/gemmtuned.log" | sed 's/^/lines: /'
+echo "lines: $(wc -l <"$T/gemmtuned.log")"
 tail -n 5 "$T/gemmtuned.log"
