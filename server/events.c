@@ -295,7 +295,7 @@ enum MHD_Result gt_http_events(gt_req *q, int64_t run_id)
 {
     gt_events *e = q->h->events;
     char fp[512];
-    int f = gt_store_run_fingerprint(q->h->store, run_id, fp, sizeof fp);
+    int f = gt_store_run_fingerprint(q->h->rstore, run_id, fp, sizeof fp);
     if (f == 0)
         return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
                                   (long long)run_id);

@@ -25,6 +25,12 @@ typedef struct gt_store gt_store;
  * migrations. NULL with err set on failure. */
 gt_store *gt_store_open(const char *path, char *err, size_t errlen);
 void gt_store_close(gt_store *s);
+/* A second connection to the same database file, for read-only traffic (the
+ * HTTP API's GET requests): in WAL mode its readers and the writer of the
+ * first connection never wait for each other, and each connection has its
+ * own mutex. NULL with err set; NULL and err "" when the database has no
+ * file (in-memory): the caller then shares the first connection. */
+gt_store *gt_store_open_reader(gt_store *s, char *err, size_t errlen);
 /* The raw connection, for exports (hold gt_store_lock around its use). */
 sqlite3 *gt_store_db(gt_store *s);
 void gt_store_lock(gt_store *s);

@@ -138,7 +138,7 @@ static enum MHD_Result get_metrics(gt_req *q)
     gt_str b;
     gt_str_init(&b);
     gt_metrics_inputs in = {
-        .store = h->store,
+        .store = h->rstore,
         .tally = &h->tally,
         .http = h->metrics,
         .now_ms = gt_wall_ms(),
@@ -246,10 +246,13 @@ static enum MHD_Result route(gt_req *q, const char *url, const char *method)
         if (!strcmp(method, "POST"))
             return gt_http_post_run(q);
         if (!strcmp(method, "GET")) {
-            cJSON *j = gt_store_runs_json(h->store, err, sizeof err);
+            char *hit = gt_http_cache_get(&h->views, "runs", GT_HTTP_VIEW_TTL_MS);
+            if (hit)
+                return gt_http_send_text(q, MHD_HTTP_OK, "application/json", hit);
+            cJSON *j = gt_store_runs_json(h->rstore, err, sizeof err);
             if (!j)
                 return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s", err);
-            return gt_http_send_json(q, MHD_HTTP_OK, j);
+            return gt_http_send_view(q, "runs", j);
         }
         return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use GET or POST");
     }
@@ -264,7 +267,7 @@ static enum MHD_Result route(gt_req *q, const char *url, const char *method)
     if (!strcmp(url, "/v1/workers")) {
         if (strcmp(method, "GET"))
             return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use GET");
-        cJSON *j = gt_store_workers_json(h->store, gt_wall_ms(), err, sizeof err);
+        cJSON *j = gt_store_workers_json(h->rstore, gt_wall_ms(), err, sizeof err);
         if (!j)
             return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s", err);
         return gt_http_send_json(q, MHD_HTTP_OK, j);
@@ -341,6 +344,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 static void http_free(gt_http *h)
 {
     gt_events_free(h->events);
+    gt_http_cache_fini(&h->views);
+    if (h->own_rstore)
+        gt_store_close(h->rstore);
     gt_http_metrics_free(h->metrics);
     free(h);
 }
@@ -353,6 +359,21 @@ gt_http *gt_http_start(gt_store *s, const gt_http_opts *o, char *err, size_t err
         return NULL;
     }
     h->store = s;
+    if (gt_http_cache_init(&h->views)) {
+        free(h);
+        snprintf(err, errlen, "mutex init failed");
+        return NULL;
+    }
+    h->rstore = gt_store_open_reader(s, err, errlen);
+    if (h->rstore) {
+        h->own_rstore = 1;
+    } else if (err[0]) {
+        gt_http_cache_fini(&h->views);
+        free(h);
+        return NULL;
+    } else {
+        h->rstore = s; /* in-memory database: one connection for all */
+    }
     h->o = *o;
     h->start_time_s = (double)gt_wall_ms() / 1000.0;
     snprintf(h->data_dir, sizeof h->data_dir, "%s", o->data_dir ? o->data_dir : ".");
@@ -362,7 +383,7 @@ gt_http *gt_http_start(gt_store *s, const gt_http_opts *o, char *err, size_t err
     if (!h->o.max_body)
         h->o.max_body = 64u << 20;
     if (!(h->metrics = gt_http_metrics_new()) ||
-        !(h->events = gt_events_new(s, GT_EVENTS_MAX_STREAMS))) {
+        !(h->events = gt_events_new(h->rstore, GT_EVENTS_MAX_STREAMS))) {
         snprintf(err, errlen, "out of memory or threads");
         http_free(h);
         return NULL;

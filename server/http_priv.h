@@ -15,9 +15,26 @@
 
 typedef struct gt_events gt_events;
 
+/* http_cache.c: rendered run views, reused for GT_HTTP_VIEW_TTL_MS. */
+#define GT_HTTP_CACHE_SLOTS 16
+#define GT_HTTP_VIEW_TTL_MS 250.0
+typedef struct gt_http_cache {
+    pthread_mutex_t mu;
+    struct {
+        char key[48];
+        double at_ms;
+        char *text;
+    } e[GT_HTTP_CACHE_SLOTS];
+    size_t next;
+} gt_http_cache;
+
 struct gt_http {
     struct MHD_Daemon *d;
-    gt_store *store;
+    gt_store *store;            /* the writer: POST requests */
+    gt_store *rstore;           /* GET requests: a reader connection of its own, so
+                                   reads never hold up the worker dispatcher (WAL) */
+    int own_rstore;
+    gt_http_cache views;        /* GET /v1/runs and /v1/runs/{id}, briefly reused */
     gt_http_opts o;
     char data_dir[1024];
     char token[256];
@@ -68,5 +85,15 @@ enum MHD_Result gt_http_events(gt_req *q, int64_t run_id);
 /* status_page.c: the embedded web/ files ("/" is index.html). */
 int gt_http_is_static(const char *url);
 enum MHD_Result gt_http_static(gt_req *q, const char *url);
+
+/* http_cache.c */
+int gt_http_cache_init(gt_http_cache *c);
+void gt_http_cache_fini(gt_http_cache *c);
+/* A malloc'd copy of key's text when younger than ttl_ms, else NULL. */
+char *gt_http_cache_get(gt_http_cache *c, const char *key, double ttl_ms);
+void gt_http_cache_put(gt_http_cache *c, const char *key, const char *text);
+void gt_http_cache_clear(gt_http_cache *c);
+/* Sends j (taken) as 200 JSON and keeps its text under key. */
+enum MHD_Result gt_http_send_view(gt_req *q, const char *key, cJSON *j);
 
 #endif

@@ -110,7 +110,9 @@ enum MHD_Result gt_http_post_run(gt_req *q)
         goto out;
     }
     gt_run_created cr;
-    if (gt_store_create_run(h->store, &o, &res, &cr, err, sizeof err)) {
+    int created = gt_store_create_run(h->store, &o, &res, &cr, err, sizeof err);
+    gt_http_cache_clear(&h->views); /* the submitter's next GET sees the new run */
+    if (created) {
         gt_err("create run: %s", err);
         ret = gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
                                  "cannot create the run: %s", err);
@@ -147,7 +149,7 @@ static enum MHD_Result get_export(gt_req *q, int64_t id)
 {
     gt_http *h = q->h;
     char err[512], path[1200], source[400];
-    int ex = gt_store_run_exists(h->store, id);
+    int ex = gt_store_run_exists(h->rstore, id);
     if (ex == 0)
         return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
                                       (long long)id);
@@ -158,9 +160,9 @@ static enum MHD_Result get_export(gt_req *q, int64_t id)
     snprintf(path, sizeof path, "%s/export-run%lld-%d-%lld.db", h->data_dir, (long long)id,
              (int)getpid(), (long long)gt_wall_ms());
     snprintf(source, sizeof source, "%s/run/%lld", h->source, (long long)id);
-    gt_store_lock(h->store);
-    int rc = gt_export_run(gt_store_db(h->store), id, source, path, err, sizeof err);
-    gt_store_unlock(h->store);
+    gt_store_lock(h->rstore);
+    int rc = gt_export_run(gt_store_db(h->rstore), id, source, path, err, sizeof err);
+    gt_store_unlock(h->rstore);
     if (rc) {
         gt_err("export run %lld: %s", (long long)id, err);
         return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "export failed: %s",
@@ -192,7 +194,7 @@ static enum MHD_Result get_timeline(gt_req *q, int64_t id)
 {
     char err[512];
     int found = 0;
-    cJSON *j = gt_store_run_timeline(q->h->store, id, &found, err, sizeof err);
+    cJSON *j = gt_store_run_timeline(q->h->rstore, id, &found, err, sizeof err);
     if (!found)
         return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
                                       (long long)id);
@@ -210,20 +212,25 @@ enum MHD_Result gt_http_run_routes(gt_req *q, const char *method, int64_t id, co
     if (!*sub) {
         if (strcmp(method, "GET"))
             return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use GET");
-        cJSON *j = gt_store_run_json(h->store, id, gt_wall_ms(), &found, err, sizeof err);
+        char key[48];
+        snprintf(key, sizeof key, "run/%lld", (long long)id);
+        char *hit = gt_http_cache_get(&h->views, key, GT_HTTP_VIEW_TTL_MS);
+        if (hit)
+            return gt_http_send_text(q, MHD_HTTP_OK, "application/json", hit);
+        cJSON *j = gt_store_run_json(h->rstore, id, gt_wall_ms(), &found, err, sizeof err);
         if (!found)
             return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
                                       (long long)id);
         if (!j)
             return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s", err);
-        return gt_http_send_json(q, MHD_HTTP_OK, j);
+        return gt_http_send_view(q, key, j);
     }
     if (!strcmp(sub, "results")) {
         if (strcmp(method, "GET"))
             return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use GET");
         const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
         if (fmt && !strcmp(fmt, "csv")) {
-            char *csv = gt_store_results_csv(h->store, id, &found, err, sizeof err);
+            char *csv = gt_store_results_csv(h->rstore, id, &found, err, sizeof err);
             if (!found)
                 return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
                                       (long long)id);
@@ -234,7 +241,7 @@ enum MHD_Result gt_http_run_routes(gt_req *q, const char *method, int64_t id, co
         if (fmt && strcmp(fmt, "json"))
             return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL, "format=%s: use json or csv",
                                       fmt);
-        cJSON *j = gt_store_results_json(h->store, id, &found, err, sizeof err);
+        cJSON *j = gt_store_results_json(h->rstore, id, &found, err, sizeof err);
         if (!found)
             return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
                                       (long long)id);
@@ -251,6 +258,7 @@ enum MHD_Result gt_http_run_routes(gt_req *q, const char *method, int64_t id, co
         if (strcmp(method, "POST"))
             return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use POST");
         int r = gt_store_cancel_run(h->store, id, err, sizeof err);
+        gt_http_cache_clear(&h->views);
         if (r == 1)
             return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
                                       (long long)id);

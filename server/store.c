@@ -133,6 +133,42 @@ fail:
     return NULL;
 }
 
+gt_store *gt_store_open_reader(gt_store *w, char *err, size_t errlen)
+{
+    const char *path = sqlite3_db_filename(w->db, "main");
+    if (err && errlen)
+        err[0] = '\0';
+    if (!path || !*path)
+        return NULL;
+    gt_store *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (pthread_mutex_init(&s->mu, NULL) != 0) {
+        free(s);
+        snprintf(err, errlen, "mutex init failed");
+        return NULL;
+    }
+    int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "cannot open a reader on %s: %s", path,
+                 s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+        goto fail;
+    }
+    sqlite3_busy_timeout(s->db, 5000);
+    /* The schema and WAL mode are the writer's business (already done). */
+    if (gt_store_exec(s, "PRAGMA foreign_keys=ON", err, errlen))
+        goto fail;
+    return s;
+fail:
+    if (s->db)
+        sqlite3_close(s->db);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    return NULL;
+}
+
 void gt_store_close(gt_store *s)
 {
     if (!s)
