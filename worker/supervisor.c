@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,7 +362,7 @@ static int blame(jobrun *jr, const cJSON *cfg, int is_baseline, const char *reas
     r.config = (cJSON *)cfg;
     r.is_baseline = is_baseline;
     r.time_us = -1;
-    r.rel_err = 0.0 / 0.0;
+    r.rel_err = NAN;
     snprintf(r.reason, sizeof r.reason, "%s", reason);
     cJSON *o = gt_proto_result_to_json(&r);
     if (!o || !cJSON_AddItemToArray(jr->pending, o)) {
