@@ -173,6 +173,7 @@ void gt_store_close(gt_store *s)
 {
     if (!s)
         return;
+    sqlite3_finalize(s->ins_result);
     sqlite3_close(s->db);
     pthread_mutex_destroy(&s->mu);
     free(s);

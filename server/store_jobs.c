@@ -586,16 +586,20 @@ static int insert_result(gt_store *s, const job_row *j, int64_t job_id, int64_t 
         return -1;
     }
     const char *phase = strcmp(j->kind, "final") ? "screen" : "final";
-    sqlite3_stmt *st = gt_store_prep(
-        s,
-        "INSERT OR IGNORE INTO results(run_id, problem_id, job_id, backend, phase, config,"
-        " config_hash, is_baseline, time_us, spread, tflops, rel_err, valid, reason, worker_id,"
-        " device_model, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        err, errlen);
+    if (!s->ins_result)
+        s->ins_result = gt_store_prep(
+            s,
+            "INSERT OR IGNORE INTO results(run_id, problem_id, job_id, backend, phase, config,"
+            " config_hash, is_baseline, time_us, spread, tflops, rel_err, valid, reason, worker_id,"
+            " device_model, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            err, errlen);
+    sqlite3_stmt *st = s->ins_result;
     if (!st) {
         free(cfg);
         return -1;
     }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
     sqlite3_bind_int64(st, 1, j->run_id);
     sqlite3_bind_int64(st, 2, j->problem_id);
     sqlite3_bind_int64(st, 3, job_id);
@@ -619,8 +623,15 @@ static int insert_result(gt_store *s, const job_row *j, int64_t job_id, int64_t 
     sqlite3_bind_int64(st, 15, worker_id);
     gt_store_bind_text(st, 16, model);
     sqlite3_bind_int64(st, 17, now_ms);
-    free(cfg);
-    return gt_store_step_done(s, st, err, errlen);
+    int rc = sqlite3_step(st);
+    free(cfg); /* bound with SQLITE_TRANSIENT: sqlite keeps its own copy */
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "sqlite step: %s", sqlite3_errmsg(s->db));
+        sqlite3_reset(st);
+        return -1;
+    }
+    sqlite3_reset(st);
+    return 0;
 }
 
 static int insert_baseline(gt_store *s, const job_row *j, int64_t job_id, int64_t worker_id,

@@ -12,6 +12,9 @@
 struct gt_store {
     sqlite3 *db;
     pthread_mutex_t mu;
+    /* The one statement run per reported result, kept prepared: the
+     * dispatcher's hottest path (the rest are prepared per call). */
+    sqlite3_stmt *ins_result;
 };
 
 /* Prepares sql on the store's connection; NULL with err set. Statements are
