@@ -247,6 +247,24 @@ static int parse_bool_opt(const char *key, const char *v, int *out, char *err, s
 int gt_run_opts_set(gt_run_opts *o, const char *key, const char *v, char *err, size_t errlen)
 {
     long long x;
+    /* The integer options: name, accepted range, field. */
+    const struct {
+        const char *name;
+        long long lo, hi;
+        int *dst;
+    } ints[] = {
+        {"budget", 0, 1000000, &o->budget}, {"shard_size", 1, 100000, &o->shard_size},
+        {"final_k", 1, 64, &o->final_k},    {"ncpu", 1, 4096, &o->ncpu},
+        {"repeats", 1, 1000, &o->repeats},  {"warmup", 0, 1000, &o->warmup},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (strcmp(key, ints[i].name))
+            continue;
+        if (parse_int_opt(key, v, ints[i].lo, ints[i].hi, &x, err, errlen))
+            return -1;
+        *ints[i].dst = (int)x;
+        return 0;
+    }
     if (!strcmp(key, "name")) {
         if (strlen(v) >= sizeof o->name) {
             snprintf(err, errlen, "option name: longer than %zu characters", sizeof o->name - 1);
@@ -276,34 +294,10 @@ int gt_run_opts_set(gt_run_opts *o, const char *key, const char *v, char *err, s
                      "option format=%s: must be auto, hipblaslt, tunableop, cublaslt, csv or yaml", v);
             return -1;
         }
-    } else if (!strcmp(key, "budget")) {
-        if (parse_int_opt(key, v, 0, 1000000, &x, err, errlen))
-            return -1;
-        o->budget = (int)x;
-    } else if (!strcmp(key, "shard_size")) {
-        if (parse_int_opt(key, v, 1, 100000, &x, err, errlen))
-            return -1;
-        o->shard_size = (int)x;
-    } else if (!strcmp(key, "final_k")) {
-        if (parse_int_opt(key, v, 1, 64, &x, err, errlen))
-            return -1;
-        o->final_k = (int)x;
-    } else if (!strcmp(key, "ncpu")) {
-        if (parse_int_opt(key, v, 1, 4096, &x, err, errlen))
-            return -1;
-        o->ncpu = (int)x;
     } else if (!strcmp(key, "seed")) {
         if (parse_int_opt(key, v, 0, INT64_MAX, &x, err, errlen))
             return -1;
         o->seed = (uint64_t)x;
-    } else if (!strcmp(key, "repeats")) {
-        if (parse_int_opt(key, v, 1, 1000, &x, err, errlen))
-            return -1;
-        o->repeats = (int)x;
-    } else if (!strcmp(key, "warmup")) {
-        if (parse_int_opt(key, v, 0, 1000, &x, err, errlen))
-            return -1;
-        o->warmup = (int)x;
     } else if (!strcmp(key, "skip_invalid")) {
         return parse_bool_opt(key, v, &o->log.skip_invalid, err, errlen);
     } else if (!strcmp(key, "threshold") || !strcmp(key, "min_time_ms")) {
