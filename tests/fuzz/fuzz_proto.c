@@ -207,6 +207,9 @@ static void fuzz_run_opts(const cJSON *obj)
     err[0] = '\0';
     if (gt_run_opts_from_json(&o, obj, err, sizeof err) != 0) {
         FUZZ_REQUIRE(err[0] != '\0' && terminated(err, sizeof err));
+        /* A "candidates" array read before the bad option stays owned by
+         * o, exactly as in server/http_runs.c. */
+        gt_run_opts_fini(&o);
         return;
     }
     /* The ranges of README.md's run options (server/store.c enforces them). */
@@ -221,6 +224,13 @@ static void fuzz_run_opts(const cJSON *obj)
     FUZZ_REQUIRE(o.log.format >= GT_LOG_AUTO && o.log.format <= GT_LOG_YAML);
     FUZZ_REQUIRE(isfinite(o.min_time_ms) && o.min_time_ms >= 0);
     FUZZ_REQUIRE(isfinite(o.log.threshold) && o.log.threshold >= 0 && o.log.threshold <= 1);
+    /* candidates, when given, is the JSON array text of config objects. */
+    if (o.candidates) {
+        cJSON *c = cJSON_Parse(o.candidates);
+        FUZZ_REQUIRE(cJSON_IsArray(c));
+        cJSON_Delete(c);
+    }
+    gt_run_opts_fini(&o);
 }
 
 /* Runs every object-level reader on obj and recurses into its children. */
