@@ -12,7 +12,7 @@
  *   cuda_bench.c   prepare (buffers, inputs, heuristic list) / time
  *   bk_cuda.c      open / close / build / release and the vtable
  *   gen_*.c        generated-kernel families ("gemv", test-only "fault"):
- *                  gen_gemv.h (pure host: configs, pruning, template),
+ *                  gen/gen_gemv.h (pure host: configs, pruning, template),
  *                  gen_cuda.h (NVRTC caches and pool, build/run/validate)
  *
  * Everything that needs a GPU lives behind gt_bk_ctx; the rest is plain host

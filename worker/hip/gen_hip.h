@@ -1,5 +1,5 @@
 /* gen_hip.h: the HIP port of the generated "gemv" family (module prefix
- * gt_hip_): the same template (worker/cuda/gen_src.c) instantiated for AMD
+ * gt_hip_): the same template (gen/gemv_src.c) instantiated for AMD
  * (GT_HIP=1: wave64, f32 FMAs and quad shuffles instead of mma.sync, plain
  * or non-temporal vector loads instead of cp.async) and compiled with hipRTC
  * for gfx90a (MI200) and gfx942 (MI300) when the installed compiler knows it.

@@ -1,4 +1,4 @@
-/* gen_src.c: the "gemv" family's kernel template and the fault kernels,
+/* gemv_src.c: the "gemv" family's kernel template and the fault kernels,
  * as source text that NVRTC (CUDA) and hipRTC (HIP) compile at run time,
  * and the -D definitions that instantiate the template for a config
  * (gen_gemv.h describes the kernel). Pure host C.

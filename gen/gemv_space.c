@@ -1,4 +1,4 @@
-/* gen_space.c: the "gemv" family's configs (JSON <-> struct, canonical text),
+/* gemv_space.c: the "gemv" family's configs (JSON <-> struct, canonical text),
  * the fault configs, and the family's space for a problem: the raw cross
  * product of the attribute values, pruned by rules that each give their
  * reason, then ranked by a bandwidth model and cut to a cap. Pure host C.
