@@ -4,7 +4,15 @@
  * --wait` poll these views many times a second across clients. Serving the
  * same text for 250 ms keeps the cost per second bounded whatever the
  * polling rate; any POST (new run, cancel) drops the cache so a client
- * always sees its own change at once. */
+ * always sees its own change at once.
+ *
+ * Expiry is single-flight: the first request to find a view expired renders
+ * it, and until its text is put back every other request for that view gets
+ * the previous text (at most GT_HTTP_VIEW_STALE_MS old). Without that, every
+ * connection polling the view renders it at once each time it expires, and
+ * those requests (~15 ms each, all competing for the cores the dispatcher
+ * needs) were the whole p99 of the coordinator benchmark (36 ms at 99k
+ * req/s on 16 cores; bench/coord_bench.sh). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +38,18 @@ char *gt_http_cache_get(gt_http_cache *c, const char *key, double ttl_ms)
     double now = gt_mono_ms();
     pthread_mutex_lock(&c->mu);
     for (size_t i = 0; i < GT_HTTP_CACHE_SLOTS; i++) {
-        if (c->e[i].text && !strcmp(c->e[i].key, key) && now - c->e[i].at_ms < ttl_ms) {
+        if (!c->e[i].text || strcmp(c->e[i].key, key))
+            continue;
+        double age = now - c->e[i].at_ms;
+        int fresh = age < ttl_ms;
+        /* Expired: serve it stale while one request re-renders; a renderer
+         * that failed (never put) is replaced after a TTL of its own. */
+        int refreshing = c->e[i].refresh_ms > 0 && now - c->e[i].refresh_ms < ttl_ms;
+        if (fresh || (refreshing && age < ttl_ms + GT_HTTP_VIEW_STALE_MS))
             copy = strdup(c->e[i].text);
-            break;
-        }
+        else
+            c->e[i].refresh_ms = now; /* this caller renders */
+        break;
     }
     pthread_mutex_unlock(&c->mu);
     return copy;
@@ -56,6 +72,7 @@ void gt_http_cache_put(gt_http_cache *c, const char *key, const char *text)
     free(c->e[slot].text);
     c->e[slot].text = copy;
     c->e[slot].at_ms = gt_mono_ms();
+    c->e[slot].refresh_ms = 0;
     strcpy(c->e[slot].key, key);
     pthread_mutex_unlock(&c->mu);
 }

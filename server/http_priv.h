@@ -15,14 +15,18 @@
 
 typedef struct gt_events gt_events;
 
-/* http_cache.c: rendered run views, reused for GT_HTTP_VIEW_TTL_MS. */
+/* http_cache.c: rendered run views, reused for GT_HTTP_VIEW_TTL_MS; one
+ * request re-renders an expired view while the others get the previous text
+ * for up to GT_HTTP_VIEW_STALE_MS more. */
 #define GT_HTTP_CACHE_SLOTS 16
 #define GT_HTTP_VIEW_TTL_MS 250.0
+#define GT_HTTP_VIEW_STALE_MS 1000.0
 typedef struct gt_http_cache {
     pthread_mutex_t mu;
     struct {
         char key[48];
-        double at_ms;
+        double at_ms;         /* when text was rendered */
+        double refresh_ms;    /* when a request was sent to re-render it, 0: none */
         char *text;
     } e[GT_HTTP_CACHE_SLOTS];
     size_t next;
@@ -89,7 +93,9 @@ enum MHD_Result gt_http_static(gt_req *q, const char *url);
 /* http_cache.c */
 int gt_http_cache_init(gt_http_cache *c);
 void gt_http_cache_fini(gt_http_cache *c);
-/* A malloc'd copy of key's text when younger than ttl_ms, else NULL. */
+/* A malloc'd copy of key's text when younger than ttl_ms, or when older but
+ * another request is re-rendering it (stale-while-revalidate, bounded by
+ * GT_HTTP_VIEW_STALE_MS). NULL: the caller renders and puts the view. */
 char *gt_http_cache_get(gt_http_cache *c, const char *key, double ttl_ms);
 void gt_http_cache_put(gt_http_cache *c, const char *key, const char *text);
 void gt_http_cache_clear(gt_http_cache *c);
