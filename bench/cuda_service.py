@@ -181,12 +181,27 @@ def main():
                 p.kill()
 
 
+def family(cfg):
+    """The candidate family of a config: "cublaslt" (the library) or a generated one."""
+    if isinstance(cfg, str):
+        try:
+            cfg = json.loads(cfg)
+        except ValueError:
+            return "?"
+    return (cfg or {}).get("family", "cublaslt") if isinstance(cfg, dict) else "?"
+
+
 def report(run, res, bw, rate, ngpu, wall):
     per = {}
+    fams = {}  # problem -> family -> best valid time (screen and final alike)
     for r in res:
         d = per.setdefault(r["problem_id"], {"screen": 0, "t0": None, "t1": None})
         if r["phase"] == "screen":
             d["screen"] += 1
+        if r.get("valid") and r.get("time_us"):
+            f = fams.setdefault(r["problem_id"], {})
+            fam = family(r.get("config"))
+            f[fam] = min(f.get(fam, float("inf")), r["time_us"])
         t = r.get("created_ms")
         if t is not None:
             d["t0"] = t if d["t0"] is None else min(d["t0"], t)
@@ -220,6 +235,25 @@ def report(run, res, bw, rate, ngpu, wall):
             small_s += span
         print(f"{lab:<28}{bu:10.2f}{t:10.2f}{up:8.3f}{flops / (t * 1e-6) / 1e12:9.1f}{roof:>7}"
               f"{d['screen']:7d}{span:8.2f}")
+    # Library vs generated: the best valid time of each family per GEMM (a
+    # family's best may come from the quick screen, the winner's from the
+    # precise final re-timing, so compare the family columns to each other).
+    gen_names = sorted({f for d in fams.values() for f in d if f != "cublaslt"})
+    if gen_names:
+        print(f"\n{'GEMM (m x n x k)':<28}{'lib us':>10}" + "".join(f"{g + ' us':>11}" for g in gen_names)
+              + f"{'gen/lib':>9}  winner (final)")
+        wins = {}
+        for b in sorted(run["best"], key=lambda b: b["problem_id"]):
+            lab = b["label"].replace("bf16 TN ", "")
+            f = fams.get(b["problem_id"], {})
+            lib = f.get("cublaslt")
+            gbest = min((f[g] for g in gen_names if g in f), default=None)
+            win = family(b.get("config")) if b.get("time_us") else "-"
+            wins[win] = wins.get(win, 0) + 1
+            cols = "".join(f"{f[g]:11.2f}" if g in f else f"{'-':>11}" for g in gen_names)
+            ratio = f"{lib / gbest:9.3f}" if lib and gbest else f"{'-':>9}"
+            print(f"{lab:<28}{lib if lib else float('nan'):10.2f}{cols}{ratio}  {win}")
+        print("winners by family: " + ", ".join(f"{k} {v}" for k, v in sorted(wins.items())))
     if ups:
         geo = math.exp(sum(math.log(u) for u in ups) / len(ups))
         ncand = sum(d["screen"] for d in per.values())
