@@ -21,7 +21,11 @@
  *   gen         (--gen, alone) the generated "gemv" family against cuBLASLt on
  *               the n = 1 and n = 16 shapes: copy bandwidth, compile throughput
  *               and cache hit rates, best of each, GB/s and % of copy
- *               bandwidth (worker/cuda/gen_bench.c).
+ *               bandwidth (worker/cuda/gen_bench.c);
+ *   mma         (--mma, alone) the generated tensor-core "mma" family against
+ *               cuBLASLt on the n = 16, 128, 2048 shapes: compile throughput,
+ *               every kept config validated, TFLOP/s and % of cuBLASLt's best
+ *               (worker/cuda/mma_bench.c).
  *
  * Exit status 0 when everything that must work worked. */
 #include <cjson/cJSON.h>
@@ -38,7 +42,7 @@
 typedef struct opts {
     int device;
     int quick;
-    int coverage, validation, shapes, big, gen, keep_cache;
+    int coverage, validation, shapes, big, gen, mma, keep_cache;
     int max_cands;
     double min_time_ms;
     int repeats;
@@ -681,12 +685,13 @@ static void usage(void)
             "usage: gt-cuda-selftest [--device N] [--quick] [--coverage-only | --no-coverage |\n"
             "         --validation-only] [--big]\n"
             "         [--shapes MxNxK,...] [--max-cands N] [--min-time MS] [--repeats N]\n"
-            "         [--top N] [--rounds N] [--tokens 1|16|128] [--gen [--keep-cache]]\n"
+            "         [--top N] [--rounds N] [--tokens 1|16|128|2048] [--gen | --mma [--keep-cache]]\n"
             "  --quick        coverage + validation + the n=1 shapes, at most 500 candidates each\n"
             "  --coverage-only  coverage and validation, no shapes; --no-coverage: shapes only\n"
             "  --big          also prepare/validate cost on 128256x8192x4096 and two more\n"
             "  --gen          only the generated gemv family vs cuBLASLt (n = 1 and 16, or\n"
             "                 --tokens); compiles into a fresh cache unless --keep-cache\n"
+            "  --mma          only the generated mma family vs cuBLASLt (n = 16, 128, 2048, or --tokens)\n"
             "  --tokens N     only the Llama-3-8B shapes with n = N tokens\n"
             "  --shapes       bf16 TN shapes (BLAS m x n x k) instead of Llama-3-8B\n"
             "  --max-cands    enumeration cap per shape (default 4000)\n"
@@ -713,6 +718,9 @@ int main(int argc, char **argv)
             o.big = 1;
         } else if (strcmp(a, "--gen") == 0) {
             o.gen = 1;
+            o.coverage = o.validation = o.shapes = 0;
+        } else if (strcmp(a, "--mma") == 0) {
+            o.mma = 1;
             o.coverage = o.validation = o.shapes = 0;
         } else if (strcmp(a, "--keep-cache") == 0) {
             o.keep_cache = 1;
@@ -763,6 +771,11 @@ int main(int argc, char **argv)
                                 .min_time_ms = o.min_time_ms, .rounds = o.rounds,
                                 .fresh_cache = !o.keep_cache};
         failures += gt_gen_bench(bk, ctx, &go);
+    }
+    if (o.mma) {
+        gt_gen_bench_opts go = {.tokens = o.tokens, .max_cands = o.max_cands, .min_time_ms = o.min_time_ms,
+                                .rounds = o.rounds, .fresh_cache = !o.keep_cache};
+        failures += gt_mma_bench(bk, ctx, &go);
     }
     if (o.shapes) {
         shape shapes[64];

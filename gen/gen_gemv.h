@@ -51,6 +51,7 @@ typedef enum {
     GT_FAM_CUBLASLT = 0, /* no "family" key, or "family":"cublaslt" */
     GT_FAM_GEMV = 1,     /* "family":"gemv" */
     GT_FAM_FAULT = 2,    /* "family":"fault": test-only fault injection */
+    GT_FAM_MMA = 3,      /* "family":"mma": tensor-core tiled GEMMs (gen_mma.h) */
 } gt_gen_family_t;
 
 /* Family of a config object; GT_FAM_UNKNOWN for a family name we do not know
@@ -103,6 +104,11 @@ typedef struct gt_gen_dev {
     int max_regs_thread;
     int max_warps_sm;
     double dram_bw;          /* bytes/s, for the ranking model only */
+    /* what the "mma" family's rules and model also look at */
+    int smem_optin;          /* dynamic shared memory one block may opt in to, bytes */
+    int smem_sm;             /* shared memory per SM, bytes */
+    int64_t l2_bytes;        /* L2 cache size */
+    double tc_flops;         /* reachable dense bf16 mma.sync flop/s (model only) */
 } gt_gen_dev;
 
 /* H100 SXM-like limits for sm >= 90, A100-like below; used by tests and as a
@@ -163,8 +169,9 @@ extern const char gt_gen_fault_src[];
 int gt_gen_defines(const gt_problem *p, const gt_gen_cfg *c, int hip,
                    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN]);
 
-/* Kernel arguments (the template's struct gt_gemv_args, by value): 8-byte
- * members only, so host and device layouts agree. */
+/* Kernel arguments (the template's struct gt_gemv_args, by value; the "mma"
+ * template's gt_mma_args has the same layout): 8-byte members only, so host
+ * and device layouts agree. */
 typedef struct gt_gen_args {
     const void *a, *b, *c, *bias;
     void *d;

@@ -8,11 +8,13 @@
  *   GT_CUDA_WORKSPACE_MB     cuBLASLt workspace (default 32, what PyTorch gives it)
  *   GT_CUDA_MAX_CANDIDATES   enumeration cap (default 4000)
  *   GT_CUDA_ENUM_SECONDS     enumeration time budget (default 60)
- *   GT_CUDA_GEN_MAX          generated "gemv" configs per problem (default 48, 0 = off)
+ *   GT_CUDA_GEN_MAX          generated "gemv" configs per problem (default 48, 0 = every
+ *                            generated family off)
+ *   GT_CUDA_MMA_MAX          generated "mma" configs per problem (default 32, 0 = off)
  *   GT_CUDA_EXIT_ON_STICKY   0: keep the process after a sticky error (default 1: exit
  *                            with GT_CUDA_STICKY_EXIT so the supervisor restarts it)
  *
- * Configs with "family":"gemv" or "fault" are generated kernels (gen_run.c);
+ * Configs with "family":"gemv", "mma" or "fault" are generated kernels (gen_run.c);
  * anything else is a cuBLASLt config. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -228,7 +230,7 @@ static int cuda_build(gt_bk_prob *pp, const cJSON *cfg, gt_bk_cand **out, char *
     *out = NULL;
     int fam = gt_gen_family(cfg);
     if (fam == GT_FAM_UNKNOWN) {
-        snprintf(err, errlen, "cuda: config family unknown (cublaslt, gemv or fault)");
+        snprintf(err, errlen, "cuda: config family unknown (cublaslt, gemv, mma or fault)");
         return -1;
     }
     gt_bk_cand *c = calloc(1, sizeof *c);

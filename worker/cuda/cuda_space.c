@@ -42,8 +42,9 @@
  * are all kept and the rest is an evenly strided sample in enumeration order,
  * so every algo id stays represented.
  *
- * Generated families (gen_gemv.h): the "gemv" family's configs that survive
- * its pruning are woven in after the heuristic's first GEN_AFTER results
+ * Generated families (gen_gemv.h, gen_mma.h): the "gemv" and "mma"
+ * families' configs that survive their pruning (gt_gen_enumerate alternates
+ * the two, each best first) are woven in after the heuristic's first GEN_AFTER results
  * (GEN_AFTER of them, then the rest of the heuristic's, then the rest of the
  * family's, then the enumerated configs), so that a small budget (the
  * coordinator keeps the first `budget` entries, or with strategy random the

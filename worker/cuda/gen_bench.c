@@ -176,7 +176,8 @@ static int shape_one(const gt_backend *bk, gt_bk_ctx *ctx, const char *name, gt_
     gt_timing_opts quick = {.min_time_ms = o->min_time_ms, .warmup = 1, .repeats = 3};
     for (int i = 0; i < n; i++) {
         const cJSON *cfg = cJSON_GetArrayItem(cands, i);
-        int isgen = gt_gen_family(cfg) == GT_FAM_GEMV;
+        int fam = gt_gen_family(cfg);
+        int isgen = fam == GT_FAM_GEMV || fam == GT_FAM_MMA; /* else a cuBLASLt config */
         gt_bk_cand *c = NULL;
         double e = NAN;
         gt_timing t;

@@ -1,5 +1,6 @@
-/* gen_bench.h: the generated family's benchmark, run by gt-cuda-selftest --gen
- * (gen_bench.c says what it measures). Needs a GPU. */
+/* gen_bench.h: the generated families' benchmarks, run by gt-cuda-selftest
+ * --gen ("gemv", gen_bench.c) and --mma ("mma", mma_bench.c), which say what
+ * they measure. Need a GPU. */
 #ifndef GEN_BENCH_H
 #define GEN_BENCH_H
 
@@ -7,7 +8,7 @@
 #include "gt_cuda.h"
 
 typedef struct gt_gen_bench_opts {
-    int tokens;          /* only n = tokens (1 or 16); 0: both */
+    int tokens;          /* only n = tokens (gemv: 1 or 16; mma: 16, 128, 2048); 0: all */
     int max_cands;       /* cuBLASLt enumeration cap per shape */
     double min_time_ms;  /* quick screen per repeat */
     int rounds;          /* interleaved re-timing rounds (<= 32) */
@@ -18,5 +19,7 @@ typedef struct gt_gen_bench_opts {
 double gt_gen_copy_bandwidth(gt_bk_ctx *ctx);
 /* Prints the section; returns the number of failures. */
 int gt_gen_bench(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_opts *o);
+/* The mma section (tokens: 16, 128 or 2048; 0 all); returns the failures. */
+int gt_mma_bench(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_opts *o);
 
 #endif

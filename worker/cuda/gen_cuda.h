@@ -1,8 +1,9 @@
 /* gen_cuda.h: the CUDA side of the generated-kernel families (module prefix
  * gt_gen_): NVRTC compiles through an in-process and an on-disk
  * content-addressed cache fed by a small thread pool (gen_nvrtc.c), and the
- * backend hooks that enumerate, build, run, validate and describe "gemv" and
- * "fault" candidates (gen_run.c). gen_gemv.h is the pure-host half. */
+ * backend hooks that enumerate, build, run, validate and describe "gemv",
+ * "mma" and "fault" candidates (gen_run.c). gen_gemv.h and gen_mma.h are
+ * the pure-host half. */
 #ifndef GEN_CUDA_H
 #define GEN_CUDA_H
 
@@ -72,17 +73,20 @@ int gt_gen_cache_dir(char *buf, size_t len);
 void gt_gen_ctx_close(gt_bk_ctx *ctx);
 /* The device as the pruning rules see it (queried once per context). */
 int gt_gen_device(gt_bk_ctx *ctx, gt_gen_dev *d, char *err, size_t errlen);
-/* The family's kept configs for p on ctx's device as a new JSON array (empty
- * when it does not apply), best first; their compiles start in the
- * background. *pruned: how many configs of the raw space were pruned. The
- * cap is GT_CUDA_GEN_MAX (default GT_GEN_DEFAULT_CAP, 0 turns the family off). */
+/* The families' kept configs for p on ctx's device as a new JSON array
+ * (empty when none applies): "gemv" and "mma" alternate, each best first;
+ * their compiles start in the background. *pruned: how many configs of the
+ * raw spaces were pruned. Caps: GT_CUDA_GEN_MAX for gemv (default
+ * GT_GEN_DEFAULT_CAP; 0 turns every family off), GT_CUDA_MMA_MAX for mma
+ * (default GT_MMA_DEFAULT_CAP; 0 turns it off). */
 int gt_gen_enumerate(gt_bk_ctx *ctx, const gt_problem *p, struct cJSON **arr, int *pruned,
                      char *err, size_t errlen);
 /* prepare: starts the compiles of the problem's family configs (never fails
  * the problem); unprepare frees the workspace. */
 void gt_gen_prepare(gt_bk_prob *pp);
 void gt_gen_unprepare(gt_bk_prob *pp);
-/* build of a "gemv" or "fault" config (family as gt_gen_family). */
+/* build of a "gemv", "mma" or "fault" config (family as gt_gen_family); a
+ * config a rule prunes for the problem fails with the rule's reason. */
 int gt_gen_build(gt_bk_prob *pp, const struct cJSON *cfg, int family, gt_bk_cand *c, char *err,
                  size_t errlen);
 void gt_gen_release(gt_bk_cand *c);

@@ -1,7 +1,7 @@
-/* gen_run.c: the cuda backend's generated-kernel candidates ("gemv", and the
- * test-only "fault" family): their place in enumeration, their build (NVRTC
- * image from gen_nvrtc.c's caches, module loaded once per device context,
- * launched through the driver API like the helper kernels), and validate /
+/* gen_run.c: the cuda backend's generated-kernel candidates ("gemv", "mma",
+ * and the test-only "fault" family): their place in enumeration, their build
+ * (NVRTC image from gen_nvrtc.c's caches, module loaded once per device
+ * context, launched through the driver API like the helper kernels), and validate /
  * run exactly like a cuBLASLt candidate: the same poisoned D, the same
  * validation set, reference and GPU comparison, the same rotating sets and
  * events in time() (cuda_bench.c calls gt_gen_run where it would call
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gen_cuda.h"
+#include "gen_mma.h"
 #include "gt_util.h"
 
 typedef CUresult(CUDAAPI *pfn_load)(CUmodule *, const void *);
@@ -21,6 +22,7 @@ typedef CUresult(CUDAAPI *pfn_launch)(CUfunction, unsigned, unsigned, unsigned, 
                                       unsigned, unsigned, CUstream, void **, void **);
 typedef CUresult(CUDAAPI *pfn_attr)(int *, CUfunction_attribute, CUfunction);
 typedef CUresult(CUDAAPI *pfn_errname)(CUresult, const char **);
+typedef CUresult(CUDAAPI *pfn_setattr)(CUfunction, CUfunction_attribute, int);
 
 typedef struct gen_mod {
     uint64_t key;
@@ -38,6 +40,7 @@ struct gt_gen_ctx {
     pfn_launch launch;
     pfn_attr attr;
     pfn_errname errname;
+    pfn_setattr setattr;
     gen_mod **mods;           /* each allocated alone: candidates keep pointers */
     int nmods, capmods;
     void *flag;               /* a zeroed word nobody sets: the hang fault spins on it */
@@ -53,7 +56,8 @@ struct gt_gen_prob {
 
 struct gt_gen_cand {
     int family, fault;
-    gt_gen_cfg cfg;
+    gt_gen_cfg cfg;           /* "gemv" */
+    gt_mma_cfg mcfg;          /* "mma" */
     gt_gen_geom geom;
     const gen_mod *m;
     double compile_ms, build_ms;
@@ -89,7 +93,8 @@ static gt_gen_ctx *gctx(gt_bk_ctx *ctx, char *err, size_t errlen)
         entry("cuModuleGetFunction", (void **)&g->getfn, err, errlen) ||
         entry("cuLaunchKernel", (void **)&g->launch, err, errlen) ||
         entry("cuFuncGetAttribute", (void **)&g->attr, err, errlen) ||
-        entry("cuGetErrorName", (void **)&g->errname, err, errlen)) {
+        entry("cuGetErrorName", (void **)&g->errname, err, errlen) ||
+        entry("cuFuncSetAttribute", (void **)&g->setattr, err, errlen)) {
         free(g);
         return NULL;
     }
@@ -128,10 +133,18 @@ int gt_gen_device(gt_bk_ctx *ctx, gt_gen_dev *d, char *err, size_t errlen)
     if (!g)
         return -1;
     if (!g->have_dev) {
-        int smem = 0, regs = 0, thr_sm = 0, thr_blk = 0, clk = 0, bus = 0;
+        int smem = 0, regs = 0, thr_sm = 0, thr_blk = 0, clk = 0, bus = 0, optin = 0, smem_sm = 0;
         gt_gen_dev_default(&g->dev, ctx->sm, ctx->sms);
         if (cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlock, ctx->dev) == cudaSuccess && smem > 0)
             g->dev.smem_block = smem;
+        if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx->dev) == cudaSuccess &&
+            optin > 0)
+            g->dev.smem_optin = optin;
+        if (cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, ctx->dev) ==
+                cudaSuccess && smem_sm > 0)
+            g->dev.smem_sm = smem_sm;
+        if (ctx->l2_bytes > 0)
+            g->dev.l2_bytes = ctx->l2_bytes;
         if (cudaDeviceGetAttribute(&regs, cudaDevAttrMaxRegistersPerMultiprocessor, ctx->dev) == cudaSuccess && regs > 0)
             g->dev.regs_sm = regs;
         if (cudaDeviceGetAttribute(&thr_sm, cudaDevAttrMaxThreadsPerMultiProcessor, ctx->dev) == cudaSuccess && thr_sm > 0)
@@ -149,14 +162,19 @@ int gt_gen_device(gt_bk_ctx *ctx, gt_gen_dev *d, char *err, size_t errlen)
     return 0;
 }
 
-static int gen_cap(void)
+static int env_cap(const char *name, int dflt)
 {
-    const char *s = getenv("GT_CUDA_GEN_MAX");
+    const char *s = getenv(name);
     if (!s || !*s)
-        return GT_GEN_DEFAULT_CAP;
+        return dflt;
     int v = atoi(s);
     return v < 0 ? 0 : v;
 }
+
+/* GT_CUDA_GEN_MAX caps "gemv" and, at 0, turns every generated family off;
+ * GT_CUDA_MMA_MAX caps "mma" (0 turns it alone off). */
+static int gen_cap(void) { return env_cap("GT_CUDA_GEN_MAX", GT_GEN_DEFAULT_CAP); }
+static int mma_cap(void) { return gen_cap() ? env_cap("GT_CUDA_MMA_MAX", GT_MMA_DEFAULT_CAP) : 0; }
 
 /* ---- compiling ------------------------------------------------------------------------ */
 
@@ -170,31 +188,57 @@ static int gemv_opts(const gt_problem *p, const gt_gen_cfg *c, char defs[GT_GEN_
     return n;
 }
 
-/* Starts the background compiles of the kept configs of p. */
-static void precompile(gt_bk_ctx *ctx, const gt_problem *p, const gt_gen_space *s)
+static int mma_opts(const gt_problem *p, const gt_mma_cfg *c, char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN],
+                    const char *opts[GT_GEN_MAX_DEFS])
 {
-    for (int i = 0; i < s->nkeep; i++) {
-        char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
-        const char *opts[GT_GEN_MAX_DEFS];
-        int n = gemv_opts(p, &s->keep[i], defs, opts);
+    int n = gt_mma_defines(p, c, defs);
+    for (int i = 0; i < n; i++)
+        opts[i] = defs[i];
+    return n;
+}
+
+/* Starts the background compiles of the kept configs of p. */
+static void precompile(gt_bk_ctx *ctx, const gt_problem *p, const gt_gen_space *s, const gt_mma_space *ms)
+{
+    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+    const char *opts[GT_GEN_MAX_DEFS];
+    /* alternately, as enumerate lists them, so a small budget finds both ready */
+    for (int i = 0; i < s->nkeep || i < ms->nkeep; i++) {
+        int n = i < s->nkeep ? gemv_opts(p, &s->keep[i], defs, opts) : 0;
         if (n > 0)
             (void)gt_gen_request(gt_gen_gemv_src, "gt_gemv", opts, n, ctx->sm, 1, NULL);
+        n = i < ms->nkeep ? mma_opts(p, &ms->keep[i], defs, opts) : 0;
+        if (n > 0)
+            (void)gt_gen_request(gt_gen_mma_src, "gt_mma", opts, n, ctx->sm, 1, NULL);
     }
 }
 
-static int space_of(gt_bk_ctx *ctx, const gt_problem *p, gt_gen_space *s, char *err, size_t errlen)
+/* Both families' spaces for p (empty where a cap turns one off). */
+static int space_of(gt_bk_ctx *ctx, const gt_problem *p, gt_gen_space *s, gt_mma_space *ms, char *err,
+                    size_t errlen)
 {
     gt_gen_dev d;
     memset(s, 0, sizeof *s);
-    int cap = gen_cap();
+    memset(ms, 0, sizeof *ms);
+    int cap = gen_cap(), mcap = mma_cap();
     if (cap == 0) {
         snprintf(s->why, sizeof s->why, "GT_CUDA_GEN_MAX=0: generated families off");
+        snprintf(ms->why, sizeof ms->why, "GT_CUDA_GEN_MAX=0: generated families off");
         return 0;
     }
     if (gt_gen_device(ctx, &d, err, errlen) != 0)
         return -1;
     if (gt_gen_prune(p, &d, cap, s) != 0) {
         snprintf(err, errlen, "cuda: out of host memory pruning the gemv family");
+        return -1;
+    }
+    if (mcap == 0) {
+        snprintf(ms->why, sizeof ms->why, "GT_CUDA_MMA_MAX=0: the mma family is off");
+        return 0;
+    }
+    if (gt_mma_prune(p, &d, mcap, ms) != 0) {
+        gt_gen_space_free(s);
+        snprintf(err, errlen, "cuda: out of host memory pruning the mma family");
         return -1;
     }
     return 0;
@@ -204,27 +248,35 @@ int gt_gen_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **arr, int *prun
                      size_t errlen)
 {
     gt_gen_space s;
+    gt_mma_space ms;
     *arr = NULL;
     *pruned = 0;
-    if (space_of(ctx, p, &s, err, errlen) != 0)
+    if (space_of(ctx, p, &s, &ms, err, errlen) != 0)
         return -1;
+    /* the families alternate, each best first, so that the coordinator's
+     * first `budget` entries hold the best guesses of both */
     cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < s.nkeep; i++) {
-        cJSON *j = gt_gen_cfg_to_json(&s.keep[i]);
-        if (!j || !cJSON_AddItemToArray(a, j)) {
-            cJSON_Delete(j);
-            cJSON_Delete(a);
-            a = NULL;
+    for (int i = 0; a && (i < s.nkeep || i < ms.nkeep); i++)
+        for (int f = 0; a && f < 2; f++) {
+            if (f == 0 ? i >= s.nkeep : i >= ms.nkeep)
+                continue;
+            cJSON *j = f == 0 ? gt_gen_cfg_to_json(&s.keep[i]) : gt_mma_cfg_to_json(&ms.keep[i]);
+            if (!j || !cJSON_AddItemToArray(a, j)) {
+                cJSON_Delete(j);
+                cJSON_Delete(a);
+                a = NULL;
+            }
         }
-    }
     if (!a) {
         gt_gen_space_free(&s);
+        gt_mma_space_free(&ms);
         snprintf(err, errlen, "cuda: out of host memory");
         return -1;
     }
-    precompile(ctx, p, &s);
-    *pruned = s.npruned;
+    precompile(ctx, p, &s, &ms);
+    *pruned = s.npruned + ms.npruned;
     gt_gen_space_free(&s);
+    gt_mma_space_free(&ms);
     *arr = a;
     return 0;
 }
@@ -233,10 +285,12 @@ void gt_gen_prepare(gt_bk_prob *pp)
 {
     char err[256];
     gt_gen_space s;
+    gt_mma_space ms;
     pp->gen = calloc(1, sizeof *pp->gen);
-    if (pp->gen && space_of(pp->ctx, &pp->p, &s, err, sizeof err) == 0) {
-        precompile(pp->ctx, &pp->p, &s);
+    if (pp->gen && space_of(pp->ctx, &pp->p, &s, &ms, err, sizeof err) == 0) {
+        precompile(pp->ctx, &pp->p, &s, &ms);
         gt_gen_space_free(&s);
+        gt_mma_space_free(&ms);
     }
 }
 
@@ -254,9 +308,12 @@ void gt_gen_unprepare(gt_bk_prob *pp)
     pp->gen = NULL;
 }
 
-/* The loaded module of an image (loaded on the calling thread, once per context). */
+/* The loaded module of an image (loaded on the calling thread, once per
+ * context). dyn: the dynamic shared memory the main kernel launches with
+ * (a key fixes the config, hence the size); above 48 KiB, static and
+ * dynamic together, the kernel must opt in: it always does, once. */
 static const gen_mod *module(gt_gen_ctx *g, uint64_t key, const gt_gen_image *img, const char *fn,
-                             const char *fin, char *err, size_t errlen)
+                             const char *fin, size_t dyn, char *err, size_t errlen)
 {
     for (int i = 0; i < g->nmods; i++)
         if (g->mods[i]->key == key)
@@ -290,6 +347,13 @@ static const gen_mod *module(gt_gen_ctx *g, uint64_t key, const gt_gen_image *im
         free(m);
         return NULL;
     }
+    if (dyn > 0 &&
+        (r = g->setattr(m->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dyn)) != CUDA_SUCCESS) {
+        drv_err(g, r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", err, errlen);
+        (void)g->unload(m->mod);
+        free(m);
+        return NULL;
+    }
     (void)g->attr(&m->regs, CU_FUNC_ATTRIBUTE_NUM_REGS, m->fn);
     (void)g->attr(&m->local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, m->fn);
     (void)g->attr(&m->smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, m->fn);
@@ -299,8 +363,7 @@ static const gen_mod *module(gt_gen_ctx *g, uint64_t key, const gt_gen_image *im
 
 /* Grows the problem's workspaces to the candidate's need (once per problem
  * and size, never per call: "atomic" kernels leave theirs zeroed). */
-static int workspace(gt_bk_prob *pp, const gt_gen_cfg *c, const gt_gen_geom *geo, char *err,
-                     size_t errlen)
+static int workspace(gt_bk_prob *pp, int reduction, const gt_gen_geom *geo, char *err, size_t errlen)
 {
     gt_bk_ctx *ctx = pp->ctx;
     struct gt_gen_prob *w = pp->gen;
@@ -308,7 +371,7 @@ static int workspace(gt_bk_prob *pp, const gt_gen_cfg *c, const gt_gen_geom *geo
         snprintf(err, errlen, "cuda: problem prepared without generated-kernel state");
         return -1;
     }
-    if (c->reduction == GT_GEN_RED_TWOPASS) {
+    if (reduction == GT_GEN_RED_TWOPASS) {
         if (geo->ws_bytes > w->scratch_bytes) {
             if (w->scratch)
                 (void)cudaFree(w->scratch);
@@ -346,7 +409,8 @@ static int workspace(gt_bk_prob *pp, const gt_gen_cfg *c, const gt_gen_geom *geo
 /* ---- build ------------------------------------------------------------------------------ */
 
 static int build_image(gt_bk_ctx *ctx, gt_gen_cand *gc, const char *src, const char *fn,
-                       const char *fin, const char *const *opts, int nopts, char *err, size_t errlen)
+                       const char *fin, const char *const *opts, int nopts, size_t dyn, char *err,
+                       size_t errlen)
 {
     gt_gen_ctx *g = gctx(ctx, err, errlen);
     int hit = 0;
@@ -364,8 +428,36 @@ static int build_image(gt_bk_ctx *ctx, gt_gen_cand *gc, const char *src, const c
     gc->cache = hit ? 2 : img->origin == GT_GEN_FROM_DISK ? 1 : 0;
     gc->spill_st = img->spill_stores;
     gc->spill_ld = img->spill_loads;
-    gc->m = module(g, gt_gen_entry_key(e), img, fn, fin, err, errlen);
+    gc->m = module(g, gt_gen_entry_key(e), img, fn, fin, dyn, err, errlen);
     return gc->m ? 0 : -1;
+}
+
+/* An "mma" config: the same rules as enumeration (not the cap), then the
+ * image, the module with its dynamic shared memory, the workspace. */
+static int build_mma(gt_bk_prob *pp, const cJSON *cfg, gt_gen_cand *gc, char *err, size_t errlen)
+{
+    gt_gen_dev d;
+    char why[GT_GEN_REASON];
+    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+    const char *opts[GT_GEN_MAX_DEFS];
+    if (gt_mma_cfg_from_json(cfg, &gc->mcfg, err, errlen) != 0 || gt_gen_device(pp->ctx, &d, err, errlen) != 0)
+        return -1;
+    if (gt_mma_applicable(&pp->p, &d, why, sizeof why) != 0 ||
+        gt_mma_check(&pp->p, &d, &gc->mcfg, why, sizeof why) != 0) {
+        snprintf(err, errlen, "mma: not for this problem: %s", why);
+        return -1;
+    }
+    gt_mma_geometry(&pp->p, &gc->mcfg, &gc->geom);
+    int n = mma_opts(&pp->p, &gc->mcfg, defs, opts);
+    if (n < 0) {
+        snprintf(err, errlen, "mma: no encoding of this problem's types");
+        return -1;
+    }
+    if (build_image(pp->ctx, gc, gt_gen_mma_src, "gt_mma", "gt_mma_fin", opts, n, gc->geom.smem_bytes, err,
+                    errlen) != 0 ||
+        workspace(pp, gc->mcfg.reduction, &gc->geom, err, errlen) != 0)
+        return -1;
+    return 0;
 }
 
 int gt_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *c, char *err,
@@ -383,7 +475,7 @@ int gt_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *c, ch
     if (family == GT_FAM_FAULT) {
         if (gt_gen_fault_from_json(cfg, &gc->fault, err, errlen) != 0 ||
             build_image(ctx, gc, gt_gen_fault_src, gc->fault == GT_FAULT_OOB ? "gt_fault_oob" : "gt_fault_hang",
-                        NULL, NULL, 0, err, errlen) != 0)
+                        NULL, NULL, 0, 0, err, errlen) != 0)
             goto out;
         gt_gen_ctx *g = ctx->gen;
         if (!g->flag && (gt_cuda_ck(ctx, cudaMalloc(&g->flag, 256), "cudaMalloc(flag)", err, errlen) ||
@@ -396,6 +488,10 @@ int gt_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *c, ch
     char why[GT_GEN_REASON];
     char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
     const char *opts[GT_GEN_MAX_DEFS];
+    if (family == GT_FAM_MMA) {
+        rc = build_mma(pp, cfg, gc, err, errlen);
+        goto out;
+    }
     if (gt_gen_cfg_from_json(cfg, &gc->cfg, err, errlen) != 0 ||
         gt_gen_device(ctx, &d, err, errlen) != 0)
         goto out;
@@ -412,8 +508,8 @@ int gt_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *c, ch
         snprintf(err, errlen, "gemv: no encoding of this problem's types");
         goto out;
     }
-    if (build_image(ctx, gc, gt_gen_gemv_src, "gt_gemv", "gt_gemv_fin", opts, n, err, errlen) != 0 ||
-        workspace(pp, &gc->cfg, &gc->geom, err, errlen) != 0)
+    if (build_image(ctx, gc, gt_gen_gemv_src, "gt_gemv", "gt_gemv_fin", opts, n, 0, err, errlen) != 0 ||
+        workspace(pp, gc->cfg.reduction, &gc->geom, err, errlen) != 0)
         goto out;
     rc = 0;
 out:
@@ -459,10 +555,11 @@ int gt_gen_run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *err, s
         return 0;
     }
     const gt_problem *p = &pp->p;
-    int batched = p->batch > 1;
+    int batched = p->batch > 1, mma = gc->family == GT_FAM_MMA;
+    int red = mma ? gc->mcfg.reduction : gc->cfg.reduction;
     gt_gen_args a = {
         .a = s->a, .b = s->b, .c = s->c, .bias = pp->bias, .d = s->d,
-        .ws = gc->cfg.reduction == GT_GEN_RED_TWOPASS ? pp->gen->scratch : pp->gen->ws,
+        .ws = red == GT_GEN_RED_TWOPASS ? pp->gen->scratch : pp->gen->ws,
         .cnt = pp->gen->cnt,
         .m = p->m, .n = p->n, .k = p->k, .lda = p->lda, .ldb = p->ldb, .ldc = p->ldc,
         .ldd = p->ldd, .sa = batched ? p->stride_a : 0, .sb = batched ? p->stride_b : 0,
@@ -471,14 +568,16 @@ int gt_gen_run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *err, s
     };
     void *args[] = {&a};
     const gt_gen_geom *geo = &gc->geom;
-    r = g->launch(gc->m->fn, geo->gx, geo->gy, geo->gz, geo->threads, 1, 1, 0, st, args, NULL);
+    /* gemv's shared memory is static; mma's is dynamic */
+    r = g->launch(gc->m->fn, geo->gx, geo->gy, geo->gz, geo->threads, 1, 1,
+                  mma ? (unsigned)geo->smem_bytes : 0, st, args, NULL);
     if (r == CUDA_SUCCESS && geo->fin_blocks) {
         long long nbatch = p->batch;
         void *fargs[] = {&a, &nbatch};
         r = g->launch(gc->m->fin, geo->fin_blocks, 1, 1, 256, 1, 1, 0, st, fargs, NULL);
     }
     if (r != CUDA_SUCCESS) {
-        drv_err(g, r, "launch gt_gemv", err, errlen);
+        drv_err(g, r, mma ? "launch gt_mma" : "launch gt_gemv", err, errlen);
         return -1;
     }
     return 0;
@@ -507,15 +606,19 @@ cJSON *gt_gen_cand_info(const gt_bk_cand *c)
     cJSON *j = cJSON_CreateObject();
     if (!j)
         return NULL;
-    cJSON_AddStringToObject(j, "family", gc->family == GT_FAM_FAULT ? "fault" : "gemv");
+    cJSON_AddStringToObject(j, "family", gc->family == GT_FAM_FAULT ? "fault"
+                                         : gc->family == GT_FAM_MMA ? "mma"
+                                                                    : "gemv");
     cJSON_AddNumberToObject(j, "compile_ms", gc->compile_ms);
     cJSON_AddNumberToObject(j, "build_ms", gc->build_ms);
     cJSON_AddStringToObject(j, "cache", origin[gc->cache]);
     cJSON_AddNumberToObject(j, "registers", gc->m ? gc->m->regs : -1);
     cJSON_AddNumberToObject(j, "spill_bytes", gc->spill_st);
     cJSON_AddNumberToObject(j, "local_bytes", gc->m ? gc->m->local : -1);
-    cJSON_AddNumberToObject(j, "smem_bytes", gc->m ? gc->m->smem : -1);
-    if (gc->family == GT_FAM_GEMV) {
+    /* static shared memory of the module, plus the launch's dynamic bytes (mma) */
+    cJSON_AddNumberToObject(j, "smem_bytes", gc->m ? gc->m->smem + (gc->family == GT_FAM_MMA ?
+                                                                    (double)gc->geom.smem_bytes : 0) : -1);
+    if (gc->family == GT_FAM_GEMV || gc->family == GT_FAM_MMA) {
         int grid[3] = {(int)gc->geom.gx, (int)gc->geom.gy, (int)gc->geom.gz};
         cJSON_AddItemToObject(j, "grid", cJSON_CreateIntArray(grid, 3));
         cJSON_AddNumberToObject(j, "threads", gc->geom.threads);

@@ -11,8 +11,9 @@
  *                  GPU comparison
  *   cuda_bench.c   prepare (buffers, inputs, heuristic list) / time
  *   bk_cuda.c      open / close / build / release and the vtable
- *   gen_*.c        generated-kernel families ("gemv", test-only "fault"):
- *                  gen/gen_gemv.h (pure host: configs, pruning, template),
+ *   gen_*.c        generated-kernel families ("gemv", "mma", test-only "fault"):
+ *                  gen/gen_gemv.h, gen/gen_mma.h (pure host: configs, pruning,
+ *                  templates), mma_bench.c (gt-cuda-selftest --mma),
  *                  gen_cuda.h (NVRTC caches and pool, build/run/validate)
  *
  * Everything that needs a GPU lives behind gt_bk_ctx; the rest is plain host
@@ -232,8 +233,8 @@ typedef struct gt_cuda_enum_stats {
     int truncated;            /* 1 when the check/time budget stopped early */
     int recreate_mismatch;    /* heuristic algos not reproduced bit-exactly from attributes */
     int cluster_blind;        /* tile/stages pairs that accepted every cluster shape (kept once) */
-    int gen;                  /* generated-family ("gemv") configs in the returned list */
-    int gen_pruned;           /* configs of the family's raw space pruned (rules and cap) */
+    int gen;                  /* generated-family ("gemv", "mma") configs in the returned list */
+    int gen_pruned;           /* configs of the families' raw spaces pruned (rules and caps) */
     double seconds;
 } gt_cuda_enum_stats;
 

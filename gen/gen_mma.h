@@ -1,0 +1,151 @@
+/* gen_mma.h: the generated-kernel family "mma" (module prefix gt_mma_):
+ * a tensor-core tiled GEMM for every n (the prefill and training shapes the
+ * skinny "gemv" family leaves out), in the style of the TVMGemmAsync and
+ * Triton kernels: mma.sync.m16n8k16 fed by ldmatrix.x4 from an XOR-swizzled
+ * shared memory that a cp.async multistage pipeline fills. Pure host C:
+ * config encoding, the space and its pruning rules (each pruned config
+ * carries its reason), the ranking model, the kernel source and its -D
+ * definitions, the launch geometry. gen_gemv.h holds what both families
+ * share (family ids, the device as the rules see it, the reduction names,
+ * the kernel argument block, the launch geometry struct); gen_cuda.h the
+ * NVRTC side; worker/cuda/CONFIG.md documents the encoding and the rules.
+ *
+ * The kernel computes D[m x n] = alpha * op(A) op(B) + beta * C (+ bias,
+ * relu/gelu) in the cuBLAS column-major convention for transA = T,
+ * transB = N (A stored k x m with lda >= k, B stored k x n with ldb >= k:
+ * both operands contiguous along k, so both are loaded with plain, not
+ * transposing, ldmatrix), bf16 or f16 inputs of one type, f32 accumulation,
+ * C and D in f32, f16 or bf16, any batch with strides:
+ *
+ *   CTA      bm x bn tile of D; warps_m x warps_n warps, each a
+ *            (bm/warps_m) x (bn/warps_n) warp tile of m16n8 accumulators;
+ *   k loop   k tiles of bk, `stages` of them in flight: a ring of
+ *            dynamic shared memory that cp.async.cg (16 bytes, zero-filled
+ *            past m, n and k) fills stages-1 tiles ahead of the math;
+ *   split-K  splitk CTAs along k per tile, reduced by "atomic" (f32
+ *            atomics into a zeroed workspace, the tile's last CTA applies
+ *            the epilogue and re-zeroes it) or "twopass" (per-split slices
+ *            summed in a fixed order by a second kernel), as in "gemv";
+ *   swizzle  CTA raster: 1 = m fastest; g > 1 = Triton's grouped order
+ *            (groups of g tile rows, n fastest within a group), so a wave
+ *            of CTAs shares g row panels of A and a few column panels of B
+ *            in L2 instead of streaming all of A once per column of tiles. */
+#ifndef GEN_MMA_H
+#define GEN_MMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gen_gemv.h"
+
+struct cJSON;
+
+typedef struct gt_mma_cfg {
+    int bm, bn, bk;       /* CTA tile: rows of D, columns of D, k per stage */
+    int warps_m, warps_n; /* warp grid of the CTA */
+    int stages;           /* cp.async pipeline depth, 2..5 */
+    int splitk;           /* CTAs along k per tile */
+    int reduction;        /* GT_GEN_RED_*: none iff splitk == 1 */
+    int swizzle;          /* raster group of tile rows: 1 (none), 4, 8, 16 */
+} gt_mma_cfg;
+
+/* Strict parse of {"family":"mma", ...}: every attribute required; unknown
+ * or repeated keys and out-of-range values refused with a reason. */
+int gt_mma_cfg_from_json(const struct cJSON *j, gt_mma_cfg *c, char *err, size_t errlen);
+struct cJSON *gt_mma_cfg_to_json(const gt_mma_cfg *c);
+/* Canonical text (equal to gt_cfg_canonical of the JSON form); like snprintf. */
+int gt_mma_cfg_text(const gt_mma_cfg *c, char *buf, size_t len);
+
+/* ---- applicability and pruning ------------------------------------------------ */
+#define GT_MMA_DEFAULT_CAP 32   /* configs kept per problem (GT_CUDA_MMA_MAX) */
+#define GT_MMA_MAX_WS GT_GEN_MAX_WS
+
+/* 0 when the family can run p on d, else -1 and the problem-level reason. */
+int gt_mma_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_t len);
+/* 0 when c is kept for p on d, else 1 with the first rule that prunes it
+ * (applicability and the rank cap are not looked at). */
+int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, char *why,
+                 size_t len);
+/* The model's estimate of one call in microseconds (ranking only). */
+double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c);
+/* Estimated registers per thread (the resource rule's number). */
+int gt_mma_regs(const gt_mma_cfg *c);
+
+typedef struct gt_mma_pruned {
+    gt_mma_cfg cfg;
+    char reason[GT_GEN_REASON];
+} gt_mma_pruned;
+
+typedef struct gt_mma_space {
+    gt_mma_cfg *keep;        /* kept, best first */
+    int nkeep;
+    gt_mma_pruned *pruned;   /* the rest of the raw space, each with its reason */
+    int npruned;
+    int raw;
+    char why[GT_GEN_REASON]; /* non-empty when the family does not apply */
+} gt_mma_space;
+
+/* The raw cross product of the attribute values for p on d, each config
+ * kept or pruned with a reason; of those passing every rule the best `cap`
+ * (<= 0: all) by the model are kept, in an order that interleaves the
+ * promising tile shapes. 0, or -1 out of memory. */
+int gt_mma_prune(const gt_problem *p, const gt_gen_dev *d, int cap, gt_mma_space *s);
+void gt_mma_space_free(gt_mma_space *s);
+
+/* ---- source and build ------------------------------------------------------------ */
+/* The kernel template: extern "C" gt_mma (main), gt_mma_fin ("twopass"
+ * second pass). Its argument block is gt_gen_args (gen_gemv.h), by value. */
+extern const char gt_gen_mma_src[];
+
+/* The -D definitions of (p, c) (at most GT_GEN_MAX_DEFS); the count, or -1
+ * when p's types have no encoding. */
+int gt_mma_defines(const gt_problem *p, const gt_mma_cfg *c,
+                   char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN]);
+
+/* Launch geometry: gx = tiles of D (1-D, rastered by the kernel), gz =
+ * batch x splitk; smem_bytes is DYNAMIC shared memory (stages x (bm + bn) x
+ * bk x 2), fin_blocks the "twopass" second kernel's blocks of 256. */
+void gt_mma_geometry(const gt_problem *p, const gt_mma_cfg *c, gt_gen_geom *g);
+
+/* The kernel's index math, as one text that the kernel source embeds and
+ * a host test compiles as C (define GT_MMA_HD first, e.g. `static inline`):
+ *   gt_mma_tile      CTA id -> (tile row, tile column) under the raster;
+ *   gt_mma_soff      shared-memory element offset of 16-byte chunk c of
+ *                    row r in a tile whose rows hold kc chunks (XOR swizzle:
+ *                    the 8 rows one ldmatrix phase reads hit 8 distinct
+ *                    16-byte bank groups);
+ *   gt_mma_lda_lane  the row and chunk lane l points ldmatrix.x4 at for a
+ *                    16 x 16 A fragment (a0..a3 of mma.m16n8k16);
+ *   gt_mma_ldb_lane  the same for two n8 x k16 B fragments (b0 b1 of n-tile
+ *                    0, b0 b1 of n-tile 1). */
+#define GT_MMA_INDEX_FNS                                                                           \
+    GT_MMA_HD void gt_mma_tile(long long pid, long long npm, long long npn, int swz,               \
+                               long long *pm, long long *pn)                                       \
+    {                                                                                              \
+        if (swz <= 1) {                                                                            \
+            *pm = pid % npm;                                                                       \
+            *pn = pid / npm;                                                                       \
+            return;                                                                                \
+        }                                                                                          \
+        long long per = (long long)swz * npn, grp = pid / per, first = grp * swz;                  \
+        long long gs = npm - first < swz ? npm - first : swz, r = pid - grp * per;                 \
+        *pm = first + r % gs;                                                                      \
+        *pn = r / gs;                                                                              \
+    }                                                                                              \
+    GT_MMA_HD int gt_mma_soff(int r, int c, int kc)                                                \
+    {                                                                                              \
+        int x = kc >= 8 ? (r & 7) : kc == 4 ? ((r >> 1) & 3) : ((r >> 2) & 1);                    \
+        return r * kc * 8 + ((c ^ x) << 3);                                                        \
+    }                                                                                              \
+    GT_MMA_HD void gt_mma_lda_lane(int l, int *r, int *c)                                          \
+    {                                                                                              \
+        *r = l & 15;                                                                               \
+        *c = l >> 4;                                                                               \
+    }                                                                                              \
+    GT_MMA_HD void gt_mma_ldb_lane(int l, int *r, int *c)                                          \
+    {                                                                                              \
+        *r = (l & 7) + ((l >> 4) << 3);                                                            \
+        *c = (l >> 3) & 1;                                                                         \
+    }
+
+#endif

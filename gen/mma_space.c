@@ -1,0 +1,515 @@
+/* mma_space.c: the "mma" family's configs (JSON <-> struct, canonical text)
+ * and its space for a problem: the raw cross product of the attribute values,
+ * pruned by rules that each give their reason, ranked by a roofline model
+ * and cut to a cap. Pure host C.
+ *
+ * Rules, in the order they are checked (the first that fails is the reason):
+ *   shape      warp tile (bm/warps_m) x (bn/warps_n) a multiple of 16 x 16
+ *              (one ldmatrix.x4 feeds a 16 x 16 A fragment and two n8 B
+ *              fragments); splitk > 1 exactly when a reduction is named
+ *   threads    warps_m * warps_n * 32 within the device's threads per block
+ *   tile       bm (bn) not twice m (n) rounded up to 16 or more: the tile
+ *              half the size covers the problem, the rest would be zero rows
+ *   k tile     bk = 64 only when k > 32 (else half of every stage is
+ *              zeros); stages at most the k tiles per split + 1 (deeper
+ *              stages are never filled)
+ *   alignment  lda, ldb and the batch strides multiples of 8 elements:
+ *              every cp.async moves an aligned 16-byte chunk
+ *   swizzle    > 1 only when it reorders something: more than `swizzle`
+ *              tile rows and more than one tile column
+ *   split-K    no empty split (each split gets >= 1 k tile); only when the
+ *              grid without it has fewer CTAs than SMs, and only up to the
+ *              first splitk that fills them (splitk/2 must not); batch x
+ *              splitk within grid z (65535)
+ *   resources  dynamic shared memory (stages x (bm + bn) x bk x 2 bytes)
+ *              within the device's opt-in per-block limit; estimated
+ *              registers within 255 per thread and one CTA's within the
+ *              SM's register file
+ *   latency    at least 4 warps resident per SM (with fewer, nothing hides
+ *              the ldmatrix -> mma and cp.async latencies)
+ *   workspace  split-K workspace within 256 MiB
+ *   rank       beyond the cap of the model's ranking
+ * A k or m or n that is not a multiple of the tile needs no rule: the copies
+ * zero-fill past the ends and only in-range elements of D are stored. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_mma.h"
+
+/* ---- encoding ------------------------------------------------------------------ */
+
+/* Integer attributes, sorted like the canonical text. */
+static const struct {
+    const char *name;
+    int lo, hi;
+    size_t off;
+} k_int[] = {
+    {"bk", 32, 64, offsetof(gt_mma_cfg, bk)},
+    {"bm", 16, 256, offsetof(gt_mma_cfg, bm)},
+    {"bn", 16, 256, offsetof(gt_mma_cfg, bn)},
+    {"splitk", 1, 64, offsetof(gt_mma_cfg, splitk)},
+    {"stages", 2, 5, offsetof(gt_mma_cfg, stages)},
+    {"swizzle", 1, 64, offsetof(gt_mma_cfg, swizzle)},
+    {"warps_m", 1, 8, offsetof(gt_mma_cfg, warps_m)},
+    {"warps_n", 1, 8, offsetof(gt_mma_cfg, warps_n)},
+};
+#define NINT (sizeof k_int / sizeof k_int[0])
+
+static const char *const k_red[] = {"none", "atomic", "twopass"};
+
+static int pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen)
+{
+    int seen_int[NINT] = {0}, seen_red = 0, seen_fam = 0;
+    memset(c, 0, sizeof *c);
+    if (!cJSON_IsObject(j)) {
+        snprintf(err, errlen, "mma: config is not a JSON object");
+        return -1;
+    }
+    for (const cJSON *it = j->child; it; it = it->next) {
+        const char *k = it->string ? it->string : "";
+        if (!strcmp(k, "family")) {
+            if (seen_fam++ || !cJSON_IsString(it) || strcmp(it->valuestring, "mma")) {
+                snprintf(err, errlen, "mma: config family must be \"mma\", once");
+                return -1;
+            }
+            continue;
+        }
+        if (!strcmp(k, "reduction")) {
+            int v = -1;
+            for (int i = 0; i < 3 && cJSON_IsString(it); i++)
+                if (!strcmp(it->valuestring, k_red[i]))
+                    v = i;
+            if (seen_red++ || v < 0) {
+                snprintf(err, errlen, "mma: config reduction: must be one of none, atomic, twopass, once");
+                return -1;
+            }
+            c->reduction = v;
+            continue;
+        }
+        size_t i = 0;
+        while (i < NINT && strcmp(k, k_int[i].name))
+            i++;
+        if (i == NINT) {
+            snprintf(err, errlen, "mma: config key '%s' unknown", k);
+            return -1;
+        }
+        double d = it->valuedouble;
+        if (seen_int[i]++ || !cJSON_IsNumber(it) || d != floor(d) || d < k_int[i].lo ||
+            d > k_int[i].hi) {
+            snprintf(err, errlen, "mma: config %s: must be an integer in %d..%d, once", k, k_int[i].lo,
+                     k_int[i].hi);
+            return -1;
+        }
+        *(int *)((char *)c + k_int[i].off) = (int)d;
+    }
+    for (size_t i = 0; i < NINT; i++)
+        if (!seen_int[i]) {
+            snprintf(err, errlen, "mma: config %s: missing", k_int[i].name);
+            return -1;
+        }
+    if (!seen_red) {
+        snprintf(err, errlen, "mma: config reduction: missing");
+        return -1;
+    }
+    /* values the template cannot instantiate at all (problem-independent) */
+    if (c->bk != 32 && c->bk != 64) {
+        snprintf(err, errlen, "mma: config bk=%d: must be 32 or 64", c->bk);
+        return -1;
+    }
+    if (c->bm % 16 || c->bn % 16) {
+        snprintf(err, errlen, "mma: config bm=%d, bn=%d: must be multiples of 16", c->bm, c->bn);
+        return -1;
+    }
+    if (!pow2(c->warps_m) || !pow2(c->warps_n)) {
+        snprintf(err, errlen, "mma: config warps_m=%d, warps_n=%d: must be 1, 2, 4 or 8", c->warps_m,
+                 c->warps_n);
+        return -1;
+    }
+    return 0;
+}
+
+cJSON *gt_mma_cfg_to_json(const gt_mma_cfg *c)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j || !cJSON_AddStringToObject(j, "family", "mma") ||
+        !cJSON_AddStringToObject(j, "reduction", gt_gen_red_name(c->reduction))) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    for (size_t i = 0; i < NINT; i++)
+        if (!cJSON_AddNumberToObject(j, k_int[i].name, *(const int *)((const char *)c + k_int[i].off))) {
+            cJSON_Delete(j);
+            return NULL;
+        }
+    return j;
+}
+
+int gt_mma_cfg_text(const gt_mma_cfg *c, char *buf, size_t len)
+{
+    return snprintf(buf, len,
+                    "{\"bk\":%d,\"bm\":%d,\"bn\":%d,\"family\":\"mma\",\"reduction\":\"%s\","
+                    "\"splitk\":%d,\"stages\":%d,\"swizzle\":%d,\"warps_m\":%d,\"warps_n\":%d}",
+                    c->bk, c->bm, c->bn, gt_gen_red_name(c->reduction), c->splitk, c->stages,
+                    c->swizzle, c->warps_m, c->warps_n);
+}
+
+/* ---- applicability --------------------------------------------------------------- */
+
+static int io_type(gt_dtype t) { return t == GT_DT_F32 || t == GT_DT_F16 || t == GT_DT_BF16; }
+
+int gt_mma_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_t len)
+{
+    const char *act = p->activation;
+    if (d->hip)
+        snprintf(why, len, "HIP: the mma family is mma.sync/ldmatrix/cp.async (CUDA sm_80+) only");
+    else if (d->sm < 80)
+        snprintf(why, len, "sm_%d: mma.sync m16n8k16 bf16/f16, ldmatrix and cp.async need sm_80 or newer",
+                 d->sm);
+    else if (p->trans_a != 'T')
+        snprintf(why, len, "transA=N: tiles of A are loaded as rows along k, contiguous only for "
+                           "transA=T (N would need ldmatrix.trans)");
+    else if (p->trans_b != 'N')
+        snprintf(why, len, "transB=T: tiles of B are loaded as columns along k (transB=N only)");
+    else if (p->a_type != p->b_type || (p->a_type != GT_DT_BF16 && p->a_type != GT_DT_F16))
+        snprintf(why, len, "A/B types %s/%s: bf16 or f16 inputs of one type only",
+                 gt_dtype_name(p->a_type), gt_dtype_name(p->b_type));
+    else if (p->compute_type != GT_DT_F32 || (p->scale_type != GT_DT_F32 && p->scale_type != GT_DT_INVALID))
+        snprintf(why, len, "compute %s, scale %s: the family accumulates and scales in f32 only",
+                 gt_dtype_name(p->compute_type), gt_dtype_name(p->scale_type));
+    else if (!io_type(p->d_type) || !io_type(p->c_type))
+        snprintf(why, len, "C/D types %s/%s: f32, f16 or bf16 only", gt_dtype_name(p->c_type),
+                 gt_dtype_name(p->d_type));
+    else if (p->bias && p->bias_type != GT_DT_INVALID && !io_type(p->bias_type))
+        snprintf(why, len, "bias type %s: f32, f16 or bf16 only", gt_dtype_name(p->bias_type));
+    else if (act[0] && strcmp(act, "none") && strcmp(act, "relu") && strcmp(act, "gelu") &&
+             strcmp(act, "gelu_tanh"))
+        snprintf(why, len, "activation %s: none, relu or gelu (tanh) only", act);
+    else if (p->m < 1 || p->n < 1 || p->k < 1 || p->batch < 1)
+        snprintf(why, len, "empty problem");
+    else
+        return 0;
+    return -1;
+}
+
+/* ---- rules ------------------------------------------------------------------------- */
+
+int gt_mma_regs(const gt_mma_cfg *c)
+{
+    int wm = c->warps_m > 0 ? c->bm / c->warps_m : 0, wn = c->warps_n > 0 ? c->bn / c->warps_n : 0;
+    int mt = wm / 16, nt = wn / 8;
+    /* accumulators; A and B fragments of two k16 steps (ptxas overlaps the
+     * ldmatrix of the next step with the mma of this one); the copy loop's
+     * and the epilogue's addresses and bounds */
+    return mt * nt * 4 + 2 * (mt * 4 + nt * 2) + 40;
+}
+
+typedef struct derived {
+    long long npm, npn, tiles, ctas, nk;
+    int threads, warps, regs, res;  /* res: CTAs resident per SM */
+    gt_gen_geom g;
+} derived;
+
+static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, derived *x)
+{
+    memset(x, 0, sizeof *x);
+    int64_t batch = p->batch > 0 ? p->batch : 1;
+    gt_mma_geometry(p, c, &x->g);
+    x->npm = (p->m + c->bm - 1) / c->bm;
+    x->npn = (p->n + c->bn - 1) / c->bn;
+    x->tiles = x->npm * x->npn * batch;
+    x->ctas = x->tiles * (c->splitk > 0 ? c->splitk : 1);
+    x->nk = x->g.kper / c->bk;
+    x->warps = c->warps_m * c->warps_n;
+    x->threads = x->warps * 32;
+    x->regs = gt_mma_regs(c);
+    int by_warps = d->max_warps_sm / (x->warps > 0 ? x->warps : 1);
+    int rr = x->regs < 32 ? 32 : (x->regs + 7) / 8 * 8; /* allocation granularity */
+    int by_regs = d->regs_sm / (x->threads * rr);
+    int smem_sm = d->smem_sm > 0 ? d->smem_sm : d->smem_block;
+    int by_smem = x->g.smem_bytes ? (int)((size_t)smem_sm / (x->g.smem_bytes + 1024)) : 32;
+    x->res = by_warps < by_regs ? by_warps : by_regs;
+    if (by_smem < x->res)
+        x->res = by_smem;
+    if (x->res > 32)
+        x->res = 32;
+}
+
+int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, char *why, size_t len)
+{
+    derived x;
+    if (c->bm < 16 || c->bn < 16 || c->bk < 16 || c->warps_m < 1 || c->warps_n < 1 || c->splitk < 1) {
+        snprintf(why, len, "shape: bm, bn, bk, warps and splitk must be positive");
+        return 1;
+    }
+    derive(p, d, c, &x);
+    int64_t batch = p->batch > 0 ? p->batch : 1;
+    long long m16 = (p->m + 15) / 16 * 16, n16 = (p->n + 15) / 16 * 16;
+    long long c0 = x.tiles, optin = d->smem_optin > 0 ? d->smem_optin : d->smem_block;
+    long long tiles_k = (p->k + c->bk - 1) / c->bk;
+    int al = p->lda % 8 == 0 && p->ldb % 8 == 0 &&
+             (batch == 1 || (p->stride_a % 8 == 0 && p->stride_b % 8 == 0));
+    if (c->bm % (16 * c->warps_m) || c->bn % (16 * c->warps_n))
+        snprintf(why, len, "shape: warp tile %dx%d (bm/warps_m x bn/warps_n) is not a multiple of 16x16",
+                 c->bm / c->warps_m, c->bn / c->warps_n);
+    else if ((c->splitk > 1) != (c->reduction != GT_GEN_RED_NONE))
+        snprintf(why, len, "shape: reduction=%s with splitk=%d (a reduction exactly when splitk > 1)",
+                 gt_gen_red_name(c->reduction), c->splitk);
+    else if (x.threads > d->max_threads_block)
+        snprintf(why, len, "threads: %d warps = %d threads > %d per block", x.warps, x.threads,
+                 d->max_threads_block);
+    else if (c->bm > 16 && c->bm >= 2 * m16)
+        snprintf(why, len, "tile: bm=%d >= 2 x %lld (m rounded up to 16): bm/2 covers m, the rest "
+                           "are zero rows", c->bm, m16);
+    else if (c->bn > 16 && c->bn >= 2 * n16)
+        snprintf(why, len, "tile: bn=%d >= 2 x %lld (n rounded up to 16): bn/2 covers n, the rest "
+                           "are zero columns", c->bn, n16);
+    else if (c->bk > 32 && p->k <= 32)
+        snprintf(why, len, "k tile: bk=%d > k=%lld: half of every stage would be zeros", c->bk,
+                 (long long)p->k);
+    else if (c->stages > x.nk + 1)
+        snprintf(why, len, "k tile: stages=%d > %lld k tiles per split + 1: the deeper stages are "
+                           "never filled", c->stages, x.nk);
+    else if (!al)
+        snprintf(why, len, "alignment: lda=%lld, ldb=%lld%s not all multiples of 8: cp.async copies "
+                           "aligned 16-byte chunks", (long long)p->lda, (long long)p->ldb,
+                 batch > 1 ? " or the batch strides" : "");
+    else if (c->swizzle > 1 && (x.npm <= c->swizzle || x.npn == 1))
+        snprintf(why, len, "swizzle: group of %d tile rows with %lld x %lld tiles reorders nothing",
+                 c->swizzle, x.npm, x.npn);
+    else if (c->splitk > 1 && (long long)(c->splitk - 1) * x.g.kper >= p->k)
+        snprintf(why, len, "split-K: splitk=%d leaves empty splits (k=%lld: %lld k tiles of %d, %lld "
+                           "per split)", c->splitk, (long long)p->k, tiles_k, c->bk, x.nk);
+    else if (c->splitk > 1 && c0 >= d->sms)
+        snprintf(why, len, "split-K: %lld CTAs without it already cover the %d SMs; it would only add "
+                           "a reduction", c0, d->sms);
+    else if (c->splitk > 2 && c0 * (c->splitk / 2) >= d->sms)
+        snprintf(why, len, "split-K: splitk=%d already gives %lld CTAs >= %d SMs: more splits only add "
+                           "reduction traffic", c->splitk / 2, c0 * (c->splitk / 2), d->sms);
+    else if ((long long)batch * c->splitk > 65535)
+        snprintf(why, len, "split-K: grid z = batch x splitk = %lld > 65535", (long long)batch * c->splitk);
+    else if ((long long)x.g.smem_bytes + 16 > optin)
+        snprintf(why, len, "resources: %zu bytes of dynamic shared memory (%d stages x (%d + %d) x %d x 2) "
+                           "> %lld per block (opt-in)", x.g.smem_bytes, c->stages, c->bm, c->bn, c->bk,
+                 optin);
+    else if (x.regs > d->max_regs_thread)
+        snprintf(why, len, "resources: ~%d registers per thread > %d: would spill", x.regs,
+                 d->max_regs_thread);
+    else if ((long long)x.regs * x.threads > d->regs_sm)
+        snprintf(why, len, "resources: ~%d registers x %d threads > %d per SM", x.regs, x.threads,
+                 d->regs_sm);
+    else if (x.res * x.warps < 4)
+        snprintf(why, len, "latency: %d CTA(s) of %d warp(s) resident per SM: fewer than 4 warps cannot "
+                           "hide the ldmatrix/mma and copy latencies", x.res, x.warps);
+    else if ((int64_t)x.g.ws_bytes > GT_MMA_MAX_WS)
+        snprintf(why, len, "workspace: %zu MiB > %lld MiB", x.g.ws_bytes >> 20,
+                 (long long)(GT_MMA_MAX_WS >> 20));
+    else
+        return 0;
+    return 1;
+}
+
+/* ---- model ------------------------------------------------------------------------- */
+
+/* Bytes one operand costs from DRAM: per wave of W concurrent CTAs the
+ * distinct panels it touches (`panels` of `panel` bytes), every wave; but
+ * never more than once per tile of the other dimension, and only once when
+ * the operand fits in half of L2 (it then stays there between waves). */
+static double operand_bytes(double total, double panels, double panel, double waves, double reuse_max,
+                            double l2)
+{
+    if (total <= 0.5 * l2)
+        return total;
+    double b = waves * panels * panel;
+    return fmax(total, fmin(b, total * reuse_max));
+}
+
+double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c)
+{
+    derived x;
+    derive(p, d, c, &x);
+    double batch = p->batch > 0 ? (double)p->batch : 1, sms = d->sms > 0 ? d->sms : 1;
+    double bw = d->dram_bw > 0 ? d->dram_bw : 2e12, tc = d->tc_flops > 0 ? d->tc_flops : 3e14;
+    double l2 = d->l2_bytes > 0 ? (double)d->l2_bytes : 40e6;
+    int mt = c->bm / c->warps_m / 16, nt = c->bn / c->warps_n / 8;
+    /* tensor pipe: mma per ldmatrix.x4 of the warp tile sets how much of the
+     * peak the shared-memory path leaves; resident warps and stages hide
+     * latency */
+    double inten = (double)(mt * nt) / (mt + nt / 2.0);
+    double res = fmin((double)x.res, ceil((double)x.ctas / sms));
+    double warps_sm = res * x.warps;
+    double eff = inten / (inten + 1.0) * fmin(1.0, 0.55 + 0.45 * fmin(1.0, warps_sm / 8.0)) *
+                 (c->stages >= 3 ? 1.0 : 0.85) * (c->bk == 64 ? 1.0 : 0.95);
+    double flop_cta = 2.0 * c->bm * c->bn * (double)x.g.kper;
+    double t_comp = ceil((double)x.ctas / sms) * flop_cta / (tc / sms * eff);
+    /* DRAM: a wave of W CTAs covers gs tile rows and ceil(W/gs) tile columns */
+    double W = fmin((double)x.ctas, sms * x.res);
+    double gs = c->swizzle > 1 ? fmin((double)c->swizzle, (double)x.npm) : (double)x.npm;
+    double a_pan = fmin(W, gs), b_pan = fmin((double)x.npn, ceil(W / gs));
+    double waves = ceil((double)x.ctas / W);
+    double a_tot = (double)p->m * (double)p->k * 2 * batch, b_tot = (double)p->n * (double)p->k * 2 * batch;
+    double kshare = (double)x.g.kper;
+    double dram = operand_bytes(a_tot, a_pan, c->bm * kshare * 2, waves, (double)x.npn, l2) +
+                  operand_bytes(b_tot, b_pan, c->bn * kshare * 2, waves, (double)x.npm, l2) +
+                  (double)p->m * (double)p->n * batch * (p->beta != 0 ? 4.0 : 2.0);
+    /* Little's law: the copies in flight per SM (stages - 1 tiles ahead per
+     * resident CTA) must cover DRAM latency; ~32 KiB per SM saturates */
+    double inflight = res * (c->stages - 1) * (double)(c->bm + c->bn) * c->bk * 2;
+    double t_mem = dram / (bw * fmax(0.05, fmin(1.0, inflight / 32768.0)));
+    double t_l2 = (double)x.ctas * (c->bm + c->bn) * kshare * 2 / (3.0 * bw);
+    double t = fmax(t_comp, fmax(t_mem, t_l2)) + 0.15 * fmin(t_comp, t_mem);
+    /* pipeline fill per CTA generation on an SM, split-K reductions, launch */
+    t += ceil((double)x.ctas / (sms * x.res)) * (c->stages - 1) * 0.4e-6;
+    double mn = (double)p->m * (double)p->n * batch * 4;
+    if (c->splitk > 1)
+        t += c->reduction == GT_GEN_RED_ATOMIC ? c->splitk * mn * 2 / (0.5 * bw) + 0.5e-6
+                                               : c->splitk * mn * 2 / bw + 2.5e-6;
+    return t * 1e6 + 3.0;
+}
+
+/* ---- the space ----------------------------------------------------------------------- */
+
+typedef struct ranked {
+    gt_mma_cfg c;
+    double us;
+    int key;        /* interleaving key (interleave()) */
+    char text[192];
+} ranked;
+
+static int cmp_us(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    if (x->us != y->us)
+        return x->us < y->us ? -1 : 1;
+    return strcmp(x->text, y->text);
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return cmp_us(a, b);
+}
+
+void gt_mma_space_free(gt_mma_space *s)
+{
+    free(s->keep);
+    free(s->pruned);
+    memset(s, 0, sizeof *s);
+}
+
+static const int k_tiles[] = {16, 32, 64, 128, 256};
+static const int k_bks[] = {32, 64}, k_wgs[] = {1, 2, 4}, k_sks[] = {1, 2, 4, 8, 16},
+                 k_swz[] = {1, 4, 8, 16};
+#define NT_ 5
+#define NRAW (NT_ * NT_ * 2 * 3 * 3 * 4 * 9 * 4)
+
+static int index_of(const int *v, int n, int x)
+{
+    int i = 0;
+    while (i < n - 1 && v[i] != x)
+        i++;
+    return i;
+}
+
+/* The order of the kept configs. The model cannot tell apart what decides
+ * between close configs (occupancy, L2 hit rates, ptxas' schedule), so the
+ * cap keeps variety rather than near-copies: first the best raster of every
+ * (tile, warps, bk, stages, split) combination, interleaved over the tile
+ * shapes (bm, bn) whose best estimate is within 1.5x of the overall best,
+ * then the second-best rasters likewise, and so on; tile shapes further
+ * off follow by estimate. */
+static int interleave(ranked *ok, int nok)
+{
+    /* per combination: rasters seen so far; per (tile shape, raster round):
+     * configs seen so far */
+    enum { NCOMB = NT_ * NT_ * 2 * 3 * 3 * 4 * 9 };
+    unsigned short *comb = calloc(NCOMB, sizeof *comb);
+    int cls[NT_][NT_][4] = {{{0}}};
+    double best_of[NT_][NT_];
+    if (!comb)
+        return -1;
+    for (int i = 0; i < NT_; i++)
+        for (int j = 0; j < NT_; j++)
+            best_of[i][j] = -1;
+    qsort(ok, (size_t)nok, sizeof *ok, cmp_us);
+    for (int i = 0; i < nok; i++) {
+        const gt_mma_cfg *c = &ok[i].c;
+        int a = index_of(k_tiles, NT_, c->bm), b = index_of(k_tiles, NT_, c->bn);
+        int sk = c->splitk == 1 ? 0 : 1 + 2 * index_of(k_sks + 1, 4, c->splitk) + (c->reduction - 1);
+        int code = ((((a * NT_ + b) * 2 + index_of(k_bks, 2, c->bk)) * 3 + index_of(k_wgs, 3, c->warps_m)) * 3 +
+                    index_of(k_wgs, 3, c->warps_n)) * 36 + (c->stages - 2) * 9 + sk;
+        int v = comb[code]++;
+        if (best_of[a][b] < 0)
+            best_of[a][b] = ok[i].us;
+        v = v < 3 ? v : 3;
+        ok[i].key = best_of[a][b] <= 1.5 * ok[0].us ? v * 65536 + cls[a][b][v]++ : 1 << 24;
+    }
+    free(comb);
+    qsort(ok, (size_t)nok, sizeof *ok, cmp_key);
+    return 0;
+}
+
+int gt_mma_prune(const gt_problem *p, const gt_gen_dev *d, int cap, gt_mma_space *s)
+{
+    memset(s, 0, sizeof *s);
+    if (gt_mma_applicable(p, d, s->why, sizeof s->why) != 0)
+        return 0;
+    ranked *ok = malloc(NRAW * sizeof *ok);
+    s->pruned = malloc(NRAW * sizeof *s->pruned);
+    if (!ok || !s->pruned) {
+        free(ok);
+        gt_mma_space_free(s);
+        return -1;
+    }
+    int nok = 0;
+    for (int i = 0; i < NRAW; i++) {
+        /* i = mixed-radix digits, swizzle fastest */
+        int sw = i % 4, skr = i / 4 % 9, st = i / 36 % 4, wn = i / 144 % 3, wm = i / 432 % 3;
+        int bk = i / 1296 % 2, bn = i / 2592 % NT_, bm = i / (2592 * NT_) % NT_;
+        int sk = skr ? 1 + (skr - 1) / 2 : 0, red = skr ? 1 + (skr - 1) % 2 : GT_GEN_RED_NONE;
+        gt_mma_cfg c = {.bm = k_tiles[bm], .bn = k_tiles[bn], .bk = k_bks[bk], .warps_m = k_wgs[wm],
+                        .warps_n = k_wgs[wn], .stages = 2 + st, .splitk = k_sks[sk],
+                        .reduction = red, .swizzle = k_swz[sw]};
+        s->raw++;
+        gt_mma_pruned *pr = &s->pruned[s->npruned];
+        if (gt_mma_check(p, d, &c, pr->reason, sizeof pr->reason)) {
+            pr->cfg = c;
+            s->npruned++;
+            continue;
+        }
+        ok[nok].c = c;
+        ok[nok].us = gt_mma_model_us(p, d, &c);
+        gt_mma_cfg_text(&c, ok[nok].text, sizeof ok[nok].text);
+        nok++;
+    }
+    if (interleave(ok, nok) != 0) {
+        free(ok);
+        gt_mma_space_free(s);
+        return -1;
+    }
+    int keep = cap > 0 && nok > cap ? cap : nok;
+    s->keep = malloc((size_t)(keep > 0 ? keep : 1) * sizeof *s->keep);
+    if (!s->keep) {
+        free(ok);
+        gt_mma_space_free(s);
+        return -1;
+    }
+    for (int i = 0; i < nok; i++) {
+        if (i < keep) {
+            s->keep[s->nkeep++] = ok[i].c;
+            continue;
+        }
+        gt_mma_pruned *pr = &s->pruned[s->npruned++];
+        pr->cfg = ok[i].c;
+        snprintf(pr->reason, sizeof pr->reason, "rank: %d of %d (model %.1f us), beyond the cap of %d",
+                 i + 1, nok, ok[i].us, cap);
+    }
+    free(ok);
+    return 0;
+}

@@ -1,0 +1,582 @@
+/* mma_src.c: the "mma" family's kernel template, as source text NVRTC
+ * compiles at run time, the -D definitions that instantiate it for a config
+ * and the launch geometry (gen_mma.h describes the kernel). Pure host C.
+ *
+ * Template parameters (all -D, integers):
+ *   GT_AB                 A/B element type: 0 bf16, 1 f16
+ *   GT_DKT GT_CKT         D and C types (0 f32, 2 f16, 3 bf16, as gemv)
+ *   GT_BIASKT GT_ACT      bias type (-1 none), activation 0 none 1 relu 2 gelu
+ *   GT_BM GT_BN GT_BK     CTA tile
+ *   GT_WGM GT_WGN         warps along m and n
+ *   GT_ST                 pipeline stages
+ *   GT_SPLITK GT_RED      splitk, reduction (0 none, 1 atomic, 2 twopass)
+ *   GT_SWZ                raster group (1: m fastest)
+ *
+ * Shared memory: GT_ST stages, each the A tile (bm rows of bk k values)
+ * then the B tile (bn rows of bk), rows contiguous along k, the 16-byte
+ * chunks of a row permuted by gt_mma_soff's XOR so that neither the
+ * cp.async writes nor the ldmatrix reads (8 rows of one chunk column per
+ * phase) conflict on banks. Each k tile's 16-byte chunks are spread over
+ * the CTA's threads; a chunk past m, n or k is zero-filled by cp.async's
+ * src-size operand (the source address then stays the operand's base, which
+ * is valid), so edges need no other code: zero rows and zero k values add
+ * nothing, and only in-range elements of D are stored.
+ *
+ * Pipeline (one __syncthreads per k tile, as CUTLASS's multistage main
+ * loop): the prologue issues tiles 0..ST-2, one commit group each (empty
+ * groups past the split's end keep the count uniform), waits for tile 0
+ * and loads its first fragments. Iteration t runs bk/16 steps of mma.sync
+ * on slot t with the fragments double-buffered (step kk+1's ldmatrix.x4
+ * issued before step kk's mma). At its first step it issues tile t+ST-1
+ * into the slot of tile t-1, which every warp finished reading before the
+ * previous barrier. At its last step it waits until at most ST-2 groups
+ * are pending (tile t+1 has landed for this thread), synchronises (for
+ * every thread) and loads tile t+1's first fragments before the last mma,
+ * so no warp starts a tile waiting on shared memory. */
+#include <stdio.h>
+#include <string.h>
+
+#include "gen_mma.h"
+
+#define GT_STR_(...) #__VA_ARGS__
+#define GT_XSTR(...) GT_STR_(__VA_ARGS__)
+
+/* the integer types */
+#define GT_MMA_SRC_TYPES                \
+    "typedef unsigned int u32;\n"       \
+    "typedef unsigned short u16;\n"     \
+    "typedef long long i64;\n"          \
+    "typedef unsigned long long u64;\n"
+
+/* the argument block, the index math (gen_mma.h) and the bf16 conversions */
+#define GT_MMA_SRC_ARGS                                                                                      \
+    "struct gt_mma_args {\n"                                                                                 \
+    "  const void *a, *b, *c, *bias; void *d; float *ws; u32 *cnt;\n"                                        \
+    "  i64 m, n, k, lda, ldb, ldc, ldd, sa, sb, sc, sd, kper;\n"                                             \
+    "  double alpha, beta;\n"                                                                                \
+    "};\n"                                                                                                   \
+    "#define GT_MMA_HD __device__ __forceinline__\n"                                                         \
+    GT_XSTR(GT_MMA_INDEX_FNS) "\n"                                                                           \
+    "__device__ __forceinline__ float gt_u2f(u32 u) { union { u32 u; float f; } v; v.u = u; return v.f; }\n" \
+    "__device__ __forceinline__ u32 gt_f2u(float f) { union { u32 u; float f; } v; v.f = f; return v.u; }\n" \
+    "__device__ __forceinline__ float gt_bf2f(u32 h) { return gt_u2f(h << 16); }\n"                          \
+    "__device__ __forceinline__ u16 gt_f2bf(float f) {\n"                                                    \
+    "  u32 u = gt_f2u(f);\n"                                                                                 \
+    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16)((u >> 16) | 0x40u);\n"                              \
+    "  u += 0x7fffu + ((u >> 16) & 1u); return (u16)(u >> 16);\n"                                            \
+    "}\n"
+
+/* typed loads and stores of C, D and the bias; the epilogue */
+#define GT_MMA_SRC_EPI                                                                                   \
+    "template <int KT> __device__ __forceinline__ float gt_get(const void *p, i64 i) {\n"                \
+    "  if (KT == 0) return ((const float *)p)[i];\n"                                                     \
+    "  if (KT == 2) return gt_h2f(((const u16 *)p)[i]);\n"                                               \
+    "  return gt_bf2f(((const u16 *)p)[i]);\n"                                                           \
+    "}\n"                                                                                                \
+    "template <int KT> __device__ __forceinline__ void gt_put(void *p, i64 i, float v) {\n"              \
+    "  if (KT == 0) ((float *)p)[i] = v;\n"                                                              \
+    "  else if (KT == 2) ((u16 *)p)[i] = gt_f2h(v);\n"                                                   \
+    "  else ((u16 *)p)[i] = gt_f2bf(v);\n"                                                               \
+    "}\n"                                                                                                \
+    /* the epilogue of gemv (same conventions): alpha, beta * C, bias, act */                            \
+    "__device__ __forceinline__ float gt_epi(const gt_mma_args &g, i64 zb, i64 i, i64 j, float acc) {\n" \
+    "  float v = (float)g.alpha * acc;\n"                                                                \
+    "  if (g.beta != 0.0) v += (float)g.beta * gt_get<GT_CKT>(g.c, zb * g.sc + i + j * g.ldc);\n"        \
+    "#if GT_BIASKT >= 0\n"                                                                               \
+    "  v += gt_get<GT_BIASKT>(g.bias, i);\n"                                                             \
+    "#endif\n"                                                                                           \
+    "#if GT_ACT == 1\n"                                                                                  \
+    "  v = v > 0.f ? v : 0.f;\n"                                                                         \
+    "#elif GT_ACT == 2\n"                                                                                \
+    "  v = 0.5f * v * (1.f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));\n"                     \
+    "#endif\n"                                                                                           \
+    "  return v;\n"                                                                                      \
+    "}\n"                                                                                                \
+    "__device__ __forceinline__ void gt_store(const gt_mma_args &g, i64 zb, i64 i, i64 j, float v) {\n"  \
+    "  gt_put<GT_DKT>(g.d, zb * g.sd + i + j * g.ldd, v);\n"                                             \
+    "}\n"
+
+/* the CTA's tile under the raster, its split of k and its operand panels */
+#define GT_MMA_SRC_CTA                                                                 \
+    "  const int wm = warp % GT_WGM, wn = warp / GT_WGM;\n"                            \
+    "  const i64 zb = blockIdx.z / GT_SPLITK;\n"                                       \
+    "  const int sk = blockIdx.z % GT_SPLITK;\n"                                       \
+    "  const i64 npm = (g.m + GT_BM - 1) / GT_BM, npn = (g.n + GT_BN - 1) / GT_BN;\n"  \
+    "  i64 pm, pn;\n"                                                                  \
+    "  gt_mma_tile(blockIdx.x, npm, npn, GT_SWZ, &pm, &pn);\n"                         \
+    "  const i64 row0 = pm * GT_BM, col0 = pn * GT_BN;\n"                              \
+    "  const i64 kb = (i64)sk * g.kper, ke = kb + g.kper < g.k ? kb + g.kper : g.k;\n" \
+    "  const int nk = ke > kb ? (int)((ke - kb + GT_BK - 1) / GT_BK) : 0;\n"           \
+    "  const u16 *A = (const u16 *)g.a + zb * g.sa + row0 * g.lda;\n"                  \
+    "  const u16 *B = (const u16 *)g.b + zb * g.sb + col0 * g.ldb;\n"                  \
+    "  const i64 mleft = g.m - row0, nleft = g.n - col0;\n"
+
+/* batches, for the "twopass" workspace slices */
+#define GT_MMA_SRC_NBATCH                           \
+    "#if GT_SPLITK > 1 && GT_RED == 2\n"            \
+    "  const i64 nbatch = gridDim.z / GT_SPLITK;\n" \
+    "#endif\n"
+
+/* one accumulator (i, j, e) at D element (ii, jj): the epilogue, a split-K atomic or a workspace slice */
+#define GT_MMA_SRC_OUT                                                                \
+    "        if (ii >= g.m || jj >= g.n) continue;\n"                                 \
+    "#if GT_SPLITK == 1\n"                                                            \
+    "        gt_store(g, zb, ii, jj, gt_epi(g, zb, ii, jj, acc[i][j][e]));\n"         \
+    "#elif GT_RED == 1\n"                                                             \
+    "        atomicAdd(g.ws + (zb * g.n + jj) * g.m + ii, acc[i][j][e]);\n"           \
+    "#else\n"                                                                         \
+    "        g.ws[(((i64)sk * nbatch + zb) * g.n + jj) * g.m + ii] = acc[i][j][e];\n" \
+    "#endif\n"                                                                        \
+    "      }\n"
+
+/* the end of gt_mma */
+#define GT_MMA_SRC_LAST                                                         \
+    /* atomic: the last CTA of the tile finishes it and clears the workspace */ \
+    "#if GT_SPLITK > 1 && GT_RED == 1\n"                                        \
+    "  __shared__ int gt_last;\n"                                               \
+    "  __threadfence();\n"                                                      \
+    "  __syncthreads();\n"                                                      \
+    "  const u64 tile = (u64)zb * gridDim.x + blockIdx.x;\n"                    \
+    "  if (tid == 0) gt_last = atomicAdd(g.cnt + tile, 1u) == GT_SPLITK - 1;\n" \
+    "  __syncthreads();\n"                                                      \
+    "  if (gt_last) {\n"                                                        \
+    "    __threadfence();\n"                                                    \
+    "    for (int t = tid; t < GT_BM * GT_BN; t += GT_THREADS) {\n"             \
+    "      const i64 i = row0 + t % GT_BM, j = col0 + t / GT_BM;\n"             \
+    "      if (i < g.m && j < g.n) {\n"                                         \
+    "        volatile float *p = g.ws + (zb * g.n + j) * g.m + i;\n"            \
+    "        const float v = *p;\n"                                             \
+    "        *p = 0.f;\n"                                                       \
+    "        gt_store(g, zb, i, j, gt_epi(g, zb, i, j, v));\n"                  \
+    "      }\n"                                                                 \
+    "    }\n"                                                                   \
+    "    if (tid == 0) g.cnt[tile] = 0u;\n"                                     \
+    "  }\n"                                                                     \
+    "#endif\n"                                                                  \
+    "}\n"
+
+/* the "twopass" second kernel */
+#define GT_MMA_SRC_FIN                                                                                          \
+    /* twopass: sums the split slices in a fixed order, then the epilogue */                                    \
+    "extern \"C\" __global__ void __launch_bounds__(256) gt_mma_fin(gt_mma_args g, i64 nbatch) {\n"             \
+    "#if GT_SPLITK > 1 && GT_RED == 2\n"                                                                        \
+    "  const i64 tot = nbatch * g.n * g.m;\n"                                                                   \
+    "  for (i64 x = (i64)blockIdx.x * blockDim.x + threadIdx.x; x < tot; x += (i64)gridDim.x * blockDim.x) {\n" \
+    "    float s = 0.f;\n"                                                                                      \
+    "    for (int q = 0; q < GT_SPLITK; q++) s += g.ws[q * tot + x];\n"                                         \
+    "    const i64 i = x % g.m, jz = x / g.m, j = jz % g.n, zb = jz / g.n;\n"                                   \
+    "    gt_store(g, zb, i, j, gt_epi(g, zb, i, j, s));\n"                                                      \
+    "  }\n"                                                                                                     \
+    "#endif\n"                                                                                                  \
+    "}\n"
+
+const char gt_gen_mma_src[] =
+    GT_MMA_SRC_TYPES
+    "#define GT_THREADS (GT_WGM * GT_WGN * 32)\n"
+    "#define GT_WM (GT_BM / GT_WGM)\n"
+    "#define GT_WN (GT_BN / GT_WGN)\n"
+    "#define GT_MT (GT_WM / 16)\n"
+    "#define GT_NT (GT_WN / 8)\n"
+    "#define GT_KC (GT_BK / 8)\n"
+    "#define GT_SA (GT_BM * GT_BK)\n"
+    "#define GT_STG (GT_SA + GT_BN * GT_BK)\n"
+    GT_MMA_SRC_ARGS
+    "__device__ __forceinline__ float gt_h2f(u32 h) {\n"
+    "  float f; u16 x = (u16)h; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(x)); return f;\n"
+    "}\n"
+    "__device__ __forceinline__ u16 gt_f2h(float f) {\n"
+    "  u16 h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n"
+    "}\n"
+    GT_MMA_SRC_EPI
+    "__device__ __forceinline__ u32 gt_saddr(const void *p) {\n"
+    "  u64 a; asm(\"cvta.to.shared.u64 %0, %1;\" : \"=l\"(a) : \"l\"(p)); return (u32)a;\n"
+    "}\n"
+    "__device__ __forceinline__ void gt_cp16(u32 dst, const void *src, int bytes) {\n"
+    "  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(dst), \"l\"(src), \"r\"(bytes) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void gt_commit() { asm volatile(\"cp.async.commit_group;\" ::: \"memory\"); }\n"
+    "template <int N> __device__ __forceinline__ void gt_wait() {\n"
+    "  asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(N) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void gt_ldsm4(u32 a, u32 &r0, u32 &r1, u32 &r2, u32 &r3) {\n"
+    "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\"\n"
+    "      : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3) : \"r\"(a) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void gt_mma(float *c, const u32 *a, u32 b0, u32 b1) {\n"
+    "#if GT_AB == 0\n"
+    "  asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 \"\n"
+    "#else\n"
+    "  asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 \"\n"
+    "#endif\n"
+    "      \"{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n"
+    "      : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+    "      : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b0), \"r\"(b1));\n"
+    "}\n"
+    /* ROWS rows of an operand tile (rows_left of them exist) at k0: this
+     * thread's 16-byte chunks, ids tid, tid + THREADS, ...: chunk column
+     * tid % KC of rows tid / KC + it * THREADS / KC (THREADS is a multiple of
+     * KC), so one source pointer and one k test serve all of them; past the
+     * rows or ke the copy zero-fills */
+    "template <int ROWS> __device__ __forceinline__ void gt_tile(u32 dst, const u16 *src, i64 ld,\n"
+    "                                                           i64 rows_left, i64 k0, i64 ke, int tid) {\n"
+    "  const int c = tid % GT_KC, r0 = tid / GT_KC;\n"
+    "  const i64 av = ke - (k0 + c * 8);\n"
+    "  const int kbytes = av >= 8 ? 16 : av > 0 ? 2 * (int)av : 0;\n"
+    "  const u16 *p = src + r0 * ld + k0 + c * 8;\n"
+    "  const i64 step = (i64)(GT_THREADS / GT_KC) * ld;\n"
+    /* up to 12 chunks per thread and stage (A and B): unrolled, the copies
+     * issue back to back; more (few threads, big tiles): a loop, since
+     * unrolled ptxas keeps a 64-bit address per chunk live across the k
+     * loop and spills */
+    "  if ((GT_BM + GT_BN) / (GT_THREADS / GT_KC) <= 12) {\n"
+    "#pragma unroll\n"
+    "    for (int it = 0; it < (ROWS + GT_THREADS / GT_KC - 1) / (GT_THREADS / GT_KC); it++) {\n"
+    "      const int r = r0 + it * (GT_THREADS / GT_KC);\n"
+    "      if (ROWS % (GT_THREADS / GT_KC) == 0 || r < ROWS) {\n"
+    "        const int bytes = r < rows_left ? kbytes : 0;\n"
+    "        gt_cp16(dst + 2 * gt_mma_soff(r, c, GT_KC), bytes ? p + it * step : src, bytes);\n"
+    "      }\n"
+    "    }\n"
+    "  } else {\n"
+    "#pragma unroll 1\n"
+    "    for (int r = r0; r < ROWS; r += GT_THREADS / GT_KC, p += step) {\n"
+    "      const int bytes = r < rows_left ? kbytes : 0;\n"
+    "      gt_cp16(dst + 2 * gt_mma_soff(r, c, GT_KC), bytes ? p : src, bytes);\n"
+    "    }\n"
+    "  }\n"
+    "}\n"
+    /* the A and B fragments of k step kk of the stage at st (byte address) */
+    "__device__ __forceinline__ void gt_frags(u32 st, u32 aoff, u32 boff, int kk, u32 (*af)[4], u32 (*bf)[2]) {\n"
+    "#pragma unroll\n"
+    "  for (int i = 0; i < GT_MT; i++)\n"
+    "    gt_ldsm4(st + (aoff ^ (kk << 5)) + i * 32 * GT_BK, af[i][0], af[i][1], af[i][2], af[i][3]);\n"
+    "#pragma unroll\n"
+    "  for (int j = 0; j < GT_NT / 2; j++)\n"
+    "    gt_ldsm4(st + (boff ^ (kk << 5)) + j * 32 * GT_BK, bf[2 * j][0], bf[2 * j][1], bf[2 * j + 1][0],\n"
+    "             bf[2 * j + 1][1]);\n"
+    "}\n"
+    "extern \"C\" __global__ void __launch_bounds__(GT_THREADS) gt_mma(gt_mma_args g) {\n"
+    "  extern __shared__ __align__(128) unsigned char gt_dyn[];\n"
+    "  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n"
+    GT_MMA_SRC_CTA
+    "  const u32 s0 = gt_saddr(gt_dyn);\n"
+    /* byte offsets of this lane's ldmatrix rows at k step 0 and fragment 0;
+     * fragment i (16 rows further) and k step kk (chunk 2kk further) are
+     * + i * 32 * BK and ^ (kk << 5): the XOR pattern depends on the row
+     * mod 8 only, and the chunk bits lie below the row bits */
+    "  int ar, ac, br, bc;\n"
+    "  gt_mma_lda_lane(lane, &ar, &ac);\n"
+    "  gt_mma_ldb_lane(lane, &br, &bc);\n"
+    "  const u32 aoff = 2 * gt_mma_soff(wm * GT_WM + ar, ac, GT_KC);\n"
+    "  const u32 boff = 2 * GT_SA + 2 * gt_mma_soff(wn * GT_WN + br, bc, GT_KC);\n"
+    "  float acc[GT_MT][GT_NT][4];\n"
+    "#pragma unroll\n"
+    "  for (int i = 0; i < GT_MT; i++)\n"
+    "#pragma unroll\n"
+    "    for (int j = 0; j < GT_NT; j++)\n"
+    "#pragma unroll\n"
+    "      for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;\n"
+    "#pragma unroll\n"
+    "  for (int s = 0; s < GT_ST - 1; s++) {\n"
+    "    if (s < nk) {\n"
+    "      const u32 st = s0 + 2u * s * GT_STG;\n"
+    "      gt_tile<GT_BM>(st, A, g.lda, mleft, kb + (i64)s * GT_BK, ke, tid);\n"
+    "      gt_tile<GT_BN>(st + 2 * GT_SA, B, g.ldb, nleft, kb + (i64)s * GT_BK, ke, tid);\n"
+    "    }\n"
+    "    gt_commit();\n"
+    "  }\n"
+    /* wait for tile 0; its first fragments */
+    "  gt_wait<GT_ST - 2>();\n"
+    "  __syncthreads();\n"
+    "  int rd = 0, wr = GT_ST - 1;\n" /* slots of tile t and of tile t + ST - 1 */
+    "  u32 af[2][GT_MT][4], bf[2][GT_NT][2];\n"
+    "  if (nk > 0) gt_frags(s0, aoff, boff, 0, af[0], bf[0]);\n"
+    "  for (int t = 0; t < nk; t++) {\n"
+    "    const u32 st = s0 + 2u * rd * GT_STG;\n"
+    "#pragma unroll\n"
+    "    for (int kk = 0; kk < GT_BK / 16; kk++) {\n"
+    "      if (kk == 0) {\n"
+    "        if (t + GT_ST - 1 < nk) {\n"
+    "          const u32 sw = s0 + 2u * wr * GT_STG;\n"
+    "          const i64 k0 = kb + (i64)(t + GT_ST - 1) * GT_BK;\n"
+    "          gt_tile<GT_BM>(sw, A, g.lda, mleft, k0, ke, tid);\n"
+    "          gt_tile<GT_BN>(sw + 2 * GT_SA, B, g.ldb, nleft, k0, ke, tid);\n"
+    "        }\n"
+    "        gt_commit();\n"
+    "      }\n"
+    "      if (kk + 1 < GT_BK / 16) {\n"
+    "        gt_frags(st, aoff, boff, kk + 1, af[(kk + 1) & 1], bf[(kk + 1) & 1]);\n"
+    "      } else {\n"
+    "        gt_wait<GT_ST - 2>();\n"
+    "        __syncthreads();\n"
+    "        rd = rd + 1 == GT_ST ? 0 : rd + 1;\n"
+    "        wr = wr + 1 == GT_ST ? 0 : wr + 1;\n"
+    "        if (t + 1 < nk) gt_frags(s0 + 2u * rd * GT_STG, aoff, boff, 0, af[0], bf[0]);\n"
+    "      }\n"
+    "#pragma unroll\n"
+    "      for (int i = 0; i < GT_MT; i++)\n"
+    "#pragma unroll\n"
+    "        for (int j = 0; j < GT_NT; j++) gt_mma(acc[i][j], af[kk & 1][i], bf[kk & 1][j][0], bf[kk & 1][j][1]);\n"
+    "    }\n"
+    "  }\n"
+    "  gt_wait<0>();\n"
+    "  const int gq = lane >> 2, t4 = lane & 3;\n"
+    GT_MMA_SRC_NBATCH
+    /* C fragment: c0 c1 at (g, 2q), (g, 2q+1), c2 c3 eight rows below */
+    "#pragma unroll\n"
+    "  for (int i = 0; i < GT_MT; i++)\n"
+    "#pragma unroll\n"
+    "    for (int j = 0; j < GT_NT; j++)\n"
+    "#pragma unroll\n"
+    "      for (int e = 0; e < 4; e++) {\n"
+    "        const i64 ii = row0 + wm * GT_WM + 16 * i + gq + 8 * (e >> 1);\n"
+    "        const i64 jj = col0 + wn * GT_WN + 8 * j + 2 * t4 + (e & 1);\n"
+    GT_MMA_SRC_OUT
+    GT_MMA_SRC_LAST
+    GT_MMA_SRC_FIN;
+
+/* The HIP template (GT_HIP=1, GT_WS=64; gfx90a, gfx942): the CUDA template's
+ * structure and, where the hardware does not differ, its text (the
+ * GT_MMA_SRC_* pieces): the CTA tile bm x bn x bk, the warps_m x warps_n
+ * grid of (now 64-lane) waves, the XOR-swizzled tile layout of gt_mma_soff,
+ * the raster, the split-K reductions and the epilogue. What differs:
+ *
+ *   math     v_mfma_f32_16x16x16{bf16_1k,f16}: a wave's tile is MT x NT
+ *            blocks of 16 x 16, four f32 accumulators per lane each (lane
+ *            l holds D rows 4(l/16)..+3 of column l%16). A k32 step reads
+ *            one 16-byte chunk per block and lane (ds_read_b128: row l%16,
+ *            chunk l/16), whose low and high 8 bytes feed two MFMAs that
+ *            take them as k 4(l/16)..+3: k is permuted inside the step
+ *            alike for A and B, so every product is made exactly once (as
+ *            gemv's k permutation on CUDA). The 8 lanes of one ds_read_b128
+ *            phase read 8 rows of one chunk column: the swizzle puts them
+ *            in 8 distinct 16-byte bank groups, as for ldmatrix.
+ *   pipeline CDNA has no cp.async (and HIP 5.x no global_load_lds builtin):
+ *            16-byte global loads go to registers, stores move them to
+ *            LDS. `stages` keeps its meaning, tiles in flight ahead of the
+ *            math (stages - 1), but the ring holds them in registers: the
+ *            k loop is unrolled by stages - 1 so each ring slot is a fixed
+ *            set of VGPRs; iteration i issues the loads of tile
+ *            i + stages - 1 into the slot tile i has left, runs the math of
+ *            tile i from LDS, stores tile i + 1 from its slot into the other
+ *            half of a double-buffered LDS tile and synchronises once.
+ *            The compiler's s_waitcnt vmcnt then waits for the oldest tile
+ *            only. LDS holds 2 tiles: 2 x (bm + bn) x bk x 2 bytes.
+ *   edges    loads past m, n or k are not issued (zeros); a last chunk
+ *            that k ends inside is loaded by elements.
+ *   atomics  "atomic" split-K adds with global_atomic_add_f32: hipRTC gets
+ *            -munsafe-fp-atomics (worker/hip/gen_hip.c), right for the
+ *            workspace in device memory (hipMalloc, coarse-grained). */
+const char gt_gen_mma_hip_src[] =
+    GT_MMA_SRC_TYPES
+    "#if GT_WS != 64\n"
+    "#error the HIP mma template is written for wave64 (CDNA)\n"
+    "#endif\n"
+    "#define GT_THREADS (GT_WGM * GT_WGN * GT_WS)\n"
+    "#define GT_WM (GT_BM / GT_WGM)\n"
+    "#define GT_WN (GT_BN / GT_WGN)\n"
+    "#define GT_MT (GT_WM / 16)\n"
+    "#define GT_NT (GT_WN / 16)\n"
+    "#define GT_KC (GT_BK / 8)\n"
+    "#define GT_SA (GT_BM * GT_BK)\n"
+    "#define GT_STG (GT_SA + GT_BN * GT_BK)\n"
+    "#define GT_NPF (GT_ST - 1)\n"               /* tiles in flight (register ring slots) */
+    "#define GT_RS (GT_THREADS / GT_KC)\n"       /* rows one pass of the threads copies */
+    "#define GT_CA ((GT_BM + GT_RS - 1) / GT_RS)\n" /* 16-byte chunks per thread and tile */
+    "#define GT_CB ((GT_BN + GT_RS - 1) / GT_RS)\n"
+    GT_MMA_SRC_ARGS
+    "__device__ __forceinline__ float gt_h2f(u32 h) { union { u16 u; _Float16 x; } v; v.u = (u16)h; return (float)v.x; }\n"
+    "__device__ __forceinline__ u16 gt_f2h(float f) { union { u16 u; _Float16 x; } v; v.x = (_Float16)f; return v.u; }\n"
+    GT_MMA_SRC_EPI
+    "typedef u32 gt_v4 __attribute__((ext_vector_type(4)));\n"
+    "typedef float gt_f4 __attribute__((ext_vector_type(4)));\n"
+    "#if GT_AB == 0\n"
+    "typedef short gt_e8 __attribute__((ext_vector_type(8)));\n"
+    "#define GT_MFMA __builtin_amdgcn_mfma_f32_16x16x16bf16_1k\n"
+    "#else\n"
+    "typedef _Float16 gt_e8 __attribute__((ext_vector_type(8)));\n"
+    "#define GT_MFMA __builtin_amdgcn_mfma_f32_16x16x16f16\n"
+    "#endif\n"
+    /* ROWS rows of an operand tile (rows_left of them exist) at k0 into
+     * registers: chunk column tid % KC of rows tid / KC + it * RS, as the
+     * CUDA gt_tile; nothing is loaded past the rows or ke (zeros) */
+    "template <int ROWS, int N> __device__ __forceinline__ void gt_fetch(gt_v4 *v, const u16 *src, i64 ld,\n"
+    "                                                                   i64 rows_left, i64 k0, i64 ke, int tid) {\n"
+    "  const int c = tid % GT_KC, r0 = tid / GT_KC;\n"
+    "  const i64 av = ke - (k0 + c * 8);\n"
+    "  const u16 *p = src + r0 * ld + k0 + c * 8;\n"
+    "#pragma unroll\n"
+    "  for (int it = 0; it < N; it++) {\n"
+    "    const int r = r0 + it * GT_RS;\n"
+    "    const u16 *q = p + (i64)it * GT_RS * ld;\n"
+    "    v[it] = (gt_v4)(0u);\n"
+    "    if ((ROWS % GT_RS != 0 && r >= ROWS) || r >= rows_left || av <= 0) continue;\n"
+    "    if (av >= 8) {\n"
+    "      v[it] = *(const gt_v4 *)q;\n"
+    "    } else {\n"
+    "      u32 w[4];\n"
+    "#pragma unroll\n"
+    "      for (int e = 0; e < 4; e++)\n"
+    "        w[e] = (2 * e < av ? (u32)q[2 * e] : 0u) | (2 * e + 1 < av ? (u32)q[2 * e + 1] << 16 : 0u);\n"
+    "      v[it] = (gt_v4)(w[0], w[1], w[2], w[3]);\n"
+    "    }\n"
+    "  }\n"
+    "}\n"
+    /* ... and from registers into the LDS tile at byte offset dst */
+    "template <int ROWS, int N> __device__ __forceinline__ void gt_stash(unsigned char *lds, u32 dst, const gt_v4 *v,\n"
+    "                                                                   int tid) {\n"
+    "  const int c = tid % GT_KC, r0 = tid / GT_KC;\n"
+    "#pragma unroll\n"
+    "  for (int it = 0; it < N; it++) {\n"
+    "    const int r = r0 + it * GT_RS;\n"
+    "    if (ROWS % GT_RS == 0 || r < ROWS) *(gt_v4 *)(lds + dst + 2 * gt_mma_soff(r, c, GT_KC)) = v[it];\n"
+    "  }\n"
+    "}\n"
+    /* the k32 steps of the LDS tile at st: block i (16 rows further) and
+     * step kk (chunk 4kk further) are + i * 32 * BK and ^ (kk << 6) from
+     * the lane's offsets at block 0, step 0, as on CUDA */
+    "__device__ __forceinline__ void gt_math(const unsigned char *lds, u32 st, u32 aoff, u32 boff,\n"
+    "                                        gt_f4 (*acc)[GT_NT]) {\n"
+    "#pragma unroll\n"
+    "  for (int kk = 0; kk < GT_BK / 32; kk++) {\n"
+    "    gt_e8 af[GT_MT], bf[GT_NT];\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < GT_MT; i++) af[i] = *(const gt_e8 *)(lds + st + (aoff ^ (kk << 6)) + i * 32 * GT_BK);\n"
+    "#pragma unroll\n"
+    "    for (int j = 0; j < GT_NT; j++) bf[j] = *(const gt_e8 *)(lds + st + (boff ^ (kk << 6)) + j * 32 * GT_BK);\n"
+    /* all low halves, then all high halves: no MFMA waits on the one before */
+    "#pragma unroll\n"
+    "    for (int i = 0; i < GT_MT; i++)\n"
+    "#pragma unroll\n"
+    "      for (int j = 0; j < GT_NT; j++) acc[i][j] = GT_MFMA(af[i].lo, bf[j].lo, acc[i][j], 0, 0, 0);\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < GT_MT; i++)\n"
+    "#pragma unroll\n"
+    "      for (int j = 0; j < GT_NT; j++) acc[i][j] = GT_MFMA(af[i].hi, bf[j].hi, acc[i][j], 0, 0, 0);\n"
+    "  }\n"
+    "}\n"
+    "extern \"C\" __global__ void __launch_bounds__(GT_THREADS) gt_mma(gt_mma_args g) {\n"
+    "  extern __shared__ __attribute__((aligned(16))) unsigned char gt_dyn[];\n"
+    "  const int tid = threadIdx.x, lane = tid & 63, warp = tid >> 6;\n"
+    GT_MMA_SRC_CTA
+    /* byte offsets of this lane's chunk (row l % 16, chunk l / 16) at block 0, step 0 */
+    "  const int fr = lane & 15, fq = lane >> 4;\n"
+    "  const u32 aoff = 2 * gt_mma_soff(wm * GT_WM + fr, fq, GT_KC);\n"
+    "  const u32 boff = 2 * GT_SA + 2 * gt_mma_soff(wn * GT_WN + fr, fq, GT_KC);\n"
+    "  gt_f4 acc[GT_MT][GT_NT];\n"
+    "#pragma unroll\n"
+    "  for (int i = 0; i < GT_MT; i++)\n"
+    "#pragma unroll\n"
+    "    for (int j = 0; j < GT_NT; j++) acc[i][j] = (gt_f4)(0.f);\n"
+    /* the ring: tile x lives in slot x % NPF until it is stored to LDS;
+     * tile 0 goes to LDS at once, tiles 1 .. NPF - 1 stay in flight */
+    "  gt_v4 ra[GT_NPF][GT_CA], rb[GT_NPF][GT_CB];\n"
+    "  if (nk > 0) {\n"
+    "    gt_fetch<GT_BM, GT_CA>(ra[0], A, g.lda, mleft, kb, ke, tid);\n"
+    "    gt_fetch<GT_BN, GT_CB>(rb[0], B, g.ldb, nleft, kb, ke, tid);\n"
+    "    gt_stash<GT_BM, GT_CA>(gt_dyn, 0, ra[0], tid);\n"
+    "    gt_stash<GT_BN, GT_CB>(gt_dyn, 2 * GT_SA, rb[0], tid);\n"
+    "  }\n"
+    "#pragma unroll\n"
+    "  for (int s = 1; s < GT_NPF; s++) {\n"
+    "    if (s < nk) {\n"
+    "      gt_fetch<GT_BM, GT_CA>(ra[s], A, g.lda, mleft, kb + (i64)s * GT_BK, ke, tid);\n"
+    "      gt_fetch<GT_BN, GT_CB>(rb[s], B, g.ldb, nleft, kb + (i64)s * GT_BK, ke, tid);\n"
+    "    }\n"
+    "  }\n"
+    "  __syncthreads();\n"
+    "  for (int t = 0; t < nk; t += GT_NPF) {\n"
+    "#pragma unroll\n"
+    "    for (int u = 0; u < GT_NPF; u++) {\n" /* tile i = t + u, in slot u */
+    "      const int i = t + u;\n"
+    "      if (i >= nk) break;\n"
+    "      if (i + GT_NPF < nk) {\n"
+    "        const i64 k0 = kb + (i64)(i + GT_NPF) * GT_BK;\n"
+    "        gt_fetch<GT_BM, GT_CA>(ra[u], A, g.lda, mleft, k0, ke, tid);\n"
+    "        gt_fetch<GT_BN, GT_CB>(rb[u], B, g.ldb, nleft, k0, ke, tid);\n"
+    "      }\n"
+    "      gt_math(gt_dyn, (u32)(i & 1) * (2u * GT_STG), aoff, boff, acc);\n"
+    /* the LDS half of tile i + 1 was last read in iteration i - 1, before
+     * the barrier that ended it */
+    "      if (i + 1 < nk) {\n"
+    "        const u32 sw = (u32)((i + 1) & 1) * (2u * GT_STG);\n"
+    "        gt_stash<GT_BM, GT_CA>(gt_dyn, sw, ra[(u + 1) % GT_NPF], tid);\n"
+    "        gt_stash<GT_BN, GT_CB>(gt_dyn, sw + 2 * GT_SA, rb[(u + 1) % GT_NPF], tid);\n"
+    "      }\n"
+    "      __syncthreads();\n"
+    "    }\n"
+    "  }\n"
+    GT_MMA_SRC_NBATCH
+    /* D block (i, j): lane l holds rows 4 (l / 16) + e of column l % 16 */
+    "#pragma unroll\n"
+    "  for (int i = 0; i < GT_MT; i++)\n"
+    "#pragma unroll\n"
+    "    for (int j = 0; j < GT_NT; j++)\n"
+    "#pragma unroll\n"
+    "      for (int e = 0; e < 4; e++) {\n"
+    "        const i64 ii = row0 + wm * GT_WM + 16 * i + 4 * fq + e;\n"
+    "        const i64 jj = col0 + wn * GT_WN + 16 * j + fr;\n"
+    GT_MMA_SRC_OUT
+    GT_MMA_SRC_LAST
+    GT_MMA_SRC_FIN;
+
+static int kt_of(gt_dtype t)
+{
+    switch (t) {
+    case GT_DT_F32: return 0;
+    case GT_DT_F16: return 2;
+    case GT_DT_BF16: return 3;
+    default: return -1;
+    }
+}
+
+int gt_mma_defines(const gt_problem *p, const gt_mma_cfg *c, char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN])
+{
+    int ab = p->a_type == GT_DT_BF16 ? 0 : p->a_type == GT_DT_F16 ? 1 : -1;
+    int dkt = kt_of(p->d_type), ckt = kt_of(p->c_type);
+    int bkt = p->bias ? kt_of(p->bias_type != GT_DT_INVALID ? p->bias_type : p->d_type) : -1;
+    int act = !strcmp(p->activation, "relu")                                        ? 1
+              : !strcmp(p->activation, "gelu") || !strcmp(p->activation, "gelu_tanh") ? 2
+                                                                                      : 0;
+    if (ab < 0 || dkt < 0 || ckt < 0 || (p->bias && bkt < 0))
+        return -1;
+    const struct {
+        const char *name;
+        int v;
+    } d[] = {
+        {"GT_AB", ab},           {"GT_DKT", dkt},         {"GT_CKT", ckt},
+        {"GT_BIASKT", bkt},      {"GT_ACT", act},         {"GT_BM", c->bm},
+        {"GT_BN", c->bn},        {"GT_BK", c->bk},        {"GT_WGM", c->warps_m},
+        {"GT_WGN", c->warps_n},  {"GT_ST", c->stages},    {"GT_SPLITK", c->splitk},
+        {"GT_RED", c->reduction}, {"GT_SWZ", c->swizzle},
+    };
+    int n = (int)(sizeof d / sizeof d[0]);
+    for (int i = 0; i < n; i++)
+        snprintf(defs[i], GT_GEN_DEF_LEN, "-D%s=%d", d[i].name, d[i].v);
+    return n;
+}
+
+void gt_mma_geometry(const gt_problem *p, const gt_mma_cfg *c, gt_gen_geom *g)
+{
+    memset(g, 0, sizeof *g);
+    int64_t batch = p->batch > 0 ? p->batch : 1, sk = c->splitk > 0 ? c->splitk : 1;
+    int64_t bk = c->bk > 0 ? c->bk : 32, tiles_k = (p->k + bk - 1) / bk;
+    /* whole k tiles per split: only the last split ends inside a tile */
+    g->kper = (tiles_k + sk - 1) / sk * bk;
+    int64_t npm = (p->m + c->bm - 1) / (c->bm > 0 ? c->bm : 1);
+    int64_t npn = (p->n + c->bn - 1) / (c->bn > 0 ? c->bn : 1);
+    g->gx = (unsigned)(npm * npn);
+    g->gy = 1;
+    g->gz = (unsigned)(batch * sk);
+    g->threads = (unsigned)(c->warps_m * c->warps_n * 32);
+    size_t mn = (size_t)p->m * (size_t)p->n * (size_t)batch * sizeof(float);
+    if (sk > 1 && c->reduction == GT_GEN_RED_ATOMIC) {
+        g->ws_bytes = mn;
+        g->cnt_bytes = (size_t)g->gx * (size_t)batch * sizeof(unsigned);
+    } else if (sk > 1) {
+        g->ws_bytes = mn * (size_t)sk;
+        int64_t blocks = ((int64_t)(mn / sizeof(float)) + 255) / 256;
+        g->fin_blocks = (unsigned)(blocks < 1 ? 1 : blocks > 4096 ? 4096 : blocks);
+    }
+    g->smem_bytes = (size_t)c->stages * (size_t)(c->bm + c->bn) * (size_t)c->bk * 2;
+}

@@ -1,0 +1,579 @@
+/* test_gen_mma.c: the generated "mma" family without a GPU: config encoding
+ * (canonical text equal to gt_cfg_canonical, strict parsing with reasons),
+ * applicability, every pruning rule triggered with its reason, the family's
+ * space on the Llama-3-8B shapes, the launch geometry and -D definitions,
+ * and NVRTC compiles of the kept configs for sm_90 and sm_80 (CUDA builds)
+ * with ptxas reporting no spills. With a GPU it also builds, validates and
+ * times every enumerated config of a few problems through the backend.
+ * test_gen_mma_emu.c emulates the kernel's data path on the host. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "gen_mma.h"
+#include "gt_config.h"
+#include "gt_problem.h"
+#include "gt_test.h"
+#include "gt_util.h"
+
+#ifdef GT_WITH_CUDA
+#include "gen_cuda.h"
+#include "gt_backend.h"
+#include "gt_cuda.h"
+#endif
+
+static gt_problem prob(int64_t m, int64_t n, int64_t k, gt_dtype in, gt_dtype out)
+{
+    gt_problem p;
+    gt_problem_init(&p, m, n, k);
+    p.trans_a = 'T';
+    p.trans_b = 'N';
+    p.a_type = p.b_type = in;
+    p.c_type = p.d_type = out;
+    p.compute_type = p.scale_type = GT_DT_F32;
+    gt_problem_default_ld(&p);
+    gt_problem_finish(&p);
+    return p;
+}
+
+/* Llama-3-8B projections: m = out features x k = in features; n = tokens */
+static const int64_t k_llama[][2] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336},
+                                     {128256, 4096}};
+static const int64_t k_tokens[] = {16, 128, 2048};
+
+static const gt_mma_cfg k_cfg = {.bm = 128, .bn = 128, .bk = 32, .warps_m = 2, .warps_n = 2,
+                                 .stages = 4, .splitk = 1, .reduction = GT_GEN_RED_NONE, .swizzle = 8};
+
+static gt_gen_dev h100(void)
+{
+    gt_gen_dev d;
+    gt_gen_dev_default(&d, 90, 132);
+    return d;
+}
+
+static void test_encoding(void)
+{
+    char err[256], text[512];
+    gt_mma_cfg back;
+    cJSON *j = gt_mma_cfg_to_json(&k_cfg);
+    CHECK(j != NULL);
+    gt_mma_cfg_text(&k_cfg, text, sizeof text);
+    const char *want = "{\"bk\":32,\"bm\":128,\"bn\":128,\"family\":\"mma\",\"reduction\":\"none\",\"splitk\":1,"
+                       "\"stages\":4,\"swizzle\":8,\"warps_m\":2,\"warps_n\":2}";
+    CHECK_MSG(strcmp(text, want) == 0, "%s", text);
+    char *canon = gt_cfg_canonical(j);
+    CHECK_MSG(canon && strcmp(canon, want) == 0, "gt_cfg_canonical: %s", canon ? canon : "(null)");
+    free(canon);
+    char h16[17];
+    CHECK(gt_cfg_hash(j, h16) == 0 && strcmp(h16, "0000000000000000") != 0);
+    fprintf(stderr, "     mma example hash %s\n", h16);
+    CHECK(gt_gen_family(j) == GT_FAM_MMA);
+    CHECK_MSG(gt_mma_cfg_from_json(j, &back, err, sizeof err) == 0, "%s", err);
+    CHECK(memcmp(&back, &k_cfg, sizeof back) == 0);
+    cJSON_Delete(j);
+    /* the key order of the input does not matter */
+    j = cJSON_Parse("{\"warps_n\":2,\"family\":\"mma\",\"swizzle\":8,\"bm\":128,\"reduction\":\"none\","
+                    "\"bn\":128,\"stages\":4,\"bk\":32,\"splitk\":1,\"warps_m\":2}");
+    CHECK(j && gt_mma_cfg_from_json(j, &back, err, sizeof err) == 0 && !memcmp(&back, &k_cfg, sizeof back));
+    cJSON_Delete(j);
+    /* the example with one key deleted (value NULL), replaced or added */
+    static const struct {
+        const char *key, *value, *why;
+    } bad[] = {
+        {"reduction", NULL, "reduction: missing"},
+        {"warps_n", NULL, "warps_n: missing"},
+        {"bk", "48", "bk=48"},
+        {"bm", "120", "multiples of 16"},
+        {"stages", "6", "stages: must be an integer in 2..5"},
+        {"warps_m", "3", "warps_m=3"},
+        {"reduction", "\"tree\"", "reduction: must be one of"},
+        {"bm", "128.5", "bm: must be an integer"},
+        {"bk", "\"32\"", "bk: must be an integer"},
+        {"vec", "8", "key 'vec' unknown"},
+        {"family", "\"gemv\"", "family must be \"mma\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        j = gt_mma_cfg_to_json(&k_cfg);
+        cJSON *v = bad[i].value ? cJSON_Parse(bad[i].value) : NULL;
+        if (!bad[i].value)
+            cJSON_DeleteItemFromObjectCaseSensitive(j, bad[i].key);
+        else if (cJSON_GetObjectItemCaseSensitive(j, bad[i].key))
+            cJSON_ReplaceItemInObjectCaseSensitive(j, bad[i].key, v);
+        else
+            cJSON_AddItemToObject(j, bad[i].key, v);
+        err[0] = 0;
+        CHECK_MSG(gt_mma_cfg_from_json(j, &back, err, sizeof err) == -1 && !strncmp(err, "mma: ", 5) &&
+                      strstr(err, bad[i].why),
+                  "%s=%s: got '%s', want '%s'", bad[i].key, bad[i].value ? bad[i].value : "(none)", err,
+                  bad[i].why);
+        cJSON_Delete(j);
+    }
+    static const char *const raw[] = {"{\"family\":\"mma\"}", "[1,2]",
+                                      "{\"bk\":32,\"bk\":64,\"bm\":128,\"bn\":128,\"family\":\"mma\","
+                                      "\"reduction\":\"none\",\"splitk\":1,\"stages\":4,\"swizzle\":8,"
+                                      "\"warps_m\":2,\"warps_n\":2}"};
+    for (size_t i = 0; i < 3; i++) {
+        j = cJSON_Parse(raw[i]);
+        err[0] = 0;
+        CHECK_MSG(j && gt_mma_cfg_from_json(j, &back, err, sizeof err) == -1 && !strncmp(err, "mma: ", 5) &&
+                      strstr(err, i == 0 ? "missing" : i == 1 ? "not a JSON object" : "once"),
+                  "%s: got '%s'", raw[i], err);
+        cJSON_Delete(j);
+    }
+    /* the gemv family's parse refuses an mma config and the other way round */
+    j = cJSON_Parse(want);
+    gt_gen_cfg gc;
+    CHECK(j && gt_gen_cfg_from_json(j, &gc, err, sizeof err) == -1);
+    cJSON_Delete(j);
+}
+
+static void expect_na(gt_problem p, const gt_gen_dev *d, const char *needle)
+{
+    char why[GT_GEN_REASON] = "";
+    gt_problem_finish(&p);
+    CHECK_MSG(gt_mma_applicable(&p, d, why, sizeof why) == -1 && strstr(why, needle), "want '%s', got '%s'",
+              needle, why);
+}
+
+static void test_applicable(void)
+{
+    char why[GT_GEN_REASON];
+    gt_gen_dev d = h100(), old, hip;
+    gt_gen_dev_default(&old, 75, 40);
+    gt_gen_dev_hip(&hip, 104);
+    gt_problem p = prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
+    CHECK(gt_mma_applicable(&p, &d, why, sizeof why) == 0);
+    p = prob(3, 5, 7, GT_DT_F16, GT_DT_F32); /* any size: edges are zero-filled */
+    CHECK(gt_mma_applicable(&p, &d, why, sizeof why) == 0);
+    expect_na(prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16), &old, "sm_75");
+    expect_na(prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16), &hip, "HIP");
+    p = prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16);
+    p.trans_a = 'N';
+    gt_problem_default_ld(&p);
+    expect_na(p, &d, "transA=N");
+    p = prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16);
+    p.trans_b = 'T';
+    gt_problem_default_ld(&p);
+    expect_na(p, &d, "transB=T");
+    expect_na(prob(64, 64, 64, GT_DT_F32, GT_DT_F32), &d, "A/B types f32/f32");
+    p = prob(64, 64, 64, GT_DT_BF16, GT_DT_BF16);
+    p.b_type = GT_DT_F16;
+    expect_na(p, &d, "A/B types bf16/f16");
+    p = prob(64, 64, 64, GT_DT_F16, GT_DT_F16);
+    p.compute_type = p.scale_type = GT_DT_F16;
+    expect_na(p, &d, "compute f16");
+    p = prob(64, 64, 64, GT_DT_BF16, GT_DT_F8E4M3);
+    expect_na(p, &d, "C/D types");
+    p = prob(64, 64, 64, GT_DT_BF16, GT_DT_BF16);
+    snprintf(p.activation, sizeof p.activation, "silu");
+    expect_na(p, &d, "activation silu");
+}
+
+static void expect_pruned(gt_problem p, const gt_gen_dev *d, gt_mma_cfg c, const char *needle)
+{
+    char why[GT_GEN_REASON] = "", text[256];
+    gt_problem_finish(&p);
+    gt_mma_cfg_text(&c, text, sizeof text);
+    CHECK_MSG(gt_mma_check(&p, d, &c, why, sizeof why) == 1 && strstr(why, needle), "%s: want '%s', got '%s'",
+              text, needle, why);
+}
+
+/* Every rule, each triggered on its own with its reason. */
+static void test_rules(void)
+{
+    char why[GT_GEN_REASON];
+    gt_gen_dev d = h100(), a100, big = h100();
+    gt_gen_dev_default(&a100, 80, 108);
+    big.sms = 100000; /* a device wide enough that split-K never fills it */
+    gt_problem p = prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
+    CHECK_MSG(gt_mma_check(&p, &d, &k_cfg, why, sizeof why) == 0, "%s", why);
+    gt_mma_cfg c = k_cfg;
+    c.warps_m = 4, c.bm = 32;
+    expect_pruned(p, &d, c, "shape: warp tile 8x64");
+    c = k_cfg, c.warps_n = 4, c.bn = 32;
+    expect_pruned(p, &d, c, "shape: warp tile 64x8");
+    c = k_cfg, c.reduction = GT_GEN_RED_ATOMIC;
+    expect_pruned(p, &d, c, "reduction=atomic with splitk=1");
+    c = k_cfg, c.splitk = 2;
+    expect_pruned(p, &d, c, "reduction=none with splitk=2");
+    c = k_cfg, c.bm = 256, c.bn = 256, c.warps_m = 8, c.warps_n = 8;
+    expect_pruned(p, &d, c, "threads: 64 warps = 2048 threads > 1024");
+    c = k_cfg, c.bm = 256, c.warps_m = 4;
+    expect_pruned(prob(100, 2048, 4096, GT_DT_BF16, GT_DT_BF16), &d, c, "tile: bm=256 >= 2 x 112");
+    c = k_cfg;
+    expect_pruned(prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16), &d, c, "tile: bn=128 >= 2 x 16");
+    c = k_cfg, c.bk = 64;
+    expect_pruned(prob(4096, 2048, 24, GT_DT_BF16, GT_DT_BF16), &d, c, "k tile: bk=64 > k=24");
+    c = k_cfg, c.stages = 5;
+    expect_pruned(prob(4096, 2048, 96, GT_DT_BF16, GT_DT_BF16), &d, c, "stages=5 > 3 k tiles");
+    gt_problem q = prob(4096, 2048, 4100, GT_DT_BF16, GT_DT_BF16); /* lda = ldb = 4100 */
+    expect_pruned(q, &d, k_cfg, "alignment: lda=4100, ldb=4100");
+    q = prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
+    q.batch = 2, q.stride_a = 4096LL * 4096 + 4, q.stride_b = 4096LL * 2048, q.stride_c = q.stride_d = 4096LL * 2048;
+    expect_pruned(q, &d, k_cfg, "or the batch strides");
+    c = k_cfg, c.swizzle = 16;
+    expect_pruned(prob(1024, 2048, 4096, GT_DT_BF16, GT_DT_BF16), &d, c, "swizzle: group of 16 tile rows");
+    expect_pruned(prob(4096, 128, 4096, GT_DT_BF16, GT_DT_BF16), &d, k_cfg, "with 32 x 1 tiles");
+    c = k_cfg, c.splitk = 4, c.reduction = GT_GEN_RED_TWOPASS, c.swizzle = 1, c.stages = 2;
+    expect_pruned(prob(256, 256, 96, GT_DT_BF16, GT_DT_BF16), &d, c, "split-K: splitk=4 leaves empty splits");
+    c = k_cfg, c.splitk = 2, c.reduction = GT_GEN_RED_ATOMIC;
+    expect_pruned(p, &d, c, "split-K: 512 CTAs without it already cover the 132 SMs");
+    c = k_cfg, c.splitk = 16, c.reduction = GT_GEN_RED_ATOMIC, c.swizzle = 1;
+    expect_pruned(prob(1024, 1024, 8192, GT_DT_BF16, GT_DT_BF16), &d, c, "split-K: splitk=8 already gives 512");
+    c = k_cfg, c.splitk = 2, c.reduction = GT_GEN_RED_ATOMIC, c.swizzle = 1;
+    q = prob(128, 128, 4096, GT_DT_BF16, GT_DT_BF16);
+    q.batch = 40000, q.stride_a = q.stride_b = 128 * 4096, q.stride_c = q.stride_d = 128 * 128;
+    expect_pruned(q, &big, c, "grid z = batch x splitk = 80000");
+    c = k_cfg, c.bm = 256, c.bn = 256, c.bk = 64, c.stages = 4, c.warps_m = 4, c.warps_n = 4;
+    expect_pruned(p, &d, c, "resources: 262144 bytes of dynamic shared memory");
+    c.stages = 3; /* 192 KiB: fits an H100, not an A100 */
+    expect_pruned(p, &a100, c, "> 166912 per block (opt-in)");
+    c = k_cfg, c.bm = 256, c.bn = 256, c.warps_m = 2, c.warps_n = 2, c.stages = 2;
+    expect_pruned(p, &d, c, "registers per thread > 255");
+    c = k_cfg, c.bm = 256, c.bn = 256, c.warps_m = 4, c.warps_n = 4, c.stages = 2;
+    expect_pruned(p, &d, c, "registers x 512 threads > 65536");
+    c = k_cfg, c.bm = 64, c.bn = 64, c.bk = 64, c.warps_m = 1, c.warps_n = 1, c.stages = 5;
+    expect_pruned(p, &d, c, "latency: 2 CTA(s) of 1 warp(s)");
+    c = k_cfg, c.bm = 256, c.bn = 256, c.bk = 64, c.warps_m = 4, c.warps_n = 4, c.stages = 2;
+    c.splitk = 16, c.reduction = GT_GEN_RED_TWOPASS, c.swizzle = 1;
+    big.regs_sm = 1 << 20;
+    expect_pruned(prob(8192, 8192, 16384, GT_DT_BF16, GT_DT_BF16), &big, c, "workspace: 4096 MiB > 256");
+}
+
+/* Every config of the raw space is kept or pruned with a reason; the kept
+ * ones pass every rule; the Llama shapes all get a full family. */
+static void test_prune(void)
+{
+    gt_gen_dev d = h100(), a100;
+    gt_gen_dev_default(&a100, 80, 108);
+    double t0 = gt_mono_ms();
+    for (int dv = 0; dv < 2; dv++)
+        for (size_t t = 0; t < 3; t++)
+            for (size_t i = 0; i < sizeof k_llama / sizeof k_llama[0]; i++) {
+                gt_problem p = prob(k_llama[i][0], k_tokens[t], k_llama[i][1], GT_DT_BF16, GT_DT_BF16);
+                const gt_gen_dev *dev = dv ? &a100 : &d;
+                gt_mma_space s;
+                char why[GT_GEN_REASON], label[64];
+                gt_problem_label(&p, label, sizeof label);
+                CHECK(gt_mma_prune(&p, dev, GT_MMA_DEFAULT_CAP, &s) == 0);
+                CHECK_MSG(s.why[0] == 0 && s.nkeep == GT_MMA_DEFAULT_CAP, "%s: %d kept (%s)", label, s.nkeep,
+                          s.why);
+                CHECK(s.nkeep + s.npruned == s.raw && s.raw == 64800);
+                int bad = 0, ranked = 0, tiles = 0;
+                for (int k = 0; k < s.npruned; k++) {
+                    bad += strlen(s.pruned[k].reason) < 10 || !strchr(s.pruned[k].reason, ':');
+                    ranked += !strncmp(s.pruned[k].reason, "rank: ", 6);
+                    /* a pruned config really fails its rule (or is ranked out) */
+                    if (k % 97 == 0 && strncmp(s.pruned[k].reason, "rank: ", 6))
+                        CHECK(gt_mma_check(&p, dev, &s.pruned[k].cfg, why, sizeof why) == 1 &&
+                              !strcmp(why, s.pruned[k].reason));
+                }
+                CHECK_MSG(bad == 0 && ranked > 0, "%s: %d without reason, %d ranked", label, bad, ranked);
+                for (int k = 0; k < s.nkeep; k++) {
+                    CHECK_MSG(gt_mma_check(&p, dev, &s.keep[k], why, sizeof why) == 0, "%s kept but %s", label,
+                              why);
+                    tiles += k == 0 || s.keep[k].bm != s.keep[0].bm || s.keep[k].bn != s.keep[0].bn;
+                }
+                /* the cap holds more than one tile shape */
+                CHECK_MSG(tiles > 1, "%s: one tile shape only", label);
+                /* many tokens: big tiles first; few: tiles as narrow as n */
+                if (k_tokens[t] == 2048)
+                    CHECK(s.keep[0].bm >= 64 && s.keep[0].bn >= 64 && s.keep[0].splitk == 1);
+                if (k_tokens[t] == 16)
+                    CHECK(s.keep[0].bn == 16);
+                gt_mma_space_free(&s);
+            }
+    fprintf(stderr, "     30 spaces of 64800 configs pruned in %.0f ms\n", gt_mono_ms() - t0);
+    /* unaligned leading dimensions: nothing kept, every config says why */
+    gt_problem p = prob(4096, 512, 4100, GT_DT_F16, GT_DT_F32);
+    gt_mma_space s;
+    CHECK(gt_mma_prune(&p, &d, 0, &s) == 0 && s.nkeep == 0 && s.npruned == s.raw);
+    int align = 0;
+    for (int k = 0; k < s.npruned; k++)
+        align += strstr(s.pruned[k].reason, "alignment") != NULL;
+    CHECK(align > 1000);
+    gt_mma_space_free(&s);
+    /* cap 0: every config that passes the rules, none ranked out */
+    p = prob(1000, 1000, 1000, GT_DT_F16, GT_DT_F32);
+    CHECK(gt_mma_prune(&p, &d, 0, &s) == 0 && s.nkeep > GT_MMA_DEFAULT_CAP);
+    for (int k = 0; k < s.npruned; k++)
+        CHECK(strncmp(s.pruned[k].reason, "rank: ", 6) != 0);
+    gt_mma_space_free(&s);
+    /* not applicable: empty, with the family-level reason */
+    p.trans_b = 'T';
+    gt_problem_default_ld(&p);
+    CHECK(gt_mma_prune(&p, &d, 0, &s) == 0 && s.nkeep == 0 && s.npruned == 0 && strstr(s.why, "transB"));
+    gt_mma_space_free(&s);
+}
+
+static void test_geometry(void)
+{
+    gt_gen_geom g;
+    gt_problem p = prob(1000, 300, 4095, GT_DT_BF16, GT_DT_BF16);
+    gt_mma_cfg c = k_cfg;
+    c.bk = 64, c.splitk = 3, c.reduction = GT_GEN_RED_TWOPASS;
+    gt_mma_geometry(&p, &c, &g);
+    /* 64 k tiles over 3 splits: 22 tiles each, the last one 20 (and a part) */
+    CHECK(g.kper == 22 * 64 && g.kper * 2 < 4095 && g.kper * 3 >= 4095);
+    CHECK(g.gx == 8 * 3 && g.gy == 1 && g.gz == 3 && g.threads == 128);
+    CHECK(g.smem_bytes == (size_t)4 * 256 * 64 * 2);
+    CHECK(g.ws_bytes == (size_t)3 * 1000 * 300 * 4 && g.fin_blocks == (1000 * 300 + 255) / 256 && !g.cnt_bytes);
+    c.reduction = GT_GEN_RED_ATOMIC;
+    p.batch = 5;
+    gt_mma_geometry(&p, &c, &g);
+    CHECK(g.gz == 15 && g.ws_bytes == (size_t)5 * 1000 * 300 * 4 && g.cnt_bytes == (size_t)24 * 5 * 4);
+    CHECK(g.fin_blocks == 0);
+    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+    p.bias = 1, p.bias_type = GT_DT_F32;
+    snprintf(p.activation, sizeof p.activation, "gelu");
+    int n = gt_mma_defines(&p, &c, defs), seen = 0;
+    for (int i = 0; i < n; i++)
+        seen += !strcmp(defs[i], "-DGT_BM=128") + !strcmp(defs[i], "-DGT_BK=64") + !strcmp(defs[i], "-DGT_ST=4") +
+                !strcmp(defs[i], "-DGT_RED=1") + !strcmp(defs[i], "-DGT_SWZ=8") + !strcmp(defs[i], "-DGT_DKT=3") +
+                !strcmp(defs[i], "-DGT_BIASKT=0") + !strcmp(defs[i], "-DGT_ACT=2");
+    CHECK(n == 14 && n <= GT_GEN_MAX_DEFS && seen == 8);
+    p.d_type = GT_DT_F8E4M3;
+    CHECK(gt_mma_defines(&p, &c, defs) == -1);
+}
+
+#ifdef GT_WITH_CUDA
+/* A config list without duplicates (what reaches the compiler: the config
+ * and the problem's types; every problem here has the same types). */
+typedef struct cfgset {
+    gt_mma_cfg *v;
+    int n, cap;
+} cfgset;
+
+static void add_cfg(cfgset *s, const gt_mma_cfg *c)
+{
+    for (int i = 0; i < s->n; i++)
+        if (!memcmp(&s->v[i], c, sizeof *c))
+            return;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        gt_mma_cfg *v = realloc(s->v, (size_t)s->cap * sizeof *v);
+        if (!v)
+            return;
+        s->v = v;
+    }
+    s->v[s->n++] = *c;
+}
+
+/* Compiles every config of `set` for (p's types, sm) on the pool; returns
+ * how many failed or spilled. */
+static int compile_set(const gt_problem *p, const cfgset *set, int sm, const char *what)
+{
+    char err[512];
+    gt_gen_entry **ents = calloc((size_t)(set->n ? set->n : 1), sizeof *ents);
+    double t0 = gt_mono_ms();
+    int fails = 0, spills = 0, regs_max = 0;
+    if (!ents)
+        return 1;
+    for (int i = 0; i < set->n; i++) {
+        char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+        const char *opts[GT_GEN_MAX_DEFS];
+        int n = gt_mma_defines(p, &set->v[i], defs);
+        for (int o = 0; o < n; o++)
+            opts[o] = defs[o];
+        ents[i] = gt_gen_request(gt_gen_mma_src, "gt_mma", opts, n, sm, 1, NULL);
+    }
+    for (int i = 0; i < set->n; i++) {
+        const gt_gen_image *img = NULL;
+        char text[256];
+        gt_mma_cfg_text(&set->v[i], text, sizeof text);
+        if (!ents[i] || gt_gen_wait(ents[i], &img, err, sizeof err) != 0) {
+            if (fails++ < 3)
+                fprintf(stderr, "     %s: compile failed: %s\n", text, err);
+            continue;
+        }
+        CHECK(img->cubin == 1 && img->len > 1000);
+        if (img->spill_stores != 0 && spills++ < 3)
+            fprintf(stderr, "     %s sm_%d: %d bytes spilled (estimate %d registers)\n", text, sm,
+                    img->spill_stores, gt_mma_regs(&set->v[i]));
+        regs_max = gt_mma_regs(&set->v[i]) > regs_max ? gt_mma_regs(&set->v[i]) : regs_max;
+    }
+    fprintf(stderr, "     sm_%d %s: %d configs compiled in %.1f s wall, %d failed, %d spilled\n", sm, what,
+            set->n, (gt_mono_ms() - t0) / 1000, fails, spills);
+    free(ents);
+    return fails + spills;
+}
+
+/* NVRTC compiles of kept configs for sm_90 and sm_80, with no ptxas spill
+ * (the register rule's estimate is conservative). The kernels take ~1-2
+ * CPU s each and the compile options depend on the config and the types
+ * only, so configs are deduplicated over the shapes. By default, to stay
+ * well inside a minute on two cores: the top 3 of every Llama shape for
+ * sm_90, the top 1 for sm_80, and an f16 / f32-output / bias / gelu problem
+ * with split-K of both reductions. GT_TEST_MMA_ALL=1: every kept config of
+ * every Llama shape for both targets (gt-cuda-selftest --mma compiles and
+ * runs those on the GPU). */
+static void test_nvrtc(void)
+{
+    char dir[] = "/tmp/gt-mma-cache.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("GEMMTUNE_CACHE_DIR", dir, 1);
+    gt_gen_cache_forget();
+    int all = getenv("GT_TEST_MMA_ALL") != NULL;
+    for (int sm = 90; sm >= 80; sm -= 10) {
+        gt_gen_dev d;
+        gt_gen_dev_default(&d, sm, sm == 90 ? 132 : 108);
+        cfgset set = {0};
+        gt_problem p0 = prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16);
+        for (size_t t = 0; t < 3; t++)
+            for (size_t i = 0; i < sizeof k_llama / sizeof k_llama[0]; i++) {
+                gt_problem p = prob(k_llama[i][0], k_tokens[t], k_llama[i][1], GT_DT_BF16, GT_DT_BF16);
+                gt_mma_space s;
+                CHECK(gt_mma_prune(&p, &d, GT_MMA_DEFAULT_CAP, &s) == 0 && s.nkeep > 0);
+                for (int c = 0; c < s.nkeep && (all || c < (sm == 90 ? 3 : 1)); c++)
+                    add_cfg(&set, &s.keep[c]);
+                gt_mma_space_free(&s);
+            }
+        CHECK_MSG(compile_set(&p0, &set, sm, all ? "all Llama configs" : "Llama top configs") == 0,
+                  "sm_%d", sm);
+        free(set.v);
+    }
+    /* the other types and epilogue, split-K of both kinds, a 2-stage ring */
+    gt_problem e = prob(3000, 500, 1000, GT_DT_F16, GT_DT_F32);
+    e.bias = 1, e.bias_type = GT_DT_F16, e.alpha = 0.5, e.beta = 0.25;
+    snprintf(e.activation, sizeof e.activation, "gelu");
+    cfgset set = {0};
+    gt_mma_cfg c = k_cfg;
+    add_cfg(&set, &c);
+    c.splitk = 2, c.reduction = GT_GEN_RED_ATOMIC, c.stages = 2, c.bk = 64;
+    add_cfg(&set, &c);
+    c.reduction = GT_GEN_RED_TWOPASS, c.bm = 64, c.bn = 48, c.warps_n = 1, c.stages = 5;
+    add_cfg(&set, &c);
+    CHECK(compile_set(&e, &set, 90, "f16 in, f32 out, bias, gelu, split-K") == 0);
+    free(set.v);
+    gt_gen_cache_forget();
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* With a GPU: every "mma" config the enumeration adds for p, plus `extra`,
+ * must build, validate within tolerance and time; a config a rule prunes
+ * is refused by build with the rule's reason. */
+static void smoke(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p, const char *const *extra)
+{
+    char err[512], label[64];
+    gt_problem_label(&p, label, sizeof label);
+    cJSON *cands = NULL, *base = NULL;
+    gt_bk_prob *pp = NULL;
+    int gen = 0, passed = 0;
+    if (bk->enumerate(ctx, &p, &cands, &base, err, sizeof err) != 0 ||
+        bk->prepare(ctx, &p, &pp, err, sizeof err) != 0) {
+        CHECK_MSG(0, "%s: %s", label, err);
+        goto out;
+    }
+    int n = cJSON_GetArraySize(cands);
+    for (int i = 0; i < n + 8; i++) {
+        cJSON *x = i >= n && extra && extra[i - n] ? cJSON_Parse(extra[i - n]) : NULL;
+        const cJSON *cfg = i < n ? cJSON_GetArrayItem(cands, i) : x;
+        if (i >= n && !x)
+            break;
+        if (gt_gen_family(cfg) != GT_FAM_MMA) {
+            cJSON_Delete(x);
+            continue;
+        }
+        gen++;
+        gt_bk_cand *c = NULL;
+        double e = NAN;
+        gt_timing t;
+        gt_timing_opts o = {.min_time_ms = 0.2, .warmup = 1, .repeats = 3};
+        char *txt = cJSON_PrintUnformatted(cfg);
+        if (bk->build(pp, cfg, &c, err, sizeof err) != 0 || bk->validate(pp, c, &e, err, sizeof err) != 0 ||
+            !(e <= gt_bk_tolerance(&p)) || bk->time(pp, c, &o, &t, err, sizeof err) != 0) {
+            CHECK_MSG(0, "%s: %s: %s (rel err %.3g)", label, txt, err, e);
+        } else if (++passed <= 1) {
+            cJSON *info = gt_gen_cand_info(c);
+            char *it = info ? cJSON_PrintUnformatted(info) : NULL;
+            fprintf(stderr, "     %s %.2f us err %.2e %s\n", label, t.median_us, e, it ? it : "");
+            free(it);
+            cJSON_Delete(info);
+        }
+        free(txt);
+        if (c)
+            bk->release(c);
+        cJSON_Delete(x);
+    }
+    fprintf(stderr, "     %s: %d of %d mma configs valid\n", label, passed, gen);
+    CHECK_MSG(gen > 0 && passed == gen, "%s: %d of %d", label, passed, gen);
+    /* a 256-row tile is pruned for m <= 128: build says why */
+    if (p.m <= 128) {
+        cJSON *j = cJSON_Parse("{\"bk\":32,\"bm\":256,\"bn\":64,\"family\":\"mma\",\"reduction\":\"none\","
+                               "\"splitk\":1,\"stages\":3,\"swizzle\":1,\"warps_m\":4,\"warps_n\":1}");
+        gt_bk_cand *c = NULL;
+        CHECK(bk->build(pp, j, &c, err, sizeof err) == -1 && strstr(err, "mma: not for this problem: tile: bm=256"));
+        cJSON_Delete(j);
+    }
+out:
+    if (pp)
+        bk->unprepare(pp);
+    cJSON_Delete(cands);
+    cJSON_Delete(base);
+}
+
+static void test_gpu(void)
+{
+    const gt_backend *bk = gt_bk_find("cuda");
+    char err[512] = "";
+    gt_bk_ctx *ctx = NULL;
+    gt_bk_device dev;
+    if (bk->open(0, &ctx, &dev, err, sizeof err) != 0) {
+        fprintf(stderr, "     SKIP gpu: %s\n", err);
+        CHECK(ctx == NULL && strncmp(err, "cuda: ", 6) == 0);
+        return;
+    }
+    gt_cuda_set_limits(ctx, 40, 20);
+    gt_cuda_set_exit_on_sticky(ctx, 0);
+#define MMA_CFG(bm, bn, bk, wm, wn, st, sk, red, swz)                                                   \
+    "{\"bk\":" #bk ",\"bm\":" #bm ",\"bn\":" #bn ",\"family\":\"mma\",\"reduction\":\"" red "\",\"splitk\":" #sk \
+    ",\"stages\":" #st ",\"swizzle\":" #swz ",\"warps_m\":" #wm ",\"warps_n\":" #wn "}"
+    static const char *const extra[] = {
+        MMA_CFG(64, 64, 32, 2, 2, 3, 4, "atomic", 1), MMA_CFG(64, 32, 64, 2, 1, 2, 3, "twopass", 1),
+        /* atomic after twopass: the zeroed workspace must not have been spoiled */
+        MMA_CFG(32, 64, 32, 1, 2, 5, 2, "atomic", 1), NULL};
+    static const char *const skinny[] = {
+        MMA_CFG(64, 16, 32, 2, 1, 3, 4, "atomic", 1), MMA_CFG(32, 16, 64, 1, 1, 2, 3, "twopass", 1),
+        MMA_CFG(128, 16, 64, 4, 1, 5, 2, "atomic", 1), NULL};
+    static const char *const raster[] = {MMA_CFG(64, 64, 64, 2, 2, 4, 1, "none", 4),
+                                         MMA_CFG(64, 128, 32, 1, 4, 3, 1, "none", 8), NULL};
+    gt_problem p = prob(1000, 77, 1000, GT_DT_BF16, GT_DT_F32); /* edges everywhere, lda 1000 */
+    p.alpha = 0.5, p.beta = 0.25;
+    smoke(bk, ctx, p, extra);
+    p = prob(128, 16, 4096, GT_DT_BF16, GT_DT_BF16);
+    p.bias = 1;
+    snprintf(p.activation, sizeof p.activation, "gelu");
+    smoke(bk, ctx, p, skinny);
+    p = prob(4096, 512, 2048, GT_DT_F16, GT_DT_F16);
+    p.batch = 3;
+    snprintf(p.activation, sizeof p.activation, "relu");
+    gt_problem_default_ld(&p);
+    smoke(bk, ctx, p, raster);
+    p = prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
+    smoke(bk, ctx, p, NULL);
+    bk->close(ctx);
+}
+#endif
+
+int main(void)
+{
+    RUN(test_encoding);
+    RUN(test_applicable);
+    RUN(test_rules);
+    RUN(test_prune);
+    RUN(test_geometry);
+#ifdef GT_WITH_CUDA
+    RUN(test_nvrtc);
+    RUN(test_gpu);
+#else
+    fprintf(stderr, "     SKIP nvrtc, gpu: built without CUDA\n");
+    CHECK(1);
+#endif
+    return gt_test_done();
+}
