@@ -4,12 +4,15 @@
  * for the key) into an open-addressing hash table keyed by (backend, device
  * model, problem key) and closes the file: a lookup is one FNV-1a hash of
  * the key built on the stack, a probe and three string compares, with no
- * SQLite and no allocation. cuda configs are decoded once at open. The key
+ * SQLite and no allocation. cuda configs are decoded once at open; the
+ * winners that are generated kernels keep their problem, from which
+ * gemmtune_kernel.c re-creates the kernel (gen/gen_export.h). The key
  * is built by gt_problem_key of gemmtune's common/problem.c, compiled into
  * this library with hidden visibility. */
 #include "gemmtune.h"
 #include "gt_lib.h"
 
+#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -23,7 +26,9 @@
 typedef struct ent {
     uint64_t h;
     char *backend, *model, *key, *config;
+    char *spec;                  /* problem JSON, kept for generated kernels only */
     double time_us, baseline_us, uplift;
+    int generated;               /* the config names a kernel family (gemmtune_kernel.c) */
     int cuda_state;              /* 0 not cuda, 1 decoded, -1 undecodable */
     gt_lt_cfg cuda;
 } ent;
@@ -68,10 +73,24 @@ void gt_db_close(gt_db *db)
         free(db->e[i].model);
         free(db->e[i].key);
         free(db->e[i].config);
+        free(db->e[i].spec);
     }
     free(db->e);
     free(db->slot);
     free(db);
+}
+
+/* A config with a "family" other than "cublaslt" is a generated kernel's
+ * (worker/cuda/CONFIG.md); anything else is a library's configuration. */
+static int is_generated(const char *config)
+{
+    if (!strstr(config, "\"family\""))
+        return 0; /* most configs: no parse at open */
+    cJSON *j = cJSON_Parse(config);
+    const cJSON *f = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "family") : NULL;
+    int gen = cJSON_IsString(f) && strcmp(f->valuestring, "cublaslt") != 0;
+    cJSON_Delete(j);
+    return gen;
 }
 
 static char *dupcol(sqlite3_stmt *st, int i)
@@ -116,7 +135,7 @@ gt_db *gt_db_open(const char *path, char *err, size_t errlen)
     st = NULL;
     if (sqlite3_prepare_v2(sq,
                            "SELECT b.backend, b.device_model, p.key, b.config, b.time_us,"
-                           " b.baseline_us, b.uplift FROM best b JOIN problems p"
+                           " b.baseline_us, b.uplift, p.spec FROM best b JOIN problems p"
                            " ON p.id = b.problem_id",
                            -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s: not a gemmtune export: %s", path, sqlite3_errmsg(sq));
@@ -149,7 +168,14 @@ gt_db *gt_db_open(const char *path, char *err, size_t errlen)
         e->baseline_us = numcol(st, 5);
         e->uplift = numcol(st, 6);
         e->h = key_hash(e->backend, e->model, e->key);
-        if (!strcmp(e->backend, "cuda")) {
+        /* A generated kernel is built from (problem, config) at lookup time:
+         * keep its problem; a cuBLASLt config is decoded once, here. */
+        if ((e->generated = is_generated(e->config)) != 0) {
+            if (!(e->spec = dupcol(st, 7))) {
+                snprintf(err, errlen, "out of memory");
+                goto fail;
+            }
+        } else if (!strcmp(e->backend, "cuda")) {
             char why[160];
             e->cuda_state = gt_lt_cfg_parse(e->config, &e->cuda, why, sizeof why) == 0 ? 1 : -1;
         }
@@ -334,7 +360,7 @@ int gt_db_lookup_key(const gt_db *db, const char *key, const char *backend,
         return GT_DB_NOT_TUNED;
     if (out)
         fill(e, out);
-    return GT_DB_OK;
+    return e->generated ? GT_DB_GENERATED : GT_DB_OK;
 }
 
 int gt_db_lookup(const gt_db *db, const gt_gemm_desc *d, const char *backend,
@@ -354,10 +380,25 @@ int gt_db_cuda_cfg(const gt_db *db, const char *key, const char *model, gt_lt_cf
     const ent *e = find(db, "cuda", model, key);
     if (!e)
         return GT_DB_NOT_TUNED;
+    if (e->generated)
+        return GT_DB_GENERATED;
     if (e->cuda_state != 1)
         return GT_DB_REJECTED;
     *cfg = e->cuda;
     return GT_DB_OK;
+}
+
+int gt_db_gen_entry(const gt_db *db, const char *key, const char *model, const char **spec,
+                    gt_db_result *res)
+{
+    const ent *e = find(db, "cuda", model, key);
+    if (!e)
+        return GT_DB_NOT_TUNED;
+    fill(e, res);
+    if (!e->generated)
+        return GT_DB_OK;
+    *spec = e->spec;
+    return GT_DB_GENERATED;
 }
 
 int gt_db_cuda_config_parse(const char *json, gt_db_cuda_config *out, char *err, size_t errlen)
@@ -395,6 +436,7 @@ const char *gt_db_strerror(int rc)
     case GT_DB_OK: return "tuned";
     case GT_DB_NOT_TUNED: return "not tuned";
     case GT_DB_REJECTED: return "tuned config refused by cuBLASLt";
+    case GT_DB_GENERATED: return "tuned: a generated kernel";
     case GT_DB_EINVAL: return "invalid argument";
     default: return "unknown";
     }

@@ -18,6 +18,22 @@
  * cublasLtMatmulAlgo_t ready for cublasLtMatmul (include <cublasLt.h> before
  * this header, or define GEMMTUNE_CUBLASLT, to get its declaration).
  *
+ * The winner may also be a kernel gemmtune generated (a family of
+ * worker/cuda/CONFIG.md, e.g. "gemv" for skinny GEMMs) rather than a
+ * cuBLASLt config: the lookups then return GT_DB_GENERATED, and
+ * gt_db_kernel_get() gives the kernel's source, NVRTC options, launch
+ * geometry and workspace; in CUDA builds gt_db_kernel_cuda_load() compiles
+ * it with NVRTC for the current device and gt_db_kernel_cuda_launch() runs
+ * it:
+ *
+ *   gt_db_kernel *k;
+ *   if (gt_db_kernel_get(db, &g, "NVIDIA H100 80GB HBM3", &k) == GT_DB_OK) {
+ *       gt_db_module mod;                              // once per context
+ *       gt_db_kernel_cuda_load(k, &mod, err, sizeof err);
+ *       // workspace: k->workspace_bytes, zeroed once when k->workspace_zero
+ *       gt_db_kernel_cuda_launch(k, &mod, stream, A, B, C, bias, D, ws, err, sizeof err);
+ *   }
+ *
  * A GEMM is matched on its full canonical problem key (gt_problem_key of
  * gemmtune's common/problem.c, documented in schema/EXPORT.md): sizes,
  * transposes, leading dimensions, batch strides, every type, alpha/beta and
@@ -53,7 +69,11 @@ extern "C" {
 #define GT_DB_OK 0          /* tuned: the result is filled */
 #define GT_DB_NOT_TUNED 1   /* no tuned configuration for this GEMM, backend and device model */
 #define GT_DB_REJECTED 2    /* tuned, but cuBLASLt refused the config for these descriptors
-                               (another cuBLASLt major version, workspace, alignment) */
+                               (another cuBLASLt major version, workspace, alignment); for
+                               gt_db_kernel_get: the winner is not a kernel this library
+                               can build */
+#define GT_DB_GENERATED 3   /* tuned, and the winner is a generated kernel, not a cuBLASLt
+                               config: gt_db_kernel_get() (the result is filled) */
 #define GT_DB_EINVAL (-1)   /* bad argument, or a GEMM gemmtune cannot describe */
 
 typedef struct gt_db gt_db;
@@ -109,7 +129,8 @@ GT_DB_API int gt_db_key(const gt_gemm_desc *d, char *key, size_t keylen, char *e
                         size_t errlen);
 
 /* The tuned configuration of d on device_model for backend ("cuda", "cpu").
- * GT_DB_OK, GT_DB_NOT_TUNED, or GT_DB_EINVAL. */
+ * GT_DB_OK, GT_DB_GENERATED (a generated kernel: config is its family's
+ * JSON), GT_DB_NOT_TUNED, or GT_DB_EINVAL. */
 GT_DB_API int gt_db_lookup(const gt_db *db, const gt_gemm_desc *d, const char *backend,
                            const char *device_model, gt_db_result *out);
 /* The same by key (schema/EXPORT.md "The problem key"). */
@@ -140,6 +161,89 @@ GT_DB_API const char *gt_db_cuda_compute(int cublas_compute_type);
 /* A readable name of a return code. */
 GT_DB_API const char *gt_db_strerror(int rc);
 
+/* ---- generated kernels ------------------------------------------------------
+ * A tuned winner that is a generated kernel, re-created from (problem,
+ * config) by the same code gemmtune's worker compiled and timed (gen/), so
+ * it is the kernel that was measured. Host only, no GPU needed. */
+
+/* One launch: the argument struct by value, then, when extra_param is set,
+ * one long long of value extra_value. */
+typedef struct gt_db_launch {
+    const char *kernel;            /* extern "C" function name in the module */
+    unsigned grid[3], block[3];
+    size_t shared_bytes;           /* dynamic shared memory to pass at launch */
+    const char *extra_param;       /* NULL, or the name of the trailing long long */
+    long long extra_value;
+} gt_db_launch;
+
+typedef struct gt_db_kernel {
+    const char *family;            /* "gemv" */
+    const char *key, *device_model, *config; /* the tuned entry (config: canonical JSON) */
+    double time_us, baseline_us, uplift;
+    const char *source;            /* self-contained CUDA C++: compiles with NVRTC or nvcc */
+    const char *program_name;      /* name to give nvrtcCreateProgram ("gt_gen.cu") */
+    const char *const *options;    /* NVRTC options besides --gpu-architecture (may be none) */
+    int noptions;
+    int min_sm;                    /* oldest compute capability it compiles for (80 = sm_80) */
+    int nlaunch;                   /* launches, in order on one stream */
+    gt_db_launch launch[2];
+    size_t args_bytes;             /* size of the argument struct (gt_db_kernel_args) */
+    size_t workspace_bytes;        /* device workspace the launches need; 0: none */
+    int workspace_zero;            /* 1: zero the workspace once before the first launch (the
+                                      kernels leave it zero); 0: no initialisation. Launches
+                                      sharing one workspace must not overlap (one stream). */
+} gt_db_kernel;
+
+/* The generated kernel tuned for d (backend "cuda") on device_model, as a new
+ * gt_db_kernel (gt_db_kernel_free). GT_DB_OK; GT_DB_NOT_TUNED; GT_DB_REJECTED
+ * when the winner is not a generated kernel (a cuBLASLt config:
+ * gt_db_cublaslt_algo) or one this library cannot build; GT_DB_EINVAL. Unlike
+ * the lookups, this allocates. */
+GT_DB_API int gt_db_kernel_get(const gt_db *db, const gt_gemm_desc *d, const char *device_model,
+                               gt_db_kernel **out);
+GT_DB_API int gt_db_kernel_get_key(const gt_db *db, const char *key, const char *device_model,
+                                   gt_db_kernel **out);
+GT_DB_API void gt_db_kernel_free(gt_db_kernel *k);
+/* Writes k's argument struct (k->args_bytes bytes) for one call: the device
+ * pointers of A, B, C (NULL when beta is 0), the bias (NULL without one),
+ * D and the workspace (NULL when k->workspace_bytes is 0); the sizes, strides
+ * and scalars are fixed by the tuned GEMM. 0, or -1 when len is too small. */
+GT_DB_API int gt_db_kernel_args(const gt_db_kernel *k, const void *a, const void *b, const void *c,
+                                const void *bias, void *d, void *workspace, void *out, size_t len);
+
+#if defined(GEMMTUNE_CUBLASLT)
+/* A compiled generated kernel: CUDA builds of libgemmtune only (pkg-config's
+ * Cflags then carry -DGEMMTUNE_CUBLASLT). The CUDA types are declared by
+ * their struct tags, so <cuda.h> is not needed: module is a CUmodule,
+ * function[i] the CUfunction of launch[i]. */
+struct CUmod_st;
+struct CUfunc_st;
+struct CUstream_st;
+typedef struct gt_db_module {
+    struct CUmod_st *module;
+    struct CUfunc_st *function[2];
+    int nfunction;
+    char target[24];               /* "sm_90" (a cubin), or "compute_NN" (PTX for an arch newer
+                                      than this NVRTC) */
+} gt_db_module;
+/* Compiles k->source with NVRTC (linked like cuBLASLt) for the device of the
+ * calling thread's current CUDA context, exactly as gemmtune's worker does,
+ * and loads it into that context through the driver (libcuda.so.1, opened
+ * at the first call). 0, or -1 with the reason in err (no driver, no current
+ * context, a device older than k->min_sm, the compile log). Functions using
+ * more than 48 KiB of dynamic shared memory are opted in here. */
+GT_DB_API int gt_db_kernel_cuda_load(const gt_db_kernel *k, gt_db_module *m, char *err,
+                                     size_t errlen);
+GT_DB_API void gt_db_kernel_cuda_unload(gt_db_module *m);
+/* Enqueues k's launches on stream (a CUstream or cudaStream_t; NULL: the
+ * default stream) with these device pointers, as gt_db_kernel_args
+ * describes them. No synchronisation. 0, or -1 with the driver's error. */
+GT_DB_API int gt_db_kernel_cuda_launch(const gt_db_kernel *k, const gt_db_module *m,
+                                       struct CUstream_st *stream, const void *a, const void *b,
+                                       const void *c, const void *bias, void *d, void *workspace,
+                                       char *err, size_t errlen);
+#endif
+
 #if defined(GEMMTUNE_CUBLASLT) && !defined(CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA)
 #include <cublasLt.h>
 #endif
@@ -149,7 +253,8 @@ GT_DB_API const char *gt_db_strerror(int rc);
  * cublasLtMatmulAlgoCheck against descriptors built from d exactly as the
  * tuning built them (placeholder device pointers for bias/scales: only their
  * alignment is looked at). *workspace: the bytes it needs. GT_DB_OK,
- * GT_DB_NOT_TUNED, GT_DB_REJECTED or GT_DB_EINVAL. Defined only by a
+ * GT_DB_NOT_TUNED, GT_DB_REJECTED, GT_DB_GENERATED (the winner is a generated
+ * kernel: gt_db_kernel_get) or GT_DB_EINVAL. Defined only by a
  * libgemmtune built with CUDA (pkg-config's Cflags then carry
  * -DGEMMTUNE_CUBLASLT). */
 GT_DB_API int gt_db_cublaslt_algo(const gt_db *db, cublasLtHandle_t handle,

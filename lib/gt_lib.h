@@ -3,6 +3,8 @@
  * of lib/ is compiled with hidden visibility and only the gt_db_* functions of
  * gemmtune.h are marked for export.
  *
+ *   gemmtune_kernel.c  generated kernels from the gen/ library (host only)
+ *   kernel_cuda.c      (CUDA builds) NVRTC compile, load and launch of them
  *   ltmap.c   pure host code, no CUDA headers: the cuBLASLt descriptor tuple
  *             -> gemmtune problem mapping, the public gt_gemm_desc -> problem
  *             mapping, the cuda config decoder, the record-file line writer
@@ -148,6 +150,13 @@ GT_HIDDEN int gt_db_desc_problem(const struct gt_gemm_desc *d, gt_problem *p, ch
  * or GT_DB_REJECTED when the stored config does not decode. */
 GT_HIDDEN int gt_db_cuda_cfg(const struct gt_db *db, const char *key, const char *model,
                              gt_lt_cfg *cfg);
+
+/* The cuda entry tuned for key on model, for gemmtune_kernel.c: GT_DB_NOT_TUNED;
+ * GT_DB_OK (a library configuration) with *res; GT_DB_GENERATED with *res
+ * and *spec, the problem's JSON (owned by db). */
+struct gt_db_result;
+GT_HIDDEN int gt_db_gen_entry(const struct gt_db *db, const char *key, const char *model,
+                              const char **spec, struct gt_db_result *res);
 
 /* FNV-1a 64 of a byte string. */
 GT_HIDDEN uint64_t gt_lt_hash(const void *data, size_t n, uint64_t h);

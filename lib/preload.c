@@ -408,7 +408,10 @@ EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
                 v.state = ST_REJECTED;
                 if (G.verbose)
                     logf_("tuned config of %s refused: %s", key,
-                          rc == GT_DB_OK ? err : "config does not decode");
+                          rc == GT_DB_OK          ? err
+                          : rc == GT_DB_GENERATED ? "the winner is a generated kernel (libgemmtune's "
+                                                    "gt_db_kernel_get runs it; cuBLASLt cannot)"
+                                                  : "config does not decode");
             } else {
                 v.state = ST_TUNED;
             }

@@ -48,7 +48,9 @@ typedef struct gt_run_opts {
     int shard_size;             /* candidates per job */
     int final_k;                /* top configs re-timed next to the baseline */
     int ncpu;                   /* cpu backend: cores of the target machines */
-    uint64_t seed;              /* random strategy seed */
+    uint64_t seed;              /* seed of the random and evolutionary strategies */
+    int population;             /* evolutionary: configs per generation; 0 = max(8, budget/5) */
+    int generations;            /* evolutionary: max generations; 0 = budget/population */
     double min_time_ms;         /* timing: per repeat */
     int repeats;
     int warmup;
@@ -145,5 +147,29 @@ char *gt_store_results_csv(gt_store *s, int64_t run_id, int *found, char *err, s
 struct cJSON *gt_store_workers_json(gt_store *s, int64_t now_ms, char *err, size_t errlen);
 /* Whether a run exists: 1, 0, -1 on error. */
 int gt_store_run_exists(gt_store *s, int64_t run_id);
+
+/* One measured config of a problem with what a kernel download needs
+ * (GET /v1/runs/{id}/kernels/{problem}, server/http_kernels.c). */
+typedef struct gt_kernel_row {
+    int64_t problem_id;
+    char *key, *label, *spec;   /* problem key, label, JSON spec (owned) */
+    char *config;               /* canonical JSON (owned) */
+    char config_hash[17];
+    char backend[16];
+    char device_model[128];
+    char phase[8];              /* screen, final */
+    char arch[64];              /* the measuring worker's ("sm_90"), "" unknown */
+    int valid, winner;          /* winner: the problem's best valid result */
+    double time_us, baseline_us, rel_err; /* NAN when unknown */
+} gt_kernel_row;
+enum { GT_STORE_NO_RUN = 1, GT_STORE_NO_PROBLEM = 2, GT_STORE_NO_RESULT = 3 };
+/* problem: the problem's id (decimal) or its canonical key, within the run;
+ * config_hash NULL: the best valid result (problem_best's ranking), else
+ * that candidate's result. 0 with *r filled (release with
+ * gt_kernel_row_fini), GT_STORE_NO_RUN / _NO_PROBLEM / _NO_RESULT, or -1
+ * with err. */
+int gt_store_kernel_row(gt_store *s, int64_t run_id, const char *problem, const char *config_hash,
+                        gt_kernel_row *r, char *err, size_t errlen);
+void gt_kernel_row_fini(gt_kernel_row *r);
 
 #endif

@@ -1,5 +1,6 @@
 /* http_priv.h: internals shared by the HTTP API's files (http.c: server,
  * authentication, routing, metrics; http_runs.c: the /v1/runs routes;
+ * http_kernels.c: generated-kernel downloads;
  * events.c: server-sent events; status_page.c: the embedded status page).
  * Not part of the public interface. */
 #ifndef GT_HTTP_PRIV_H
@@ -75,6 +76,10 @@ enum MHD_Result gt_http_send_error(gt_req *q, unsigned status, cJSON *details, c
 /* http_runs.c */
 enum MHD_Result gt_http_post_run(gt_req *q);
 enum MHD_Result gt_http_run_routes(gt_req *q, const char *method, int64_t id, const char *sub);
+
+/* http_kernels.c: GET /v1/runs/{id}/kernels/{problem}[.cuh]; rest is what
+ * follows "kernels/". */
+enum MHD_Result gt_http_kernel(gt_req *q, const char *method, int64_t run_id, const char *rest);
 
 /* events.c: GET /v1/runs/{id}/events. */
 #define GT_EVENTS_MAX_STREAMS 64

@@ -1,7 +1,7 @@
 /* http_runs.c: the /v1/runs routes of the HTTP API: submitting a log,
  * a run's progress, results (JSON, CSV), export, cancellation, and the
  * observability views of one run: its best-time timeline and its event
- * stream (events.c). */
+ * stream (events.c); kernel downloads are http_kernels.c's. */
 #include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -276,6 +276,8 @@ enum MHD_Result gt_http_run_routes(gt_req *q, const char *method, int64_t id, co
             return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use GET");
         return events ? gt_http_events(q, id) : get_timeline(q, id);
     }
+    if (!strncmp(sub, "kernels/", 8))
+        return gt_http_kernel(q, method, id, sub + 8);
     return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "no such resource /v1/runs/%lld/%s",
                               (long long)id, sub);
 }

@@ -1,8 +1,8 @@
 /* main_gemmtune.c: the gemmtune command-line client.
  *
  * Owns the user-facing commands: submit a workload log as a tuning run,
- * follow its progress, print its results, download its export, merge exports
- * locally and list workers. Everything but merge goes through the
+ * follow its progress, print its results, download its export or a generated
+ * winner's kernel source, merge exports locally and list workers. Everything but merge goes through the
  * coordinator's HTTP API (gt_httpc). Exit codes: 0 success, 1 error, 2 usage
  * error, and for `status` 2 also when the run failed or was cancelled. */
 #include "gt_export.h"
@@ -50,6 +50,9 @@ static const char k_usage[] =
     "  export RUN|--db F.db --tunableop -o F.csv [--validators F | --pt-version V\n"
     "         --cublaslt-version N --cuda-device D] [--default-only]  PyTorch TunableOp file\n"
     "  report RUN|--db F.db [--device-model M]  per-GEMM uplift and workload totals\n"
+    "  kernel RUN PROBLEM [-o FILE] [--config-hash H] [--arch sm_NN]\n"
+    "                                     a generated winner's source as a .cuh header\n"
+    "                                     (PROBLEM: its id or key; stdout without -o)\n"
     "  merge A.db B.db ... -o OUT.db      combine exported result databases (local)\n"
     "  workers                            list workers\n"
     "  help, --help, --version\n"
@@ -924,6 +927,111 @@ static int cmd_export(cli *c, int argc, char **argv)
     return 0;
 }
 
+/* ---- kernel ---- */
+
+/* The path segment of a problem id or key: everything but RFC 3986's
+ * unreserved characters percent-encoded (keys hold '/', '=' and ','). */
+static int path_escape(const char *s, char *out, size_t len)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        int plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || strchr("-._~", ch);
+        if (n + (plain ? 1 : 3) >= len)
+            return -1;
+        if (plain) {
+            out[n++] = (char)ch;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[ch >> 4];
+            out[n++] = hex[ch & 15];
+        }
+    }
+    out[n] = '\0';
+    return 0;
+}
+
+static int cmd_kernel(cli *c, int argc, char **argv)
+{
+    const char *run = NULL, *problem = NULL, *out = NULL, *hash = NULL, *arch = NULL;
+    for (int i = 0; i < argc; i++) {
+        int r = global_opt(c, argc, argv, &i);
+        if (r == 0)
+            r = opt_val(argc, argv, &i, "-o", &out);
+        if (r == 0)
+            r = opt_val(argc, argv, &i, "--output", &out);
+        if (r == 0)
+            r = opt_val(argc, argv, &i, "--config-hash", &hash);
+        if (r == 0)
+            r = opt_val(argc, argv, &i, "--arch", &arch);
+        if (r < 0)
+            return EXIT_USAGE;
+        if (r > 0)
+            continue;
+        if (is_option(argv[i])) {
+            usage_error("kernel: unknown option %s", argv[i]);
+            return EXIT_USAGE;
+        }
+        if (run && problem) {
+            usage_error("kernel: one RUN and one PROBLEM only");
+            return EXIT_USAGE;
+        }
+        *(run ? &problem : &run) = argv[i];
+    }
+    int64_t id;
+    char seg[2048], path[2400], err[512];
+    if (!run || !problem) {
+        usage_error("kernel: RUN and PROBLEM (an id or a problem key) are required");
+        return EXIT_USAGE;
+    }
+    if (parse_run_id(run, &id) != 0)
+        return EXIT_USAGE;
+    if (path_escape(problem, seg, sizeof seg) != 0) {
+        usage_error("kernel: PROBLEM is too long");
+        return EXIT_USAGE;
+    }
+    /* hash and arch go through escaped too: the server checks their form */
+    char qh[64] = "", qa[64] = "";
+    if ((hash && path_escape(hash, qh, sizeof qh) != 0) ||
+        (arch && path_escape(arch, qa, sizeof qa) != 0)) {
+        usage_error("kernel: --config-hash or --arch too long");
+        return EXIT_USAGE;
+    }
+    /* fits: seg < 2048, each query value < 64 */
+    int n = snprintf(path, sizeof path, "/v1/runs/%" PRId64 "/kernels/%s.cuh", id, seg);
+    if (hash)
+        n += snprintf(path + n, sizeof path - (size_t)n, "?config_hash=%s", qh);
+    if (arch)
+        snprintf(path + n, sizeof path - (size_t)n, "%carch=%s", hash ? '&' : '?', qa);
+    gt_httpc_resp r;
+    if (!out || !strcmp(out, "-")) {
+        if (api(c, "GET", path, NULL, 0, &r, NULL) != 0)
+            return EXIT_ERR;
+        int ok = fwrite(r.body, 1, r.body_len, stdout) == r.body_len && fflush(stdout) == 0;
+        gt_httpc_resp_free(&r);
+        if (!ok) {
+            errorf("kernel: writing to stdout: %s", strerror(errno));
+            return EXIT_ERR;
+        }
+        return 0;
+    }
+    uint64_t bytes = 0;
+    if (gt_httpc_download(c->server, path, c->token, out, &r, &bytes, err, sizeof err) != 0) {
+        errorf("%s", err);
+        return EXIT_ERR;
+    }
+    if (r.status < 200 || r.status >= 300) {
+        print_server_error(&r);
+        gt_httpc_resp_free(&r);
+        return EXIT_ERR;
+    }
+    gt_httpc_resp_free(&r);
+    printf("%s: %" PRIu64 " bytes written\n", out, bytes);
+    return 0;
+}
+
 static int cmd_merge(cli *c, int argc, char **argv)
 {
     const char *out = NULL;
@@ -1070,6 +1178,8 @@ int main(int argc, char **argv)
         return cmd_export(&c, sub_argc, sub_argv);
     if (strcmp(cmd, "merge") == 0)
         return cmd_merge(&c, sub_argc, sub_argv);
+    if (strcmp(cmd, "kernel") == 0)
+        return cmd_kernel(&c, sub_argc, sub_argv);
     if (strcmp(cmd, "report") == 0)
         return gt_report_main(c.server, c.token, sub_argc, sub_argv);
     if (strcmp(cmd, "workers") == 0)

@@ -80,6 +80,15 @@ static int count_run(gt_store *s, int64_t run_id, run_counts *c, char *err, size
         c->cands_total = sqlite3_column_int64(st, 5);
     }
     sqlite3_finalize(st);
+    /* An evolutionary search queues a generation at a time: count what it
+     * has still to propose, or progress would near 1 after every generation. */
+    st = gt_store_prep(s, GT_STORE_EVO_PENDING_SQL, err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        c->cands_total += sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
     st = gt_store_prep(s,
                        "SELECT COUNT(*), SUM(valid) FROM results WHERE run_id = ? AND phase = 'screen'",
                        err, errlen);
@@ -94,8 +103,9 @@ static int count_run(gt_store *s, int64_t run_id, run_counts *c, char *err, size
     return 0;
 }
 
-/* Share of the run's work finished: screen candidates plus one final phase
- * per problem (problems still enumerating count as one unit each). */
+/* Share of the run's work finished: screen candidates (with what
+ * evolutionary searches have still to propose) plus one final phase per
+ * problem (problems still enumerating count as one unit each). */
 static double progress_of(const run_counts *c, const char *state)
 {
     if (!strcmp(state, "done"))
@@ -464,4 +474,130 @@ fail:
     gt_store_unlock(s);
     cJSON_Delete(root);
     return NULL;
+}
+
+/* ---- the result a kernel download is made from ----------------------------------- */
+
+void gt_kernel_row_fini(gt_kernel_row *r)
+{
+    free(r->key);
+    free(r->label);
+    free(r->spec);
+    free(r->config);
+    memset(r, 0, sizeof *r);
+}
+
+static double col_num(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+/* The winner is problem_best's: the fastest valid final result, else the
+ * fastest valid screen result; its baseline as add_best computes it. A
+ * config_hash picks that candidate instead (valid or not, the final phase's
+ * row first). The target arch is the measuring worker's, else that of the
+ * most recently seen worker of the same backend and device model. */
+static const char k_kernel_sql[] =
+    "WITH best(id) AS (SELECT COALESCE("
+    "  (SELECT r2.id FROM results r2 WHERE r2.problem_id = ?1 AND r2.phase = 'final'"
+    "    AND r2.valid = 1 AND r2.time_us IS NOT NULL ORDER BY r2.time_us, r2.id LIMIT 1),"
+    "  (SELECT r2.id FROM results r2 WHERE r2.problem_id = ?1 AND r2.phase = 'screen'"
+    "    AND r2.valid = 1 AND r2.time_us IS NOT NULL ORDER BY r2.time_us, r2.id LIMIT 1)))"
+    " SELECT r.config, r.config_hash, r.backend, r.device_model, r.phase, r.valid, r.time_us,"
+    " r.rel_err,"
+    " CASE WHEN r.phase = 'final' THEN"
+    "  (SELECT b.time_us FROM results b WHERE b.problem_id = r.problem_id AND b.phase = 'final'"
+    "    AND b.is_baseline = 1 AND b.valid = 1 AND b.backend = r.backend"
+    "    AND b.device_model = r.device_model)"
+    " ELSE (SELECT AVG(bl.time_us) FROM baselines bl WHERE bl.problem_id = r.problem_id"
+    "    AND bl.backend = r.backend AND bl.device_model = r.device_model) END,"
+    " COALESCE(w.arch, (SELECT w2.arch FROM workers w2 WHERE w2.backend = r.backend"
+    "    AND w2.device_model = r.device_model ORDER BY w2.last_heartbeat_ms DESC LIMIT 1)),"
+    " r.id = (SELECT id FROM best)"
+    " FROM results r LEFT JOIN workers w ON w.id = r.worker_id"
+    " WHERE r.problem_id = ?1 AND ((?2 IS NULL AND r.id = (SELECT id FROM best))"
+    "   OR r.config_hash = ?2)"
+    " ORDER BY r.phase = 'final' DESC, r.valid DESC, r.time_us IS NULL, r.time_us, r.id LIMIT 1";
+
+static int dup_col(char **out, sqlite3_stmt *st, int i)
+{
+    *out = strdup(gt_store_col_text(st, i));
+    return *out ? 0 : -1;
+}
+
+static int kernel_row_locked(gt_store *s, int64_t run_id, const char *problem,
+                             const char *config_hash, gt_kernel_row *r, char *err, size_t errlen)
+{
+    int64_t pid = -1;
+    if (gt_parse_i64(problem, &pid) != 0)
+        pid = -1; /* not a number: a problem key */
+    sqlite3_stmt *st = gt_store_prep(
+        s, "SELECT id, key, label, spec FROM problems WHERE run_id = ?1 AND (id = ?2 OR key = ?3)",
+        err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, pid);
+    gt_store_bind_text(st, 3, problem);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        if (rc == SQLITE_DONE)
+            return GT_STORE_NO_PROBLEM;
+        snprintf(err, errlen, "database error: %s", sqlite3_errmsg(gt_store_db(s)));
+        return -1;
+    }
+    r->problem_id = sqlite3_column_int64(st, 0);
+    int ok = dup_col(&r->key, st, 1) == 0 && dup_col(&r->label, st, 2) == 0 &&
+             dup_col(&r->spec, st, 3) == 0;
+    sqlite3_finalize(st);
+    if (!ok)
+        goto nomem;
+    if (!(st = gt_store_prep(s, k_kernel_sql, err, errlen)))
+        return -1;
+    sqlite3_bind_int64(st, 1, r->problem_id);
+    gt_store_bind_text(st, 2, config_hash);
+    rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        if (rc == SQLITE_DONE)
+            return GT_STORE_NO_RESULT;
+        snprintf(err, errlen, "database error: %s", sqlite3_errmsg(gt_store_db(s)));
+        return -1;
+    }
+    snprintf(r->config_hash, sizeof r->config_hash, "%s", gt_store_col_text(st, 1));
+    snprintf(r->backend, sizeof r->backend, "%s", gt_store_col_text(st, 2));
+    snprintf(r->device_model, sizeof r->device_model, "%s", gt_store_col_text(st, 3));
+    snprintf(r->phase, sizeof r->phase, "%s", gt_store_col_text(st, 4));
+    snprintf(r->arch, sizeof r->arch, "%s", gt_store_col_text(st, 9));
+    r->valid = sqlite3_column_int(st, 5);
+    r->time_us = col_num(st, 6);
+    r->rel_err = col_num(st, 7);
+    r->baseline_us = col_num(st, 8);
+    r->winner = sqlite3_column_int(st, 10);
+    ok = dup_col(&r->config, st, 0) == 0;
+    sqlite3_finalize(st);
+    if (!ok)
+        goto nomem;
+    return 0;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    return -1;
+}
+
+int gt_store_kernel_row(gt_store *s, int64_t run_id, const char *problem, const char *config_hash,
+                        gt_kernel_row *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    int ex = gt_store_run_exists(s, run_id);
+    if (ex <= 0) {
+        snprintf(err, errlen, "database error");
+        return ex == 0 ? GT_STORE_NO_RUN : -1;
+    }
+    gt_store_lock(s);
+    int rc = kernel_row_locked(s, run_id, problem, config_hash, r, err, errlen);
+    gt_store_unlock(s);
+    if (rc != 0)
+        gt_kernel_row_fini(r);
+    return rc;
 }

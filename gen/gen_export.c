@@ -1,0 +1,633 @@
+/* gen_export.c: a generated kernel as a self-contained download (see
+ * gen_export.h): the family dispatcher, the "gemv" family's filler, and the
+ * JSON and header renderings. Pure host C; no gemmtune utility library
+ * either (libgemmtune compiles this file with only common/problem.c), so
+ * the small text builder below is local.
+ *
+ * The source is the template with the config's definitions written in as
+ * #defines, exactly the values gt_gen_defines gives the worker's -D
+ * options, so NVRTC or nvcc compile it without gemmtune. The argument
+ * values (sizes, strides, kper, alpha, beta) and the geometry come from the
+ * functions the worker launches with (gt_gen_geometry and gen_run.c's
+ * argument struct), never from a second copy of their rules. */
+#include "gen_export.h"
+#include "gen_mma.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The exported layout is gt_gen_args' (gen_run.c passes that struct to the
+ * templates' gt_gemv_args and gt_mma_args): 21 members of 8 bytes in this
+ * order. */
+_Static_assert(sizeof(gt_gen_args) == 21 * 8, "gt_gen_args is no longer 21 x 8 bytes");
+_Static_assert(offsetof(gt_gen_args, m) == 7 * 8 && offsetof(gt_gen_args, kper) == 18 * 8 &&
+                   offsetof(gt_gen_args, beta) == 20 * 8,
+               "gt_gen_args members moved: update gen_args()");
+
+/* ---- a growing string (NULL after any failure) ------------------------------------ */
+
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+    int oom;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *t, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            free(b->s);
+            memset(b, 0, sizeof *b);
+            b->oom = 1;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, t, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    char tmp[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = 1;
+        return;
+    }
+    sb_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* Comment text: a "*" followed by "/" would end the block early. */
+static void sb_comment(sbuf *b, const char *t)
+{
+    for (; *t; t++) {
+        sb_put(b, t, 1);
+        if (t[0] == '*' && t[1] == '/')
+            sb_put(b, " ", 1);
+    }
+}
+
+/* ---- the "gemv" family ------------------------------------------------------------- */
+
+/* The rules of gt_gen_check without which the kernel computes a wrong
+ * result or fails to launch (the others only decide what is worth timing,
+ * and depend on the SM count): a config measured valid passes them all, a
+ * hand-written one is refused here rather than exported broken. */
+static int gemv_runnable(const gt_problem *p, const gt_gen_cfg *c, const gt_gen_geom *g, char *why,
+                         size_t len)
+{
+    int64_t batch = p->batch > 0 ? p->batch : 1;
+    int wm = c->kwarps > 0 && c->warps % c->kwarps == 0 ? c->warps / c->kwarps : 0;
+    int rw = wm ? c->rows_per_cta / wm : 0;
+    if (!wm)
+        snprintf(why, len, "shape: kwarps=%d does not divide warps=%d", c->kwarps, c->warps);
+    else if (c->rows_per_cta % wm || (rw != 16 && rw != 32))
+        snprintf(why, len, "shape: rows per warp rows_per_cta/(warps/kwarps) = %d/%d is not 16 or 32",
+                 c->rows_per_cta, wm);
+    else if ((c->splitk > 1) != (c->reduction != GT_GEN_RED_NONE))
+        snprintf(why, len, "shape: reduction=%s with splitk=%d (a reduction exactly when splitk > 1)",
+                 gt_gen_red_name(c->reduction), c->splitk);
+    else if (c->warps * 32 > 1024)
+        snprintf(why, len, "threads: %d warps > 1024 threads per block", c->warps);
+    else if (p->lda % c->vec || p->ldb % c->vec ||
+             (batch > 1 && (p->stride_a % c->vec || p->stride_b % c->vec)))
+        snprintf(why, len, "alignment: lda=%lld, ldb=%lld (or the batch strides) not multiples of "
+                           "vec=%d", (long long)p->lda, (long long)p->ldb, c->vec);
+    else if ((long long)batch * c->splitk > 65535)
+        snprintf(why, len, "grid z = batch x splitk = %lld > 65535", (long long)batch * c->splitk);
+    else if (g->smem_bytes > 48 * 1024)
+        snprintf(why, len, "%zu bytes of static shared memory > 48 KiB", g->smem_bytes);
+    else
+        return 0;
+    return -1;
+}
+
+/* The template's argument struct for p, in gt_gen_args' order: both
+ * families declare the same 21 members (gt_gemv_args, gt_mma_args);
+ * kper_doc says what a split-K slice is a multiple of. */
+static void gen_args(gt_gen_kernel *k, const gt_problem *p, const gt_gen_geom *g,
+                     const char *args_struct, const char *kper_doc)
+{
+    int batched = p->batch > 1;
+    const gt_gen_arg a[] = {
+        {"a", "const void *", GT_GEN_ARG_PTR, 0, 0, "A, stored k x m (column-major, op(A) = A^T), leading dimension lda"},
+        {"b", "const void *", GT_GEN_ARG_PTR, 0, 0, "B, stored k x n, leading dimension ldb"},
+        {"c", "const void *", GT_GEN_ARG_PTR, 0, 0, "C, m x n, leading dimension ldc; read only when beta != 0"},
+        {"bias", "const void *", GT_GEN_ARG_PTR, 0, 0, "the bias vector (m elements) when the epilogue has one, else NULL"},
+        {"d", "void *", GT_GEN_ARG_PTR, 0, 0, "D, m x n, leading dimension ldd"},
+        {"ws", "float *", GT_GEN_ARG_PTR, 0, 0, "the split-K workspace (buffer ws), NULL without split-K"},
+        {"cnt", "unsigned *", GT_GEN_ARG_PTR, 0, 0, "the split-K tile counters (buffer cnt), NULL unless reduction is atomic"},
+        {"m", "long long", GT_GEN_ARG_I64, p->m, 0, "rows of D"},
+        {"n", "long long", GT_GEN_ARG_I64, p->n, 0, "columns of D"},
+        {"k", "long long", GT_GEN_ARG_I64, p->k, 0, "the reduction length"},
+        {"lda", "long long", GT_GEN_ARG_I64, p->lda, 0, "leading dimension of A"},
+        {"ldb", "long long", GT_GEN_ARG_I64, p->ldb, 0, "leading dimension of B"},
+        {"ldc", "long long", GT_GEN_ARG_I64, p->ldc, 0, "leading dimension of C"},
+        {"ldd", "long long", GT_GEN_ARG_I64, p->ldd, 0, "leading dimension of D"},
+        {"sa", "long long", GT_GEN_ARG_I64, batched ? p->stride_a : 0, 0, "batch stride of A in elements (0: one batch)"},
+        {"sb", "long long", GT_GEN_ARG_I64, batched ? p->stride_b : 0, 0, "batch stride of B"},
+        {"sc", "long long", GT_GEN_ARG_I64, batched ? p->stride_c : 0, 0, "batch stride of C"},
+        {"sd", "long long", GT_GEN_ARG_I64, batched ? p->stride_d : 0, 0, "batch stride of D"},
+        {"kper", "long long", GT_GEN_ARG_I64, g->kper, 0, kper_doc},
+        {"alpha", "double", GT_GEN_ARG_F64, 0, p->alpha, "alpha"},
+        {"beta", "double", GT_GEN_ARG_F64, 0, p->beta, "beta"},
+    };
+    k->args_struct = args_struct;
+    k->nargs = (int)(sizeof a / sizeof a[0]);
+    memcpy(k->args, a, sizeof a);
+    k->args_bytes = 8 * (size_t)k->nargs;
+}
+
+/* The workspace of gen_run.c's workspace(): "atomic" zeroes its f32 sums and
+ * tile counters once and every launch leaves them zero; "twopass" slices are
+ * written whole by the main kernel before the second pass reads them. */
+static void gen_bufs(gt_gen_kernel *k, int splitk, int reduction, const gt_gen_geom *g)
+{
+    if (splitk <= 1)
+        return;
+    if (reduction == GT_GEN_RED_ATOMIC) {
+        size_t cnt_off = (g->ws_bytes + GT_GEN_WS_ALIGN - 1) / GT_GEN_WS_ALIGN * GT_GEN_WS_ALIGN;
+        k->bufs[0] = (gt_gen_buf){"ws", 0, g->ws_bytes, 1,
+                                  "zero before the first launch; every launch leaves it zero (the "
+                                  "last CTA of a tile sums and clears its part)"};
+        k->bufs[1] = (gt_gen_buf){"cnt", cnt_off, g->cnt_bytes, 1,
+                                  "zero before the first launch; every launch leaves it zero"};
+        k->nbufs = 2;
+        k->workspace_bytes = cnt_off + g->cnt_bytes;
+        return;
+    }
+    k->bufs[0] = (gt_gen_buf){"ws", 0, g->ws_bytes, 0,
+                              "none: the main kernel writes every element before the second "
+                              "pass reads it"};
+    k->nbufs = 1;
+    k->workspace_bytes = g->ws_bytes;
+}
+
+/* "#define NAME VALUE" for every "-DNAME=VALUE". */
+static void put_defines(sbuf *b, const gt_gen_kernel *k)
+{
+    for (int i = 0; i < k->ndefs; i++) {
+        const char *d = k->defs[i] + 2, *eq = strchr(d, '=');
+        if (eq)
+            sb_printf(b, "#define %.*s %s\n", (int)(eq - d), d, eq + 1);
+        else
+            sb_printf(b, "#define %s 1\n", d);
+    }
+}
+
+static int gemv_kernel(const gt_problem *p, const cJSON *cfg, gt_gen_kernel *k, char *err,
+                       size_t errlen)
+{
+    gt_gen_cfg c;
+    gt_gen_dev d;
+    gt_gen_geom g;
+    char why[GT_GEN_REASON], text[512];
+    if (gt_gen_cfg_from_json(cfg, &c, err, errlen) != 0)
+        return GT_GEN_EXPORT_BAD;
+    /* Applicability is a property of the problem; the device here only has
+     * to pass the family's sm_80 rule, the real target is k->arch. */
+    gt_gen_dev_default(&d, 90, 0);
+    gt_gen_geometry(p, &c, 32, &g);
+    if (gt_gen_applicable(p, &d, why, sizeof why) != 0 ||
+        gemv_runnable(p, &c, &g, why, sizeof why) != 0) {
+        snprintf(err, errlen, "gemv: config cannot run this problem: %s", why);
+        return GT_GEN_EXPORT_BAD;
+    }
+    k->ndefs = gt_gen_defines(p, &c, 0, k->defs);
+    if (k->ndefs < 0) {
+        snprintf(err, errlen, "gemv: no encoding of this problem's types");
+        return GT_GEN_EXPORT_BAD;
+    }
+    k->family_name = "gemv";
+    k->template_src = gt_gen_gemv_src;
+    k->min_sm = 80;
+    int n = gt_gen_cfg_text(&c, text, sizeof text);
+    if (n < 0 || (size_t)n >= sizeof text || !(k->config = strdup(text)))
+        goto nomem;
+    k->launch[0] = (gt_gen_launch){"gt_gemv", {g.gx, g.gy, g.gz}, {g.threads, 1, 1}, 0,
+                                   g.smem_bytes, NULL, 0};
+    k->nlaunch = 1;
+    if (g.fin_blocks) /* twopass: gen_run.c passes the batch count after the struct */
+        k->launch[k->nlaunch++] = (gt_gen_launch){"gt_gemv_fin", {g.fin_blocks, 1, 1}, {256, 1, 1},
+                                                  0, 0, "nbatch", (long long)(p->batch > 0 ? p->batch : 1)};
+    gen_args(k, p, &g, "gt_gemv_args", "k per split-K slice (a multiple of 4 x vec)");
+    gen_bufs(k, c.splitk, c.reduction, &g);
+    sbuf b = {0};
+    sb_printf(&b, "/* gemmtune generated kernel: family gemv, config ");
+    sb_comment(&b, k->config);
+    sb_printf(&b, ".\n * The template's parameters (the worker passes them as -D options): */\n");
+    put_defines(&b, k);
+    sb_put(&b, gt_gen_gemv_src, strlen(gt_gen_gemv_src));
+    if (b.oom)
+        goto nomem;
+    k->source = b.s;
+    return GT_GEN_EXPORT_OK;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    return GT_GEN_EXPORT_NOMEM;
+}
+
+/* The rules of gt_mma_check without which the mma kernel computes a wrong
+ * result or fails to launch on the target (the others, split-K worth and
+ * occupancy among them, depend on the measuring device's SM count and only
+ * decide what is worth timing). */
+static int mma_runnable(const gt_problem *p, const gt_mma_cfg *c, const gt_gen_geom *g, int sm,
+                        char *why, size_t len)
+{
+    int64_t batch = p->batch > 0 ? p->batch : 1;
+    gt_gen_dev d;
+    gt_gen_dev_default(&d, sm > 0 ? sm : 90, 0);
+    long long optin = d.smem_optin > 0 ? d.smem_optin : d.smem_block;
+    int threads = c->warps_m * c->warps_n * 32;
+    if (c->bm < 16 || c->bn < 16 || c->bk < 16 || c->warps_m < 1 || c->warps_n < 1 ||
+        c->bm % (16 * c->warps_m) || c->bn % (16 * c->warps_n))
+        snprintf(why, len, "shape: warp tile (bm/warps_m x bn/warps_n) is not a multiple of 16x16");
+    else if ((c->splitk > 1) != (c->reduction != GT_GEN_RED_NONE))
+        snprintf(why, len, "shape: reduction=%s with splitk=%d (a reduction exactly when splitk > 1)",
+                 gt_gen_red_name(c->reduction), c->splitk);
+    else if (threads > 1024)
+        snprintf(why, len, "threads: %d threads > 1024 per block", threads);
+    else if (p->lda % 8 || p->ldb % 8 || (batch > 1 && (p->stride_a % 8 || p->stride_b % 8)))
+        snprintf(why, len, "alignment: lda=%lld, ldb=%lld (or the batch strides) not multiples of 8",
+                 (long long)p->lda, (long long)p->ldb);
+    else if (c->splitk > 1 && (long long)(c->splitk - 1) * g->kper >= p->k)
+        snprintf(why, len, "split-K: splitk=%d leaves empty splits", c->splitk);
+    else if ((long long)batch * c->splitk > 65535)
+        snprintf(why, len, "grid z = batch x splitk = %lld > 65535", (long long)batch * c->splitk);
+    else if ((long long)g->smem_bytes + 16 > optin)
+        snprintf(why, len, "%zu bytes of dynamic shared memory > %lld per block on sm_%d", g->smem_bytes,
+                 optin, sm > 0 ? sm : 90);
+    else
+        return 0;
+    return -1;
+}
+
+static int mma_kernel(const gt_problem *p, const cJSON *cfg, int sm, gt_gen_kernel *k, char *err,
+                      size_t errlen)
+{
+    gt_mma_cfg c;
+    gt_gen_dev d;
+    gt_gen_geom g;
+    char why[GT_GEN_REASON], text[512];
+    if (gt_mma_cfg_from_json(cfg, &c, err, errlen) != 0)
+        return GT_GEN_EXPORT_BAD;
+    gt_gen_dev_default(&d, 90, 0);
+    gt_mma_geometry(p, &c, &g);
+    if (gt_mma_applicable(p, &d, why, sizeof why) != 0 ||
+        mma_runnable(p, &c, &g, sm, why, sizeof why) != 0) {
+        snprintf(err, errlen, "mma: config cannot run this problem: %s", why);
+        return GT_GEN_EXPORT_BAD;
+    }
+    k->ndefs = gt_mma_defines(p, &c, k->defs);
+    if (k->ndefs < 0) {
+        snprintf(err, errlen, "mma: no encoding of this problem's types");
+        return GT_GEN_EXPORT_BAD;
+    }
+    k->family_name = "mma";
+    k->template_src = gt_gen_mma_src;
+    k->min_sm = 80;
+    int n = gt_mma_cfg_text(&c, text, sizeof text);
+    if (n < 0 || (size_t)n >= sizeof text || !(k->config = strdup(text)))
+        goto nomem;
+    /* Shared memory is dynamic: above 48 KiB the function needs
+     * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES first (gen_run.c sets
+     * it when the module loads). */
+    k->launch[0] = (gt_gen_launch){"gt_mma", {g.gx, g.gy, g.gz}, {g.threads, 1, 1}, g.smem_bytes, 0,
+                                   NULL, 0};
+    k->nlaunch = 1;
+    if (g.fin_blocks)
+        k->launch[k->nlaunch++] = (gt_gen_launch){"gt_mma_fin", {g.fin_blocks, 1, 1}, {256, 1, 1},
+                                                  0, 0, "nbatch", (long long)(p->batch > 0 ? p->batch : 1)};
+    gen_args(k, p, &g, "gt_mma_args", "k per split-K slice (a multiple of bk)");
+    gen_bufs(k, c.splitk, c.reduction, &g);
+    sbuf b = {0};
+    sb_printf(&b, "/* gemmtune generated kernel: family mma, config ");
+    sb_comment(&b, k->config);
+    sb_printf(&b, ".\n * The template's parameters (the worker passes them as -D options): */\n");
+    put_defines(&b, k);
+    sb_put(&b, gt_gen_mma_src, strlen(gt_gen_mma_src));
+    if (b.oom)
+        goto nomem;
+    k->source = b.s;
+    return GT_GEN_EXPORT_OK;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    return GT_GEN_EXPORT_NOMEM;
+}
+
+/* ---- dispatcher --------------------------------------------------------------------- */
+
+void gt_gen_kernel_free(gt_gen_kernel *k)
+{
+    if (!k)
+        return;
+    free(k->config);
+    free(k->source);
+    memset(k, 0, sizeof *k);
+}
+
+int gt_gen_kernel_make(const gt_problem *p, const cJSON *cfg, int sm, gt_gen_kernel *k, char *err,
+                       size_t errlen)
+{
+    memset(k, 0, sizeof *k);
+    k->family = gt_gen_family(cfg);
+    if (sm > 0)
+        snprintf(k->arch, sizeof k->arch, "sm_%d", sm);
+    /* A family adds one case: a filler that fills *k as gemv_kernel does. */
+    switch (k->family) {
+    case GT_FAM_GEMV:
+        return gemv_kernel(p, cfg, k, err, errlen);
+    case GT_FAM_MMA:
+        return mma_kernel(p, cfg, sm, k, err, errlen);
+    case GT_FAM_CUBLASLT:
+        snprintf(err, errlen, "a cuBLASLt configuration, not a generated kernel: there is no "
+                              "source (use the export database and cublasLtMatmul)");
+        return GT_GEN_EXPORT_LIBRARY;
+    case GT_FAM_FAULT:
+        snprintf(err, errlen, "family \"fault\" is test-only fault injection: nothing to export");
+        return GT_GEN_EXPORT_BAD;
+    default: {
+        const cJSON *f = cJSON_IsObject(cfg) ? cJSON_GetObjectItemCaseSensitive(cfg, "family") : NULL;
+        snprintf(err, errlen, "unknown kernel family %s%s%s: this gemmtune exports gemv and mma",
+                 cJSON_IsString(f) ? "\"" : "", cJSON_IsString(f) ? f->valuestring : "(not a string)",
+                 cJSON_IsString(f) ? "\"" : "");
+        return GT_GEN_EXPORT_BAD;
+    }
+    }
+}
+
+int gt_gen_kernel_nvrtc_opts(const gt_gen_kernel *k, char arch_buf[48],
+                             const char *opts[GT_GEN_MAX_OPTS + 1])
+{
+    int n = 0;
+    if (k->arch[0]) {
+        snprintf(arch_buf, 48, "--gpu-architecture=%s", k->arch);
+        opts[n++] = arch_buf;
+    }
+    for (int i = 0; i < k->nopts && i < GT_GEN_MAX_OPTS; i++)
+        opts[n++] = k->opts[i];
+    return n;
+}
+
+int gt_gen_kernel_args(const gt_gen_kernel *k, const void *a, const void *b, const void *c,
+                       const void *bias, void *d, void *ws, void *out, size_t len)
+{
+    if (len < k->args_bytes)
+        return -1;
+    unsigned char *o = out;
+    for (int i = 0; i < k->nargs; i++) {
+        const gt_gen_arg *x = &k->args[i];
+        if (x->kind == GT_GEN_ARG_I64) {
+            memcpy(o + 8 * i, &x->i, 8);
+            continue;
+        }
+        if (x->kind == GT_GEN_ARG_F64) {
+            memcpy(o + 8 * i, &x->f, 8);
+            continue;
+        }
+        const void *v = NULL;
+        int known = 1;
+        if (!strcmp(x->name, "a"))
+            v = a;
+        else if (!strcmp(x->name, "b"))
+            v = b;
+        else if (!strcmp(x->name, "c"))
+            v = c;
+        else if (!strcmp(x->name, "bias"))
+            v = bias;
+        else if (!strcmp(x->name, "d"))
+            v = d;
+        else {
+            known = 0;
+            for (int j = 0; j < k->nbufs; j++)
+                if (!strcmp(x->name, k->bufs[j].arg)) {
+                    v = ws ? (const unsigned char *)ws + k->bufs[j].offset : NULL;
+                    known = 1;
+                }
+            /* a buffer member the config does not use stays NULL */
+            if (!known && (!strcmp(x->name, "ws") || !strcmp(x->name, "cnt")))
+                known = 1;
+        }
+        if (!known)
+            return -1;
+        memcpy(o + 8 * i, &v, sizeof v);
+    }
+    return 0;
+}
+
+/* ---- renderings ---------------------------------------------------------------------- */
+
+static cJSON *uint3(const unsigned v[3])
+{
+    int x[3] = {(int)v[0], (int)v[1], (int)v[2]};
+    return cJSON_CreateIntArray(x, 3);
+}
+
+static int add(cJSON *o, const char *name, cJSON *v)
+{
+    if (!v)
+        return -1;
+    if (!cJSON_AddItemToObject(o, name, v)) {
+        cJSON_Delete(v);
+        return -1;
+    }
+    return 0;
+}
+
+static int push(cJSON *arr, cJSON *v)
+{
+    if (!v)
+        return -1;
+    if (!cJSON_AddItemToArray(arr, v)) {
+        cJSON_Delete(v);
+        return -1;
+    }
+    return 0;
+}
+
+static cJSON *launch_json(const gt_gen_kernel *k, const gt_gen_launch *l)
+{
+    char st[64];
+    snprintf(st, sizeof st, "struct %s", k->args_struct);
+    cJSON *o = cJSON_CreateObject(), *params = NULL, *p = NULL;
+    if (!o || !cJSON_AddStringToObject(o, "kernel", l->kernel) || add(o, "grid", uint3(l->grid)) ||
+        add(o, "block", uint3(l->block)) ||
+        !cJSON_AddNumberToObject(o, "dynamic_smem_bytes", (double)l->smem_dynamic) ||
+        !cJSON_AddNumberToObject(o, "static_smem_bytes", (double)l->smem_static) ||
+        /* above 48 KiB of dynamic shared memory the function must opt in first */
+        !cJSON_AddBoolToObject(o, "smem_optin", l->smem_dynamic > 48 * 1024) ||
+        !(params = cJSON_AddArrayToObject(o, "params")) || push(params, p = cJSON_CreateObject()) ||
+        !cJSON_AddStringToObject(p, "type", st) || !cJSON_AddStringToObject(p, "passed", "by value"))
+        goto fail;
+    if (l->extra_name &&
+        (push(params, p = cJSON_CreateObject()) || !cJSON_AddStringToObject(p, "name", l->extra_name) ||
+         !cJSON_AddStringToObject(p, "type", "long long") ||
+         !cJSON_AddNumberToObject(p, "value", (double)l->extra_value)))
+        goto fail;
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static cJSON *workspace_json(const gt_gen_kernel *k)
+{
+    cJSON *o = cJSON_CreateObject(), *arr = NULL;
+    if (!o || !cJSON_AddNumberToObject(o, "bytes", (double)k->workspace_bytes) ||
+        !(arr = cJSON_AddArrayToObject(o, "buffers")) ||
+        !cJSON_AddStringToObject(o, "rule", "one device allocation for all buffers; launches "
+                                            "sharing it must not overlap (one stream)"))
+        goto fail;
+    for (int i = 0; i < k->nbufs; i++) {
+        const gt_gen_buf *b = &k->bufs[i];
+        cJSON *e = cJSON_CreateObject();
+        if (push(arr, e) != 0 || !cJSON_AddStringToObject(e, "arg", b->arg) ||
+            !cJSON_AddNumberToObject(e, "offset", (double)b->offset) ||
+            !cJSON_AddNumberToObject(e, "bytes", (double)b->bytes) ||
+            !cJSON_AddStringToObject(e, "init", b->zero ? "zero" : "none") ||
+            !cJSON_AddStringToObject(e, "rule", b->init))
+            goto fail;
+    }
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static cJSON *args_json(const gt_gen_kernel *k)
+{
+    cJSON *o = cJSON_CreateObject(), *arr = NULL;
+    if (!o || !cJSON_AddStringToObject(o, "struct", k->args_struct) ||
+        !cJSON_AddNumberToObject(o, "bytes", (double)k->args_bytes) ||
+        !(arr = cJSON_AddArrayToObject(o, "members")))
+        goto fail;
+    for (int i = 0; i < k->nargs; i++) {
+        const gt_gen_arg *a = &k->args[i];
+        cJSON *e = cJSON_CreateObject();
+        if (push(arr, e) != 0 || !cJSON_AddStringToObject(e, "name", a->name) ||
+            !cJSON_AddStringToObject(e, "type", a->ctype) ||
+            !cJSON_AddNumberToObject(e, "offset", 8.0 * i) ||
+            (a->kind == GT_GEN_ARG_I64 && !cJSON_AddNumberToObject(e, "value", (double)a->i)) ||
+            (a->kind == GT_GEN_ARG_F64 && !cJSON_AddNumberToObject(e, "value", a->f)) ||
+            !cJSON_AddStringToObject(e, "doc", a->doc))
+            goto fail;
+    }
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+cJSON *gt_gen_kernel_json(const gt_gen_kernel *k)
+{
+    char arch[48];
+    const char *opts[GT_GEN_MAX_OPTS + 1];
+    int nopts = gt_gen_kernel_nvrtc_opts(k, arch, opts);
+    cJSON *o = cJSON_CreateObject(), *kern = NULL, *no = NULL, *wo = NULL, *defs = NULL,
+          *launches = NULL;
+    if (!o || !cJSON_AddStringToObject(o, "family", k->family_name) ||
+        add(o, "config", cJSON_Parse(k->config)) ||
+        !(k->arch[0] ? cJSON_AddStringToObject(o, "target", k->arch) : cJSON_AddNullToObject(o, "target")) ||
+        !cJSON_AddNumberToObject(o, "min_sm", k->min_sm) ||
+        !(kern = cJSON_AddArrayToObject(o, "kernels")) ||
+        !cJSON_AddStringToObject(o, "program_name", GT_GEN_PROGRAM_NAME) ||
+        !cJSON_AddStringToObject(o, "source", k->source) ||
+        !(no = cJSON_AddArrayToObject(o, "nvrtc_options")) ||
+        !(wo = cJSON_AddArrayToObject(o, "worker_nvrtc_options")) ||
+        !(defs = cJSON_AddArrayToObject(o, "defines")) ||
+        !(launches = cJSON_AddArrayToObject(o, "launches")) ||
+        add(o, "workspace", workspace_json(k)) || add(o, "args", args_json(k)))
+        goto fail;
+    for (int i = 0; i < k->nlaunch; i++)
+        if (push(kern, cJSON_CreateString(k->launch[i].kernel)) ||
+            push(launches, launch_json(k, &k->launch[i])))
+            goto fail;
+    /* gen_nvrtc.c: the arch, ptxas statistics when it makes a cubin, the
+     * family's options, the -D options */
+    for (int i = 0; i < nopts; i++)
+        if (push(no, cJSON_CreateString(opts[i])) || push(wo, cJSON_CreateString(opts[i])) ||
+            (i == 0 && k->arch[0] && push(wo, cJSON_CreateString("--ptxas-options=-v"))))
+            goto fail;
+    for (int i = 0; i < k->ndefs; i++)
+        if (push(wo, cJSON_CreateString(k->defs[i])) || push(defs, cJSON_CreateString(k->defs[i])))
+            goto fail;
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+char *gt_gen_kernel_cuh(const gt_gen_kernel *k, const char *about)
+{
+    sbuf b = {0};
+    sb_printf(&b, "/* gemmtune generated kernel (family %s)\n *\n", k->family_name);
+    for (const char *l = about; l && *l;) {
+        size_t n = strcspn(l, "\n");
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), l);
+        sb_printf(&b, " * ");
+        sb_comment(&b, line);
+        sb_printf(&b, "\n");
+        l += n + (l[n] == '\n');
+    }
+    sb_printf(&b, " * config    ");
+    sb_comment(&b, k->config);
+    if (k->arch[0])
+        sb_printf(&b, "\n * target    %s: nvrtc --gpu-architecture=%s, nvcc -arch=%s (needs sm_%d+)\n",
+                  k->arch, k->arch, k->arch, k->min_sm);
+    else
+        sb_printf(&b, "\n * target    unknown: compile for the device's arch (sm_%d or newer)\n",
+                  k->min_sm);
+    sb_printf(&b, " *\n * Launches, in this order on one stream:\n");
+    for (int i = 0; i < k->nlaunch; i++) {
+        const gt_gen_launch *l = &k->launch[i];
+        sb_printf(&b, " *   %d. %s<<<dim3(%u, %u, %u), dim3(%u, %u, %u), %zu>>>(struct %s args%s%s)\n",
+                  i + 1, l->kernel, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+                  l->block[2], l->smem_dynamic, k->args_struct, l->extra_name ? ", long long " : "",
+                  l->extra_name ? l->extra_name : "");
+        if (l->extra_name)
+            sb_printf(&b, " *      with %s = %lld\n", l->extra_name, l->extra_value);
+        if (l->smem_dynamic > 48 * 1024)
+            sb_printf(&b, " *      first: cudaFuncSetAttribute(%s, "
+                          "cudaFuncAttributeMaxDynamicSharedMemorySize, %zu)\n",
+                      l->kernel, l->smem_dynamic);
+        sb_printf(&b, " *      (static shared memory %zu bytes)\n", l->smem_static);
+    }
+    sb_printf(&b, " *\n * Workspace: %zu bytes, one allocation; launches sharing it must not overlap\n",
+              k->workspace_bytes);
+    for (int i = 0; i < k->nbufs; i++)
+        sb_printf(&b, " *   %-4s offset %zu, %zu bytes: %s\n", k->bufs[i].arg, k->bufs[i].offset,
+                  k->bufs[i].bytes, k->bufs[i].init);
+    sb_printf(&b, " *\n * struct %s (by value, %zu bytes, 8 per member):\n", k->args_struct,
+              k->args_bytes);
+    for (int i = 0; i < k->nargs; i++) {
+        const gt_gen_arg *a = &k->args[i];
+        char val[64] = "";
+        if (a->kind == GT_GEN_ARG_I64)
+            snprintf(val, sizeof val, " = %lld", a->i);
+        else if (a->kind == GT_GEN_ARG_F64)
+            snprintf(val, sizeof val, " = %.17g", a->f);
+        sb_printf(&b, " *   +%-4d %-12s %s%s: %s\n", 8 * i, a->ctype, a->name, val, a->doc);
+    }
+    sb_printf(&b, " */\n#pragma once\n");
+    sb_put(&b, k->source, strlen(k->source));
+    return b.oom ? NULL : b.s;
+}

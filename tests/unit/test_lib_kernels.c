@@ -1,0 +1,408 @@
+/* test_lib_kernels.c: libgemmtune's generated kernels, linked as a user
+ * links the shared library. Proven here:
+ *   - a generated winner survives the whole path unchanged: a coordinator
+ *     run whose results hold gemv winners, exported (gt_export_run) and
+ *     merged (gt_export_merge), keeps each config's text byte for byte;
+ *   - the library's lookups return GT_DB_GENERATED for those GEMMs (with
+ *     the config) and GT_DB_OK for a cuBLASLt winner; gt_db_cublaslt_algo
+ *     says GT_DB_GENERATED rather than trying cuBLASLt;
+ *   - gt_db_kernel_get gives the kernel the coordinator would export:
+ *     the same source as gen/'s gt_gen_kernel_make, the worker's geometry
+ *     (gt_gen_geometry), workspace, launches (two for "twopass", with
+ *     nbatch), the times of the export, and the worker's argument bytes;
+ *     a cuBLASLt winner is GT_DB_REJECTED, other devices GT_DB_NOT_TUNED;
+ *   - CUDA builds: the returned source compiles with NVRTC for sm_90 with
+ *     the returned options; gt_db_kernel_cuda_load fails with a reason
+ *     without a driver, and where a GPU is present it compiles, loads and
+ *     launches both kernels through the library and D matches a host
+ *     reference (the inputs are exact in bf16, so only D's rounding
+ *     differs). */
+#include "gemmtune.h"
+#include "gen_export.h"
+#include "gt_export.h"
+#include "gt_store.h"
+#include "gt_test.h"
+
+#include <cjson/cJSON.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef GT_WITH_CUDA
+#include <cuda_runtime_api.h>
+#include <nvrtc.h>
+#endif
+
+#define MODEL "NVIDIA H100 80GB HBM3"
+
+static char g_dir[64];
+
+static const char k_none[] =
+    "{\"a_load\":\"na256\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,\"n_tile\":8,"
+    "\"pipe\":\"async\",\"reduction\":\"none\",\"rows_per_cta\":32,\"splitk\":1,\"vec\":8,"
+    "\"warps\":4}";
+static const char k_twopass[] =
+    "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":1,\"n_tile\":16,"
+    "\"pipe\":\"reg\",\"reduction\":\"twopass\",\"rows_per_cta\":32,\"splitk\":4,\"vec\":8,"
+    "\"warps\":2}";
+static const char k_lt[] = "{\"algo_id\":66,\"cluster\":2,\"custom\":0,\"inner_shape\":0,"
+                           "\"reduction\":0,\"splitk\":1,\"stages\":35,\"swizzle\":0,\"tile\":20}";
+
+/* The GEMMs of the run: D = A^T B, bf16, f32 accumulation. */
+static void desc_of(gt_gemm_desc *d, int64_t m, int64_t n, int64_t k)
+{
+    gt_gemm_desc_init(d, m, n, k, "bf16");
+    d->transa = 'T';
+}
+
+static gt_problem problem_of(int64_t m, int64_t n, int64_t k)
+{
+    gt_problem p;
+    gt_problem_init(&p, m, n, k);
+    p.trans_a = 'T';
+    p.a_type = p.b_type = p.c_type = p.d_type = GT_DT_BF16;
+    gt_problem_default_ld(&p);
+    gt_problem_finish(&p);
+    return p;
+}
+
+static const char *tpath(const char *name)
+{
+    static char buf[4][128];
+    static int next;
+    char *b = buf[next++ % 4];
+    snprintf(b, 128, "%s/%s", g_dir, name);
+    return b;
+}
+
+static int exec(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK)
+        fprintf(stderr, "sql failed: %s\n", msg ? msg : "?");
+    sqlite3_free(msg);
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
+/* A coordinator run (real store) of three GEMMs with final results as a
+ * CUDA worker reports them, exported and merged; the merged file's path. */
+static const char *make_export(void)
+{
+    char err[512], sql[4096];
+    gt_store *s = gt_store_open(tpath("coord.db"), err, sizeof err);
+    CHECK_MSG(s, "%s", err);
+    if (!s)
+        return NULL;
+    const char log[] =
+        "4096,1,4096,bf16,T,N,1,10\n"
+        "6144,1,4096,bf16,T,N,1,10\n"
+        "1024,16,2048,bf16,T,N,1,10\n";
+    gt_run_opts o;
+    gt_log_result res;
+    gt_run_created cr;
+    gt_run_opts_default(&o);
+    snprintf(o.backend, sizeof o.backend, "cuda");
+    int ok = gt_log_parse(log, sizeof log - 1, &o.log, &res) == 0 &&
+             gt_store_create_run(s, &o, &res, &cr, err, sizeof err) == 0 && cr.problems == 3;
+    CHECK_MSG(ok, "%s", err);
+    gt_log_result_free(&res);
+    gt_run_opts_fini(&o);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO results (run_id, problem_id, job_id, backend, phase, config, config_hash,"
+             " is_baseline, time_us, rel_err, valid, device_model, created_ms)"
+             " SELECT p.run_id, p.id, (SELECT MIN(id) FROM jobs WHERE problem_id = p.id), 'cuda',"
+             " 'final', v.cfg, v.h, v.bl, v.t, 0.001, 1, '" MODEL "', 1 FROM problems p JOIN ("
+             "  SELECT 4096 AS m, '%s' AS cfg, '00000000000000a1' AS h, 0 AS bl, 12.0 AS t"
+             "  UNION ALL SELECT 4096, '%s', '00000000000000b1', 1, 15.0"
+             "  UNION ALL SELECT 6144, '%s', '00000000000000b2', 0, 20.0"
+             "  UNION ALL SELECT 1024, '%s', '00000000000000c3', 0, 8.0"
+             "  UNION ALL SELECT 1024, '%s', '00000000000000b3', 1, 10.0) v ON v.m = p.m",
+             k_none, k_lt, k_lt, k_twopass, k_lt);
+    gt_store_lock(s);
+    ok = ok && exec(gt_store_db(s), sql) == 0 &&
+         gt_export_run(gt_store_db(s), cr.id, "test/run/1", tpath("a.db"), err, sizeof err) == 0;
+    gt_store_unlock(s);
+    CHECK_MSG(ok, "%s", err);
+    gt_store_close(s);
+    const char *in[] = {tpath("a.db")};
+    CHECK_MSG(ok && gt_export_merge(in, 1, tpath("m.db"), err, sizeof err) == 0, "%s", err);
+    /* the configs, byte for byte, in both files */
+    for (int f = 0; f < 2; f++) {
+        sqlite3 *db = NULL;
+        sqlite3_stmt *st = NULL;
+        int n = 0, same = 0;
+        if (sqlite3_open_v2(tpath(f ? "m.db" : "a.db"), &db, SQLITE_OPEN_READONLY, NULL) ==
+                SQLITE_OK &&
+            sqlite3_prepare_v2(db, "SELECT b.config, p.m FROM best b JOIN problems p ON p.id ="
+                                   " b.problem_id ORDER BY p.m", -1, &st, NULL) == SQLITE_OK)
+            while (sqlite3_step(st) == SQLITE_ROW) {
+                const char *c = (const char *)sqlite3_column_text(st, 0);
+                int m = sqlite3_column_int(st, 1);
+                const char *want = m == 4096 ? k_none : m == 1024 ? k_twopass : k_lt;
+                n++;
+                same += c && !strcmp(c, want);
+            }
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        CHECK_MSG(n == 3 && same == 3, "%s: %d best rows, %d configs unchanged", f ? "merge" : "export",
+                  n, same);
+    }
+    return tpath("m.db");
+}
+
+static void check_args(const gt_db_kernel *k, const gt_problem *p, const char *cfg)
+{
+    gt_gen_cfg c;
+    gt_gen_geom g;
+    char err[256], A, B, D;
+    unsigned char ws[8], got[256];
+    cJSON *j = cJSON_Parse(cfg);
+    CHECK(gt_gen_cfg_from_json(j, &c, err, sizeof err) == 0);
+    cJSON_Delete(j);
+    gt_gen_geometry(p, &c, 32, &g);
+    /* what gen_run.c launches: its grid, block and argument struct */
+    CHECK(k->launch[0].grid[0] == g.gx && k->launch[0].grid[1] == g.gy &&
+          k->launch[0].grid[2] == g.gz && k->launch[0].block[0] == g.threads);
+    CHECK(k->launch[0].shared_bytes == 0 && !strcmp(k->launch[0].kernel, "gt_gemv"));
+    gt_gen_args want = {.a = &A, .b = &B, .c = NULL, .bias = NULL, .d = &D,
+                        .ws = c.splitk > 1 ? (float *)(void *)ws : NULL, .cnt = NULL,
+                        .m = p->m, .n = p->n, .k = p->k, .lda = p->lda, .ldb = p->ldb,
+                        .ldc = p->ldc, .ldd = p->ldd, .kper = g.kper, .alpha = 1.0, .beta = 0.0};
+    CHECK(k->args_bytes == sizeof want);
+    CHECK(gt_db_kernel_args(k, &A, &B, NULL, NULL, &D, k->workspace_bytes ? ws : NULL, got,
+                            sizeof got) == 0 &&
+          memcmp(got, &want, sizeof want) == 0);
+    CHECK(gt_db_kernel_args(k, &A, &B, NULL, NULL, &D, NULL, got, 8) == -1);
+    CHECK(k->workspace_bytes == g.ws_bytes && !k->workspace_zero);
+}
+
+static void test_lookups(void)
+{
+    char err[512];
+    const char *path = make_export();
+    gt_db *db = path ? gt_db_open(path, err, sizeof err) : NULL;
+    CHECK_MSG(db, "%s", err);
+    if (!db)
+        return;
+    CHECK(gt_db_size(db) == 3);
+    gt_gemm_desc d1, d2, d3;
+    desc_of(&d1, 4096, 1, 4096);
+    desc_of(&d2, 6144, 1, 4096);
+    desc_of(&d3, 1024, 16, 2048);
+    gt_db_result r;
+    CHECK(gt_db_lookup(db, &d1, "cuda", MODEL, &r) == GT_DB_GENERATED && !strcmp(r.config, k_none));
+    CHECK(r.time_us == 12.0 && r.baseline_us == 15.0 && fabs(r.uplift - 1.25) < 1e-12);
+    CHECK(gt_db_lookup(db, &d2, "cuda", MODEL, &r) == GT_DB_OK && !strcmp(r.config, k_lt));
+    CHECK(gt_db_lookup(db, &d3, "cuda", MODEL, &r) == GT_DB_GENERATED);
+    CHECK(gt_db_lookup(db, &d1, "cuda", "OtherGPU", &r) == GT_DB_NOT_TUNED);
+    CHECK(!strcmp(gt_db_strerror(GT_DB_GENERATED), "tuned: a generated kernel"));
+
+    /* the kernel of the 4096 x 1 x 4096 winner */
+    gt_db_kernel *k = NULL;
+    CHECK(gt_db_kernel_get(db, &d1, MODEL, &k) == GT_DB_OK && k);
+    if (k) {
+        gt_gen_kernel g;
+        gt_problem p = problem_of(4096, 1, 4096);
+        cJSON *cj = cJSON_Parse(k_none);
+        CHECK(gt_gen_kernel_make(&p, cj, 0, &g, err, sizeof err) == GT_GEN_EXPORT_OK);
+        cJSON_Delete(cj);
+        CHECK(g.source && !strcmp(k->source, g.source) && !strcmp(k->config, k_none));
+        CHECK(!strcmp(k->family, "gemv") && !strcmp(k->program_name, "gt_gen.cu"));
+        CHECK(k->noptions == 0 && k->min_sm == 80 && k->nlaunch == 1 && !k->launch[0].extra_param);
+        CHECK(!strcmp(k->device_model, MODEL) && k->time_us == 12.0 && k->baseline_us == 15.0);
+        char key[512];
+        CHECK(gt_db_key(&d1, key, sizeof key, err, sizeof err) > 0 && !strcmp(k->key, key));
+        check_args(k, &p, k_none);
+        gt_gen_kernel_free(&g);
+        gt_db_kernel *k2 = NULL;
+        CHECK(gt_db_kernel_get_key(db, key, MODEL, &k2) == GT_DB_OK && k2 &&
+              !strcmp(k2->source, k->source));
+        gt_db_kernel_free(k2);
+    }
+    gt_db_kernel_free(k);
+    /* two-pass split-K: two launches, nbatch, a workspace without zeroing */
+    k = NULL;
+    CHECK(gt_db_kernel_get(db, &d3, MODEL, &k) == GT_DB_OK && k);
+    if (k) {
+        gt_problem p = problem_of(1024, 16, 2048);
+        CHECK(k->nlaunch == 2 && !strcmp(k->launch[1].kernel, "gt_gemv_fin"));
+        CHECK(k->launch[1].block[0] == 256 && !strcmp(k->launch[1].extra_param, "nbatch") &&
+              k->launch[1].extra_value == 1);
+        CHECK(k->workspace_bytes == (size_t)1024 * 16 * 4 * 4);
+        check_args(k, &p, k_twopass);
+    }
+    gt_db_kernel_free(k);
+    /* not a generated kernel, not tuned, bad arguments */
+    k = (gt_db_kernel *)(uintptr_t)1;
+    CHECK(gt_db_kernel_get(db, &d2, MODEL, &k) == GT_DB_REJECTED && k == NULL);
+    CHECK(gt_db_kernel_get(db, &d1, "OtherGPU", &k) == GT_DB_NOT_TUNED && k == NULL);
+    CHECK(gt_db_kernel_get(NULL, &d1, MODEL, &k) == GT_DB_EINVAL);
+    CHECK(gt_db_kernel_get(db, &d1, MODEL, NULL) == GT_DB_EINVAL);
+    gt_db_kernel_free(NULL);
+#ifdef GT_WITH_CUDA
+    /* cuBLASLt is never asked to run a generated winner (the handle is not
+     * touched before the lookup decides) */
+    cublasLtMatmulAlgo_t algo;
+    size_t wsz = 0;
+    CHECK(gt_db_cublaslt_algo(db, (cublasLtHandle_t)(uintptr_t)1, &d1, MODEL, &algo, &wsz) ==
+          GT_DB_GENERATED);
+#endif
+    gt_db_close(db);
+}
+
+#ifdef GT_WITH_CUDA
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fff + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+static float from_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Runs k (from the library) on random exact inputs and compares D with a
+ * host reference. Returns the number of elements off by more than bf16's
+ * rounding. */
+static long run_on_gpu(const gt_db_kernel *k, int64_t m, int64_t n, int64_t kk)
+{
+    char err[512];
+    gt_db_module mod;
+    long bad = -1;
+    size_t na = (size_t)(m * kk), nb = (size_t)(kk * n), nd = (size_t)(m * n);
+    uint16_t *ha = malloc(na * 2), *hb = malloc(nb * 2), *hd = malloc(nd * 2);
+    void *da = NULL, *db = NULL, *dd = NULL, *ws = NULL;
+    if (!ha || !hb || !hd)
+        goto out;
+    uint64_t x = 12345;
+    for (size_t i = 0; i < na; i++)
+        ha[i] = to_bf16((float)((int)((x = x * 6364136223846793005ULL + 1) >> 60) - 8) / 16.0f);
+    for (size_t i = 0; i < nb; i++)
+        hb[i] = to_bf16((float)((int)((x = x * 6364136223846793005ULL + 1) >> 60) - 8) / 16.0f);
+    int ok = gt_db_kernel_cuda_load(k, &mod, err, sizeof err) == 0;
+    CHECK_MSG(ok, "load: %s", err);
+    if (!ok)
+        goto out;
+    CHECK(mod.nfunction == k->nlaunch && mod.module && !strcmp(mod.target, "sm_90"));
+    ok = cudaMalloc(&da, na * 2) == cudaSuccess && cudaMalloc(&db, nb * 2) == cudaSuccess &&
+         cudaMalloc(&dd, nd * 2) == cudaSuccess &&
+         (!k->workspace_bytes || cudaMalloc(&ws, k->workspace_bytes) == cudaSuccess) &&
+         (!k->workspace_zero || cudaMemset(ws, 0, k->workspace_bytes) == cudaSuccess) &&
+         cudaMemcpy(da, ha, na * 2, cudaMemcpyHostToDevice) == cudaSuccess &&
+         cudaMemcpy(db, hb, nb * 2, cudaMemcpyHostToDevice) == cudaSuccess &&
+         cudaMemset(dd, 0xff, nd * 2) == cudaSuccess; /* NaN: an unwritten element shows */
+    CHECK(ok);
+    /* twice: a kernel that leaves its workspace dirty fails the second call */
+    for (int rep = 0; ok && rep < 2; rep++) {
+        ok = gt_db_kernel_cuda_launch(k, &mod, NULL, da, db, NULL, NULL, dd, ws, err, sizeof err) == 0;
+        CHECK_MSG(ok, "launch: %s", err);
+    }
+    ok = ok && cudaDeviceSynchronize() == cudaSuccess &&
+         cudaMemcpy(hd, dd, nd * 2, cudaMemcpyDeviceToHost) == cudaSuccess;
+    CHECK(ok);
+    if (ok) {
+        bad = 0;
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t i = 0; i < m; i++) {
+                double ref = 0; /* A stored k x m (lda = k), B k x n (ldb = k) */
+                for (int64_t q = 0; q < kk; q++)
+                    ref += (double)from_bf16(ha[i * kk + q]) * from_bf16(hb[j * kk + q]);
+                double got = from_bf16(hd[j * m + i]);
+                bad += !(fabs(got - ref) <= fabs(ref) / 128 + 1e-6);
+            }
+    }
+    gt_db_kernel_cuda_unload(&mod);
+out:
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dd);
+    cudaFree(ws);
+    free(ha);
+    free(hb);
+    free(hd);
+    return bad;
+}
+
+static void test_cuda(void)
+{
+    char err[512];
+    gt_db *db = gt_db_open(tpath("m.db"), err, sizeof err);
+    CHECK_MSG(db, "%s", err);
+    if (!db)
+        return;
+    const int64_t shapes[2][3] = {{4096, 1, 4096}, {1024, 16, 2048}};
+    for (int s = 0; s < 2; s++) {
+        gt_gemm_desc d;
+        gt_db_kernel *k = NULL;
+        desc_of(&d, shapes[s][0], shapes[s][1], shapes[s][2]);
+        CHECK(gt_db_kernel_get(db, &d, MODEL, &k) == GT_DB_OK && k);
+        if (!k)
+            continue;
+        /* the source as returned, with the returned options, for sm_90 */
+        const char *opts[8] = {"--gpu-architecture=sm_90"};
+        for (int i = 0; i < k->noptions && i < 7; i++)
+            opts[i + 1] = k->options[i];
+        nvrtcProgram prog = NULL;
+        size_t cub = 0;
+        CHECK(nvrtcCreateProgram(&prog, k->source, k->program_name, 0, NULL, NULL) == NVRTC_SUCCESS &&
+              nvrtcCompileProgram(prog, k->noptions + 1, opts) == NVRTC_SUCCESS &&
+              nvrtcGetCUBINSize(prog, &cub) == NVRTC_SUCCESS && cub > 1000);
+        if (prog)
+            nvrtcDestroyProgram(&prog);
+        void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        int gpus = 0;
+        if (drv && cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0 &&
+            cudaFree(NULL) == cudaSuccess) {
+            long bad = run_on_gpu(k, shapes[s][0], shapes[s][1], shapes[s][2]);
+            CHECK_MSG(bad == 0, "%s on the GPU: %ld elements of D wrong", k->config, bad);
+            fprintf(stderr, "     GPU: %lldx%lldx%lld %s: D matches the host reference\n",
+                    (long long)shapes[s][0], (long long)shapes[s][1], (long long)shapes[s][2],
+                    k->launch[k->nlaunch - 1].kernel);
+        } else {
+            /* no driver or no device: a reason, nothing loaded */
+            gt_db_module mod;
+            memset(&mod, 0x55, sizeof mod);
+            CHECK(gt_db_kernel_cuda_load(k, &mod, err, sizeof err) == -1 && err[0] && !mod.module);
+            CHECK_MSG(drv || strstr(err, "no CUDA driver"), "%s", err);
+            if (s == 0)
+                fprintf(stderr, "     SKIP GPU launch: %s\n", err);
+        }
+        if (drv)
+            dlclose(drv);
+        gt_db_kernel_free(k);
+    }
+    gt_db_close(db);
+}
+#endif
+
+int main(void)
+{
+    snprintf(g_dir, sizeof g_dir, "/tmp/gt-libkern-XXXXXX");
+    if (!mkdtemp(g_dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    RUN(test_lookups);
+#ifdef GT_WITH_CUDA
+    RUN(test_cuda);
+#else
+    fprintf(stderr, "     SKIP nvrtc and launch: built without CUDA\n");
+#endif
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    if (gt_test_failures == 0 && system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", g_dir);
+    return gt_test_done();
+}
