@@ -159,6 +159,7 @@ const char *gt_strategy_name(gt_strategy s)
     switch (s) {
     case GT_STRAT_EXHAUSTIVE: return "exhaustive";
     case GT_STRAT_RANDOM: return "random";
+    case GT_STRAT_EVOLUTIONARY: return "evolutionary";
     }
     return "unknown";
 }
@@ -173,6 +174,13 @@ int gt_strategy_parse(const char *s, gt_strategy *out)
     }
     if (strcasecmp(s, "random") == 0) {
         *out = GT_STRAT_RANDOM;
+        return 0;
+    }
+    /* "ga" is what TuningDriver calls its search; the name stored in the run
+     * is always the canonical "evolutionary". */
+    if (strcasecmp(s, "evolutionary") == 0 || strcasecmp(s, "evo") == 0 ||
+        strcasecmp(s, "ga") == 0) {
+        *out = GT_STRAT_EVOLUTIONARY;
         return 0;
     }
     return -1;

@@ -26,8 +26,11 @@ uint64_t gt_fnv1a64(const void *data, size_t len, uint64_t seed);
 typedef enum gt_strategy {
     GT_STRAT_EXHAUSTIVE = 0,  /* every config that survives pruning */
     GT_STRAT_RANDOM,          /* a uniform sample of budget configs */
+    GT_STRAT_EVOLUTIONARY,    /* generations bred from the best measured so far
+                                 (server/search_evo.c), budget configs in all */
 } gt_strategy;
 const char *gt_strategy_name(gt_strategy s);
+/* Accepts the names above, any case, and "evo" / "ga" for evolutionary. */
 int gt_strategy_parse(const char *s, gt_strategy *out);
 
 /* The CPU backend's space for a problem: a blocked, packed GEMM whose
@@ -37,11 +40,20 @@ int gt_strategy_parse(const char *s, gt_strategy *out);
  * the matrix, more threads than cores or row blocks).
  * ncpu: cores of the worker model (0 = this machine's).
  * budget: upper bound on candidates (0 = no bound); with RANDOM a seeded
- * uniform sample, with EXHAUSTIVE the first budget in a fixed order.
+ * uniform sample, with EXHAUSTIVE (and EVOLUTIONARY, which draws its
+ * generations from gt_space_cpu_all instead) the first budget in a fixed
+ * spread order.
  * Returns a new JSON array of config objects (caller owns), never containing
  * the baseline, or NULL on OOM. */
 struct cJSON *gt_space_cpu(const struct gt_problem *p, gt_strategy s, int budget,
                            uint64_t seed, int ncpu);
+/* The whole space (every config that survives pruning, never the
+ * baseline) for a search that draws its own samples from it: the first
+ * nhead in the spread order (the blocking a tuned library would pick, then
+ * points far from it and from each other: the heuristic picks an
+ * evolutionary search starts from), the rest in canonical order. Returns a
+ * new JSON array (caller owns), or NULL on OOM. */
+struct cJSON *gt_space_cpu_all(const struct gt_problem *p, int nhead, int ncpu);
 /* The untuned default every CPU candidate is compared against. */
 struct cJSON *gt_space_cpu_baseline(const struct gt_problem *p, int ncpu);
 

@@ -273,12 +273,11 @@ static size_t rand_below(uint64_t *s, size_t n)
     return (size_t)(r % n);
 }
 
-cJSON *gt_space_cpu(const gt_problem *p_in, gt_strategy s, int budget, uint64_t seed, int ncpu)
+/* Every config of p's pruned space, deduplicated, without the baseline, in
+ * canonical (field-wise) order: a new array in *out (caller frees), its
+ * length in *nout. 0 or -1 on OOM. */
+static int build_space(const gt_problem *p, int ncpu, cpu_cfg **out, size_t *nout)
 {
-    gt_problem q = sane(p_in), *p = &q;
-    cJSON *arr = NULL;
-    cpu_cfg *v = NULL;
-    ncpu = machine_ncpu(ncpu);
     int threads[16];
     size_t nt = 0;
     for (int t = 1; t < ncpu && nt < NELEM(threads) - 1; t *= 2)
@@ -286,9 +285,9 @@ cJSON *gt_space_cpu(const gt_problem *p_in, gt_strategy s, int budget, uint64_t 
     threads[nt++] = ncpu;
 
     size_t cap = NELEM(k_tiles) * NELEM(k_kc) * NELEM(k_mc) * NELEM(k_nc) * NELEM(k_unroll) * nt;
-    v = malloc(cap * sizeof *v);
+    cpu_cfg *v = malloc(cap * sizeof *v);
     if (!v)
-        goto fail;
+        return -1;
     size_t n = 0;
     for (size_t ti = 0; ti < NELEM(k_tiles); ti++)
         for (size_t a = 0; a < NELEM(k_kc); a++)
@@ -315,7 +314,37 @@ cJSON *gt_space_cpu(const gt_problem *p_in, gt_strategy s, int budget, uint64_t 
             continue;
         v[u++] = v[i];
     }
-    n = u;
+    *out = v;
+    *nout = u;
+    return 0;
+}
+
+/* The first take configs of v as a new JSON array, or NULL on OOM. */
+static cJSON *cfgs_json(const cpu_cfg *v, size_t take)
+{
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr)
+        return NULL;
+    for (size_t i = 0; i < take; i++) {
+        cJSON *o = cfg_json(&v[i]);
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+cJSON *gt_space_cpu(const gt_problem *p_in, gt_strategy s, int budget, uint64_t seed, int ncpu)
+{
+    gt_problem q = sane(p_in), *p = &q;
+    cJSON *arr = NULL;
+    cpu_cfg *v = NULL;
+    size_t n = 0;
+    ncpu = machine_ncpu(ncpu);
+    if (build_space(p, ncpu, &v, &n) != 0)
+        goto fail;
 
     size_t take = (budget > 0 && (size_t)budget < n) ? (size_t)budget : n;
     if (s == GT_STRAT_RANDOM) {
@@ -332,20 +361,36 @@ cJSON *gt_space_cpu(const gt_problem *p_in, gt_strategy s, int budget, uint64_t 
             goto fail;
     }
 
-    arr = cJSON_CreateArray();
+    arr = cfgs_json(v, take);
     if (!arr)
         goto fail;
-    for (size_t i = 0; i < take; i++) {
-        cJSON *o = cfg_json(&v[i]);
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
-            goto fail;
-        }
-    }
     free(v);
     return arr;
 fail:
-    cJSON_Delete(arr);
     free(v);
     return NULL;
+}
+
+cJSON *gt_space_cpu_all(const gt_problem *p_in, int nhead, int ncpu)
+{
+    gt_problem q = sane(p_in), *p = &q;
+    cpu_cfg *v = NULL;
+    size_t n = 0;
+    ncpu = machine_ncpu(ncpu);
+    if (build_space(p, ncpu, &v, &n) != 0)
+        return NULL;
+    /* Only the head is spread-ordered: the order of the full space costs
+     * O(n^2) and the search samples the rest itself. spread_order moves the
+     * picks to the front and leaves the others in some order: sort them
+     * back to canonical so the stored space does not depend on how. */
+    size_t head = nhead > 0 ? ((size_t)nhead < n ? (size_t)nhead : n) : 0;
+    if (head && head < n && spread_order(v, n, head, ncpu, p) != 0) {
+        free(v);
+        return NULL;
+    }
+    if (head < n)
+        qsort(v + head, n - head, sizeof *v, cmp_cfg);
+    cJSON *arr = cfgs_json(v, n);
+    free(v);
+    return arr;
 }

@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "gt_search_evo.h"
 #include "gt_util.h"
 #include "store_priv.h"
 
@@ -256,6 +257,7 @@ int gt_run_opts_set(gt_run_opts *o, const char *key, const char *v, char *err, s
         {"budget", 0, 1000000, &o->budget}, {"shard_size", 1, 100000, &o->shard_size},
         {"final_k", 1, 64, &o->final_k},    {"ncpu", 1, 4096, &o->ncpu},
         {"repeats", 1, 1000, &o->repeats},  {"warmup", 0, 1000, &o->warmup},
+        {"population", 0, 100000, &o->population}, {"generations", 0, 100000, &o->generations},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         if (strcmp(key, ints[i].name))
@@ -285,7 +287,8 @@ int gt_run_opts_set(gt_run_opts *o, const char *key, const char *v, char *err, s
         snprintf(o->device_model, sizeof o->device_model, "%s", v);
     } else if (!strcmp(key, "strategy")) {
         if (gt_strategy_parse(v, &o->strategy)) {
-            snprintf(err, errlen, "option strategy=%s: must be exhaustive or random", v);
+            snprintf(err, errlen, "option strategy=%s: must be exhaustive, random or evolutionary",
+                     v);
             return -1;
         }
     } else if (!strcmp(key, "format")) {
@@ -390,6 +393,8 @@ static cJSON *opts_json(const gt_run_opts *o)
              cJSON_AddNumberToObject(j, "min_time_ms", o->min_time_ms) &&
              cJSON_AddNumberToObject(j, "repeats", o->repeats) &&
              cJSON_AddNumberToObject(j, "warmup", o->warmup) &&
+             cJSON_AddNumberToObject(j, "population", o->population) &&
+             cJSON_AddNumberToObject(j, "generations", o->generations) &&
              cJSON_AddNumberToObject(j, "threshold", o->log.threshold) &&
              cJSON_AddBoolToObject(j, "skip_invalid", o->log.skip_invalid);
     if (ok && o->candidates) {
@@ -409,7 +414,8 @@ static cJSON *opts_json(const gt_run_opts *o)
 
 int gt_store_insert_screen_jobs(gt_store *s, int64_t run_id, int64_t problem_id, const char *backend,
                                 const cJSON *cands, const cJSON *baseline, int shard_size,
-                                int64_t now_ms, size_t *njobs, char *err, size_t errlen)
+                                int generation, int64_t now_ms, size_t *njobs, char *err,
+                                size_t errlen)
 {
     int n = cJSON_GetArraySize(cands);
     char *base_txt = baseline ? cJSON_PrintUnformatted(baseline) : NULL;
@@ -438,7 +444,8 @@ int gt_store_insert_screen_jobs(gt_store *s, int64_t run_id, int64_t problem_id,
         sqlite3_stmt *st = gt_store_prep(
             s,
             "INSERT INTO jobs(run_id, problem_id, backend, kind, candidates, ncandidates, baseline,"
-            " state, created_ms, updated_ms) VALUES (?, ?, ?, 'screen', ?, ?, ?, 'queued', ?, ?)",
+            " state, created_ms, updated_ms, generation)"
+            " VALUES (?, ?, ?, 'screen', ?, ?, ?, 'queued', ?, ?, ?)",
             err, errlen);
         if (!st) {
             cJSON_free(txt);
@@ -452,6 +459,10 @@ int gt_store_insert_screen_jobs(gt_store *s, int64_t run_id, int64_t problem_id,
         gt_store_bind_text(st, 6, base_txt);
         sqlite3_bind_int64(st, 7, now_ms);
         sqlite3_bind_int64(st, 8, now_ms);
+        if (generation >= 0)
+            sqlite3_bind_int(st, 9, generation);
+        else
+            sqlite3_bind_null(st, 9);
         cJSON_free(txt);
         if (gt_store_step_done(s, st, err, errlen))
             goto fail;
@@ -663,17 +674,32 @@ static int create_run_tx(gt_store *s, const gt_run_opts *o, const gt_log_result 
             out->jobs++;
             continue;
         }
-        cJSON *cands = gt_space_cpu(p, o->strategy, o->budget, o->seed + (uint64_t)i, o->ncpu);
         cJSON *base = gt_space_cpu_baseline(p, o->ncpu);
-        size_t nj = 0;
-        int bad = !cands || !base || gt_store_add_extra(cands, base, o->candidates);
-        if (bad)
-            snprintf(err, errlen, "out of memory building the candidate space");
-        else
-            bad = gt_store_insert_screen_jobs(s, out->id, pid, o->backend, cands, base,
-                                              o->shard_size, now, &nj, err, errlen);
+        cJSON *cands = NULL;
+        size_t nj = 0, nc = 0;
+        int bad;
+        if (o->strategy == GT_STRAT_EVOLUTIONARY) {
+            /* The whole space is kept; the search draws its generations
+             * from it. Its head is the CPU's "heuristic": the spread order. */
+            cands = gt_space_cpu_all(p, GT_EVO_HEADS, o->ncpu);
+            bad = !cands || !base;
+            if (bad)
+                snprintf(err, errlen, "out of memory building the candidate space");
+            else
+                bad = gt_store_evo_start(s, out->id, pid, cands, base, o->candidates, now, &nj,
+                                         &nc, err, errlen);
+        } else {
+            cands = gt_space_cpu(p, o->strategy, o->budget, o->seed + (uint64_t)i, o->ncpu);
+            bad = !cands || !base || gt_store_add_extra(cands, base, o->candidates);
+            if (bad)
+                snprintf(err, errlen, "out of memory building the candidate space");
+            else
+                bad = gt_store_insert_screen_jobs(s, out->id, pid, o->backend, cands, base,
+                                                  o->shard_size, -1, now, &nj, err, errlen);
+            nc = cands ? (size_t)cJSON_GetArraySize(cands) : 0;
+        }
         if (!bad)
-            out->candidates += (size_t)cJSON_GetArraySize(cands);
+            out->candidates += nc;
         cJSON_Delete(cands);
         cJSON_Delete(base);
         if (bad)

@@ -524,8 +524,16 @@ int gt_store_advance_problem(gt_store *s, int64_t pid, int64_t now_ms, char *err
     else if (failed[ENUM] && !done[SCREEN] && !failed[SCREEN])
         rc = set_problem_state(s, pid, "failed", last_error[0] ? last_error : "enumeration failed",
                                err, errlen);
-    else
+    else {
+        /* Screening is over: an evolutionary search may breed another
+         * generation instead (the problem stays in 'screening'). */
+        int queued = 0;
+        if (gt_store_evo_step(s, pid, now_ms, &queued, err, errlen))
+            return -1;
+        if (queued)
+            return 0;
         rc = create_final_job(s, pid, run_id, now_ms, err, errlen);
+    }
     if (rc)
         return -1;
     return finish_run_if_done(s, run_id, now_ms, err, errlen);
@@ -718,11 +726,27 @@ static int finish_enumerate(gt_store *s, const job_row *j, const cJSON *msg, int
     if (cJSON_IsNumber(v) && v->valueint > 0)
         shard = v->valueint;
     cJSON_Delete(opts);
-    cJSON *sel = select_enumerated(cands, j);
     cJSON *o2 = cJSON_Parse(j->options);
     const cJSON *extra = o2 ? cJSON_GetObjectItemCaseSensitive(o2, "candidates") : NULL;
     char *extra_txt = cJSON_IsArray(extra) ? cJSON_PrintUnformatted(extra) : NULL;
     cJSON_Delete(o2);
+    if (cJSON_IsArray(extra) && !extra_txt) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (!strcmp(j->strategy, gt_strategy_name(GT_STRAT_EVOLUTIONARY))) {
+        /* The whole enumerated list is the space (every entry passed
+         * AlgoCheck or the pruning rules on the device); the search draws
+         * its generations from it. */
+        size_t nj = 0, nc = 0;
+        int rc = gt_store_evo_start(s, j->run_id, j->problem_id, cands, base, extra_txt, now_ms,
+                                    &nj, &nc, err, errlen);
+        cJSON_free(extra_txt);
+        if (rc)
+            return -1;
+        return set_problem_state(s, j->problem_id, "screening", NULL, err, errlen);
+    }
+    cJSON *sel = select_enumerated(cands, j);
     if (sel && gt_store_add_extra(sel, base, extra_txt)) {
         cJSON_Delete(sel);
         sel = NULL;
@@ -734,7 +758,7 @@ static int finish_enumerate(gt_store *s, const job_row *j, const cJSON *msg, int
     }
     size_t nj = 0;
     int rc = gt_store_insert_screen_jobs(s, j->run_id, j->problem_id, j->backend, sel, base, shard,
-                                         now_ms, &nj, err, errlen);
+                                         -1, now_ms, &nj, err, errlen);
     cJSON_Delete(sel);
     if (rc)
         return -1;

@@ -34,11 +34,34 @@ const char *gt_store_col_text(sqlite3_stmt *st, int i);
  * transaction. */
 int gt_store_advance_problem(gt_store *s, int64_t problem_id, int64_t now_ms, char *err,
                              size_t errlen);
-/* Shards a candidate array into screen jobs of a problem. Caller's transaction. */
+/* Shards a candidate array into screen jobs of a problem, tagged with an
+ * evolutionary generation (< 0: none). Caller's transaction. */
 int gt_store_insert_screen_jobs(gt_store *s, int64_t run_id, int64_t problem_id,
                                 const char *backend, const struct cJSON *cands,
-                                const struct cJSON *baseline, int shard_size, int64_t now_ms,
-                                size_t *njobs, char *err, size_t errlen);
+                                const struct cJSON *baseline, int shard_size, int generation,
+                                int64_t now_ms, size_t *njobs, char *err, size_t errlen);
+
+/* strategy=evolutionary (store_evo.c), in the caller's transaction.
+ * Starts a problem's search over space (a JSON array: the whole candidate
+ * space, the backend's picks first): records the space and queues generation
+ * 0 plus the run option candidates (extra, JSON array text or NULL) as
+ * screen jobs. *ncands: the configs the problem will measure in all (the
+ * search's budget plus the extras). */
+int gt_store_evo_start(gt_store *s, int64_t run_id, int64_t problem_id, const struct cJSON *space,
+                       const struct cJSON *baseline, const char *extra, int64_t now_ms,
+                       size_t *njobs, size_t *ncands, char *err, size_t errlen);
+/* Configs the evolutionary searches of run ?1 have still to propose (one
+ * row, one column): the progress views add them to the candidates total. */
+#define GT_STORE_EVO_PENDING_SQL                                                                   \
+    "SELECT COALESCE(SUM(s.budget - s.issued), 0) FROM spaces s"                                  \
+    " JOIN problems p ON p.id = s.problem_id WHERE s.run_id = ?1 AND s.state = 'searching'"      \
+    " AND p.state = 'screening' AND s.budget > s.issued"
+/* Called when a problem has no job left: for a problem whose search goes on,
+ * queues the next generation (*queued = 1); otherwise (search over, or not
+ * an evolutionary problem) *queued = 0 and the caller moves on to the final
+ * phase. */
+int gt_store_evo_step(gt_store *s, int64_t problem_id, int64_t now_ms, int *queued, char *err,
+                      size_t errlen);
 
 /* Appends the configs of the JSON array text extra (NULL: none) to cands,
  * skipping duplicates of cands and of the baseline. 0 or -1 (OOM/bad JSON). */

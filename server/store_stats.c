@@ -280,6 +280,13 @@ static int summary_counts(gt_store *s, int64_t run_id, sum_counts *c, char *err,
         c->cands_total = sqlite3_column_int64(st, 5);
     }
     sqlite3_finalize(st);
+    st = gt_store_prep(s, GT_STORE_EVO_PENDING_SQL, err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        c->cands_total += sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
     /* Screen results counted per problem: COUNT over (problem_id, phase,
      * valid) prefixes of results_by_problem, without reading rows. */
     char sql[1400];

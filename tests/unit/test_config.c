@@ -76,6 +76,11 @@ static void test_strategy(void)
     CHECK(gt_strategy_parse(NULL, &s) == -1);
     CHECK(strcmp(gt_strategy_name(GT_STRAT_EXHAUSTIVE), "exhaustive") == 0);
     CHECK(strcmp(gt_strategy_name(GT_STRAT_RANDOM), "random") == 0);
+    CHECK(gt_strategy_parse("evolutionary", &s) == 0 && s == GT_STRAT_EVOLUTIONARY);
+    CHECK(gt_strategy_parse("evo", &s) == 0 && s == GT_STRAT_EVOLUTIONARY);
+    CHECK(gt_strategy_parse("GA", &s) == 0 && s == GT_STRAT_EVOLUTIONARY);
+    CHECK(gt_strategy_parse("evolution", &s) == -1);
+    CHECK(strcmp(gt_strategy_name(GT_STRAT_EVOLUTIONARY), "evolutionary") == 0);
 }
 
 static int geti(const cJSON *c, const char *k)
@@ -246,6 +251,25 @@ static void check_space(int64_t m, int64_t n, int64_t k, int ncpu, gt_dtype dt)
     cJSON *rall = gt_space_cpu(&p, GT_STRAT_RANDOM, 0, 7, ncpu);
     CHECK(rall && cJSON_GetArraySize(rall) == n_all && dupes(rall) == 0);
     cJSON_Delete(rall);
+    /* The whole space for the evolutionary search: the same configs, the
+     * exhaustive order's first picks at its head. */
+    int nh = n_all > 4 ? 4 : n_all;
+    cJSON *sall = gt_space_cpu_all(&p, nh, ncpu);
+    cJSON *head = gt_space_cpu(&p, GT_STRAT_EXHAUSTIVE, nh, 0, ncpu);
+    CHECK(sall && head && cJSON_GetArraySize(sall) == n_all && dupes(sall) == 0);
+    if (sall && head) {
+        int i = 0, same = 1;
+        cJSON_ArrayForEach(c, head) same &= cJSON_Compare(c, cJSON_GetArrayItem(sall, i++), 1);
+        CHECK(nh == n_all || same);
+        /* the same set: its tail is the canonical order, so the union of
+         * both lists has exactly n_all distinct configs */
+        cJSON *both = cJSON_Duplicate(all, 1);
+        cJSON_ArrayForEach(c, sall) cJSON_AddItemToArray(both, cJSON_Duplicate(c, 1));
+        CHECK(dupes(both) == n_all);
+        cJSON_Delete(both);
+    }
+    cJSON_Delete(sall);
+    cJSON_Delete(head);
     cJSON_Delete(r1);
     cJSON_Delete(r2);
     cJSON_Delete(r3);
