@@ -193,13 +193,62 @@ static void put_defines(sbuf *b, const gt_gen_kernel *k)
     }
 }
 
+/* What differs between the families once a config is known good: the
+ * template, its kernels and argument struct, and where shared memory comes
+ * from (gemv declares it statically; mma's is dynamic and above 48 KiB needs
+ * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES first, which gen_run.c
+ * sets when the module loads). */
+typedef struct fam_desc {
+    const char *name, *tmpl, *main_fn, *fin_fn, *args_struct, *kper_doc;
+    int dynamic_smem;
+} fam_desc;
+
+static const fam_desc k_gemv_desc = {"gemv", gt_gen_gemv_src, "gt_gemv", "gt_gemv_fin", "gt_gemv_args",
+                                     "k per split-K slice (a multiple of 4 x vec)", 0};
+static const fam_desc k_mma_desc = {"mma", gt_gen_mma_src, "gt_mma", "gt_mma_fin", "gt_mma_args",
+                                    "k per split-K slice (a multiple of bk)", 1};
+
+/* Fills the family-neutral rest of *k for a config already checked and
+ * whose defines are in k->defs: launches, arguments, workspace, source. */
+static int finish(gt_gen_kernel *k, const fam_desc *f, const gt_problem *p, const gt_gen_geom *g,
+                  const char *cfg_text, int splitk, int reduction, char *err, size_t errlen)
+{
+    k->family_name = f->name;
+    k->template_src = f->tmpl;
+    k->min_sm = 80;
+    if (!(k->config = strdup(cfg_text)))
+        goto nomem;
+    k->launch[0] = (gt_gen_launch){f->main_fn, {g->gx, g->gy, g->gz}, {g->threads, 1, 1},
+                                   f->dynamic_smem ? g->smem_bytes : 0,
+                                   f->dynamic_smem ? 0 : g->smem_bytes, NULL, 0};
+    k->nlaunch = 1;
+    if (g->fin_blocks) /* twopass: gen_run.c passes the batch count after the struct */
+        k->launch[k->nlaunch++] = (gt_gen_launch){f->fin_fn, {g->fin_blocks, 1, 1}, {256, 1, 1},
+                                                  0, 0, "nbatch", (long long)(p->batch > 0 ? p->batch : 1)};
+    gen_args(k, p, g, f->args_struct, f->kper_doc);
+    gen_bufs(k, splitk, reduction, g);
+    sbuf b = {0};
+    sb_printf(&b, "/* gemmtune generated kernel: family %s, config ", f->name);
+    sb_comment(&b, k->config);
+    sb_printf(&b, ".\n * The template's parameters (the worker passes them as -D options): */\n");
+    put_defines(&b, k);
+    sb_put(&b, f->tmpl, strlen(f->tmpl));
+    if (b.oom)
+        goto nomem;
+    k->source = b.s;
+    return GT_GEN_EXPORT_OK;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    return GT_GEN_EXPORT_NOMEM;
+}
+
 static int gemv_kernel(const gt_problem *p, const cJSON *cfg, gt_gen_kernel *k, char *err,
                        size_t errlen)
 {
     gt_gen_cfg c;
     gt_gen_dev d;
     gt_gen_geom g;
-    char why[GT_GEN_REASON], text[512];
+    char why[GT_GEN_REASON];
     if (gt_gen_cfg_from_json(cfg, &c, err, errlen) != 0)
         return GT_GEN_EXPORT_BAD;
     /* Applicability is a property of the problem; the device here only has
@@ -216,33 +265,13 @@ static int gemv_kernel(const gt_problem *p, const cJSON *cfg, gt_gen_kernel *k, 
         snprintf(err, errlen, "gemv: no encoding of this problem's types");
         return GT_GEN_EXPORT_BAD;
     }
-    k->family_name = "gemv";
-    k->template_src = gt_gen_gemv_src;
-    k->min_sm = 80;
-    int n = gt_gen_cfg_text(&c, text, sizeof text);
-    if (n < 0 || (size_t)n >= sizeof text || !(k->config = strdup(text)))
-        goto nomem;
-    k->launch[0] = (gt_gen_launch){"gt_gemv", {g.gx, g.gy, g.gz}, {g.threads, 1, 1}, 0,
-                                   g.smem_bytes, NULL, 0};
-    k->nlaunch = 1;
-    if (g.fin_blocks) /* twopass: gen_run.c passes the batch count after the struct */
-        k->launch[k->nlaunch++] = (gt_gen_launch){"gt_gemv_fin", {g.fin_blocks, 1, 1}, {256, 1, 1},
-                                                  0, 0, "nbatch", (long long)(p->batch > 0 ? p->batch : 1)};
-    gen_args(k, p, &g, "gt_gemv_args", "k per split-K slice (a multiple of 4 x vec)");
-    gen_bufs(k, c.splitk, c.reduction, &g);
-    sbuf b = {0};
-    sb_printf(&b, "/* gemmtune generated kernel: family gemv, config ");
-    sb_comment(&b, k->config);
-    sb_printf(&b, ".\n * The template's parameters (the worker passes them as -D options): */\n");
-    put_defines(&b, k);
-    sb_put(&b, gt_gen_gemv_src, strlen(gt_gen_gemv_src));
-    if (b.oom)
-        goto nomem;
-    k->source = b.s;
-    return GT_GEN_EXPORT_OK;
-nomem:
-    snprintf(err, errlen, "out of memory");
-    return GT_GEN_EXPORT_NOMEM;
+    char text[512];
+    int tn = gt_gen_cfg_text(&c, text, sizeof text);
+    if (tn < 0 || tn >= (int)sizeof text) {
+        snprintf(err, errlen, "gemv: config text too long");
+        return GT_GEN_EXPORT_BAD;
+    }
+    return finish(k, &k_gemv_desc, p, &g, text, c.splitk, c.reduction, err, errlen);
 }
 
 /* The rules of gt_mma_check without which the mma kernel computes a wrong
@@ -286,7 +315,7 @@ static int mma_kernel(const gt_problem *p, const cJSON *cfg, int sm, gt_gen_kern
     gt_mma_cfg c;
     gt_gen_dev d;
     gt_gen_geom g;
-    char why[GT_GEN_REASON], text[512];
+    char why[GT_GEN_REASON];
     if (gt_mma_cfg_from_json(cfg, &c, err, errlen) != 0)
         return GT_GEN_EXPORT_BAD;
     gt_gen_dev_default(&d, 90, 0);
@@ -301,36 +330,13 @@ static int mma_kernel(const gt_problem *p, const cJSON *cfg, int sm, gt_gen_kern
         snprintf(err, errlen, "mma: no encoding of this problem's types");
         return GT_GEN_EXPORT_BAD;
     }
-    k->family_name = "mma";
-    k->template_src = gt_gen_mma_src;
-    k->min_sm = 80;
-    int n = gt_mma_cfg_text(&c, text, sizeof text);
-    if (n < 0 || (size_t)n >= sizeof text || !(k->config = strdup(text)))
-        goto nomem;
-    /* Shared memory is dynamic: above 48 KiB the function needs
-     * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES first (gen_run.c sets
-     * it when the module loads). */
-    k->launch[0] = (gt_gen_launch){"gt_mma", {g.gx, g.gy, g.gz}, {g.threads, 1, 1}, g.smem_bytes, 0,
-                                   NULL, 0};
-    k->nlaunch = 1;
-    if (g.fin_blocks)
-        k->launch[k->nlaunch++] = (gt_gen_launch){"gt_mma_fin", {g.fin_blocks, 1, 1}, {256, 1, 1},
-                                                  0, 0, "nbatch", (long long)(p->batch > 0 ? p->batch : 1)};
-    gen_args(k, p, &g, "gt_mma_args", "k per split-K slice (a multiple of bk)");
-    gen_bufs(k, c.splitk, c.reduction, &g);
-    sbuf b = {0};
-    sb_printf(&b, "/* gemmtune generated kernel: family mma, config ");
-    sb_comment(&b, k->config);
-    sb_printf(&b, ".\n * The template's parameters (the worker passes them as -D options): */\n");
-    put_defines(&b, k);
-    sb_put(&b, gt_gen_mma_src, strlen(gt_gen_mma_src));
-    if (b.oom)
-        goto nomem;
-    k->source = b.s;
-    return GT_GEN_EXPORT_OK;
-nomem:
-    snprintf(err, errlen, "out of memory");
-    return GT_GEN_EXPORT_NOMEM;
+    char text[512];
+    int tn = gt_mma_cfg_text(&c, text, sizeof text);
+    if (tn < 0 || tn >= (int)sizeof text) {
+        snprintf(err, errlen, "mma: config text too long");
+        return GT_GEN_EXPORT_BAD;
+    }
+    return finish(k, &k_mma_desc, p, &g, text, c.splitk, c.reduction, err, errlen);
 }
 
 /* ---- dispatcher --------------------------------------------------------------------- */
