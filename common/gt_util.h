@@ -49,4 +49,10 @@ int gt_run_argv(char *const argv[], char *out, size_t outcap, int timeout_ms);
 /* Parses a decimal int64 strictly (whole string, range checked). 0 or -1. */
 int gt_parse_i64(const char *s, int64_t *out);
 
+/* splitmix64: a seeded, reproducible stream (the searches' samples, the CPU
+ * backend's test data); not for anything secret. */
+uint64_t gt_rand_u64(uint64_t *state);
+/* Unbiased integer in [0, n), n > 0 (rejection, no modulo bias). */
+size_t gt_rand_below(uint64_t *state, size_t n);
+
 #endif

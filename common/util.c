@@ -282,3 +282,21 @@ int gt_parse_i64(const char *s, int64_t *out)
     *out = (int64_t)v;
     return 0;
 }
+
+uint64_t gt_rand_u64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+size_t gt_rand_below(uint64_t *s, size_t n)
+{
+    uint64_t lim = UINT64_MAX - UINT64_MAX % n;
+    uint64_t r;
+    do
+        r = gt_rand_u64(s);
+    while (r >= lim);
+    return (size_t)(r % n);
+}

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gt_config.h"
+#include "gt_util.h"
 
 /* One attribute value. Values of an attribute are sorted (absent, numbers
  * ascending, strings, anything else by its canonical text), so a value's id
@@ -33,32 +34,13 @@ struct gt_evo_space {
     size_t vcap;
 };
 
-/* ------------------------------------------------------------------ RNG */
-
-static uint64_t next_u64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* Unbiased integer in [0, n), n > 0. */
-static size_t below(uint64_t *s, size_t n)
-{
-    uint64_t lim = UINT64_MAX - UINT64_MAX % n;
-    uint64_t r;
-    do
-        r = next_u64(s);
-    while (r >= lim);
-    return (size_t)(r % n);
-}
+/* ------------------------------------------------------------------ seed */
 
 uint64_t gt_evo_seed(uint64_t run_seed, const char *problem_key)
 {
     uint64_t s = run_seed;
     uint64_t k = problem_key ? gt_fnv1a64(problem_key, strlen(problem_key), GT_FNV_SEED) : 0;
-    return next_u64(&s) ^ k;
+    return gt_rand_u64(&s) ^ k;
 }
 
 /* ---------------------------------------------------------------- space */
@@ -371,7 +353,7 @@ static long nearest_free(const gt_evo_space *sp, const int *v, const unsigned ch
             best = (long)m;
             bestd = d;
             ties = 1;
-        } else if (d == bestd && below(rng, ++ties) == 0) {
+        } else if (d == bestd && gt_rand_below(rng, ++ties) == 0) {
             best = (long)m; /* reservoir: each tie kept with probability 1/ties */
         }
     }
@@ -388,7 +370,7 @@ long gt_evo_crossover(const gt_evo_space *sp, size_t a, size_t b, const unsigned
     uint64_t bits = 0;
     for (size_t i = 0; i < sp->na; i++) {
         if (i % 64 == 0)
-            bits = next_u64(rng);
+            bits = gt_rand_u64(rng);
         child[i] = (bits >> (i % 64)) & 1 ? pa[i] : pb[i];
     }
     long m = nearest_free(sp, child, taken, rng);
@@ -409,7 +391,7 @@ long gt_evo_mutate(const gt_evo_space *sp, size_t parent, const unsigned char *t
         if (sp->nvals[a] > 1)
             order[no++] = a;
     for (size_t i = no; i > 1; i--) {
-        size_t j = below(rng, i), t = order[i - 1];
+        size_t j = gt_rand_below(rng, i), t = order[i - 1];
         order[i - 1] = order[j];
         order[j] = t;
     }
@@ -420,7 +402,7 @@ long gt_evo_mutate(const gt_evo_space *sp, size_t parent, const unsigned char *t
          * move on ordered attributes such as block sizes), otherwise any
          * value (the mix did a little better than always local or half
          * and half on the synthetic space of tests/unit/test_search_evo.c). */
-        int near = below(rng, 4) != 0;
+        int near = gt_rand_below(rng, 4) != 0;
         int bestd = (int)sp->na + 1;
         long bests = 0;
         size_t ties = 0;
@@ -435,7 +417,7 @@ long gt_evo_mutate(const gt_evo_space *sp, size_t parent, const unsigned char *t
                 bestd = d;
                 bests = step;
                 ties = 1;
-            } else if (d == bestd && step == bests && below(rng, ++ties) == 0) {
+            } else if (d == bestd && step == bests && gt_rand_below(rng, ++ties) == 0) {
                 best = (long)m;
             }
         }
@@ -454,7 +436,7 @@ static long random_free(const gt_evo_space *sp, const unsigned char *taken, uint
         nfree += !taken[m];
     if (!nfree)
         return -1;
-    size_t r = below(rng, nfree);
+    size_t r = gt_rand_below(rng, nfree);
     for (size_t m = 0; m < sp->n; m++)
         if (!taken[m] && r-- == 0)
             return (long)m;
@@ -518,9 +500,9 @@ static int cmp_obs(const void *a, const void *b)
 /* Tournament of three: the fastest of three members of the sorted pool. */
 static size_t tournament(size_t npool, uint64_t *rng)
 {
-    size_t w = below(rng, npool);
+    size_t w = gt_rand_below(rng, npool);
     for (int i = 1; i < 3; i++) {
-        size_t c = below(rng, npool);
+        size_t c = gt_rand_below(rng, npool);
         if (c < w)
             w = c;
     }
@@ -585,7 +567,7 @@ long gt_evo_next(const gt_evo_space *sp, const gt_evo_obs *obs, size_t nobs, uns
                 for (int t = 0; t < 4 && b == a && npool > 1; t++)
                     b = tournament(npool, &rng);
                 m = gt_evo_crossover(sp, pool[a].member, pool[b].member, taken, &rng);
-                if (m >= 0 && below(&rng, 4) == 0) {
+                if (m >= 0 && gt_rand_below(&rng, 4) == 0) {
                     long m2 = gt_evo_mutate(sp, (size_t)m, taken, &rng);
                     if (m2 >= 0)
                         m = m2;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gt_bk_cpu.h"
+#include "gt_util.h"
 
 static float bits_f32(uint32_t u)
 {
@@ -110,14 +111,6 @@ int64_t gt_cpu_extent(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int
     return (batch - 1) * stride + (cols - 1) * ld + rows;
 }
 
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 void gt_cpu_fill_random(void *buf, gt_dtype t, int64_t n, uint64_t *state)
 {
     for (int64_t i = 0; i < n; i++) {
@@ -126,7 +119,7 @@ void gt_cpu_fill_random(void *buf, gt_dtype t, int64_t n, uint64_t *state)
          * kernels that skip work. */
         float v;
         do
-            v = (float)((double)(splitmix64(state) >> 11) * 0x1p-52 - 1.0);
+            v = (float)((double)(gt_rand_u64(state) >> 11) * 0x1p-52 - 1.0);
         while (fabsf(v) < 1.0f / 256);
         switch (t) {
         case GT_DT_F32: ((float *)buf)[i] = v; break;
