@@ -66,40 +66,6 @@ def roofline():
     return bw, rate
 
 
-def copy_bw_at(nbytes, cache={}):
-    """Copy bandwidth (B/s, read + written) of a device-to-device copy moving
-    nbytes in all (nbytes/2 read, nbytes/2 written), with rotating buffers
-    larger than L2: the roofline of a memory-bound GEMM of that size, fixed
-    per-kernel costs (launch, ramp-up, tail) included as they are in the
-    GEMM's own time."""
-    if nbytes in cache:
-        return cache[nbytes]
-    try:
-        import torch
-    except ImportError:
-        return None
-    half = max(int(nbytes // 2) // 256 * 256, 256)
-    sets = max(2, -(-(256 << 20) // (2 * half)))
-    x = torch.empty(sets * half, dtype=torch.uint8, device="cuda").random_(0, 255)
-    y = torch.empty_like(x)
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for r in range(13):
-        s.record()
-        for i in range(sets):
-            y[i * half:(i + 1) * half].copy_(x[i * half:(i + 1) * half])
-        e.record()
-        e.synchronize()
-        if r >= 3:
-            times.append(s.elapsed_time(e) / 1e3 / sets)
-    times.sort()
-    bw = 2 * half / times[len(times) // 2]
-    del x, y
-    torch.cuda.empty_cache()
-    cache[nbytes] = bw
-    return bw
-
-
 def get(url):
     with urllib.request.urlopen(url, timeout=60) as r:
         return json.loads(r.read())
@@ -269,10 +235,8 @@ def report(run, res, bw, rate, ngpu, wall):
             small_s += span
         copy_at = ""
         if n <= 16 and bw:
-            cb = copy_bw_at(byts)
-            if cb:
-                copy_at = (f"   {byts / (t * 1e-6) / 1e9:6.0f} GB/s = {100 * byts / (t * 1e-6) / bw:5.1f} % "
-                           f"of 1 GiB copy, {100 * byts / (t * 1e-6) / cb:5.1f} % of a copy of this size")
+            copy_at = f"   {byts / (t * 1e-6) / 1e9:6.0f} GB/s = {100 * byts / (t * 1e-6) / bw:5.1f} % of copy"
+
         print(f"{lab:<28}{bu:10.2f}{t:10.2f}{up:8.3f}{flops / (t * 1e-6) / 1e12:9.1f}{roof:>7}"
               f"{d['screen']:7d}{span:8.2f}{copy_at}")
     # Library vs generated: the best valid time of each family per GEMM (a
