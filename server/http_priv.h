@@ -1,6 +1,7 @@
 /* http_priv.h: internals shared by the HTTP API's files (http.c: server,
  * authentication, routing, metrics; http_runs.c: the /v1/runs routes;
- * http_kernels.c: generated-kernel downloads;
+ * http_kernels.c: generated-kernel downloads; http_space.c: the generated
+ * families' pruned spaces;
  * events.c: server-sent events; status_page.c: the embedded status page).
  * Not part of the public interface. */
 #ifndef GT_HTTP_PRIV_H
@@ -80,6 +81,10 @@ enum MHD_Result gt_http_run_routes(gt_req *q, const char *method, int64_t id, co
 /* http_kernels.c: GET /v1/runs/{id}/kernels/{problem}[.cuh]; rest is what
  * follows "kernels/". */
 enum MHD_Result gt_http_kernel(gt_req *q, const char *method, int64_t run_id, const char *rest);
+
+/* http_space.c: GET /v1/runs/{id}/space/{problem}; rest is what follows
+ * "space/". */
+enum MHD_Result gt_http_space(gt_req *q, const char *method, int64_t run_id, const char *rest);
 
 /* events.c: GET /v1/runs/{id}/events. */
 #define GT_EVENTS_MAX_STREAMS 64

@@ -1,7 +1,8 @@
 /* http_runs.c: the /v1/runs routes of the HTTP API: submitting a log,
  * a run's progress, results (JSON, CSV), export, cancellation, and the
  * observability views of one run: its best-time timeline and its event
- * stream (events.c); kernel downloads are http_kernels.c's. */
+ * stream (events.c); kernel downloads are http_kernels.c's, the generated
+ * families' pruned spaces http_space.c's. */
 #include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -278,6 +279,8 @@ enum MHD_Result gt_http_run_routes(gt_req *q, const char *method, int64_t id, co
     }
     if (!strncmp(sub, "kernels/", 8))
         return gt_http_kernel(q, method, id, sub + 8);
+    if (!strncmp(sub, "space/", 6))
+        return gt_http_space(q, method, id, sub + 6);
     return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "no such resource /v1/runs/%lld/%s",
                               (long long)id, sub);
 }

@@ -1,0 +1,54 @@
+/* gt_space.h: the generated families' pruned spaces as JSON (module prefix
+ * gt_space_), what GET /v1/runs/{id}/space/{problem} serves
+ * (server/http_space.c). Pure: a problem and the device limits in, JSON
+ * out, computed by the gen/ code the CUDA worker runs (gt_gen_prune,
+ * gt_mma_prune) with the worker's default caps, so the coordinator shows
+ * the space a worker with those limits enumerates without asking one. */
+#ifndef GT_SPACE_H
+#define GT_SPACE_H
+
+#include <stddef.h>
+
+#include "gen_mma.h"
+#include "gt_problem.h"
+
+struct cJSON;
+
+enum { GT_SPACE_GEMV = 1, GT_SPACE_MMA = 2, GT_SPACE_ALL = 3 };
+#define GT_SPACE_LIMIT_DEFAULT 50   /* pruned examples per family */
+#define GT_SPACE_LIMIT_MAX 1000     /* bounds a response to ~0.5 MB per family */
+#define GT_SPACE_RULE_LEN 48
+
+typedef struct gt_space_query {
+    int families;        /* GT_SPACE_* mask */
+    const char *rule;    /* NULL: every pruned config is an example; else this rule's only */
+    int offset, limit;   /* the page of pruned examples (limit <= GT_SPACE_LIMIT_MAX) */
+} gt_space_query;
+
+/* The rule of a pruning reason: its text up to the first ':' or '=',
+ * trailing blanks dropped ("alignment: lda=..." -> "alignment",
+ * "n_tile=8 < n=32: ..." -> "n_tile", "rank: 49 of ..." -> "rank"). The
+ * reasons' leading words are the rule names of gen/gemv_space.c and
+ * gen/mma_space.c; cutting at '=' as well keeps the value out of the name. */
+void gt_space_rule(const char *reason, char *buf, size_t len);
+
+/* Adds one member per family of q->families to obj ("gemv", "mma"):
+ * applicable (else reason), cap, raw, kept {count, configs [{rank,
+ * model_us, config}]}, pruned {count, by_rule {rule: count}, rule,
+ * matching, offset, limit, examples [{rule, reason, config}]}.
+ * Invariants: kept.count + pruned.count == raw; by_rule sums to
+ * pruned.count. 0, or -1 with err (out of memory). */
+int gt_space_add_families(struct cJSON *obj, const gt_problem *p, const gt_gen_dev *d,
+                          const gt_space_query *q, char *err, size_t errlen);
+
+/* The verdict on one config (a "gemv" or "mma" config object) for p on d,
+ * added to obj: family, config (as parsed), kept, and: rank and model_us
+ * when kept; rule and reason when not; applicable; in_raw (whether the
+ * family's enumeration generates it at all); runnable (whether a worker
+ * builds it when handed in as a run candidate: applicable and no rule but
+ * the rank cap prunes it). 0; 1 with err when cfg is not a config of a
+ * generated family or does not parse; -1 with err (out of memory). */
+int gt_space_add_verdict(struct cJSON *obj, const gt_problem *p, const gt_gen_dev *d,
+                         const struct cJSON *cfg, char *err, size_t errlen);
+
+#endif
