@@ -68,8 +68,11 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
                  size_t len);
 /* The model's estimate of one call in microseconds (ranking only). */
 double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c);
-/* Estimated registers per thread (the resource rule's number). */
+/* Estimated registers per thread (the resource rule's number): CUDA; and
+ * for CUDA (hip = 0) or HIP (hip = 1: VGPRs + AGPRs, which gfx90a/gfx942
+ * allocate from one file of 512 per lane). */
 int gt_mma_regs(const gt_mma_cfg *c);
+int gt_mma_regs_for(const gt_mma_cfg *c, int hip);
 
 typedef struct gt_mma_pruned {
     gt_mma_cfg cfg;
@@ -93,18 +96,28 @@ int gt_mma_prune(const gt_problem *p, const gt_gen_dev *d, int cap, gt_mma_space
 void gt_mma_space_free(gt_mma_space *s);
 
 /* ---- source and build ------------------------------------------------------------ */
-/* The kernel template: extern "C" gt_mma (main), gt_mma_fin ("twopass"
- * second pass). Its argument block is gt_gen_args (gen_gemv.h), by value. */
+/* The kernel templates: extern "C" gt_mma (main), gt_mma_fin ("twopass"
+ * second pass). Their argument block is gt_gen_args (gen_gemv.h), by value.
+ * gt_gen_mma_src is the CUDA one (NVRTC); gt_gen_mma_hip_src the HIP port
+ * (hipRTC, gfx90a/gfx942: wave64, MFMA 16x16x16, global loads staged in a
+ * ring of registers, LDS double-buffered; gen/mma_src.c describes it). */
 extern const char gt_gen_mma_src[];
+extern const char gt_gen_mma_hip_src[];
 
-/* The -D definitions of (p, c) (at most GT_GEN_MAX_DEFS); the count, or -1
- * when p's types have no encoding. */
+/* The -D definitions of (p, c) (at most GT_GEN_MAX_DEFS) for CUDA (hip = 0)
+ * or HIP (hip = 1: the CUDA list + GT_HIP=1, GT_WS=64); the count, or -1
+ * when p's types have no encoding. gt_mma_defines is hip = 0. */
+int gt_mma_defines_for(const gt_problem *p, const gt_mma_cfg *c, int hip,
+                       char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN]);
 int gt_mma_defines(const gt_problem *p, const gt_mma_cfg *c,
                    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN]);
 
 /* Launch geometry: gx = tiles of D (1-D, rastered by the kernel), gz =
- * batch x splitk; smem_bytes is DYNAMIC shared memory (stages x (bm + bn) x
- * bk x 2), fin_blocks the "twopass" second kernel's blocks of 256. */
+ * batch x splitk; threads = warps_m x warps_n x the warp size (32, HIP 64);
+ * smem_bytes is DYNAMIC shared memory (CUDA: stages x (bm + bn) x bk x 2;
+ * HIP: 2 x (bm + bn) x bk x 2), fin_blocks the "twopass" second kernel's
+ * blocks of 256. gt_mma_geometry is hip = 0. */
+void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_gen_geom *g);
 void gt_mma_geometry(const gt_problem *p, const gt_mma_cfg *c, gt_gen_geom *g);
 
 /* The kernel's index math, as one text that the kernel source embeds and

@@ -30,7 +30,26 @@
  *   workspace  split-K workspace within 256 MiB
  *   rank       beyond the cap of the model's ranking
  * A k or m or n that is not a multiple of the tile needs no rule: the copies
- * zero-fill past the ends and only in-range elements of D are stored. */
+ * zero-fill past the ends and only in-range elements of D are stored.
+ *
+ * On HIP (d->hip: gfx90a/gfx942, the template gt_gen_mma_hip_src) the same
+ * rules with the HIP kernel's numbers (waves of 64, MFMA 16x16 blocks, LDS
+ * double-buffered, tiles in flight in registers), and where it differs:
+ *   threads    warps_m * warps_n * 64 (waves) within 1024
+ *   alignment  also k a multiple of 8: the copy loads whole 16-byte chunks
+ *              (buffer loads zero whole chunks past the rows or k, there is
+ *              no partial zero-fill as cp.async's src-size)
+ *   offsets    bm x lda and bn x ldb x 2 bytes below 2 GiB: buffer loads
+ *              take 32-bit offsets from the panel's base
+ *   resources  LDS (2 x (bm + bn) x bk x 2) within 64 KiB per workgroup;
+ *              accumulators (wave tile / 64 per lane, AGPRs) within 256;
+ *              the other VGPRs (estimate fitted to hipRTC, gt_mma_regs_for)
+ *              within 256; VGPRs + AGPRs x threads within the CU's 4 x 512 x
+ *              64 (gfx90a allocates both from one file of 512 per lane).
+ *              This also keeps the loads in flight per lane ((stages - 1) x
+ *              chunks, 4 VGPRs each) below vmcnt's 63
+ *   latency    at least 4 waves resident per CU: one per SIMD, else MFMA
+ *              units idle */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -165,9 +184,7 @@ static int io_type(gt_dtype t) { return t == GT_DT_F32 || t == GT_DT_F16 || t ==
 int gt_mma_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_t len)
 {
     const char *act = p->activation;
-    if (d->hip)
-        snprintf(why, len, "HIP: the mma family is mma.sync/ldmatrix/cp.async (CUDA sm_80+) only");
-    else if (d->sm < 80)
+    if (!d->hip && d->sm < 80)
         snprintf(why, len, "sm_%d: mma.sync m16n8k16 bf16/f16, ldmatrix and cp.async need sm_80 or newer",
                  d->sm);
     else if (p->trans_a != 'T')
@@ -208,6 +225,39 @@ int gt_mma_regs(const gt_mma_cfg *c)
     return mt * nt * 4 + 2 * (mt * 4 + nt * 2) + 40;
 }
 
+/* HIP (gen/mma_src.c, gt_gen_mma_hip_src): the accumulators of MT x NT
+ * MFMA 16x16 blocks (4 per lane each, in AGPRs) ... */
+static int hip_acc(const gt_mma_cfg *c)
+{
+    int wm = c->warps_m > 0 ? c->bm / c->warps_m : 0, wn = c->warps_n > 0 ? c->bn / c->warps_n : 0;
+    return (wm / 16) * (wn / 16) * 4;
+}
+
+/* ... and the 16-byte chunks of one tile a thread loads (A and B) */
+static int hip_chunks(const gt_mma_cfg *c)
+{
+    int rs = c->warps_m * c->warps_n * 64 / (c->bk / 8); /* rows one pass of the threads copies */
+    return rs > 0 ? (c->bm + rs - 1) / rs + (c->bn + rs - 1) / rs : 0;
+}
+
+/* ... and its VGPRs besides the accumulators: the fragments of a k32 step
+ * (one 16-byte chunk per block), the register ring (stages - 1 tiles of
+ * chunks), their addresses, and what hipRTC 5.2 adds for gfx90a around
+ * the accumulators (3/4 of them, alignment and copies) and for indices,
+ * bounds and the buffer resources (28): fitted to the .vgpr_count of ~100
+ * compiled configs, under it by at most a few registers */
+static int hip_arch(const gt_mma_cfg *c)
+{
+    int wm = c->warps_m > 0 ? c->bm / c->warps_m : 0, wn = c->warps_n > 0 ? c->bn / c->warps_n : 0;
+    int mt = wm / 16, nt = wn / 16, ch = hip_chunks(c);
+    return hip_acc(c) * 3 / 4 + (mt + nt) * 4 + (c->stages - 1) * ch * 4 + 2 * ch + 28;
+}
+
+int gt_mma_regs_for(const gt_mma_cfg *c, int hip)
+{
+    return hip ? hip_acc(c) + hip_arch(c) : gt_mma_regs(c);
+}
+
 typedef struct derived {
     long long npm, npn, tiles, ctas, nk;
     int threads, warps, regs, res;  /* res: CTAs resident per SM */
@@ -218,15 +268,15 @@ static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c
 {
     memset(x, 0, sizeof *x);
     int64_t batch = p->batch > 0 ? p->batch : 1;
-    gt_mma_geometry(p, c, &x->g);
+    gt_mma_geometry_for(p, c, d->hip, &x->g);
     x->npm = (p->m + c->bm - 1) / c->bm;
     x->npn = (p->n + c->bn - 1) / c->bn;
     x->tiles = x->npm * x->npn * batch;
     x->ctas = x->tiles * (c->splitk > 0 ? c->splitk : 1);
     x->nk = x->g.kper / c->bk;
     x->warps = c->warps_m * c->warps_n;
-    x->threads = x->warps * 32;
-    x->regs = gt_mma_regs(c);
+    x->threads = x->warps * (d->hip ? 64 : 32);
+    x->regs = gt_mma_regs_for(c, d->hip); /* HIP: VGPRs + AGPRs, one file of 512 per lane */
     int by_warps = d->max_warps_sm / (x->warps > 0 ? x->warps : 1);
     int rr = x->regs < 32 ? 32 : (x->regs + 7) / 8 * 8; /* allocation granularity */
     int by_regs = d->regs_sm / (x->threads * rr);
@@ -274,10 +324,19 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
     else if (c->stages > x.nk + 1)
         snprintf(why, len, "k tile: stages=%d > %lld k tiles per split + 1: the deeper stages are "
                            "never filled", c->stages, x.nk);
-    else if (!al)
+    else if (!d->hip && !al)
         snprintf(why, len, "alignment: lda=%lld, ldb=%lld%s not all multiples of 8: cp.async copies "
                            "aligned 16-byte chunks", (long long)p->lda, (long long)p->ldb,
                  batch > 1 ? " or the batch strides" : "");
+    else if (d->hip && (!al || p->k % 8))
+        snprintf(why, len, "alignment: lda=%lld, ldb=%lld, k=%lld%s not all multiples of 8: the HIP copy "
+                           "loads whole, aligned 16-byte chunks (no partial zero-filling copy)",
+                 (long long)p->lda, (long long)p->ldb, (long long)p->k,
+                 batch > 1 ? " or the batch strides" : "");
+    else if (d->hip && ((long long)c->bm * p->lda * 2 >= (1LL << 31) ||
+                        (long long)c->bn * p->ldb * 2 >= (1LL << 31)))
+        snprintf(why, len, "offsets: a panel of bm x lda or bn x ldb elements spans 2 GiB or more: the HIP "
+                           "kernel's buffer loads take 32-bit offsets");
     else if (c->swizzle > 1 && (x.npm <= c->swizzle || x.npn == 1))
         snprintf(why, len, "swizzle: group of %d tile rows with %lld x %lld tiles reorders nothing",
                  c->swizzle, x.npm, x.npn);
@@ -292,19 +351,31 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
                            "reduction traffic", c->splitk / 2, c0 * (c->splitk / 2), d->sms);
     else if ((long long)batch * c->splitk > 65535)
         snprintf(why, len, "split-K: grid z = batch x splitk = %lld > 65535", (long long)batch * c->splitk);
-    else if ((long long)x.g.smem_bytes + 16 > optin)
+    else if (!d->hip && (long long)x.g.smem_bytes + 16 > optin)
         snprintf(why, len, "resources: %zu bytes of dynamic shared memory (%d stages x (%d + %d) x %d x 2) "
                            "> %lld per block (opt-in)", x.g.smem_bytes, c->stages, c->bm, c->bn, c->bk,
                  optin);
-    else if (x.regs > d->max_regs_thread)
+    else if (d->hip && (long long)x.g.smem_bytes + 16 > optin)
+        snprintf(why, len, "resources: %zu bytes of LDS (2 x (%d + %d) x %d x 2: double-buffered) > %lld per "
+                           "workgroup", x.g.smem_bytes, c->bm, c->bn, c->bk, optin);
+    else if (d->hip && hip_acc(c) > 256)
+        snprintf(why, len, "resources: %d accumulators per lane (%d x %d wave tile / 64) > 256 AGPRs",
+                 hip_acc(c), c->bm / c->warps_m, c->bn / c->warps_n);
+    else if (d->hip && hip_arch(c) > d->max_regs_thread)
+        snprintf(why, len, "resources: ~%d VGPRs per lane besides the accumulators > %d: would spill",
+                 hip_arch(c), d->max_regs_thread);
+    else if (!d->hip && x.regs > d->max_regs_thread)
         snprintf(why, len, "resources: ~%d registers per thread > %d: would spill", x.regs,
                  d->max_regs_thread);
     else if ((long long)x.regs * x.threads > d->regs_sm)
-        snprintf(why, len, "resources: ~%d registers x %d threads > %d per SM", x.regs, x.threads,
-                 d->regs_sm);
-    else if (x.res * x.warps < 4)
+        snprintf(why, len, "resources: ~%d registers x %d threads > %d per %s", x.regs, x.threads,
+                 d->regs_sm, d->hip ? "CU" : "SM");
+    else if (!d->hip && x.res * x.warps < 4)
         snprintf(why, len, "latency: %d CTA(s) of %d warp(s) resident per SM: fewer than 4 warps cannot "
                            "hide the ldmatrix/mma and copy latencies", x.res, x.warps);
+    else if (d->hip && x.res * x.warps < 4)
+        snprintf(why, len, "latency: %d workgroup(s) of %d wave(s) resident per CU: fewer than 4 waves leave "
+                           "some of its 4 SIMDs (and their MFMA units) idle", x.res, x.warps);
     else if ((int64_t)x.g.ws_bytes > GT_MMA_MAX_WS)
         snprintf(why, len, "workspace: %zu MiB > %lld MiB", x.g.ws_bytes >> 20,
                  (long long)(GT_MMA_MAX_WS >> 20));

@@ -1,6 +1,10 @@
-/* mma_src.c: the "mma" family's kernel template, as source text NVRTC
- * compiles at run time, the -D definitions that instantiate it for a config
- * and the launch geometry (gen_mma.h describes the kernel). Pure host C.
+/* mma_src.c: the "mma" family's kernel templates, as source text NVRTC
+ * (CUDA) and hipRTC (HIP, gt_gen_mma_hip_src, described before it below)
+ * compile at run time, the -D definitions that instantiate them for a
+ * config and the launch geometry (gen_mma.h describes the kernel). The two
+ * templates share the text of what does not depend on the hardware (the
+ * GT_MMA_SRC_* pieces); the CUDA text is the same, byte for byte, as before
+ * the HIP port (NVRTC's cache keys hash it). Pure host C.
  *
  * Template parameters (all -D, integers):
  *   GT_AB                 A/B element type: 0 bf16, 1 f16
@@ -11,6 +15,7 @@
  *   GT_ST                 pipeline stages
  *   GT_SPLITK GT_RED      splitk, reduction (0 none, 1 atomic, 2 twopass)
  *   GT_SWZ                raster group (1: m fastest)
+ *   GT_HIP GT_WS          HIP only: 1, and the wave size (64)
  *
  * Shared memory: GT_ST stages, each the A tile (bm rows of bk k values)
  * then the B tile (bn rows of bk), rows contiguous along k, the 16-byte
@@ -352,18 +357,21 @@ const char gt_gen_mma_src[] =
  *            phase read 8 rows of one chunk column: the swizzle puts them
  *            in 8 distinct 16-byte bank groups, as for ldmatrix.
  *   pipeline CDNA has no cp.async (and HIP 5.x no global_load_lds builtin):
- *            16-byte global loads go to registers, stores move them to
+ *            16-byte buffer loads go to registers, stores move them to
  *            LDS. `stages` keeps its meaning, tiles in flight ahead of the
  *            math (stages - 1), but the ring holds them in registers: the
  *            k loop is unrolled by stages - 1 so each ring slot is a fixed
  *            set of VGPRs; iteration i issues the loads of tile
  *            i + stages - 1 into the slot tile i has left, runs the math of
  *            tile i from LDS, stores tile i + 1 from its slot into the other
- *            half of a double-buffered LDS tile and synchronises once.
- *            The compiler's s_waitcnt vmcnt then waits for the oldest tile
- *            only. LDS holds 2 tiles: 2 x (bm + bn) x bk x 2 bytes.
- *   edges    loads past m, n or k are not issued (zeros); a last chunk
- *            that k ends inside is loaded by elements.
+ *            half of a double-buffered LDS tile and synchronises once, on
+ *            LDS only. The compiler's s_waitcnt vmcnt then waits for the
+ *            oldest tile only (128x128x32 on 4 waves, 4 chunks a tile: the
+ *            last store of a tile after vmcnt(4 (stages - 2)), checked with
+ *            llvm-objdump). LDS holds 2 tiles: 2 x (bm + bn) x bk x 2 bytes.
+ *   edges    a chunk past m, n or k is loaded from an offset past the
+ *            buffer, which reads zeros (cp.async's zero-fill); k is a
+ *            multiple of 8 (a HIP rule), so no chunk is partial.
  *   atomics  "atomic" split-K adds with global_atomic_add_f32: hipRTC gets
  *            -munsafe-fp-atomics (worker/hip/gen_hip.c), right for the
  *            workspace in device memory (hipMalloc, coarse-grained). */
@@ -397,29 +405,32 @@ const char gt_gen_mma_hip_src[] =
     "typedef _Float16 gt_e8 __attribute__((ext_vector_type(8)));\n"
     "#define GT_MFMA __builtin_amdgcn_mfma_f32_16x16x16f16\n"
     "#endif\n"
-    /* ROWS rows of an operand tile (rows_left of them exist) at k0 into
-     * registers: chunk column tid % KC of rows tid / KC + it * RS, as the
-     * CUDA gt_tile; nothing is loaded past the rows or ke (zeros) */
-    "template <int ROWS, int N> __device__ __forceinline__ void gt_fetch(gt_v4 *v, const u16 *src, i64 ld,\n"
-    "                                                                   i64 rows_left, i64 k0, i64 ke, int tid) {\n"
+    /* Global loads are raw buffer loads (the LLVM intrinsic, declared as
+     * composable_kernel does): a buffer resource per operand panel (base in
+     * SGPRs, 2 GiB of records) and 32-bit byte offsets; an offset past the
+     * records reads zeros, no fault: cp.async's zero-fill. ROWS rows of an
+     * operand tile (rows_left of them exist) at k0: this thread's 16-byte
+     * chunks as the CUDA gt_tile spreads them (chunk column tid % KC of rows
+     * tid / KC + it * RS); a chunk past the rows or ke (k is a multiple of
+     * 8 on HIP, a rule: a chunk is whole or past ke) gets the offset 2^31.
+     * Every thread issues the same loads every tile: no branch for the
+     * compiler's vmcnt accounting to merge */
+    "__device__ gt_v4 gt_buf_ld(gt_v4 rsrc, u32 voff, u32 soff, int aux) __asm(\"llvm.amdgcn.raw.buffer.load.v4i32\");\n"
+    "__device__ __forceinline__ gt_v4 gt_rsrc(const void *base) {\n"
+    "  const u64 a = (u64)base;\n" /* uniform: readfirstlane keeps it in SGPRs (no waterfall loop) */
+    "  return gt_v4{(u32)__builtin_amdgcn_readfirstlane((int)(u32)a),\n"
+    "               (u32)__builtin_amdgcn_readfirstlane((int)((u32)(a >> 32) & 0xffffu)), 0x7fffffffu, 0x00020000u};\n"
+    "}\n"
+    "template <int ROWS, int N> __device__ __forceinline__ void gt_fetch(gt_v4 *v, gt_v4 rs, i64 ld, i64 rows_left,\n"
+    "                                                                   i64 k0, i64 ke, int tid) {\n"
     "  const int c = tid % GT_KC, r0 = tid / GT_KC;\n"
-    "  const i64 av = ke - (k0 + c * 8);\n"
-    "  const u16 *p = src + r0 * ld + k0 + c * 8;\n"
+    "  const u32 o = (u32)((r0 * ld + k0 + c * 8) * 2);\n"
+    "  const bool kin = k0 + c * 8 < ke;\n"
     "#pragma unroll\n"
     "  for (int it = 0; it < N; it++) {\n"
     "    const int r = r0 + it * GT_RS;\n"
-    "    const u16 *q = p + (i64)it * GT_RS * ld;\n"
-    "    v[it] = (gt_v4)(0u);\n"
-    "    if ((ROWS % GT_RS != 0 && r >= ROWS) || r >= rows_left || av <= 0) continue;\n"
-    "    if (av >= 8) {\n"
-    "      v[it] = *(const gt_v4 *)q;\n"
-    "    } else {\n"
-    "      u32 w[4];\n"
-    "#pragma unroll\n"
-    "      for (int e = 0; e < 4; e++)\n"
-    "        w[e] = (2 * e < av ? (u32)q[2 * e] : 0u) | (2 * e + 1 < av ? (u32)q[2 * e + 1] << 16 : 0u);\n"
-    "      v[it] = (gt_v4)(w[0], w[1], w[2], w[3]);\n"
-    "    }\n"
+    "    const bool ok = kin && (ROWS % GT_RS == 0 || r < ROWS) && r < rows_left;\n"
+    "    v[it] = gt_buf_ld(rs, ok ? o + (u32)(it * GT_RS * ld * 2) : 0x80000000u, 0u, 0);\n"
     "  }\n"
     "}\n"
     /* ... and from registers into the LDS tile at byte offset dst */
@@ -432,6 +443,10 @@ const char gt_gen_mma_hip_src[] =
     "    if (ROWS % GT_RS == 0 || r < ROWS) *(gt_v4 *)(lds + dst + 2 * gt_mma_soff(r, c, GT_KC)) = v[it];\n"
     "  }\n"
     "}\n"
+    /* an LDS-only barrier (as composable_kernel's block_sync_lds):
+     * __syncthreads() is also a workgroup release fence, s_waitcnt vmcnt(0),
+     * which would drain the ring of loads in flight at every tile */
+    "__device__ __forceinline__ void gt_bar() { asm volatile(\"s_waitcnt lgkmcnt(0)\\n s_barrier\" ::: \"memory\"); }\n"
     /* the k32 steps of the LDS tile at st: block i (16 rows further) and
      * step kk (chunk 4kk further) are + i * 32 * BK and ^ (kk << 6) from
      * the lane's offsets at block 0, step 0, as on CUDA */
@@ -471,41 +486,44 @@ const char gt_gen_mma_hip_src[] =
     /* the ring: tile x lives in slot x % NPF until it is stored to LDS;
      * tile 0 goes to LDS at once, tiles 1 .. NPF - 1 stay in flight */
     "  gt_v4 ra[GT_NPF][GT_CA], rb[GT_NPF][GT_CB];\n"
-    "  if (nk > 0) {\n"
-    "    gt_fetch<GT_BM, GT_CA>(ra[0], A, g.lda, mleft, kb, ke, tid);\n"
-    "    gt_fetch<GT_BN, GT_CB>(rb[0], B, g.ldb, nleft, kb, ke, tid);\n"
-    "    gt_stash<GT_BM, GT_CA>(gt_dyn, 0, ra[0], tid);\n"
-    "    gt_stash<GT_BN, GT_CB>(gt_dyn, 2 * GT_SA, rb[0], tid);\n"
+    "  const gt_v4 rsa = gt_rsrc(A), rsb = gt_rsrc(B);\n"
+    "#pragma unroll\n"
+    "  for (int s = 0; s < GT_NPF; s++) {\n"
+    "    gt_fetch<GT_BM, GT_CA>(ra[s], rsa, g.lda, mleft, kb + (i64)s * GT_BK, ke, tid);\n"
+    "    gt_fetch<GT_BN, GT_CB>(rb[s], rsb, g.ldb, nleft, kb + (i64)s * GT_BK, ke, tid);\n"
+    "  }\n"
+    "  gt_stash<GT_BM, GT_CA>(gt_dyn, 0, ra[0], tid);\n"
+    "  gt_stash<GT_BN, GT_CB>(gt_dyn, 2 * GT_SA, rb[0], tid);\n"
+    "  gt_bar();\n"
+    /* iteration i (slot u = i % NPF): the loads of tile i + NPF into slot u
+     * (a tile past the split's end loads nothing: zeros); an empty asm with
+     * a memory clobber keeps the scheduler from sinking them below the
+     * stores; the math of tile i; tile i + 1 from slot u + 1 into the LDS
+     * half that tile i - 1 left before the barrier that ended iteration
+     * i - 1; one barrier */
+    "  auto step = [&](const int u, const int i) {\n"
+    "    const i64 kf = kb + (i64)(i + GT_NPF) * GT_BK;\n"
+    "    gt_fetch<GT_BM, GT_CA>(ra[u], rsa, g.lda, mleft, kf, ke, tid);\n"
+    "    gt_fetch<GT_BN, GT_CB>(rb[u], rsb, g.ldb, nleft, kf, ke, tid);\n"
+    "    asm volatile(\"\" ::: \"memory\");\n"
+    "    gt_math(gt_dyn, (u32)(i & 1) * (2u * GT_STG), aoff, boff, acc);\n"
+    "    const u32 sw = (u32)((i + 1) & 1) * (2u * GT_STG);\n"
+    "    gt_stash<GT_BM, GT_CA>(gt_dyn, sw, ra[(u + 1) % GT_NPF], tid);\n"
+    "    gt_stash<GT_BN, GT_CB>(gt_dyn, sw + 2 * GT_SA, rb[(u + 1) % GT_NPF], tid);\n"
+    "    gt_bar();\n"
+    "  };\n"
+    /* unrolled by NPF so that each slot is a fixed set of registers; the
+     * rest (< NPF tiles) after the loop, so that no MFMA in the loop is
+     * conditional (that makes the compiler copy the accumulators between
+     * AGPRs and VGPRs around it) */
+    "  int t = 0;\n"
+    "  for (; t + GT_NPF <= nk; t += GT_NPF) {\n"
+    "#pragma unroll\n"
+    "    for (int u = 0; u < GT_NPF; u++) step(u, t + u);\n"
     "  }\n"
     "#pragma unroll\n"
-    "  for (int s = 1; s < GT_NPF; s++) {\n"
-    "    if (s < nk) {\n"
-    "      gt_fetch<GT_BM, GT_CA>(ra[s], A, g.lda, mleft, kb + (i64)s * GT_BK, ke, tid);\n"
-    "      gt_fetch<GT_BN, GT_CB>(rb[s], B, g.ldb, nleft, kb + (i64)s * GT_BK, ke, tid);\n"
-    "    }\n"
-    "  }\n"
-    "  __syncthreads();\n"
-    "  for (int t = 0; t < nk; t += GT_NPF) {\n"
-    "#pragma unroll\n"
-    "    for (int u = 0; u < GT_NPF; u++) {\n" /* tile i = t + u, in slot u */
-    "      const int i = t + u;\n"
-    "      if (i >= nk) break;\n"
-    "      if (i + GT_NPF < nk) {\n"
-    "        const i64 k0 = kb + (i64)(i + GT_NPF) * GT_BK;\n"
-    "        gt_fetch<GT_BM, GT_CA>(ra[u], A, g.lda, mleft, k0, ke, tid);\n"
-    "        gt_fetch<GT_BN, GT_CB>(rb[u], B, g.ldb, nleft, k0, ke, tid);\n"
-    "      }\n"
-    "      gt_math(gt_dyn, (u32)(i & 1) * (2u * GT_STG), aoff, boff, acc);\n"
-    /* the LDS half of tile i + 1 was last read in iteration i - 1, before
-     * the barrier that ended it */
-    "      if (i + 1 < nk) {\n"
-    "        const u32 sw = (u32)((i + 1) & 1) * (2u * GT_STG);\n"
-    "        gt_stash<GT_BM, GT_CA>(gt_dyn, sw, ra[(u + 1) % GT_NPF], tid);\n"
-    "        gt_stash<GT_BN, GT_CB>(gt_dyn, sw + 2 * GT_SA, rb[(u + 1) % GT_NPF], tid);\n"
-    "      }\n"
-    "      __syncthreads();\n"
-    "    }\n"
-    "  }\n"
+    "  for (int u = 0; u < GT_NPF - 1; u++)\n"
+    "    if (t + u < nk) step(u, t + u);\n"
     GT_MMA_SRC_NBATCH
     /* D block (i, j): lane l holds rows 4 (l / 16) + e of column l % 16 */
     "#pragma unroll\n"
@@ -530,7 +548,8 @@ static int kt_of(gt_dtype t)
     }
 }
 
-int gt_mma_defines(const gt_problem *p, const gt_mma_cfg *c, char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN])
+int gt_mma_defines_for(const gt_problem *p, const gt_mma_cfg *c, int hip,
+                       char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN])
 {
     int ab = p->a_type == GT_DT_BF16 ? 0 : p->a_type == GT_DT_F16 ? 1 : -1;
     int dkt = kt_of(p->d_type), ckt = kt_of(p->c_type);
@@ -553,10 +572,21 @@ int gt_mma_defines(const gt_problem *p, const gt_mma_cfg *c, char defs[GT_GEN_MA
     int n = (int)(sizeof d / sizeof d[0]);
     for (int i = 0; i < n; i++)
         snprintf(defs[i], GT_GEN_DEF_LEN, "-D%s=%d", d[i].name, d[i].v);
+    /* HIP: the target and the wave size, appended so that the CUDA list (a
+     * part of NVRTC's compile cache key) stays as it was */
+    if (hip) {
+        snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_HIP=1");
+        snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_WS=64");
+    }
     return n;
 }
 
-void gt_mma_geometry(const gt_problem *p, const gt_mma_cfg *c, gt_gen_geom *g)
+int gt_mma_defines(const gt_problem *p, const gt_mma_cfg *c, char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN])
+{
+    return gt_mma_defines_for(p, c, 0, defs);
+}
+
+void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_gen_geom *g)
 {
     memset(g, 0, sizeof *g);
     int64_t batch = p->batch > 0 ? p->batch : 1, sk = c->splitk > 0 ? c->splitk : 1;
@@ -568,7 +598,7 @@ void gt_mma_geometry(const gt_problem *p, const gt_mma_cfg *c, gt_gen_geom *g)
     g->gx = (unsigned)(npm * npn);
     g->gy = 1;
     g->gz = (unsigned)(batch * sk);
-    g->threads = (unsigned)(c->warps_m * c->warps_n * 32);
+    g->threads = (unsigned)(c->warps_m * c->warps_n * (hip ? 64 : 32));
     size_t mn = (size_t)p->m * (size_t)p->n * (size_t)batch * sizeof(float);
     if (sk > 1 && c->reduction == GT_GEN_RED_ATOMIC) {
         g->ws_bytes = mn;
@@ -578,5 +608,12 @@ void gt_mma_geometry(const gt_problem *p, const gt_mma_cfg *c, gt_gen_geom *g)
         int64_t blocks = ((int64_t)(mn / sizeof(float)) + 255) / 256;
         g->fin_blocks = (unsigned)(blocks < 1 ? 1 : blocks > 4096 ? 4096 : blocks);
     }
-    g->smem_bytes = (size_t)c->stages * (size_t)(c->bm + c->bn) * (size_t)c->bk * 2;
+    /* CUDA: the cp.async ring of `stages` tiles; HIP: tiles in flight are
+     * in registers, LDS is double-buffered */
+    g->smem_bytes = (size_t)(hip ? 2 : c->stages) * (size_t)(c->bm + c->bn) * (size_t)c->bk * 2;
+}
+
+void gt_mma_geometry(const gt_problem *p, const gt_mma_cfg *c, gt_gen_geom *g)
+{
+    gt_mma_geometry_for(p, c, 0, g);
 }
