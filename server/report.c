@@ -23,6 +23,7 @@
  *          cublasLtMatmulAlgoCheck exactly like gemmtune's worker. */
 #include "gt_report.h"
 
+#include "gt_cli.h"
 #include "gt_httpc.h"
 #include "gt_util.h"
 
@@ -31,55 +32,10 @@
 #include <inttypes.h>
 #include <math.h>
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define EXIT_ERR 1
-#define EXIT_USAGE 2
-
-static void errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void errorf(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("gemmtune: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
-/* "--name VALUE" / "--name=VALUE" at argv[*i]: 1 matched, 0 not, -1 value missing. */
-static int opt_val(int argc, char **argv, int *i, const char *name, const char **val)
-{
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) != 0)
-        return 0;
-    if (a[n] == '=') {
-        *val = a + n + 1;
-        return 1;
-    }
-    if (a[n] != '\0')
-        return 0;
-    if (*i + 1 >= argc) {
-        errorf("option %s needs a value", name);
-        return -1;
-    }
-    *val = argv[++*i];
-    return 1;
-}
-
-static int run_id(const char *s, int64_t *id)
-{
-    if (gt_parse_i64(s, id) != 0 || *id <= 0) {
-        errorf("bad run id '%s' (a positive integer)", s);
-        return -1;
-    }
-    return 0;
-}
 
 /* ---- the report --------------------------------------------------------------- */
 
@@ -154,34 +110,23 @@ static void print_report(FILE *out, const char *title, const rrow *r, size_t n)
             100 * (pass_b - pass_t) / pass_b);
 }
 
-static double jnum(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-static const char *jstr(const cJSON *o, const char *k, const char *dflt)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) && v->valuestring ? v->valuestring : dflt;
-}
-
-static int report_run(const char *server, const char *token, int64_t id)
+static int report_run(const gt_cli *c, int64_t id)
 {
     char path[64], err[512];
     snprintf(path, sizeof path, "/v1/runs/%" PRId64, id);
     gt_httpc_resp resp;
-    if (gt_httpc_request(server, "GET", path, NULL, NULL, 0, token, &resp, err, sizeof err) != 0) {
-        errorf("%s", err);
-        return EXIT_ERR;
+    if (gt_httpc_request(c->server, "GET", path, NULL, NULL, 0, c->token, &resp, err,
+                         sizeof err) != 0) {
+        gt_cli_errorf("%s", err);
+        return GT_CLI_EXIT_ERR;
     }
     cJSON *j = cJSON_ParseWithLength(resp.body, resp.body_len);
     if (resp.status != 200 || !j) {
-        errorf("GET %s: HTTP %d: %s", path, resp.status,
-               jstr(j, "error", j ? "unexpected answer" : "not JSON"));
+        gt_cli_errorf("GET %s: HTTP %d: %s", path, resp.status,
+                      gt_cli_jstr(j, "error", j ? "unexpected answer" : "not JSON"));
         cJSON_Delete(j);
         gt_httpc_resp_free(&resp);
-        return EXIT_ERR;
+        return GT_CLI_EXIT_ERR;
     }
     gt_httpc_resp_free(&resp);
     const cJSON *best = cJSON_GetObjectItemCaseSensitive(j, "best"), *b;
@@ -189,23 +134,24 @@ static int report_run(const char *server, const char *token, int64_t id)
     rrow *r = calloc(n ? n : 1, sizeof *r);
     if (!r) {
         cJSON_Delete(j);
-        errorf("out of memory");
-        return EXIT_ERR;
+        gt_cli_errorf("out of memory");
+        return GT_CLI_EXIT_ERR;
     }
     cJSON_ArrayForEach(b, best)
     {
-        snprintf(r[i].label, sizeof r[i].label, "%s", jstr(b, "label", "?"));
-        r[i].calls = jnum(b, "call_count");
-        r[i].weight = jnum(b, "weight");
-        r[i].base_us = jnum(b, "baseline_us");
-        r[i].tuned_us = jnum(b, "time_us");
-        snprintf(r[i].state, sizeof r[i].state, "%s", jstr(b, "state", "pending"));
+        snprintf(r[i].label, sizeof r[i].label, "%s", gt_cli_jstr(b, "label", "?"));
+        r[i].calls = gt_cli_jnum_or(b, "call_count", NAN);
+        r[i].weight = gt_cli_jnum_or(b, "weight", NAN);
+        r[i].base_us = gt_cli_jnum_or(b, "baseline_us", NAN);
+        r[i].tuned_us = gt_cli_jnum_or(b, "time_us", NAN);
+        snprintf(r[i].state, sizeof r[i].state, "%s", gt_cli_jstr(b, "state", "pending"));
         i++;
     }
     char title[512];
     snprintf(title, sizeof title, "run %" PRId64 " '%s': backend %s, device %s, %s, %.0f%% done",
-             id, jstr(j, "name", ""), jstr(j, "backend", "?"), jstr(j, "device_model", "-"),
-             jstr(j, "state", "?"), 100 * jnum(j, "progress"));
+             id, gt_cli_jstr(j, "name", ""), gt_cli_jstr(j, "backend", "?"),
+             gt_cli_jstr(j, "device_model", "-"), gt_cli_jstr(j, "state", "?"),
+             100 * gt_cli_jnum_or(j, "progress", NAN));
     print_report(stdout, title, r, n);
     free(r);
     cJSON_Delete(j);
@@ -350,45 +296,32 @@ out:
 
 int gt_report_main(const char *server, const char *token, int argc, char **argv)
 {
+    /* usage NULL: report's usage errors name the problem without the
+     * CLI's whole usage text */
+    gt_cli c = {.server = server, .token = token, .usage = NULL};
     const char *run = NULL, *dbp = NULL, *model = NULL;
-    for (int i = 0; i < argc; i++) {
-        int r = opt_val(argc, argv, &i, "--server", &server);
-        if (r == 0)
-            r = opt_val(argc, argv, &i, "--token", &token);
-        if (r == 0)
-            r = opt_val(argc, argv, &i, "--db", &dbp);
-        if (r == 0)
-            r = opt_val(argc, argv, &i, "--device-model", &model);
-        if (r < 0)
-            return EXIT_USAGE;
-        if (r > 0)
-            continue;
-        if (argv[i][0] == '-' && argv[i][1]) {
-            errorf("report: unknown option %s", argv[i]);
-            return EXIT_USAGE;
-        }
-        if (run) {
-            errorf("report: one RUN only");
-            return EXIT_USAGE;
-        }
-        run = argv[i];
-    }
+    size_t nrun;
+    const gt_cli_opt opts[] = {
+        {"--db", &dbp, NULL}, {"--device-model", &model, NULL}, {NULL, NULL, NULL}};
+    const gt_cli_cmd cmd = {"report", opts, 1, "report: one RUN only"};
+    if (gt_cli_parse(&c, &cmd, argc, argv, &run, &nrun) != 0)
+        return GT_CLI_EXIT_USAGE;
     if (!!run == !!dbp) {
-        errorf("report: RUN or --db FILE.db (one of them)");
-        return EXIT_USAGE;
+        gt_cli_errorf("report: RUN or --db FILE.db (one of them)");
+        return GT_CLI_EXIT_USAGE;
     }
     if (dbp) {
         char err[1024];
         if (gt_report_print_db(dbp, model, stdout, err, sizeof err) != 0) {
-            errorf("report: %s", err);
-            return EXIT_ERR;
+            gt_cli_errorf("report: %s", err);
+            return GT_CLI_EXIT_ERR;
         }
         return 0;
     }
     int64_t id;
-    if (run_id(run, &id) != 0)
-        return EXIT_USAGE;
-    return report_run(server, token, id);
+    if (gt_cli_run_id(&c, run, &id) != 0)
+        return GT_CLI_EXIT_USAGE;
+    return report_run(&c, id);
 }
 
 /* ---- TunableOp ---------------------------------------------------------------- */
@@ -645,70 +578,53 @@ int gt_report_wants_tunableop(int argc, char **argv)
 
 int gt_report_export_tunableop(const char *server, const char *token, int argc, char **argv)
 {
+    gt_cli c = {.server = server, .token = token, .usage = NULL}; /* as gt_report_main */
     const char *run = NULL, *out = NULL, *dbp = NULL, *vfile = NULL;
+    size_t nrun;
+    int tunableop = 0; /* the word that chose this command */
     gt_tunableop_opts o;
     memset(&o, 0, sizeof o);
-    for (int i = 0; i < argc; i++) {
-        int r = opt_val(argc, argv, &i, "--server", &server);
-        const struct {
-            const char *name;
-            const char **dst;
-        } opts[] = {{"--token", &token},
-                    {"-o", &out},
-                    {"--output", &out},
-                    {"--db", &dbp},
-                    {"--validators", &vfile},
-                    {"--pt-version", &o.pt_version},
-                    {"--cublaslt-version", &o.cublaslt_version},
-                    {"--cuda-device", &o.cuda_device},
-                    {"--device-model", &o.device_model}};
-        for (size_t k = 0; r == 0 && k < sizeof opts / sizeof opts[0]; k++)
-            r = opt_val(argc, argv, &i, opts[k].name, opts[k].dst);
-        if (r < 0)
-            return EXIT_USAGE;
-        if (r > 0 || !strcmp(argv[i], "--tunableop"))
-            continue;
-        if (!strcmp(argv[i], "--default-only")) {
-            o.default_only = 1;
-            continue;
-        }
-        if (argv[i][0] == '-' && argv[i][1]) {
-            errorf("export --tunableop: unknown option %s", argv[i]);
-            return EXIT_USAGE;
-        }
-        if (run) {
-            errorf("export: one RUN only");
-            return EXIT_USAGE;
-        }
-        run = argv[i];
-    }
+    const gt_cli_opt opts[] = {{"-o", &out, NULL},
+                               {"--output", &out, NULL},
+                               {"--db", &dbp, NULL},
+                               {"--validators", &vfile, NULL},
+                               {"--pt-version", &o.pt_version, NULL},
+                               {"--cublaslt-version", &o.cublaslt_version, NULL},
+                               {"--cuda-device", &o.cuda_device, NULL},
+                               {"--device-model", &o.device_model, NULL},
+                               {"--tunableop", NULL, &tunableop},
+                               {"--default-only", NULL, &o.default_only},
+                               {NULL, NULL, NULL}};
+    const gt_cli_cmd cmd = {"export --tunableop", opts, 1, "export: one RUN only"};
+    if (gt_cli_parse(&c, &cmd, argc, argv, &run, &nrun) != 0)
+        return GT_CLI_EXIT_USAGE;
     if (!out || !!run == !!dbp) {
-        errorf("export --tunableop: RUN (or --db FILE.db) and -o FILE.csv are required");
-        return EXIT_USAGE;
+        gt_cli_errorf("export --tunableop: RUN (or --db FILE.db) and -o FILE.csv are required");
+        return GT_CLI_EXIT_USAGE;
     }
     int64_t id = 0;
-    if (run && run_id(run, &id) != 0)
-        return EXIT_USAGE;
+    if (run && gt_cli_run_id(&c, run, &id) != 0)
+        return GT_CLI_EXIT_USAGE;
     struct stat sb;
     if (stat(out, &sb) == 0) {
-        errorf("%s exists; not overwriting it", out);
-        return EXIT_ERR;
+        gt_cli_errorf("%s exists; not overwriting it", out);
+        return GT_CLI_EXIT_ERR;
     }
     char err[1024], tmpdir[] = "/tmp/gemmtune-tunableop-XXXXXX", dlpath[sizeof tmpdir + 16];
     char *vtext = NULL, *buf = NULL;
     size_t buflen = 0;
-    int ret = EXIT_ERR, have_tmp = 0;
+    int ret = GT_CLI_EXIT_ERR, have_tmp = 0;
     if (vfile) {
         size_t vl;
         if (!(vtext = gt_read_file(vfile, &vl, (size_t)1 << 20))) {
-            errorf("--validators %s: %s", vfile, strerror(errno));
-            return EXIT_ERR;
+            gt_cli_errorf("--validators %s: %s", vfile, strerror(errno));
+            return GT_CLI_EXIT_ERR;
         }
         o.validators = vtext;
     }
     if (run) {
         if (!mkdtemp(tmpdir)) {
-            errorf("mkdtemp: %s", strerror(errno));
+            gt_cli_errorf("mkdtemp: %s", strerror(errno));
             goto done;
         }
         have_tmp = 1;
@@ -717,13 +633,13 @@ int gt_report_export_tunableop(const char *server, const char *token, int argc, 
         snprintf(path, sizeof path, "/v1/runs/%" PRId64 "/export", id);
         gt_httpc_resp r;
         uint64_t bytes = 0;
-        if (gt_httpc_download(server, path, token, dlpath, &r, &bytes, err, sizeof err) != 0) {
-            errorf("%s", err);
+        if (gt_httpc_download(c.server, path, c.token, dlpath, &r, &bytes, err, sizeof err) != 0) {
+            gt_cli_errorf("%s", err);
             goto done;
         }
         if (r.status < 200 || r.status >= 300) {
             cJSON *j = cJSON_ParseWithLength(r.body, r.body_len);
-            errorf("GET %s: HTTP %d: %s", path, r.status, jstr(j, "error", "error"));
+            gt_cli_errorf("GET %s: HTTP %d: %s", path, r.status, gt_cli_jstr(j, "error", "error"));
             cJSON_Delete(j);
             gt_httpc_resp_free(&r);
             goto done;
@@ -733,17 +649,17 @@ int gt_report_export_tunableop(const char *server, const char *token, int argc, 
     }
     FILE *mem = open_memstream(&buf, &buflen);
     if (!mem) {
-        errorf("out of memory");
+        gt_cli_errorf("out of memory");
         goto done;
     }
     gt_tunableop_stats st;
     int rc = gt_report_tunableop(dbp, &o, mem, stderr, &st, err, sizeof err);
     if (fclose(mem) != 0 || rc != 0) {
-        errorf("export --tunableop: %s", rc ? err : "out of memory");
+        gt_cli_errorf("export --tunableop: %s", rc ? err : "out of memory");
         goto done;
     }
     if (gt_write_file(out, buf, buflen) != 0) {
-        errorf("%s: %s", out, strerror(errno));
+        gt_cli_errorf("%s: %s", out, strerror(errno));
         goto done;
     }
     printf("%s: %zu TunableOp results (%zu cuBLASLt configs, %zu Default), %zu GEMMs skipped, "

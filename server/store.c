@@ -51,6 +51,17 @@ int gt_store_step_done(gt_store *s, sqlite3_stmt *st, char *err, size_t errlen)
     return 0;
 }
 
+int gt_store_exec_i64(gt_store *s, const char *sql, const int64_t *v, int n, char *err,
+                      size_t errlen)
+{
+    sqlite3_stmt *st = gt_store_prep(s, sql, err, errlen);
+    if (!st)
+        return -1;
+    for (int i = 0; i < n; i++)
+        sqlite3_bind_int64(st, i + 1, v[i]);
+    return gt_store_step_done(s, st, err, errlen);
+}
+
 int gt_store_bind_text(sqlite3_stmt *st, int i, const char *v)
 {
     if (!v)

@@ -95,30 +95,20 @@ int gt_store_heartbeat(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t l
 {
     TX_BEGIN(s, err, errlen);
     int rc = -1;
-    sqlite3_stmt *st = gt_store_prep(
-        s,
-        "UPDATE workers SET last_heartbeat_ms = ?2,"
-        " state = CASE WHEN state = 'lost' THEN 'idle' ELSE state END"
-        " WHERE id = ?1 AND state != 'gone'",
-        err, errlen);
-    if (!st)
-        goto out;
-    sqlite3_bind_int64(st, 1, worker_id);
-    sqlite3_bind_int64(st, 2, now_ms);
-    if (gt_store_step_done(s, st, err, errlen))
+    if (gt_store_exec_i64(s,
+                          "UPDATE workers SET last_heartbeat_ms = ?2,"
+                          " state = CASE WHEN state = 'lost' THEN 'idle' ELSE state END"
+                          " WHERE id = ?1 AND state != 'gone'",
+                          (int64_t[]){worker_id, now_ms}, 2, err, errlen))
         goto out;
     if (sqlite3_changes(s->db) == 0) {
         rc = 1;
         goto out;
     }
-    st = gt_store_prep(s,
-                       "UPDATE jobs SET lease_deadline_ms = ?2 WHERE lease_owner = ?1 AND state = 'leased'",
-                       err, errlen);
-    if (!st)
-        goto out;
-    sqlite3_bind_int64(st, 1, worker_id);
-    sqlite3_bind_int64(st, 2, now_ms + lease_ms);
-    if (gt_store_step_done(s, st, err, errlen))
+    if (gt_store_exec_i64(s,
+                          "UPDATE jobs SET lease_deadline_ms = ?2 WHERE lease_owner = ?1"
+                          " AND state = 'leased'",
+                          (int64_t[]){worker_id, now_ms + lease_ms}, 2, err, errlen))
         goto out;
     rc = 0;
 out:
@@ -134,15 +124,9 @@ int gt_store_worker_bye(gt_store *s, int64_t worker_id, int64_t now_ms, char *er
         " WHERE lease_owner = ?1 AND state = 'leased'",
         "UPDATE workers SET state = 'gone', last_heartbeat_ms = ?2 WHERE id = ?1",
     };
-    for (size_t i = 0; i < 2; i++) {
-        sqlite3_stmt *st = gt_store_prep(s, sqls[i], err, errlen);
-        if (!st)
+    for (size_t i = 0; i < 2; i++)
+        if (gt_store_exec_i64(s, sqls[i], (int64_t[]){worker_id, now_ms}, 2, err, errlen))
             goto out;
-        sqlite3_bind_int64(st, 1, worker_id);
-        sqlite3_bind_int64(st, 2, now_ms);
-        if (gt_store_step_done(s, st, err, errlen))
-            goto out;
-    }
     rc = 0;
 out:
     return tx_end(s, rc, err, errlen);
@@ -457,17 +441,12 @@ out:
 
 static int finish_run_if_done(gt_store *s, int64_t run_id, int64_t now_ms, char *err, size_t errlen)
 {
-    sqlite3_stmt *st = gt_store_prep(
+    return gt_store_exec_i64(
         s,
         "UPDATE runs SET state = 'done', finished_ms = ?2 WHERE id = ?1 AND state = 'running'"
         " AND NOT EXISTS (SELECT 1 FROM problems WHERE run_id = ?1"
         " AND state IN ('enumerating', 'screening', 'final'))",
-        err, errlen);
-    if (!st)
-        return -1;
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_int64(st, 2, now_ms);
-    return gt_store_step_done(s, st, err, errlen);
+        (int64_t[]){run_id, now_ms}, 2, err, errlen);
 }
 
 int gt_store_advance_problem(gt_store *s, int64_t pid, int64_t now_ms, char *err, size_t errlen)
@@ -803,16 +782,11 @@ static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t n
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(msg, "baseline");
     if (cJSON_IsObject(b) && insert_baseline(s, &j, job_id, worker_id, model, b, now_ms, err, errlen))
         goto out;
-    st = gt_store_prep(s,
-                       "UPDATE workers SET results = results + ?2, last_heartbeat_ms = ?3,"
-                       " state = CASE WHEN state = 'lost' THEN 'busy' ELSE state END WHERE id = ?1",
-                       err, errlen);
-    if (!st)
-        goto out;
-    sqlite3_bind_int64(st, 1, worker_id);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)*accepted);
-    sqlite3_bind_int64(st, 3, now_ms);
-    if (gt_store_step_done(s, st, err, errlen))
+    if (gt_store_exec_i64(s,
+                          "UPDATE workers SET results = results + ?2, last_heartbeat_ms = ?3,"
+                          " state = CASE WHEN state = 'lost' THEN 'busy' ELSE state END"
+                          " WHERE id = ?1",
+                          (int64_t[]){worker_id, (int64_t)*accepted, now_ms}, 3, err, errlen))
         goto out;
 
     /* Only the lease holder moves the job on; a worker whose lease expired
@@ -825,14 +799,10 @@ static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t n
     const char *job_error = cJSON_IsString(jerr) && jerr->valuestring[0] ? jerr->valuestring : NULL;
     if (owner && !*cancelled) {
         if (!done) {
-            st = gt_store_prep(s, "UPDATE jobs SET lease_deadline_ms = ?2, updated_ms = ?3 WHERE id = ?1",
-                               err, errlen);
-            if (!st)
-                goto out;
-            sqlite3_bind_int64(st, 1, job_id);
-            sqlite3_bind_int64(st, 2, now_ms + lease_ms);
-            sqlite3_bind_int64(st, 3, now_ms);
-            if (gt_store_step_done(s, st, err, errlen))
+            if (gt_store_exec_i64(s,
+                                  "UPDATE jobs SET lease_deadline_ms = ?2, updated_ms = ?3"
+                                  " WHERE id = ?1",
+                                  (int64_t[]){job_id, now_ms + lease_ms, now_ms}, 3, err, errlen))
                 goto out;
         } else {
             if (!job_error && !strcmp(j.kind, "enumerate") &&
@@ -850,12 +820,9 @@ static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t n
             sqlite3_bind_int64(st, 4, now_ms);
             if (gt_store_step_done(s, st, err, errlen))
                 goto out;
-            st = gt_store_prep(s, "UPDATE workers SET state = 'idle' WHERE id = ? AND state = 'busy'",
-                               err, errlen);
-            if (!st)
-                goto out;
-            sqlite3_bind_int64(st, 1, worker_id);
-            if (gt_store_step_done(s, st, err, errlen))
+            if (gt_store_exec_i64(s,
+                                  "UPDATE workers SET state = 'idle' WHERE id = ? AND state = 'busy'",
+                                  &worker_id, 1, err, errlen))
                 goto out;
             if (gt_store_advance_problem(s, j.problem_id, now_ms, err, errlen))
                 goto out;
@@ -932,14 +899,10 @@ int gt_store_expire(gt_store *s, int64_t now_ms, int max_attempts, int64_t lost_
     for (size_t i = 0; i < nfailed; i++)
         if (gt_store_advance_problem(s, failed[i], now_ms, err, errlen))
             goto out;
-    st = gt_store_prep(s,
-                       "UPDATE workers SET state = 'lost' WHERE state IN ('idle', 'busy')"
-                       " AND last_heartbeat_ms < ?",
-                       err, errlen);
-    if (!st)
-        goto out;
-    sqlite3_bind_int64(st, 1, now_ms - lost_ms);
-    if (gt_store_step_done(s, st, err, errlen))
+    if (gt_store_exec_i64(s,
+                          "UPDATE workers SET state = 'lost' WHERE state IN ('idle', 'busy')"
+                          " AND last_heartbeat_ms < ?",
+                          (int64_t[]){now_ms - lost_ms}, 1, err, errlen))
         goto out;
     rc = n;
 out:

@@ -1,6 +1,7 @@
 /* store_priv.h: internals shared by the store's files (store.c: open,
  * migrations, runs; store_jobs.c: leases and results; store_query.c: JSON
- * views). Not part of the public interface. */
+ * views; store_progress.c: a run's progress). Not part of the public
+ * interface. */
 #ifndef GT_STORE_PRIV_H
 #define GT_STORE_PRIV_H
 
@@ -24,6 +25,11 @@ sqlite3_stmt *gt_store_prep(gt_store *s, const char *sql, char *err, size_t errl
 int gt_store_exec(gt_store *s, const char *sql, char *err, size_t errlen);
 /* Steps a statement that returns no rows and finalizes it. 0 or -1. */
 int gt_store_step_done(gt_store *s, sqlite3_stmt *st, char *err, size_t errlen);
+/* Prepares sql, binds the n integers v to ?1..?n and steps it like
+ * gt_store_step_done: for the many statements whose parameters are all ids,
+ * times and counts. 0 or -1 with err. */
+int gt_store_exec_i64(gt_store *s, const char *sql, const int64_t *v, int n, char *err,
+                      size_t errlen);
 /* Binds text or NULL. */
 int gt_store_bind_text(sqlite3_stmt *st, int i, const char *v);
 /* Reads a column as text, "" when NULL. */
@@ -56,6 +62,30 @@ int gt_store_evo_start(gt_store *s, int64_t run_id, int64_t problem_id, const st
     "SELECT COALESCE(SUM(s.budget - s.issued), 0) FROM spaces s"                                  \
     " JOIN problems p ON p.id = s.problem_id WHERE s.run_id = ?1 AND s.state = 'searching'"      \
     " AND p.state = 'screening' AND s.budget > s.issued"
+/* A run's progress (store_progress.c), shared by the run views
+ * (store_query.c) and the summary (store_stats.c). */
+typedef struct gt_run_counts {
+    long problems, problems_done, problems_failed;
+    long jobs, jobs_queued, jobs_leased, jobs_done, jobs_failed;
+    long cands_total, cands_done, cands_valid;
+} gt_run_counts;
+
+/* The counters of run_id; the candidates total counts what evolutionary
+ * searches have still to propose. 0, or -1 with err. */
+int gt_store_run_counts(gt_store *s, int64_t run_id, gt_run_counts *c, char *err, size_t errlen);
+/* Share of the run's work finished: screen candidates plus one final phase
+ * per problem (problems still enumerating count as one unit each); 1 once
+ * the run is done. */
+double gt_store_run_progress(const gt_run_counts *c, const char *state);
+/* Adds the "problems", "jobs" and "candidates" objects of c. 1, or 0 when
+ * out of memory. */
+int gt_store_add_run_counts(struct cJSON *root, const gt_run_counts *c);
+/* Adds "eta_s": the time left at the pace so far, null while it cannot be
+ * told (not running, not started, nothing done yet). 1, or 0 when out of
+ * memory. */
+int gt_store_add_eta(struct cJSON *o, int started, double elapsed_s, double progress,
+                     const char *state);
+
 /* Called when a problem has no job left: for a problem whose search goes on,
  * queues the next generation (*queued = 1); otherwise (search over, or not
  * an evolutionary problem) *queued = 0 and the caller moves on to the final

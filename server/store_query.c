@@ -38,136 +38,78 @@ static int add_json_col(cJSON *o, const char *name, sqlite3_stmt *st, int i)
     return 1;
 }
 
-/* Progress counters of a run; shared by the list and the detail view. */
-typedef struct run_counts {
-    long problems, problems_done, problems_failed;
-    long jobs, jobs_queued, jobs_leased, jobs_done, jobs_failed;
-    long cands_total, cands_done, cands_valid;
-} run_counts;
+/* Fills the object of one row of a view's statement: 0, or -1 with err. */
+typedef int (*row_fill)(cJSON *o, sqlite3_stmt *st, gt_store *s, int64_t now_ms, char *err,
+                        size_t errlen);
 
-static int count_run(gt_store *s, int64_t run_id, run_counts *c, char *err, size_t errlen)
+/* The list views: adds to root the array `name` with an object per row of
+ * sql (its ?1 bound to *id when id is given), each filled by fill, under the
+ * store lock. Returns root, or NULL with err (root deleted). */
+static cJSON *add_rows(gt_store *s, cJSON *root, const char *name, const char *sql,
+                       const int64_t *id, row_fill fill, int64_t now_ms, char *err, size_t errlen)
 {
-    memset(c, 0, sizeof *c);
-    sqlite3_stmt *st = gt_store_prep(
-        s,
-        "SELECT COUNT(*), SUM(state = 'done'), SUM(state IN ('failed', 'cancelled'))"
-        " FROM problems WHERE run_id = ?",
-        err, errlen);
-    if (!st)
-        return -1;
-    sqlite3_bind_int64(st, 1, run_id);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        c->problems = sqlite3_column_int64(st, 0);
-        c->problems_done = sqlite3_column_int64(st, 1);
-        c->problems_failed = sqlite3_column_int64(st, 2);
-    }
-    sqlite3_finalize(st);
-    st = gt_store_prep(s,
-                       "SELECT COUNT(*), SUM(state = 'queued'), SUM(state = 'leased'),"
-                       " SUM(state = 'done'), SUM(state IN ('failed', 'cancelled')),"
-                       " SUM(CASE WHEN kind = 'screen' THEN ncandidates ELSE 0 END)"
-                       " FROM jobs WHERE run_id = ?",
-                       err, errlen);
-    if (!st)
-        return -1;
-    sqlite3_bind_int64(st, 1, run_id);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        c->jobs = sqlite3_column_int64(st, 0);
-        c->jobs_queued = sqlite3_column_int64(st, 1);
-        c->jobs_leased = sqlite3_column_int64(st, 2);
-        c->jobs_done = sqlite3_column_int64(st, 3);
-        c->jobs_failed = sqlite3_column_int64(st, 4);
-        c->cands_total = sqlite3_column_int64(st, 5);
-    }
-    sqlite3_finalize(st);
-    /* An evolutionary search queues a generation at a time: count what it
-     * has still to propose, or progress would near 1 after every generation. */
-    st = gt_store_prep(s, GT_STORE_EVO_PENDING_SQL, err, errlen);
-    if (!st)
-        return -1;
-    sqlite3_bind_int64(st, 1, run_id);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        c->cands_total += sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    st = gt_store_prep(s,
-                       "SELECT COUNT(*), SUM(valid) FROM results WHERE run_id = ? AND phase = 'screen'",
-                       err, errlen);
-    if (!st)
-        return -1;
-    sqlite3_bind_int64(st, 1, run_id);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        c->cands_done = sqlite3_column_int64(st, 0);
-        c->cands_valid = sqlite3_column_int64(st, 1);
-    }
-    sqlite3_finalize(st);
-    return 0;
-}
-
-/* Share of the run's work finished: screen candidates (with what
- * evolutionary searches have still to propose) plus one final phase per
- * problem (problems still enumerating count as one unit each). */
-static double progress_of(const run_counts *c, const char *state)
-{
-    if (!strcmp(state, "done"))
-        return 1.0;
-    double total = (double)c->cands_total + (double)c->problems;
-    double done = (double)c->cands_done + (double)(c->problems_done + c->problems_failed);
-    if (total <= 0)
-        return 0;
-    double p = done / total;
-    return p > 1 ? 1 : p;
-}
-
-cJSON *gt_store_runs_json(gt_store *s, char *err, size_t errlen)
-{
-    cJSON *root = cJSON_CreateObject(), *arr = NULL;
-    if (!root || !(arr = cJSON_AddArrayToObject(root, "runs")))
-        goto oom;
-    gt_store_lock(s);
-    sqlite3_stmt *st = gt_store_prep(s,
-                                     "SELECT id, name, state, backend, device_model, source_format,"
-                                     " created_ms FROM runs ORDER BY id",
-                                     err, errlen);
-    if (!st) {
-        gt_store_unlock(s);
+    cJSON *arr = root ? cJSON_AddArrayToObject(root, name) : NULL;
+    if (!arr) {
         cJSON_Delete(root);
+        snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    gt_store_lock(s);
+    sqlite3_stmt *st = gt_store_prep(s, sql, err, errlen);
+    if (!st)
+        goto fail;
+    if (id)
+        sqlite3_bind_int64(st, 1, *id);
     while (sqlite3_step(st) == SQLITE_ROW) {
-        cJSON *r = cJSON_CreateObject();
-        if (!r || !cJSON_AddItemToArray(arr, r)) {
-            cJSON_Delete(r);
-            goto oom_locked;
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            snprintf(err, errlen, "out of memory");
+            goto fail_st;
         }
-        int64_t id = sqlite3_column_int64(st, 0);
-        run_counts c;
-        if (count_run(s, id, &c, err, errlen)) {
-            sqlite3_finalize(st);
-            gt_store_unlock(s);
-            cJSON_Delete(root);
-            return NULL;
-        }
-        char state[16];
-        snprintf(state, sizeof state, "%s", gt_store_col_text(st, 2));
-        if (!cJSON_AddNumberToObject(r, "id", (double)id) || !add_str_col(r, "name", st, 1) ||
-            !add_str_col(r, "state", st, 2) || !add_str_col(r, "backend", st, 3) ||
-            !add_str_col(r, "device_model", st, 4) || !add_str_col(r, "format", st, 5) ||
-            !add_num_col(r, "created_ms", st, 6) ||
-            !cJSON_AddNumberToObject(r, "problems", (double)c.problems) ||
-            !cJSON_AddNumberToObject(r, "problems_done", (double)c.problems_done) ||
-            !cJSON_AddNumberToObject(r, "progress", progress_of(&c, state)))
-            goto oom_locked;
+        if (fill(o, st, s, now_ms, err, errlen) != 0)
+            goto fail_st;
     }
     sqlite3_finalize(st);
     gt_store_unlock(s);
     return root;
-oom_locked:
+fail_st:
     sqlite3_finalize(st);
+fail:
     gt_store_unlock(s);
-oom:
-    snprintf(err, errlen, "out of memory");
     cJSON_Delete(root);
     return NULL;
+}
+
+static int fill_run(cJSON *r, sqlite3_stmt *st, gt_store *s, int64_t now_ms, char *err,
+                    size_t errlen)
+{
+    (void)now_ms;
+    int64_t id = sqlite3_column_int64(st, 0);
+    gt_run_counts c;
+    if (gt_store_run_counts(s, id, &c, err, errlen))
+        return -1;
+    char state[16];
+    snprintf(state, sizeof state, "%s", gt_store_col_text(st, 2));
+    if (!cJSON_AddNumberToObject(r, "id", (double)id) || !add_str_col(r, "name", st, 1) ||
+        !add_str_col(r, "state", st, 2) || !add_str_col(r, "backend", st, 3) ||
+        !add_str_col(r, "device_model", st, 4) || !add_str_col(r, "format", st, 5) ||
+        !add_num_col(r, "created_ms", st, 6) ||
+        !cJSON_AddNumberToObject(r, "problems", (double)c.problems) ||
+        !cJSON_AddNumberToObject(r, "problems_done", (double)c.problems_done) ||
+        !cJSON_AddNumberToObject(r, "progress", gt_store_run_progress(&c, state))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+cJSON *gt_store_runs_json(gt_store *s, char *err, size_t errlen)
+{
+    return add_rows(s, cJSON_CreateObject(), "runs",
+                    "SELECT id, name, state, backend, device_model, source_format,"
+                    " created_ms FROM runs ORDER BY id",
+                    NULL, fill_run, 0, err, errlen);
 }
 
 /* The best entry of every problem of a run, heaviest first, and the two
@@ -239,18 +181,6 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
     return 0;
 }
 
-static cJSON *counts_obj(cJSON *root, const char *name, const char *const *keys, const long *vals,
-                         size_t n)
-{
-    cJSON *o = cJSON_AddObjectToObject(root, name);
-    if (!o)
-        return NULL;
-    for (size_t i = 0; i < n; i++)
-        if (!cJSON_AddNumberToObject(o, keys[i], (double)vals[i]))
-            return NULL;
-    return o;
-}
-
 static cJSON *run_json_locked(gt_store *s, int64_t run_id, int64_t now_ms, int *found, char *err,
                               size_t errlen)
 {
@@ -270,14 +200,14 @@ static cJSON *run_json_locked(gt_store *s, int64_t run_id, int64_t now_ms, int *
         return NULL;
     }
     *found = 1;
-    run_counts c;
-    if (count_run(s, run_id, &c, err, errlen)) {
+    gt_run_counts c;
+    if (gt_store_run_counts(s, run_id, &c, err, errlen)) {
         sqlite3_finalize(st);
         return NULL;
     }
     char state[16];
     snprintf(state, sizeof state, "%s", gt_store_col_text(st, 2));
-    double progress = progress_of(&c, state);
+    double progress = gt_store_run_progress(&c, state);
     int started = sqlite3_column_type(st, 8) != SQLITE_NULL;
     int64_t t0 = sqlite3_column_int64(st, 8);
     int64_t t1 = sqlite3_column_type(st, 9) != SQLITE_NULL ? sqlite3_column_int64(st, 9) : now_ms;
@@ -285,12 +215,6 @@ static cJSON *run_json_locked(gt_store *s, int64_t run_id, int64_t now_ms, int *
     root = cJSON_CreateObject();
     if (!root)
         goto oom;
-    static const char *pk[] = {"total", "done", "failed"};
-    static const char *jk[] = {"total", "queued", "leased", "done", "failed"};
-    static const char *ck[] = {"total", "done", "valid", "invalid"};
-    long pv[] = {c.problems, c.problems_done, c.problems_failed};
-    long jv[] = {c.jobs, c.jobs_queued, c.jobs_leased, c.jobs_done, c.jobs_failed};
-    long cv[] = {c.cands_total, c.cands_done, c.cands_valid, c.cands_done - c.cands_valid};
     int ok = cJSON_AddNumberToObject(root, "id", (double)run_id) && add_str_col(root, "name", st, 1) &&
              add_str_col(root, "state", st, 2) && add_str_col(root, "backend", st, 3) &&
              add_str_col(root, "device_model", st, 4) && add_str_col(root, "strategy", st, 5) &&
@@ -300,12 +224,9 @@ static cJSON *run_json_locked(gt_store *s, int64_t run_id, int64_t now_ms, int *
              add_num_col(root, "total_calls", st, 12) && add_num_col(root, "total_flops", st, 13) &&
              add_num_col(root, "dropped", st, 14) && add_json_col(root, "skipped", st, 15) &&
              cJSON_AddNumberToObject(root, "elapsed_s", elapsed) &&
-             (started && progress > 0 && !strcmp(state, "running")
-                  ? cJSON_AddNumberToObject(root, "eta_s", elapsed * (1 - progress) / progress) != NULL
-                  : cJSON_AddNullToObject(root, "eta_s") != NULL) &&
+             gt_store_add_eta(root, started, elapsed, progress, state) &&
              cJSON_AddNumberToObject(root, "progress", progress) &&
-             counts_obj(root, "problems", pk, pv, 3) && counts_obj(root, "jobs", jk, jv, 5) &&
-             counts_obj(root, "candidates", ck, cv, 4);
+             gt_store_add_run_counts(root, &c);
     sqlite3_finalize(st);
     if (!ok || add_best(s, root, run_id, err, errlen))
         goto oom;
@@ -332,51 +253,38 @@ static const char k_results_sql[] =
     " FROM results r JOIN problems p ON p.id = r.problem_id WHERE r.run_id = ?"
     " ORDER BY p.weight DESC, r.problem_id, r.phase, r.time_us IS NULL, r.time_us";
 
+static int fill_result(cJSON *r, sqlite3_stmt *st, gt_store *s, int64_t now_ms, char *err,
+                       size_t errlen)
+{
+    (void)s;
+    (void)now_ms;
+    if (!add_num_col(r, "problem_id", st, 0) || !add_str_col(r, "label", st, 1) ||
+        !add_str_col(r, "backend", st, 2) || !add_str_col(r, "phase", st, 3) ||
+        !add_json_col(r, "config", st, 4) || !add_str_col(r, "config_hash", st, 5) ||
+        !cJSON_AddBoolToObject(r, "baseline", sqlite3_column_int(st, 6)) ||
+        !add_num_col(r, "time_us", st, 7) || !add_num_col(r, "spread", st, 8) ||
+        !add_num_col(r, "tflops", st, 9) || !add_num_col(r, "rel_err", st, 10) ||
+        !cJSON_AddBoolToObject(r, "valid", sqlite3_column_int(st, 11)) ||
+        !add_str_col(r, "reason", st, 12) || !add_num_col(r, "worker_id", st, 13) ||
+        !add_str_col(r, "device_model", st, 14) || !add_num_col(r, "created_ms", st, 15) ||
+        !add_num_col(r, "job_id", st, 16)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 cJSON *gt_store_results_json(gt_store *s, int64_t run_id, int *found, char *err, size_t errlen)
 {
     *found = gt_store_run_exists(s, run_id) == 1;
     if (!*found)
         return NULL;
-    cJSON *root = cJSON_CreateObject(), *arr = NULL;
-    if (!root || !cJSON_AddNumberToObject(root, "run_id", (double)run_id) ||
-        !(arr = cJSON_AddArrayToObject(root, "results"))) {
+    cJSON *root = cJSON_CreateObject();
+    if (root && !cJSON_AddNumberToObject(root, "run_id", (double)run_id)) {
         cJSON_Delete(root);
-        snprintf(err, errlen, "out of memory");
-        return NULL;
+        root = NULL;
     }
-    gt_store_lock(s);
-    sqlite3_stmt *st = gt_store_prep(s, k_results_sql, err, errlen);
-    if (!st)
-        goto fail;
-    sqlite3_bind_int64(st, 1, run_id);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        cJSON *r = cJSON_CreateObject();
-        if (!r || !cJSON_AddItemToArray(arr, r)) {
-            cJSON_Delete(r);
-            goto fail_st;
-        }
-        if (!add_num_col(r, "problem_id", st, 0) || !add_str_col(r, "label", st, 1) ||
-            !add_str_col(r, "backend", st, 2) || !add_str_col(r, "phase", st, 3) ||
-            !add_json_col(r, "config", st, 4) || !add_str_col(r, "config_hash", st, 5) ||
-            !cJSON_AddBoolToObject(r, "baseline", sqlite3_column_int(st, 6)) ||
-            !add_num_col(r, "time_us", st, 7) || !add_num_col(r, "spread", st, 8) ||
-            !add_num_col(r, "tflops", st, 9) || !add_num_col(r, "rel_err", st, 10) ||
-            !cJSON_AddBoolToObject(r, "valid", sqlite3_column_int(st, 11)) ||
-            !add_str_col(r, "reason", st, 12) || !add_num_col(r, "worker_id", st, 13) ||
-            !add_str_col(r, "device_model", st, 14) || !add_num_col(r, "created_ms", st, 15) ||
-            !add_num_col(r, "job_id", st, 16))
-            goto fail_st;
-    }
-    sqlite3_finalize(st);
-    gt_store_unlock(s);
-    return root;
-fail_st:
-    sqlite3_finalize(st);
-    snprintf(err, errlen, "out of memory");
-fail:
-    gt_store_unlock(s);
-    cJSON_Delete(root);
-    return NULL;
+    return add_rows(s, root, "results", k_results_sql, &run_id, fill_result, 0, err, errlen);
 }
 
 /* Quotes a CSV field when it needs it (RFC 4180). */
@@ -431,49 +339,32 @@ char *gt_store_results_csv(gt_store *s, int64_t run_id, int *found, char *err, s
     return b.s;
 }
 
+static int fill_worker(cJSON *w, sqlite3_stmt *st, gt_store *s, int64_t now_ms, char *err,
+                       size_t errlen)
+{
+    (void)s;
+    double age = (double)(now_ms - sqlite3_column_int64(st, 10)) / 1000.0;
+    if (!add_num_col(w, "id", st, 0) || !add_str_col(w, "host", st, 1) ||
+        !add_num_col(w, "pid", st, 2) || !add_num_col(w, "device_index", st, 3) ||
+        !add_str_col(w, "backend", st, 4) || !add_str_col(w, "device_model", st, 5) ||
+        !add_str_col(w, "arch", st, 6) || !add_num_col(w, "units", st, 7) ||
+        !add_num_col(w, "mem_bytes", st, 8) || !add_str_col(w, "state", st, 9) ||
+        !add_num_col(w, "last_heartbeat_ms", st, 10) ||
+        !cJSON_AddNumberToObject(w, "heartbeat_age_s", age) || !add_num_col(w, "results", st, 11) ||
+        !add_str_col(w, "driver", st, 12) || !add_num_col(w, "registered_ms", st, 13)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 cJSON *gt_store_workers_json(gt_store *s, int64_t now_ms, char *err, size_t errlen)
 {
-    cJSON *root = cJSON_CreateObject(), *arr = NULL;
-    if (!root || !(arr = cJSON_AddArrayToObject(root, "workers"))) {
-        cJSON_Delete(root);
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    gt_store_lock(s);
-    sqlite3_stmt *st = gt_store_prep(
-        s,
-        "SELECT id, host, pid, device_index, backend, device_model, arch, units, mem_bytes, state,"
-        " last_heartbeat_ms, results, driver, registered_ms FROM workers ORDER BY id",
-        err, errlen);
-    if (!st)
-        goto fail;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        cJSON *w = cJSON_CreateObject();
-        if (!w || !cJSON_AddItemToArray(arr, w)) {
-            cJSON_Delete(w);
-            goto fail_st;
-        }
-        double age = (double)(now_ms - sqlite3_column_int64(st, 10)) / 1000.0;
-        if (!add_num_col(w, "id", st, 0) || !add_str_col(w, "host", st, 1) ||
-            !add_num_col(w, "pid", st, 2) || !add_num_col(w, "device_index", st, 3) ||
-            !add_str_col(w, "backend", st, 4) || !add_str_col(w, "device_model", st, 5) ||
-            !add_str_col(w, "arch", st, 6) || !add_num_col(w, "units", st, 7) ||
-            !add_num_col(w, "mem_bytes", st, 8) || !add_str_col(w, "state", st, 9) ||
-            !add_num_col(w, "last_heartbeat_ms", st, 10) ||
-            !cJSON_AddNumberToObject(w, "heartbeat_age_s", age) || !add_num_col(w, "results", st, 11) ||
-            !add_str_col(w, "driver", st, 12) || !add_num_col(w, "registered_ms", st, 13))
-            goto fail_st;
-    }
-    sqlite3_finalize(st);
-    gt_store_unlock(s);
-    return root;
-fail_st:
-    sqlite3_finalize(st);
-    snprintf(err, errlen, "out of memory");
-fail:
-    gt_store_unlock(s);
-    cJSON_Delete(root);
-    return NULL;
+    return add_rows(s, cJSON_CreateObject(), "workers",
+                    "SELECT id, host, pid, device_index, backend, device_model, arch, units,"
+                    " mem_bytes, state, last_heartbeat_ms, results, driver, registered_ms"
+                    " FROM workers ORDER BY id",
+                    NULL, fill_worker, now_ms, err, errlen);
 }
 
 /* ---- the result a kernel download is made from ----------------------------------- */

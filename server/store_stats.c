@@ -1,12 +1,13 @@
 /* store_stats.c: read-only queries for observability: /metrics counts, the
  * change fingerprint and summary of a run (SSE), and best-time timelines.
  *
- * The run summary repeats store_query.c's definitions (progress, elapsed,
- * ETA, the best per problem and the workload uplift) on purpose with other
- * queries: the problem_best view ranks every result of the database before
- * the join (hundreds of ms at 100k results), while the per-problem MIN()
- * lookups below are index seeks on results_by_problem. A run is tuned for
- * one backend and device model, so per problem there is one ranking.
+ * The run summary shares the run's counts, progress and ETA with
+ * store_query.c (store_progress.c), but repeats its definitions of the best
+ * per problem and the workload uplift on purpose with other queries: the
+ * problem_best view ranks every result of the database before the join
+ * (hundreds of ms at 100k results), while the per-problem MIN() lookups
+ * below are index seeks on results_by_problem. A run is tuned for one
+ * backend and device model, so per problem there is one ranking.
  * tests/integration/test_observability.sh checks both agree. */
 #include "gt_store_stats.h"
 
@@ -253,67 +254,29 @@ static int best_of(sqlite3_stmt *st, int i, double *tuned, double *base)
     return *tuned > 0 && *base > 0;
 }
 
-typedef struct sum_counts {
-    long problems, problems_done, problems_failed;
-    long jobs, jobs_queued, jobs_leased, jobs_done, jobs_failed;
-    long cands_total, cands_done, cands_valid;
+/* The workload's uplift over the problems with both a tuned and a baseline
+ * time: base_sum / tuned_sum (calls-weighted), wup / wsum (FLOP-weighted). */
+typedef struct uplift_sums {
     double base_sum, tuned_sum, wsum, wup;
-} sum_counts;
+} uplift_sums;
 
-static int summary_counts(gt_store *s, int64_t run_id, sum_counts *c, char *err, size_t errlen)
+static int summary_uplift(gt_store *s, int64_t run_id, uplift_sums *u, char *err, size_t errlen)
 {
-    sqlite3_stmt *st = gt_store_prep(
-        s,
-        "SELECT COUNT(*), SUM(state = 'queued'), SUM(state = 'leased'), SUM(state = 'done'),"
-        " SUM(state IN ('failed', 'cancelled')),"
-        " SUM(CASE WHEN kind = 'screen' THEN ncandidates ELSE 0 END) FROM jobs WHERE run_id = ?",
-        err, errlen);
-    if (!st)
-        return -1;
-    sqlite3_bind_int64(st, 1, run_id);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        c->jobs = sqlite3_column_int64(st, 0);
-        c->jobs_queued = sqlite3_column_int64(st, 1);
-        c->jobs_leased = sqlite3_column_int64(st, 2);
-        c->jobs_done = sqlite3_column_int64(st, 3);
-        c->jobs_failed = sqlite3_column_int64(st, 4);
-        c->cands_total = sqlite3_column_int64(st, 5);
-    }
-    sqlite3_finalize(st);
-    st = gt_store_prep(s, GT_STORE_EVO_PENDING_SQL, err, errlen);
-    if (!st)
-        return -1;
-    sqlite3_bind_int64(st, 1, run_id);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        c->cands_total += sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    /* Screen results counted per problem: COUNT over (problem_id, phase,
-     * valid) prefixes of results_by_problem, without reading rows. */
-    char sql[1400];
-    snprintf(sql, sizeof sql,
-             "SELECT p.state, p.call_count, p.weight,"
-             " (SELECT COUNT(*) FROM results r WHERE r.problem_id = p.id AND r.phase = 'screen'),"
-             " (SELECT COUNT(*) FROM results r WHERE r.problem_id = p.id AND r.phase = 'screen'"
-             "   AND r.valid = 1),%s FROM problems p WHERE p.run_id = ?",
+    char sql[1200];
+    snprintf(sql, sizeof sql, "SELECT p.call_count, p.weight,%s FROM problems p WHERE p.run_id = ?",
              k_best_cols);
-    st = gt_store_prep(s, sql, err, errlen);
+    sqlite3_stmt *st = gt_store_prep(s, sql, err, errlen);
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *state = gt_store_col_text(st, 0);
-        c->problems++;
-        c->problems_done += !strcmp(state, "done");
-        c->problems_failed += !strcmp(state, "failed") || !strcmp(state, "cancelled");
-        c->cands_done += sqlite3_column_int64(st, 3);
-        c->cands_valid += sqlite3_column_int64(st, 4);
-        double t, bu, calls = sqlite3_column_double(st, 1), w = sqlite3_column_double(st, 2);
-        if (best_of(st, 5, &t, &bu)) {
-            c->base_sum += calls * bu;
-            c->tuned_sum += calls * t;
-            c->wsum += w;
-            c->wup += w * (bu / t);
+        double t, bu, calls = sqlite3_column_double(st, 0), w = sqlite3_column_double(st, 1);
+        if (best_of(st, 2, &t, &bu)) {
+            u->base_sum += calls * bu;
+            u->tuned_sum += calls * t;
+            u->wsum += w;
+            u->wup += w * (bu / t);
         }
     }
     sqlite3_finalize(st);
@@ -322,18 +285,6 @@ static int summary_counts(gt_store *s, int64_t run_id, sum_counts *c, char *err,
         return -1;
     }
     return 0;
-}
-
-static int add_counts(cJSON *root, const char *name, const char *const *keys, const long *vals,
-                      size_t n)
-{
-    cJSON *o = cJSON_AddObjectToObject(root, name);
-    if (!o)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!cJSON_AddNumberToObject(o, keys[i], (double)vals[i]))
-            return 0;
-    return 1;
 }
 
 static int add_num_or_null(cJSON *o, const char *name, int known, double v)
@@ -363,39 +314,25 @@ static cJSON *summary_locked(gt_store *s, int64_t run_id, int64_t now_ms, int *f
     int64_t t0 = sqlite3_column_int64(st, 2);
     int64_t t1 = sqlite3_column_type(st, 3) != SQLITE_NULL ? sqlite3_column_int64(st, 3) : now_ms;
     sqlite3_finalize(st);
-    sum_counts c;
-    memset(&c, 0, sizeof c);
-    if (summary_counts(s, run_id, &c, err, errlen))
+    gt_run_counts c;
+    uplift_sums u = {0};
+    if (gt_store_run_counts(s, run_id, &c, err, errlen) ||
+        summary_uplift(s, run_id, &u, err, errlen))
         return NULL;
-    /* progress_of() of store_query.c: screen candidates plus one final phase
-     * per problem. */
-    double progress = 1.0;
-    if (strcmp(state, "done")) {
-        double total = (double)c.cands_total + (double)c.problems;
-        double done = (double)c.cands_done + (double)(c.problems_done + c.problems_failed);
-        progress = total > 0 ? (done / total > 1 ? 1 : done / total) : 0;
-    }
+    double progress = gt_store_run_progress(&c, state);
     double elapsed = started ? (double)(t1 - t0) / 1000.0 : 0;
-    static const char *pk[] = {"total", "done", "failed"};
-    static const char *jk[] = {"total", "queued", "leased", "done", "failed"};
-    static const char *ck[] = {"total", "done", "valid", "invalid"};
-    long pv[] = {c.problems, c.problems_done, c.problems_failed};
-    long jv[] = {c.jobs, c.jobs_queued, c.jobs_leased, c.jobs_done, c.jobs_failed};
-    long cv[] = {c.cands_total, c.cands_done, c.cands_valid, c.cands_done - c.cands_valid};
     cJSON *root = cJSON_CreateObject();
     if (!root || !cJSON_AddNumberToObject(root, "id", (double)run_id) ||
         !cJSON_AddStringToObject(root, "name", name) ||
         !cJSON_AddStringToObject(root, "state", state) ||
         !cJSON_AddNumberToObject(root, "progress", progress) ||
         !cJSON_AddNumberToObject(root, "elapsed_s", elapsed) ||
-        !add_num_or_null(root, "eta_s", started && progress > 0 && !strcmp(state, "running"),
-                         elapsed * (1 - progress) / (progress > 0 ? progress : 1)) ||
-        !add_counts(root, "problems", pk, pv, 3) || !add_counts(root, "jobs", jk, jv, 5) ||
-        !add_counts(root, "candidates", ck, cv, 4) ||
-        !add_num_or_null(root, "weighted_uplift", c.tuned_sum > 0,
-                         c.base_sum / (c.tuned_sum > 0 ? c.tuned_sum : 1)) ||
-        !add_num_or_null(root, "flop_weighted_uplift", c.wsum > 0,
-                         c.wup / (c.wsum > 0 ? c.wsum : 1))) {
+        !gt_store_add_eta(root, started, elapsed, progress, state) ||
+        !gt_store_add_run_counts(root, &c) ||
+        !add_num_or_null(root, "weighted_uplift", u.tuned_sum > 0,
+                         u.base_sum / (u.tuned_sum > 0 ? u.tuned_sum : 1)) ||
+        !add_num_or_null(root, "flop_weighted_uplift", u.wsum > 0,
+                         u.wup / (u.wsum > 0 ? u.wsum : 1))) {
         cJSON_Delete(root);
         snprintf(err, errlen, "out of memory");
         return NULL;

@@ -14,22 +14,14 @@
  *              baseline), cuBLASLt's fastest and the family's three fastest
  *              re-timed interleaved over rounds; GB/s and % of the copy
  *              bandwidth of the best of each, the family's uplift over the
- *              baseline and over cuBLASLt's best. */
-#include <cjson/cJSON.h>
-#include <math.h>
+ *              baseline and over cuBLASLt's best (the measurement is
+ *              shared with --mma: gen_bench_shape.c). */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "gen_bench.h"
+#include "gen_bench_priv.h"
 #include "gen_cuda.h"
 #include "gt_util.h"
-
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 double gt_gen_copy_bandwidth(gt_bk_ctx *ctx)
 {
@@ -50,7 +42,7 @@ double gt_gen_copy_bandwidth(gt_bk_ctx *ctx)
         if (i >= 3)
             t[i - 3] = ms / 1e3;
     }
-    qsort(t, 10, sizeof t[0], cmp_dbl);
+    qsort(t, 10, sizeof t[0], gt_gen_bench_cmp_dbl);
     bw = 2.0 * (double)sz / (0.5 * (t[4] + t[5]));
 out:
     if (x)
@@ -60,25 +52,6 @@ out:
     (void)cudaGetLastError();
     return bw;
 }
-
-static gt_problem shape(int64_t m, int64_t n, int64_t k)
-{
-    gt_problem p;
-    gt_problem_init(&p, m, n, k);
-    p.trans_a = 'T';
-    p.trans_b = 'N';
-    p.a_type = p.b_type = p.c_type = p.d_type = GT_DT_BF16;
-    p.compute_type = p.scale_type = GT_DT_F32;
-    gt_problem_default_ld(&p);
-    gt_problem_finish(&p);
-    return p;
-}
-
-static const struct {
-    const char *name;
-    int64_t m, k;
-} k_layers[] = {{"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096},
-                {"down", 4096, 14336}, {"lm_head", 128256, 4096}};
 
 /* Compile throughput and cache hit rates over every family config of the
  * shapes. */
@@ -139,158 +112,33 @@ static void compile_passes(gt_bk_ctx *ctx, const gt_problem *ps, int np, int fre
     printf("     cache directory %s%s\n", where, fresh ? " (fresh, left in place)" : "");
 }
 
-typedef struct pick {
-    int index;
-    double us;
-} pick;
-
-static int cmp_pick(const void *a, const void *b)
+/* The family's side: both generated families (gemv, and mma when the
+ * enumeration has it); everything else is a cuBLASLt config. */
+static int gemv_side(int fam)
 {
-    double x = ((const pick *)a)->us, y = ((const pick *)b)->us;
-    return x < y ? -1 : x > y;
+    return fam == GT_FAM_GEMV || fam == GT_FAM_MMA ? GT_GEN_BENCH_FAM : GT_GEN_BENCH_LT;
 }
 
-static int shape_one(const gt_backend *bk, gt_bk_ctx *ctx, const char *name, gt_problem p,
-                     const gt_gen_bench_opts *o, double copy_bw)
+/* The row: times, GB/s and % of the copy bandwidth (*arg), uplifts. */
+static void gemv_row(const gt_gen_bench_row *r, void *arg)
 {
-    char err[512];
-    cJSON *cands = NULL, *base = NULL;
-    gt_bk_prob *pp = NULL;
-    gt_bk_cand *re[5] = {0};
-    int failures = 0, nre = 0;
-    pick *lt = NULL, *gen = NULL;
-    int nlt = 0, ngen = 0, wrong = 0, runerr = 0, ngen_all = 0;
-    double tol = gt_bk_tolerance(&p);
-    gt_cuda_set_limits(ctx, o->max_cands, 120);
-    if (bk->enumerate(ctx, &p, &cands, &base, err, sizeof err) != 0 ||
-        bk->prepare(ctx, &p, &pp, err, sizeof err) != 0) {
-        printf("FAIL %s: %s\n", name, err);
-        failures++;
-        goto out;
-    }
-    int n = cJSON_GetArraySize(cands);
-    lt = calloc((size_t)n + 1, sizeof *lt);
-    gen = calloc((size_t)n + 1, sizeof *gen);
-    if (!lt || !gen)
-        goto out;
-    gt_timing_opts quick = {.min_time_ms = o->min_time_ms, .warmup = 1, .repeats = 3};
-    for (int i = 0; i < n; i++) {
-        const cJSON *cfg = cJSON_GetArrayItem(cands, i);
-        int fam = gt_gen_family(cfg);
-        int isgen = fam == GT_FAM_GEMV || fam == GT_FAM_MMA; /* else a cuBLASLt config */
-        gt_bk_cand *c = NULL;
-        double e = NAN;
-        gt_timing t;
-        ngen_all += isgen;
-        if (bk->build(pp, cfg, &c, err, sizeof err) != 0) {
-            if (isgen && runerr++ < 3)
-                printf("     %s gen build: %s\n", name, err);
-            continue;
-        }
-        int ok = bk->validate(pp, c, &e, err, sizeof err) == 0;
-        if (ok && !(e <= tol)) {
-            wrong += isgen;
-            if (isgen) {
-                char *txt = cJSON_PrintUnformatted(cfg);
-                printf("FAIL %s gen config wrong (rel err %.3g): %s\n", name, e, txt ? txt : "");
-                free(txt);
-            }
-        } else if (ok && bk->time(pp, c, &quick, &t, err, sizeof err) == 0) {
-            pick *v = isgen ? &gen[ngen++] : &lt[nlt++];
-            v->index = i;
-            v->us = t.median_us;
-        } else if (isgen && runerr++ < 3) {
-            printf("     %s gen run: %s\n", name, err);
-        }
-        bk->release(c);
-        if (gt_cuda_alive(ctx, err, sizeof err) != 0) {
-            printf("FAIL %s: %s\n", name, err);
-            failures++;
-            goto out;
-        }
-    }
-    failures += wrong > 0 || ngen == 0;
-    qsort(lt, (size_t)nlt, sizeof *lt, cmp_pick);
-    qsort(gen, (size_t)ngen, sizeof *gen, cmp_pick);
-    /* re-time interleaved: baseline, cuBLASLt's best, the family's top 3 */
-    const cJSON *cfgs[5];
-    cfgs[nre++] = base;
-    if (nlt)
-        cfgs[nre++] = cJSON_GetArrayItem(cands, lt[0].index);
-    int gen0 = nre;
-    for (int i = 0; i < ngen && i < 3; i++)
-        cfgs[nre++] = cJSON_GetArrayItem(cands, gen[i].index);
-    for (int i = 0; i < nre; i++) {
-        double e = NAN;
-        if (bk->build(pp, cfgs[i], &re[i], err, sizeof err) != 0 ||
-            bk->validate(pp, re[i], &e, err, sizeof err) != 0 || !(e <= tol)) {
-            printf("FAIL %s re-build %d: %s (rel err %.3g)\n", name, i, err, e);
-            failures++;
-            goto out;
-        }
-    }
-    double res[5][32], med[5];
-    gt_timing_opts full = {.min_time_ms = 5, .warmup = 3, .repeats = 5};
-    for (int r = 0; r < o->rounds; r++)
-        for (int i = 0; i < nre; i++) {
-            gt_timing t;
-            if (bk->time(pp, re[i], &full, &t, err, sizeof err) != 0) {
-                printf("FAIL %s re-time: %s\n", name, err);
-                failures++;
-                goto out;
-            }
-            res[i][r] = t.median_us;
-        }
-    int bg = gen0;
-    for (int i = 0; i < nre; i++) {
-        qsort(res[i], (size_t)o->rounds, sizeof(double), cmp_dbl);
-        med[i] = res[i][o->rounds / 2];
-        if (i >= gen0 && med[i] < med[bg])
-            bg = i;
-    }
-    double lt_best = nlt ? fmin(med[0], med[1]) : med[0];
-    double g = bg < nre ? med[bg] : NAN;
-#define PCT(us) (copy_bw > 0 ? 100.0 * p.bytes / ((us) * 1e-6) / copy_bw : 0.0)
-    printf("%-12s %6lld %3lld %6lld %9.2f %9.2f %9.2f %8.0f %6.1f %6.1f %+7.1f%% %+7.1f%% %4d/%-4d\n", name,
-           (long long)p.m, (long long)p.n, (long long)p.k, med[0], lt_best, g, p.bytes / (g * 1e-6) / 1e9,
-           PCT(g), PCT(lt_best), (med[0] / g - 1) * 100, (lt_best / g - 1) * 100, ngen, ngen_all);
-    if (bg < nre) {
-        char *txt = cJSON_PrintUnformatted(cfgs[bg]);
-        cJSON *info = gt_gen_cand_info(re[bg]);
-        char *it = info ? cJSON_PrintUnformatted(info) : NULL;
-        printf("     best gen %s\n     %s\n", txt ? txt : "", it ? it : "");
-        free(txt);
-        free(it);
-        cJSON_Delete(info);
-    }
-out:
-    for (int i = 0; i < 5; i++)
-        if (re[i])
-            bk->release(re[i]);
-    free(lt);
-    free(gen);
-    bk->unprepare(pp);
-    cJSON_Delete(cands);
-    cJSON_Delete(base);
-    return failures;
+    double copy_bw = *(const double *)arg, g = r->fam_us, lt_best = r->lt_best_us;
+    const gt_problem *p = r->p;
+#define PCT(us) (copy_bw > 0 ? 100.0 * p->bytes / ((us) * 1e-6) / copy_bw : 0.0)
+    printf("%-12s %6lld %3lld %6lld %9.2f %9.2f %9.2f %8.0f %6.1f %6.1f %+7.1f%% %+7.1f%% %4d/%-4d\n",
+           r->name, (long long)p->m, (long long)p->n, (long long)p->k, r->heur_us, lt_best, g,
+           p->bytes / (g * 1e-6) / 1e9, PCT(g), PCT(lt_best), (r->heur_us / g - 1) * 100,
+           (lt_best / g - 1) * 100, r->timed, r->all);
+#undef PCT
 }
 
 int gt_gen_bench(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_opts *o)
 {
+    static const int tokens[] = {1, 16};
     int failures = 0;
-    gt_problem ps[16];
-    const char *names[16];
-    char nbuf[16][32];
-    int np = 0;
-    for (int t = 1; t <= 16; t += 15)
-        for (size_t l = 0; l < sizeof k_layers / sizeof k_layers[0]; l++) {
-            if (o->tokens && o->tokens != t)
-                continue;
-            ps[np] = shape(k_layers[l].m, t, k_layers[l].k);
-            snprintf(nbuf[np], sizeof nbuf[np], "%s n=%d", k_layers[l].name, t);
-            names[np] = nbuf[np];
-            np++;
-        }
+    gt_problem ps[GT_GEN_BENCH_MAX_SHAPES];
+    char names[GT_GEN_BENCH_MAX_SHAPES][32];
+    int np = gt_gen_bench_shapes(tokens, 2, o->tokens, ps, names);
     printf("\n== gen: the generated gemv family vs cuBLASLt, bf16 TN Llama-3-8B decode shapes ==\n");
     gt_cuda_set_exit_on_sticky(ctx, 0);
     double bw = gt_cuda_alive(ctx, NULL, 0) == 0 ? gt_gen_copy_bandwidth(ctx) : 0;
@@ -298,8 +146,10 @@ int gt_gen_bench(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_opts *
     compile_passes(ctx, ps, np, o->fresh_cache);
     printf("%-12s %6s %3s %6s %9s %9s %9s %8s %6s %6s %8s %8s %9s\n", "shape", "m", "n", "k", "heur_us",
            "lt_best", "gen_best", "gen_GB/s", "%copy", "%c_lt", "vs_heur", "vs_lt", "gen_valid");
+    gt_gen_bench_family f = {
+        .label = "gen", .check_s = 120, .side = gemv_side, .print_row = gemv_row, .arg = &bw};
     for (int i = 0; i < np; i++) {
-        failures += shape_one(bk, ctx, names[i], ps[i], o, bw);
+        failures += gt_gen_bench_shape(bk, ctx, &f, names[i], &ps[i], o);
         fflush(stdout);
     }
     return failures;

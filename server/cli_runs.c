@@ -1,0 +1,312 @@
+/* cli_runs.c: the CLI commands that read a run (gt_cli.h): `status` (the
+ * runs, one run's snapshot, a live bar on a terminal, --wait polling through
+ * coordinator restarts) and `results` (the best configuration per problem,
+ * every result as a table or as CSV). */
+#include "gt_cli.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_RUN_FAILED 2   /* status: the run failed or was cancelled */
+#define LIVE_INTERVAL_S 1   /* terminal progress bar refresh */
+#define PIPE_INTERVAL_S 5   /* status --wait line interval when not on a terminal */
+#define MAX_POLL_ERRORS 10  /* consecutive unreachable polls before giving up */
+
+/* ---- status ---- */
+
+static int status_list(const gt_cli *c)
+{
+    cJSON *j = NULL;
+    if (gt_cli_get_json(c, "/v1/runs", &j) != 0)
+        return GT_CLI_EXIT_ERR;
+    static const char *const head[] = {"ID", "NAME", "STATE", "PROGRESS", "PROBLEMS", "BACKEND",
+                                       "DEVICE"};
+    gt_cli_table t = {.ncols = 7, .head = head, .align = "rlllrll"};
+    const cJSON *runs = gt_cli_jget(j, "runs"), *r;
+    cJSON_ArrayForEach(r, runs)
+    {
+        char b[32];
+        gt_cli_table_cell(&t, "%.0f", gt_cli_jnum_or(r, "id", 0));
+        gt_cli_table_cell(&t, "%s", gt_cli_jstr(r, "name", ""));
+        gt_cli_table_cell(&t, "%s", gt_cli_jstr(r, "state", "?"));
+        gt_cli_table_cell(&t, "%s", gt_cli_fnum(b, sizeof b, r, "progress", "%.1f%%", 100.0));
+        gt_cli_table_cell(&t, "%.0f/%.0f", gt_cli_jnum_or(r, "problems_done", 0),
+                          gt_cli_jnum_or(r, "problems", 0));
+        gt_cli_table_cell(&t, "%s", gt_cli_jstr(r, "backend", "-"));
+        gt_cli_table_cell(&t, "%s", gt_cli_jstr(r, "device_model", "-"));
+    }
+    int rc = gt_cli_table_print(&t);
+    gt_cli_table_free(&t);
+    cJSON_Delete(j);
+    return rc == 0 ? 0 : GT_CLI_EXIT_ERR;
+}
+
+static int state_final(const char *s)
+{
+    return strcmp(s, "done") == 0 || strcmp(s, "cancelled") == 0 || strcmp(s, "failed") == 0;
+}
+
+/* Numbers of a run snapshot shown by both the bar and the plain line. */
+typedef struct snap {
+    const char *state, *name;
+    double progress;
+    double cand_done, cand_total, prob_done, prob_total, prob_failed;
+    char uplift[32], eta[32], elapsed[32];
+} snap;
+
+static void take_snap(const cJSON *j, snap *s)
+{
+    const cJSON *cands = gt_cli_jget(j, "candidates"), *probs = gt_cli_jget(j, "problems");
+    s->state = gt_cli_jstr(j, "state", "?");
+    s->name = gt_cli_jstr(j, "name", "");
+    s->progress = gt_cli_jnum_or(j, "progress", 0);
+    if (s->progress < 0)
+        s->progress = 0;
+    if (s->progress > 1)
+        s->progress = 1;
+    s->cand_done = gt_cli_jnum_or(cands, "done", 0);
+    s->cand_total = gt_cli_jnum_or(cands, "total", 0);
+    s->prob_done = gt_cli_jnum_or(probs, "done", 0);
+    s->prob_total = gt_cli_jnum_or(probs, "total", 0);
+    s->prob_failed = gt_cli_jnum_or(probs, "failed", 0);
+    double v;
+    if (gt_cli_jnum(j, "weighted_uplift", &v))
+        snprintf(s->uplift, sizeof s->uplift, "%.3fx", v);
+    else
+        snprintf(s->uplift, sizeof s->uplift, "-");
+    if (gt_cli_jnum(j, "eta_s", &v))
+        gt_cli_fmt_dur(s->eta, sizeof s->eta, v);
+    else
+        snprintf(s->eta, sizeof s->eta, "?");
+    if (gt_cli_jnum(j, "elapsed_s", &v))
+        gt_cli_fmt_dur(s->elapsed, sizeof s->elapsed, v);
+    else
+        snprintf(s->elapsed, sizeof s->elapsed, "?");
+}
+
+static void print_line(int64_t id, const snap *s)
+{
+    printf("run %" PRId64 " (%s): %s %.1f%%, candidates %.0f/%.0f, problems %.0f/%.0f", id,
+           s->name, s->state, s->progress * 100, s->cand_done, s->cand_total, s->prob_done,
+           s->prob_total);
+    if (s->prob_failed > 0)
+        printf(" (%.0f failed)", s->prob_failed);
+    printf(", uplift %s, elapsed %s", s->uplift, s->elapsed);
+    if (!state_final(s->state))
+        printf(", eta %s", s->eta);
+    putchar('\n');
+    fflush(stdout);
+}
+
+static void print_bar(const snap *s)
+{
+    enum { W = 30 };
+    char bar[W + 1];
+    int fill = (int)(s->progress * W + 0.5);
+    for (int i = 0; i < W; i++)
+        bar[i] = i < fill ? '#' : '-';
+    bar[W] = '\0';
+    /* \r rewrites the line in place; \033[K clears what a longer line left. */
+    printf("\r[%s] %5.1f%%  cand %.0f/%.0f  prob %.0f/%.0f  uplift %s  ETA %s  %s\033[K", bar,
+           s->progress * 100, s->cand_done, s->cand_total, s->prob_done, s->prob_total, s->uplift,
+           state_final(s->state) ? "-" : s->eta, s->state);
+    fflush(stdout);
+}
+
+static void sleep_s(int s)
+{
+    struct timespec ts = {.tv_sec = s, .tv_nsec = 0};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static int status_run(const gt_cli *c, int64_t id, int wait)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/v1/runs/%" PRId64, id);
+    int live = isatty(STDOUT_FILENO);
+    int errors = 0, shown = 0;
+    for (;;) {
+        cJSON *j = NULL;
+        int rc = gt_cli_get_json(c, path, &j);
+        if (rc == GT_CLI_API_TRANSPORT && (live || wait) && shown && ++errors <= MAX_POLL_ERRORS) {
+            /* A coordinator restart should not end a long wait. */
+            if (live)
+                putchar('\n');
+            gt_cli_errorf("retrying (%d/%d)", errors, MAX_POLL_ERRORS);
+            sleep_s(live ? LIVE_INTERVAL_S : PIPE_INTERVAL_S);
+            continue;
+        }
+        if (rc != 0) {
+            if (live && shown)
+                putchar('\n');
+            return GT_CLI_EXIT_ERR;
+        }
+        errors = 0;
+        shown = 1;
+        snap s;
+        take_snap(j, &s);
+        int fin = state_final(s.state);
+        if (live) {
+            print_bar(&s);
+            if (fin) {
+                putchar('\n');
+                print_line(id, &s);
+            }
+        } else {
+            print_line(id, &s);
+        }
+        int code = strcmp(s.state, "done") == 0 ? 0 : fin ? EXIT_RUN_FAILED : 0;
+        const char *err = gt_cli_jstr(j, "error", NULL);
+        if (fin && code && err)
+            gt_cli_errorf("run %" PRId64 ": %s", id, err);
+        cJSON_Delete(j);
+        if (fin || (!live && !wait))
+            return code;
+        sleep_s(live ? LIVE_INTERVAL_S : PIPE_INTERVAL_S);
+    }
+}
+
+int gt_cli_cmd_status(gt_cli *c, int argc, char **argv)
+{
+    const char *run = NULL;
+    size_t nrun;
+    int wait = 0;
+    const gt_cli_opt opts[] = {{"--wait", NULL, &wait}, {NULL, NULL, NULL}};
+    const gt_cli_cmd cmd = {"status", opts, 1, "status: one RUN only"};
+    if (gt_cli_parse(c, &cmd, argc, argv, &run, &nrun) != 0)
+        return GT_CLI_EXIT_USAGE;
+    if (!run) {
+        if (wait) {
+            gt_cli_usage_error(c, "status: --wait needs a RUN");
+            return GT_CLI_EXIT_USAGE;
+        }
+        return status_list(c);
+    }
+    int64_t id;
+    if (gt_cli_run_id(c, run, &id) != 0)
+        return GT_CLI_EXIT_USAGE;
+    return status_run(c, id, wait);
+}
+
+/* ---- results ---- */
+
+static char *config_text(const cJSON *o)
+{
+    const cJSON *cfg = gt_cli_jget(o, "config");
+    if (!cfg || cJSON_IsNull(cfg))
+        return NULL;
+    return cJSON_PrintUnformatted(cfg);
+}
+
+static int results_best(const gt_cli *c, int64_t id)
+{
+    char path[64];
+    cJSON *j = NULL;
+    snprintf(path, sizeof path, "/v1/runs/%" PRId64, id);
+    if (gt_cli_get_json(c, path, &j) != 0)
+        return GT_CLI_EXIT_ERR;
+    static const char *const head[] = {"PROBLEM", "CALLS",  "WEIGHT%", "BASELINE_US", "TUNED_US",
+                                       "UPLIFT",  "TFLOP/S", "CONFIG"};
+    gt_cli_table t = {.ncols = 8, .head = head, .align = "lrrrrrrl"};
+    const cJSON *best = gt_cli_jget(j, "best"), *b;
+    cJSON_ArrayForEach(b, best)
+    {
+        char b1[32], b2[32], b3[32], b4[32], b5[32];
+        char *cfg = config_text(b);
+        gt_cli_table_cell(&t, "%s", gt_cli_jstr(b, "label", "?"));
+        gt_cli_table_cell(&t, "%.0f", gt_cli_jnum_or(b, "call_count", 0));
+        gt_cli_table_cell(&t, "%s", gt_cli_fnum(b1, sizeof b1, b, "weight", "%.1f", 100.0));
+        gt_cli_table_cell(&t, "%s", gt_cli_fnum(b2, sizeof b2, b, "baseline_us", "%.2f", 1.0));
+        gt_cli_table_cell(&t, "%s", gt_cli_fnum(b3, sizeof b3, b, "time_us", "%.2f", 1.0));
+        gt_cli_table_cell(&t, "%s", gt_cli_fnum(b4, sizeof b4, b, "uplift", "%.3fx", 1.0));
+        gt_cli_table_cell(&t, "%s", gt_cli_fnum(b5, sizeof b5, b, "tflops", "%.2f", 1.0));
+        if (cfg)
+            gt_cli_table_cell(&t, "%s", cfg);
+        else
+            gt_cli_table_cell(&t, "- (%s)", gt_cli_jstr(b, "state", "pending"));
+        cJSON_free(cfg);
+    }
+    int rc = gt_cli_table_print(&t);
+    gt_cli_table_free(&t);
+    char u[32];
+    printf("FLOP-weighted uplift: %s\n",
+           gt_cli_fnum(u, sizeof u, j, "weighted_uplift", "%.3fx", 1.0));
+    cJSON_Delete(j);
+    return rc == 0 ? 0 : GT_CLI_EXIT_ERR;
+}
+
+static int results_all(const gt_cli *c, int64_t id)
+{
+    char path[64];
+    cJSON *j = NULL;
+    snprintf(path, sizeof path, "/v1/runs/%" PRId64 "/results", id);
+    if (gt_cli_get_json(c, path, &j) != 0)
+        return GT_CLI_EXIT_ERR;
+    static const char *const head[] = {"PROBLEM", "PHASE",  "BASE",   "TIME_US", "SPREAD%", "TFLOP/S",
+                                       "REL_ERR", "VALID",  "DEVICE", "WORKER",  "CONFIG"};
+    gt_cli_table t = {.ncols = 11, .head = head, .align = "lllrrrrllrl"};
+    const cJSON *res = gt_cli_jget(j, "results"), *r;
+    cJSON_ArrayForEach(r, res)
+    {
+        char b1[32], b2[32], b3[32], b4[32], b5[32];
+        char *cfg = config_text(r);
+        int valid = cJSON_IsTrue(gt_cli_jget(r, "valid"));
+        const char *reason = gt_cli_jstr(r, "reason", NULL);
+        gt_cli_table_cell(&t, "%s", gt_cli_jstr(r, "label", "?"));
+        gt_cli_table_cell(&t, "%s", gt_cli_jstr(r, "phase", "?"));
+        gt_cli_table_cell(&t, "%s", cJSON_IsTrue(gt_cli_jget(r, "baseline")) ? "yes" : "");
+        gt_cli_table_cell(&t, "%s", gt_cli_fnum(b1, sizeof b1, r, "time_us", "%.2f", 1.0));
+        gt_cli_table_cell(&t, "%s", gt_cli_fnum(b2, sizeof b2, r, "spread", "%.1f", 100.0));
+        gt_cli_table_cell(&t, "%s", gt_cli_fnum(b3, sizeof b3, r, "tflops", "%.2f", 1.0));
+        gt_cli_table_cell(&t, "%s", gt_cli_fnum(b4, sizeof b4, r, "rel_err", "%.1e", 1.0));
+        if (valid)
+            gt_cli_table_cell(&t, "yes");
+        else
+            gt_cli_table_cell(&t, "no: %s", reason ? reason : "?");
+        gt_cli_table_cell(&t, "%s", gt_cli_jstr(r, "device_model", "-"));
+        gt_cli_table_cell(&t, "%s", gt_cli_fnum(b5, sizeof b5, r, "worker_id", "%.0f", 1.0));
+        gt_cli_table_cell(&t, "%s", cfg ? cfg : "-");
+        cJSON_free(cfg);
+    }
+    int rc = gt_cli_table_print(&t);
+    gt_cli_table_free(&t);
+    cJSON_Delete(j);
+    return rc == 0 ? 0 : GT_CLI_EXIT_ERR;
+}
+
+static int results_csv(const gt_cli *c, int64_t id)
+{
+    char path[80];
+    snprintf(path, sizeof path, "/v1/runs/%" PRId64 "/results?format=csv", id);
+    return gt_cli_get_stdout(c, path, "writing stdout") == 0 ? 0 : GT_CLI_EXIT_ERR;
+}
+
+int gt_cli_cmd_results(gt_cli *c, int argc, char **argv)
+{
+    const char *run = NULL;
+    size_t nrun;
+    int csv = 0, all = 0;
+    const gt_cli_opt opts[] = {{"--csv", NULL, &csv}, {"--all", NULL, &all}, {NULL, NULL, NULL}};
+    const gt_cli_cmd cmd = {"results", opts, 1, "results: one RUN only"};
+    if (gt_cli_parse(c, &cmd, argc, argv, &run, &nrun) != 0)
+        return GT_CLI_EXIT_USAGE;
+    int64_t id;
+    if (!run) {
+        gt_cli_usage_error(c, "results: RUN missing");
+        return GT_CLI_EXIT_USAGE;
+    }
+    if (gt_cli_run_id(c, run, &id) != 0)
+        return GT_CLI_EXIT_USAGE;
+    /* The CSV endpoint lists every result, so --csv --all is just --csv. */
+    if (csv)
+        return results_csv(c, id);
+    return all ? results_all(c, id) : results_best(c, id);
+}
+
