@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_dev.h"
 #include "gt_proto.h"
 #include "gt_util.h"
 
@@ -66,6 +67,31 @@ static cJSON *unknown_worker(long long id)
     return r;
 }
 
+/* The optional "gen_device" of a register message, checked and written
+ * back canonical into buf (gen/gen_dev.h); buf "" when absent. A bad one
+ * is dropped with the reason (-1), not refused: the field is optional, and
+ * a newer worker with a member this coordinator does not know yet must
+ * still be able to register; only the space view loses its limits. */
+static int gen_device_text(const cJSON *m, char *buf, size_t len, char *err, size_t errlen)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(m, "gen_device");
+    gt_gen_dev gd;
+    buf[0] = '\0';
+    if (!j)
+        return 0;
+    if (gt_gen_dev_from_json(j, &gd, err, errlen) != 0)
+        return -1;
+    cJSON *c = gt_gen_dev_to_json(&gd);
+    int ok = c && cJSON_PrintPreallocated(c, buf, (int)len, 0);
+    cJSON_Delete(c);
+    if (!ok) {
+        buf[0] = '\0';
+        snprintf(err, errlen, "gen_device: out of memory or longer than %zu bytes", len - 1);
+        return -1;
+    }
+    return 0;
+}
+
 static cJSON *on_register(gt_dispatch *d, const cJSON *m)
 {
     char err[256];
@@ -90,6 +116,9 @@ static cJSON *on_register(gt_dispatch *d, const cJSON *m)
     w.units = (int)get_ll(m, "units", 0);
     if (!w.host[0] || !w.backend[0] || !w.device_model[0])
         return gt_proto_error("register: host, backend and device_model are required");
+    if (gen_device_text(m, w.gen_device, sizeof w.gen_device, err, sizeof err) != 0)
+        gt_warn("dispatch: worker %s pid %d registers without its %s (the space view uses default "
+                "limits for it)", w.host, w.pid, err);
     int64_t id;
     if (gt_store_register_worker(d->store, &w, gt_wall_ms(), &id, err, sizeof err))
         return gt_proto_error("register: %s", err);

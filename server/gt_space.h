@@ -51,4 +51,33 @@ int gt_space_add_families(struct cJSON *obj, const gt_problem *p, const gt_gen_d
 int gt_space_add_verdict(struct cJSON *obj, const gt_problem *p, const gt_gen_dev *d,
                          const struct cJSON *cfg, char *err, size_t errlen);
 
+/* Where the device a space is computed for comes from (http_space.c):
+ * the query's ?arch= / ?sms= (a what-if) win; else the run's worker's arch
+ * and SMs; else an H100 (sm_90, 132 SMs). The limits are the worker's own
+ * gen_device (what it registered with: its kept list is then exactly what
+ * it enumerates) unless the query names another arch, whose limits the
+ * worker's cannot be; else gt_gen_dev_default's for the arch. ?sms=
+ * replaces the SM count either way. */
+typedef struct gt_space_dev_in {
+    int q_sm, q_sms;            /* the query's, 0 when not given */
+    int w_sm, w_sms;            /* the worker's arch (sm_NN -> NN) and SMs, 0 when unknown */
+    const char *w_gen_device;   /* the worker's gen_device JSON text, NULL when none */
+} gt_space_dev_in;
+
+typedef struct gt_space_dev {
+    gt_gen_dev d;
+    const char *arch_from;      /* "query", "worker", "default" */
+    const char *sms_from;
+    const char *limits_from;    /* "worker" (its gen_device) or "default" */
+    char ignored[256];          /* non-empty: why the worker's gen_device was not used */
+} gt_space_dev;
+
+#define GT_SPACE_DEFAULT_SM 90
+#define GT_SPACE_DEFAULT_SMS 132
+
+/* A stored gen_device that does not parse (written by a coordinator of
+ * another version, whose members differ) is not an error: the defaults
+ * are used and out->ignored says why. */
+void gt_space_device(const gt_space_dev_in *in, gt_space_dev *out);
+
 #endif

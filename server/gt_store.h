@@ -92,6 +92,9 @@ typedef struct gt_worker_info {
     int units;
     char driver[128];
     char version[32];
+    /* gen/gen_dev.h's JSON text of the limits the worker's generated
+     * families prune with (checked by the caller); "" when it sent none. */
+    char gen_device[512];
 } gt_worker_info;
 
 int gt_store_register_worker(gt_store *s, const gt_worker_info *w, int64_t now_ms,

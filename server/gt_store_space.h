@@ -18,6 +18,7 @@ typedef struct gt_space_target {
     int64_t worker_id;          /* 0: no worker of that backend and model registered */
     char arch[64];              /* that worker's ("sm_90") */
     int units;                  /* its SMs (CUs on HIP) */
+    char *gen_device;           /* its gen/gen_dev.h JSON text (owned), NULL when it sent none */
 } gt_space_target;
 
 /* problem: the problem's id (decimal) or its canonical key, within the run.

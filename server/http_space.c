@@ -7,13 +7,15 @@
  * runs the same code here (gt_space.h) for the run's device: the arch and
  * SM count of the most recent worker of the run's device model, unless the
  * query names them (?arch=sm_NN, ?sms=N: a what-if, or a run no worker has
- * served yet), else an H100 (sm_90, 132 SMs). The other limits are
- * gt_gen_dev_default's for that arch; the caps the worker's defaults. The
- * response says which device and where its arch and SM count came from.
- * Workers do not report their limits, so a worker whose driver reports
- * others can keep a different list: the ranking model is sensitive to the
- * DRAM bandwidth (2 % more changes the kept set at the cap of many shapes,
- * mma's most).
+ * served yet), else an H100 (sm_90, 132 SMs). The other limits are the
+ * ones that worker registered with (gen_device: what its driver reports),
+ * so the kept list is exactly what it enumerates; for a worker that sent
+ * none (older workers) or a what-if on another arch, gt_gen_dev_default's
+ * for the arch, which can keep a different list: the ranking model is
+ * sensitive to the DRAM bandwidth (2 % more changes the kept set at the
+ * cap of many shapes, mma's most). The caps are the worker's defaults. The
+ * response says which device and where its arch, SM count and limits came
+ * from (device.limits_from: "worker" or "default").
  *
  * {problem}: a problem id of GET /v1/runs/{id} (best[].problem_id) or the
  * problem's canonical key, percent-encoded (as for kernels/).
@@ -32,13 +34,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_dev.h"
 #include "gt_log.h"
 #include "gt_space.h"
 #include "gt_store_space.h"
 #include "http_priv.h"
 
-#define H100_SM 90
-#define H100_SMS 132
 #define MAX_SMS 4096
 
 /* "sm_90" -> 90; 0 when s is not of that form. */
@@ -115,39 +116,51 @@ static enum MHD_Result one_arg(void *cls, enum MHD_ValueKind kind, const char *k
     return a->bad ? MHD_NO : MHD_YES;
 }
 
-/* The device the rules see, and where its arch and SM count came from. */
+/* Adds src (taken, deleted on failure) under name. 1 or 0. */
+static int take(cJSON *o, const char *name, cJSON *src)
+{
+    if (src && cJSON_AddItemToObject(o, name, src))
+        return 1;
+    cJSON_Delete(src);
+    return 0;
+}
+
+/* The device the rules see, and where its arch, SM count and limits came
+ * from (gt_space_device). */
 static cJSON *device_json(const space_args *a, const gt_space_target *t, gt_gen_dev *d)
 {
-    int wsm = t->worker_id ? sm_of(t->arch) : 0;
-    int sm = a->sm ? a->sm : wsm ? wsm : H100_SM;
-    int sms = a->sms ? a->sms : t->worker_id && t->units > 0 ? t->units : H100_SMS;
-    const char *sm_from = a->sm ? "query" : wsm ? "worker" : "default";
-    const char *sms_from = a->sms ? "query" : t->worker_id && t->units > 0 ? "worker" : "default";
+    gt_space_dev_in in = {.q_sm = a->sm,
+                          .q_sms = a->sms,
+                          .w_sm = t->worker_id ? sm_of(t->arch) : 0,
+                          .w_sms = t->worker_id && t->units > 0 ? t->units : 0,
+                          .w_gen_device = t->gen_device};
+    gt_space_dev sd;
+    gt_space_device(&in, &sd);
+    *d = sd.d;
+    int worker = !strcmp(sd.limits_from, "worker");
     char arch[16];
-    snprintf(arch, sizeof arch, "sm_%d", sm);
-    gt_gen_dev_default(d, sm, sms);
-    cJSON *j = cJSON_CreateObject(), *lim = NULL;
-    if (!j || !cJSON_AddStringToObject(j, "arch", arch) || !cJSON_AddNumberToObject(j, "sm", sm) ||
+    snprintf(arch, sizeof arch, "sm_%d", d->sm);
+    cJSON *j = cJSON_CreateObject();
+    if (!j || !cJSON_AddStringToObject(j, "arch", arch) || !cJSON_AddNumberToObject(j, "sm", d->sm) ||
         !cJSON_AddNumberToObject(j, "sms", d->sms) ||
-        !cJSON_AddStringToObject(j, "arch_from", sm_from) ||
-        !cJSON_AddStringToObject(j, "sms_from", sms_from) ||
+        !cJSON_AddStringToObject(j, "arch_from", sd.arch_from) ||
+        !cJSON_AddStringToObject(j, "sms_from", sd.sms_from) ||
+        !cJSON_AddStringToObject(j, "limits_from", sd.limits_from) ||
         !(t->worker_id ? cJSON_AddNumberToObject(j, "worker_id", (double)t->worker_id)
                        : cJSON_AddNullToObject(j, "worker_id")) ||
-        !(lim = cJSON_AddObjectToObject(j, "limits")) ||
-        !cJSON_AddNumberToObject(lim, "max_threads_block", d->max_threads_block) ||
-        !cJSON_AddNumberToObject(lim, "smem_block", d->smem_block) ||
-        !cJSON_AddNumberToObject(lim, "smem_optin", d->smem_optin) ||
-        !cJSON_AddNumberToObject(lim, "regs_sm", d->regs_sm) ||
-        !cJSON_AddNumberToObject(lim, "max_regs_thread", d->max_regs_thread) ||
-        !cJSON_AddNumberToObject(lim, "max_warps_sm", d->max_warps_sm) ||
-        !cJSON_AddNumberToObject(lim, "l2_bytes", (double)d->l2_bytes) ||
-        !cJSON_AddNumberToObject(lim, "dram_bw", d->dram_bw) ||
+        !take(j, "limits", gt_gen_dev_to_json(d)) ||
+        (sd.ignored[0] && !cJSON_AddStringToObject(j, "limits_ignored", sd.ignored)) ||
         !cJSON_AddStringToObject(
             j, "note",
-            "limits are gt_gen_dev_default's for the arch (H100-like from sm_90, A100-like "
-            "below) with these SMs; a worker reads its own from the driver, and the model's "
-            "ranking, hence the kept configs under the cap, moves with dram_bw; caps are the "
-            "worker's defaults (GT_CUDA_GEN_MAX, GT_CUDA_MMA_MAX unset)")) {
+            worker ? "limits are the ones the worker registered with (gen_device): the kept "
+                     "configs are what it enumerates; caps are the worker's defaults "
+                     "(GT_CUDA_GEN_MAX, GT_CUDA_MMA_MAX unset)"
+                   : "limits are gt_gen_dev_default's for the arch (H100-like from sm_90, "
+                     "A100-like below) with these SMs: no worker limits apply (none "
+                     "registered, an older worker, or another arch asked for); a worker reads "
+                     "its own from the driver, and the model's ranking, hence the kept configs "
+                     "under the cap, moves with dram_bw; caps are the worker's defaults "
+                     "(GT_CUDA_GEN_MAX, GT_CUDA_MMA_MAX unset)")) {
         cJSON_Delete(j);
         return NULL;
     }
@@ -167,15 +180,6 @@ static enum MHD_Result lookup_error(gt_req *q, int rc, int64_t run_id, const cha
                                   (long long)run_id, problem, (long long)run_id);
     gt_err("space run %lld problem %s: %s", (long long)run_id, problem, err);
     return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s", err);
-}
-
-/* Adds src (taken, deleted on failure) under name. 1 or 0. */
-static int take(cJSON *o, const char *name, cJSON *src)
-{
-    if (src && cJSON_AddItemToObject(o, name, src))
-        return 1;
-    cJSON_Delete(src);
-    return 0;
 }
 
 enum MHD_Result gt_http_space(gt_req *q, const char *method, int64_t run_id, const char *rest)

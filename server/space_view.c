@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_dev.h"
 #include "gt_space.h"
 
 /* ---- one family's space, whichever family ------------------------------------------ */
@@ -359,4 +360,39 @@ out:
     if (rc < 0)
         snprintf(err, errlen, "out of memory computing the verdict");
     return rc;
+}
+
+/* ---- the device ----------------------------------------------------------------------- */
+
+void gt_space_device(const gt_space_dev_in *in, gt_space_dev *out)
+{
+    memset(out, 0, sizeof *out);
+    int sm = in->q_sm ? in->q_sm : in->w_sm ? in->w_sm : GT_SPACE_DEFAULT_SM;
+    out->arch_from = in->q_sm ? "query" : in->w_sm ? "worker" : "default";
+    out->sms_from = in->q_sms ? "query" : in->w_sms > 0 ? "worker" : "default";
+    out->limits_from = "default";
+    gt_gen_dev wd;
+    if (in->w_gen_device) {
+        cJSON *j = cJSON_Parse(in->w_gen_device);
+        char why[200];
+        if (!j)
+            snprintf(out->ignored, sizeof out->ignored, "the worker's gen_device is not JSON");
+        else if (gt_gen_dev_from_json(j, &wd, why, sizeof why) != 0)
+            snprintf(out->ignored, sizeof out->ignored, "the worker's %s", why);
+        /* The worker's limits are those of its own arch: a what-if on
+         * another arch gets that arch's defaults, not a mix. */
+        else if (in->q_sm && in->q_sm != wd.sm)
+            snprintf(out->ignored, sizeof out->ignored,
+                     "the worker's gen_device is sm_%d's, the query asks for sm_%d", wd.sm,
+                     in->q_sm);
+        else
+            out->limits_from = "worker";
+        cJSON_Delete(j);
+    }
+    if (!out->ignored[0] && in->w_gen_device)
+        out->d = wd;
+    else
+        gt_gen_dev_default(&out->d, sm, in->w_sms > 0 ? in->w_sms : GT_SPACE_DEFAULT_SMS);
+    if (in->q_sms)
+        out->d.sms = in->q_sms;
 }

@@ -65,8 +65,9 @@ int gt_store_register_worker(gt_store *s, const gt_worker_info *w, int64_t now_m
         goto out;
     st = gt_store_prep(s,
                        "INSERT INTO workers(host, pid, device_index, backend, device_model, arch,"
-                       " mem_bytes, units, driver, version, state, registered_ms, last_heartbeat_ms)"
-                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'idle', ?, ?)",
+                       " mem_bytes, units, driver, version, state, registered_ms, last_heartbeat_ms,"
+                       " gen_device)"
+                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'idle', ?, ?, ?)",
                        err, errlen);
     if (!st)
         goto out;
@@ -82,6 +83,7 @@ int gt_store_register_worker(gt_store *s, const gt_worker_info *w, int64_t now_m
     gt_store_bind_text(st, 10, w->version);
     sqlite3_bind_int64(st, 11, now_ms);
     sqlite3_bind_int64(st, 12, now_ms);
+    gt_store_bind_text(st, 13, w->gen_device[0] ? w->gen_device : NULL);
     if (gt_store_step_done(s, st, err, errlen))
         goto out;
     *worker_id = sqlite3_last_insert_rowid(s->db);

@@ -351,7 +351,8 @@ static int fill_worker(cJSON *w, sqlite3_stmt *st, gt_store *s, int64_t now_ms, 
         !add_num_col(w, "mem_bytes", st, 8) || !add_str_col(w, "state", st, 9) ||
         !add_num_col(w, "last_heartbeat_ms", st, 10) ||
         !cJSON_AddNumberToObject(w, "heartbeat_age_s", age) || !add_num_col(w, "results", st, 11) ||
-        !add_str_col(w, "driver", st, 12) || !add_num_col(w, "registered_ms", st, 13)) {
+        !add_str_col(w, "driver", st, 12) || !add_num_col(w, "registered_ms", st, 13) ||
+        !add_json_col(w, "gen_device", st, 14)) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -362,7 +363,7 @@ cJSON *gt_store_workers_json(gt_store *s, int64_t now_ms, char *err, size_t errl
 {
     return add_rows(s, cJSON_CreateObject(), "workers",
                     "SELECT id, host, pid, device_index, backend, device_model, arch, units,"
-                    " mem_bytes, state, last_heartbeat_ms, results, driver, registered_ms"
+                    " mem_bytes, state, last_heartbeat_ms, results, driver, registered_ms, gen_device"
                     " FROM workers ORDER BY id",
                     NULL, fill_worker, now_ms, err, errlen);
 }

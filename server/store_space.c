@@ -1,6 +1,7 @@
 /* store_space.c: what GET /v1/runs/{id}/space/{problem} reads from the
  * store: the problem, its run's backend and device model, and the worker
- * that says what that model's arch and SM count are. Read-only. */
+ * that says what that model's arch, SM count and (gen_device) limits are.
+ * Read-only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@ void gt_space_target_fini(gt_space_target *t)
     free(t->key);
     free(t->label);
     free(t->spec);
+    free(t->gen_device);
     memset(t, 0, sizeof *t);
 }
 
@@ -23,7 +25,7 @@ void gt_space_target_fini(gt_space_target *t)
  * matches none, rather than whichever worker happens to be newest. */
 static const char k_target_sql[] =
     "SELECT r.backend, COALESCE(r.device_model, ''), p.id, p.key, p.label, p.spec,"
-    " w.id, w.arch, w.units"
+    " w.id, w.arch, w.units, w.gen_device"
     " FROM runs r"
     " LEFT JOIN problems p ON p.run_id = r.id AND (p.id = ?2 OR p.key = ?3)"
     " LEFT JOIN workers w ON w.id = (SELECT w2.id FROM workers w2 WHERE w2.backend = r.backend"
@@ -75,6 +77,10 @@ int gt_store_space_target(gt_store *s, int64_t run_id, const char *problem, gt_s
         t->worker_id = sqlite3_column_int64(st, 6);
         snprintf(t->arch, sizeof t->arch, "%s", gt_store_col_text(st, 7));
         t->units = sqlite3_column_int(st, 8);
+        if (sqlite3_column_type(st, 9) != SQLITE_NULL && dup_col(&t->gen_device, st, 9) != 0) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
     }
     if (dup_col(&t->key, st, 3) != 0 || dup_col(&t->label, st, 4) != 0 ||
         dup_col(&t->spec, st, 5) != 0) {

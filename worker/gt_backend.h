@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gen_gemv.h"
 #include "gt_problem.h"
 
 struct cJSON;
@@ -29,6 +30,12 @@ typedef struct gt_bk_device {
     int64_t mem_bytes;
     int units;               /* SMs / CUs / cores */
     char driver[128];        /* driver / library versions, clocks: free text */
+    /* The device as the generated families' rules see it (gen/gen_dev.h),
+     * sent at registration so the coordinator's space view prunes with the
+     * limits this worker prunes with; has_gen 0 when the backend has none
+     * (cpu) or could not read them. */
+    int has_gen;
+    gt_gen_dev gen;
 } gt_bk_device;
 
 typedef struct gt_timing_opts {

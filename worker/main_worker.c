@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gen_dev.h"
 #include "gt_backend.h"
 #include "gt_client.h"
 #include "gt_proto.h"
@@ -85,6 +86,13 @@ static cJSON *register_msg(worker *w)
              cJSON_AddStringToObject(m, "driver", w->dev.driver) &&
              cJSON_AddStringToObject(m, "version", GT_WORKER_VERSION) &&
              (!w->token || cJSON_AddStringToObject(m, "token", w->token));
+    /* Optional (PROTOCOL.md): the limits the generated families prune with
+     * on this device, so the coordinator's space view is this worker's. */
+    cJSON *g = ok && w->dev.has_gen ? gt_gen_dev_to_json(&w->dev.gen) : NULL;
+    if (ok && w->dev.has_gen && (!g || !cJSON_AddItemToObject(m, "gen_device", g))) {
+        cJSON_Delete(g);
+        ok = 0;
+    }
     if (!ok) {
         cJSON_Delete(m);
         return NULL;

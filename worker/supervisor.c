@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gen_dev.h"
 #include "gt_proto.h"
 #include "gt_runner.h"
 
@@ -124,6 +125,14 @@ static cJSON *device_json(const gt_bk_device *d)
               !cJSON_AddStringToObject(j, "driver", d->driver))) {
         cJSON_Delete(j);
         return NULL;
+    }
+    if (j && d->has_gen) {
+        cJSON *g = gt_gen_dev_to_json(&d->gen);
+        if (!g || !cJSON_AddItemToObject(j, "gen_device", g)) {
+            cJSON_Delete(g);
+            cJSON_Delete(j);
+            return NULL;
+        }
     }
     return j;
 }
@@ -257,6 +266,15 @@ int gt_sup_start(gt_sup *s, char *err, size_t errlen)
         s->dev.mem_bytes = gt_proto_int_or(dev, "mem_bytes", 0, 1LL << 53, 0);
     if ((v = cJSON_GetObjectItemCaseSensitive(dev, "units")) && cJSON_IsNumber(v))
         s->dev.units = (int)gt_proto_int_or(dev, "units", 0, 1 << 30, 0);
+    /* Our own child wrote it with gt_gen_dev_to_json: a refusal is a bug,
+     * said in the log; the worker still serves, registering without it. */
+    s->dev.has_gen = 0;
+    if ((v = cJSON_GetObjectItemCaseSensitive(dev, "gen_device"))) {
+        char gerr[256];
+        s->dev.has_gen = gt_gen_dev_from_json(v, &s->dev.gen, gerr, sizeof gerr) == 0;
+        if (!s->dev.has_gen)
+            gt_warn("bench process: %s", gerr);
+    }
     cJSON_Delete(hello);
     return 0;
 }

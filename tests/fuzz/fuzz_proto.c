@@ -20,7 +20,10 @@
  *     print/parse trip a config makes between coordinator and worker, and
  *     the hash is FNV-1a 64 of that text as 16 hex digits;
  *   - gt_run_opts_from_json on every object (the POST /v1/runs JSON body):
- *     accepted options stay inside their documented ranges.
+ *     accepted options stay inside their documented ranges;
+ *   - gt_gen_dev_from_json on every object (a register message's
+ *     "gen_device"): an accepted device is inside gen_dev.c's ranges and
+ *     survives gt_gen_dev_to_json -> gt_gen_dev_from_json unchanged.
  * The walk covers objects the decoder rejects too (no "v", other types), so
  * the readers are fuzzed even where the envelope is wrong. A violated
  * contract calls abort(), which libFuzzer reports as a crash. */
@@ -32,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_dev.h"
 #include "gt_config.h"
 #include "gt_problem.h"
 #include "gt_proto.h"
@@ -233,6 +237,42 @@ static void fuzz_run_opts(const cJSON *obj)
     gt_run_opts_fini(&o);
 }
 
+/* A register message's "gen_device" (gen/gen_dev.h): an accepted device is
+ * inside the documented ranges (the rules and the ranking model divide by
+ * several of them), and writing it back and reading that again gives the
+ * same device, bit for bit (the coordinator stores the re-written text). */
+static void fuzz_gen_dev(const cJSON *obj)
+{
+    gt_gen_dev d, e;
+    char err[256];
+    err[0] = '\0';
+    if (gt_gen_dev_from_json(obj, &d, err, sizeof err) != 0) {
+        FUZZ_REQUIRE(err[0] != '\0' && terminated(err, sizeof err));
+        return;
+    }
+    FUZZ_REQUIRE((d.hip == 0 && d.sm >= 10 && d.sm <= 1000 && d.warp_size == 32) ||
+                 (d.hip == 1 && d.sm == 0 && (d.warp_size == 32 || d.warp_size == 64)));
+    FUZZ_REQUIRE(d.sms >= 1 && d.sms <= 4096 && d.max_threads_block >= 32 &&
+                 d.max_threads_block <= 65536 && d.max_regs_thread >= 1 &&
+                 d.max_regs_thread <= 4096 && d.max_warps_sm >= 1 && d.max_warps_sm <= 4096);
+    FUZZ_REQUIRE(d.smem_block >= 1 && d.smem_block <= (1 << 24) && d.smem_optin >= 1 &&
+                 d.smem_optin <= (1 << 24) && d.smem_sm >= 1 && d.smem_sm <= (1 << 24) &&
+                 d.regs_sm >= 1 && d.regs_sm <= (1 << 24));
+    FUZZ_REQUIRE(d.l2_bytes >= 0 && d.l2_bytes <= ((int64_t)1 << 40));
+    FUZZ_REQUIRE(isfinite(d.dram_bw) && d.dram_bw >= 1e6 && d.dram_bw <= 1e16);
+    FUZZ_REQUIRE(isfinite(d.tc_flops) && d.tc_flops >= 1e6 && d.tc_flops <= 1e18);
+    cJSON *j = gt_gen_dev_to_json(&d);
+    char *txt = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON *back = txt ? cJSON_Parse(txt) : NULL;
+    if (back) {
+        FUZZ_REQUIRE(gt_gen_dev_from_json(back, &e, err, sizeof err) == 0);
+        FUZZ_REQUIRE(gt_gen_dev_equal(&d, &e));
+    }
+    cJSON_Delete(back);
+    cJSON_free(txt);
+    cJSON_Delete(j);
+}
+
 /* Runs every object-level reader on obj and recurses into its children. */
 static void walk(const cJSON *it, size_t *budget)
 {
@@ -245,6 +285,7 @@ static void walk(const cJSON *it, size_t *budget)
             fuzz_config(it);
             fuzz_result(it);
             fuzz_run_opts(it);
+            fuzz_gen_dev(it);
         }
         if (cJSON_IsObject(it) || cJSON_IsArray(it))
             walk(it->child, budget);

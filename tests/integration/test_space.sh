@@ -8,8 +8,11 @@
 # warps: shape; vec=8 on lda=4100: alignment) and that a kept one is kept,
 # with its rank; ?family=, ?rule=, offset/limit; the device comes from the
 # newest worker of the run's model, from ?arch=/?sms=, else H100 defaults,
-# and the response says which; the problem by key; 404, 400, 405, 422 and
-# 401 without the read token.
+# and the response says which; the limits are the worker's registered
+# gen_device when it has one (limits_from: worker; mma keeps other configs
+# with its smaller shared memory), the defaults otherwise or for another
+# arch; GET /v1/workers shows gen_device; the problem by key; 404, 400,
+# 405, 422 and 401 without the read token.
 source "$(dirname "$0")/lib.sh"
 
 READ=rtok
@@ -118,6 +121,32 @@ check "?arch=sm_90&sms=132 override the worker, and give the default device's sp
 code=$(get "/v1/runs/$RUN/space/$PDEC?arch=sm_75" "$T/t4.json")
 check "?arch=sm_75: neither family applies (sm_80+)" \
   [ "$(q "$T/t4.json" "json_extract(x,'$.families.gemv.applicable') || json_extract(x,'$.families.mma.applicable') || ' ' || json_extract(x,'$.device.sms_from')")" = "00 worker" ]
+
+# --- a worker that registered its limits (gen_device): used exactly
+check "a worker without gen_device: default limits" \
+  [ "$(q "$T/w.json" "json_extract(x,'$.device.limits_from') || ' ' || json_extract(x,'$.device.limits.dram_bw')")" = "default 2950000000000" ]
+# an sm_86-sized shared memory and 2 % more DRAM bandwidth than the H100 defaults
+GD='{"hip":0,"sm":90,"sms":114,"warp_size":32,"max_threads_block":1024,"smem_block":49152,"regs_sm":65536,"max_regs_thread":255,"max_warps_sm":64,"dram_bw":3009000012345.5,"smem_optin":101376,"smem_sm":102400,"l2_bytes":52428800,"tc_flops":600000000000000}'
+code=$(get "/v1/runs/$RUN/space/$PDEC?family=mma" "$T/wm.json") # gpu1: sm_90 defaults, 114 SMs
+now=$((now + 1))
+sqlite3 "$DB" "INSERT INTO workers (host, pid, device_index, backend, device_model, arch, mem_bytes,
+  units, driver, version, state, registered_ms, last_heartbeat_ms, gen_device) VALUES
+  ('gpu2', 1, 0, 'cuda', '$H100', 'sm_90', 85000000000, 114, 'd', 'v', 'gone', $now, $now, '$GD');"
+W2=$(sqlite3 "$DB" "SELECT id FROM workers WHERE host = 'gpu2'")
+code=$(get "/v1/runs/$RUN/space/$PDEC?family=mma" "$T/g.json")
+check "device from the worker's gen_device: limits_from worker, its dram_bw and smem_optin, its id (HTTP $code)" \
+  [ "$(q "$T/g.json" "json_extract(x,'$.device.limits_from') || ' ' || json_extract(x,'$.device.limits.dram_bw') || ' ' || json_extract(x,'$.device.limits.smem_optin') || ' ' || json_extract(x,'$.device.worker_id')")" = "worker 3009000012345.5 101376 $W2" ]
+code=$(get "/v1/runs/$RUN/space/$PDEC?family=mma&arch=sm_90&sms=114" "$T/gq.json")
+check "its mma kept list differs from the default limits' (smaller shared memory)" \
+  [ "$(q "$T/g.json" "json(json_extract(x,'$.families.mma.kept'))")" != "$(q "$T/wm.json" "json(json_extract(x,'$.families.mma.kept'))")" ]
+check "?arch= of the worker's arch keeps its limits" \
+  [ "$(q "$T/gq.json" "json_extract(x,'$.device.limits_from') || ' ' || json(json_extract(x,'$.families.mma.kept'))")" = "worker $(q "$T/g.json" "json(json_extract(x,'$.families.mma.kept'))")" ]
+code=$(get "/v1/runs/$RUN/space/$PDEC?family=mma&arch=sm_80" "$T/ga.json")
+check "?arch=sm_80: that arch's default limits, and why the worker's are not used" \
+  [ "$(q "$T/ga.json" "json_extract(x,'$.device.limits_from') || ' ' || (json_extract(x,'$.device.limits_ignored') LIKE '%sm_90%sm_80%')")" = "default 1" ]
+code=$(get "/v1/workers" "$T/workers.json")
+check "GET /v1/workers: gen_device of the worker that sent it, null for the others" \
+  [ "$(q "$T/workers.json" "(SELECT json_extract(value,'$.gen_device.dram_bw') FROM json_each(json_extract(x,'$.workers')) WHERE json_extract(value,'$.host') = 'gpu2') || ' ' || (SELECT json_type(value,'$.gen_device') FROM json_each(json_extract(x,'$.workers')) WHERE json_extract(value,'$.host') = 'gpu1')")" = "3009000012345.5 null" ]
 
 # --- errors
 code=$(get "/v1/runs/424242/space/$PDEC" "$T/e1.json")

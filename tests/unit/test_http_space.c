@@ -17,7 +17,12 @@
  *     checked by the same rules, an inapplicable family, and refusals of
  *     library, unknown and malformed configs;
  *   - the store finds the problem by id or key, the run's backend and model,
- *     and the newest worker of that backend and model only. */
+ *     and the newest worker of that backend and model only;
+ *   - a worker's registered limits (gen_device) are used exactly: the space
+ *     is gen's with that device and differs from the defaults'; another
+ *     arch asked for, an older worker or an unreadable text fall back to
+ *     the defaults; GET /v1/workers rows carry gen_device. */
+#include "gen_dev.h"
 #include "gen_mma.h"
 #include "gt_config.h"
 #include "gt_space.h"
@@ -467,6 +472,123 @@ static void store_target(void)
     CHECK(system(path) == 0);
 }
 
+/* The kept configs of both families for p on d, as canonical texts joined. */
+static char *kept_text(const cJSON *o)
+{
+    cJSON *k = cJSON_CreateArray();
+    cJSON_AddItemReferenceToArray(k, (cJSON *)at(o, "families", "gemv", NULL));
+    cJSON_AddItemReferenceToArray(k, (cJSON *)at(o, "families", "mma", NULL));
+    char *t = cJSON_PrintUnformatted(k);
+    cJSON_Delete(k);
+    return t;
+}
+
+/* A worker that registered with its own limits (gen_device, through the
+ * store's register call as dispatch.c makes it): the store hands them back
+ * for the run's problems, gt_space_device uses them exactly (limits_from
+ * "worker"), and the space is gt_gen_prune's / gt_mma_prune's with that
+ * device, which differs from the defaults' (smem_optin of an sm_86, 2 %
+ * more DRAM bandwidth). ?arch= of another arch falls back to its defaults;
+ * ?sms= still wins; a stored text that does not parse is ignored, said. */
+static void worker_limits(void)
+{
+    char dir[] = "/tmp/gt-space-lim.XXXXXX", path[256], err[512];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/c.db", dir);
+    gt_store *s = gt_store_open(path, err, sizeof err);
+    CHECK_MSG(s, "%s", err);
+    if (!s)
+        return;
+    int64_t run = new_run(s, "cuda", "H100");
+    gt_gen_dev wd, def;
+    gt_gen_dev_default(&def, 90, 114);
+    wd = def;
+    wd.dram_bw = def.dram_bw * 1.02 + 12345.678;
+    wd.smem_optin = 101376;
+    wd.smem_sm = 102400;
+    gt_worker_info w;
+    memset(&w, 0, sizeof w);
+    snprintf(w.host, sizeof w.host, "gpu1");
+    snprintf(w.backend, sizeof w.backend, "cuda");
+    snprintf(w.device_model, sizeof w.device_model, "H100");
+    snprintf(w.arch, sizeof w.arch, "sm_90");
+    w.units = 114;
+    cJSON *gj = gt_gen_dev_to_json(&wd);
+    CHECK(gj && cJSON_PrintPreallocated(gj, w.gen_device, sizeof w.gen_device, 0));
+    cJSON_Delete(gj);
+    int64_t wid = 0;
+    CHECK(gt_store_register_worker(s, &w, 100, &wid, err, sizeof err) == 0 && wid > 0);
+    gt_space_target t;
+    CHECK(gt_store_space_target(s, run, "1", &t, err, sizeof err) == 0);
+    CHECK(t.worker_id == wid && t.gen_device && !strcmp(t.gen_device, w.gen_device));
+    gt_space_dev_in in = {.w_sm = 90, .w_sms = t.units, .w_gen_device = t.gen_device};
+    gt_space_dev sd;
+    gt_space_device(&in, &sd);
+    CHECK(!strcmp(sd.limits_from, "worker") && !strcmp(sd.arch_from, "worker") &&
+          !sd.ignored[0] && gt_gen_dev_equal(&sd.d, &wd));
+    /* the space is gen's with that exact device, and not the defaults' */
+    gt_problem ps[] = {mk(4096, 1, 4096), mk(14336, 16, 4096), mk(4096, 8, 14336),
+                       mk(4096, 512, 4096), mk(1024, 64, 1024), batched_epilogue()};
+    int differ = 0;
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+        family_matches(&ps[i], &sd.d, GT_SPACE_GEMV);
+        family_matches(&ps[i], &sd.d, GT_SPACE_MMA);
+        cJSON *a = space(&ps[i], &sd.d, GT_SPACE_ALL, NULL, 0, 0);
+        cJSON *b = space(&ps[i], &def, GT_SPACE_ALL, NULL, 0, 0);
+        char *ta = a ? kept_text(a) : NULL, *tb = b ? kept_text(b) : NULL;
+        CHECK(ta && tb);
+        differ += ta && tb && strcmp(ta, tb) != 0;
+        free(ta);
+        free(tb);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    CHECK_MSG(differ >= 3, "only %d of 6 problems keep other configs with the worker's limits",
+              differ);
+    /* ?sms= wins over the worker's, the limits stay its own */
+    in.q_sms = 100;
+    gt_space_device(&in, &sd);
+    CHECK(!strcmp(sd.limits_from, "worker") && !strcmp(sd.sms_from, "query") && sd.d.sms == 100 &&
+          sd.d.dram_bw == wd.dram_bw);
+    /* ?arch=sm_90 is the worker's arch: still its limits; sm_80: the defaults */
+    in.q_sms = 0;
+    in.q_sm = 90;
+    gt_space_device(&in, &sd);
+    CHECK(!strcmp(sd.limits_from, "worker") && !strcmp(sd.arch_from, "query"));
+    in.q_sm = 80;
+    gt_space_device(&in, &sd);
+    gt_gen_dev a100;
+    gt_gen_dev_default(&a100, 80, 114);
+    CHECK(!strcmp(sd.limits_from, "default") && strstr(sd.ignored, "sm_80") &&
+          gt_gen_dev_equal(&sd.d, &a100));
+    /* an older worker (no gen_device): the defaults, nothing ignored */
+    in.q_sm = 0;
+    in.w_gen_device = NULL;
+    gt_space_device(&in, &sd);
+    CHECK(!strcmp(sd.limits_from, "default") && !sd.ignored[0] && gt_gen_dev_equal(&sd.d, &def));
+    /* a stored text of another version: the defaults, and why */
+    in.w_gen_device = "{\"hip\":0}";
+    gt_space_device(&in, &sd);
+    CHECK(!strcmp(sd.limits_from, "default") && strstr(sd.ignored, "missing") &&
+          gt_gen_dev_equal(&sd.d, &def));
+    gt_space_target_fini(&t);
+    /* GET /v1/workers shows it, parsed; a worker without one shows null */
+    memset(w.gen_device, 0, sizeof w.gen_device);
+    w.pid = 2;
+    CHECK(gt_store_register_worker(s, &w, 200, &wid, err, sizeof err) == 0);
+    cJSON *ws = gt_store_workers_json(s, 300, err, sizeof err);
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(ws, "workers");
+    const cJSON *g0 = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(rows, 0), "gen_device");
+    const cJSON *g1 = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(rows, 1), "gen_device");
+    gt_gen_dev back;
+    CHECK(cJSON_GetArraySize(rows) == 2 && gt_gen_dev_from_json(g0, &back, err, sizeof err) == 0 &&
+          gt_gen_dev_equal(&back, &wd) && cJSON_IsNull(g1));
+    cJSON_Delete(ws);
+    gt_store_close(s);
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    CHECK(system(path) == 0);
+}
+
 int main(void)
 {
     RUN(rule_names);
@@ -474,5 +596,6 @@ int main(void)
     RUN(filter_and_pages);
     RUN(verdicts);
     RUN(store_target);
+    RUN(worker_limits);
     return gt_test_done();
 }

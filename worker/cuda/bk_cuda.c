@@ -216,6 +216,13 @@ static int cuda_open(int index, gt_bk_ctx **out, gt_bk_device *dev, char *err, s
     snprintf(dev->driver, sizeof dev->driver,
              "driver %d runtime %d cublasLt %zu sm_clock %d MHz mem_clock %d MHz", drv, rt,
              cublasLtGetVersion(), sm_khz / 1000, mem_khz / 1000);
+    /* The limits enumeration prunes with, read now from the context just
+     * made (attribute queries, cached for gen_run.c). A failure here means
+     * the generated families cannot build either (the same driver entry
+     * points): the device still opens for cuBLASLt, it registers without
+     * gen_device, and the first generated build reports the reason. */
+    char gerr[256];
+    dev->has_gen = gt_gen_device(ctx, &dev->gen, gerr, sizeof gerr) == 0;
     *out = ctx;
     return 0;
 fail:

@@ -1,0 +1,105 @@
+/* test_store_migrate.c: an existing coordinator database upgrades in place
+ * (server/store.c applies schema/NNN_*.sql above PRAGMA user_version).
+ * Proven here: a version-3 database (001..003 applied, as a coordinator
+ * before 004 left it) with a registered worker opens as version 4; the
+ * worker keeps its row, its gen_device is NULL (GET /v1/workers: null) and
+ * a worker registering afterwards stores one; opening again applies
+ * nothing more. */
+#include <cjson/cJSON.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gt_store.h"
+#include "gt_test.h"
+
+/* The embedded schema files (build/gt_schema_sql.c, cmake/embed_sql.cmake). */
+struct gt_schema_file {
+    const char *name;
+    const char *sql;
+};
+extern const struct gt_schema_file gt_schema_files[];
+
+static int user_version(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    int v = -1;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* A database as a coordinator of schema version 3 leaves it. */
+static int make_v3(const char *path)
+{
+    sqlite3 *db = NULL;
+    int ok = sqlite3_open(path, &db) == SQLITE_OK;
+    for (const struct gt_schema_file *f = gt_schema_files; ok && f->name; f++) {
+        int n = atoi(f->name);
+        if (n >= 1 && n <= 3)
+            ok = sqlite3_exec(db, f->sql, NULL, NULL, NULL) == SQLITE_OK;
+    }
+    ok = ok && sqlite3_exec(db,
+                            "PRAGMA user_version = 3;"
+                            "INSERT INTO workers (host, pid, device_index, backend, device_model,"
+                            " arch, mem_bytes, units, driver, version, state, registered_ms,"
+                            " last_heartbeat_ms) VALUES ('old', 7, 0, 'cuda', 'H100', 'sm_90', 1,"
+                            " 132, 'd', '0.0.9', 'idle', 1, 1);",
+                            NULL, NULL, NULL) == SQLITE_OK;
+    ok = ok && user_version(db) == 3;
+    sqlite3_close(db);
+    return ok;
+}
+
+static void upgrades_v3(void)
+{
+    char dir[] = "/tmp/gt-migrate.XXXXXX", path[256], err[512];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/c.db", dir);
+    CHECK(make_v3(path));
+    gt_store *s = gt_store_open(path, err, sizeof err);
+    CHECK_MSG(s, "%s", err);
+    if (!s)
+        return;
+    CHECK(user_version(gt_store_db(s)) == 4);
+    gt_worker_info w;
+    memset(&w, 0, sizeof w);
+    snprintf(w.host, sizeof w.host, "new");
+    snprintf(w.backend, sizeof w.backend, "cuda");
+    snprintf(w.device_model, sizeof w.device_model, "H100");
+    snprintf(w.gen_device, sizeof w.gen_device, "{\"x\":1}"); /* the store keeps text as given */
+    int64_t id = 0;
+    CHECK(gt_store_register_worker(s, &w, 5, &id, err, sizeof err) == 0 && id == 2);
+    cJSON *ws = gt_store_workers_json(s, 10, err, sizeof err);
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(ws, "workers");
+    const cJSON *old = cJSON_GetArrayItem(rows, 0), *neu = cJSON_GetArrayItem(rows, 1);
+    CHECK(cJSON_GetArraySize(rows) == 2 &&
+          !strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(old, "host")), "old") &&
+          cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(old, "gen_device")) &&
+          cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+              cJSON_GetObjectItemCaseSensitive(neu, "gen_device"), "x")) == 1);
+    cJSON_Delete(ws);
+    gt_store_close(s);
+    /* opened again: nothing to apply, the rows stay */
+    s = gt_store_open(path, err, sizeof err);
+    CHECK_MSG(s, "%s", err);
+    if (s) {
+        CHECK(user_version(gt_store_db(s)) == 4);
+        ws = gt_store_workers_json(s, 10, err, sizeof err);
+        CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ws, "workers")) == 2);
+        cJSON_Delete(ws);
+        gt_store_close(s);
+    }
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    CHECK(system(path) == 0);
+}
+
+int main(void)
+{
+    RUN(upgrades_v3);
+    return gt_test_done();
+}
