@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "gen_gemv.h"
+#include "space_common.h"
 
 /* ---- families and encoding ------------------------------------------------- */
 
@@ -69,11 +70,7 @@ const char *gt_gen_load_name(int l) { return l >= 0 && l < 3 ? k_load[l] : "?"; 
 const char *gt_gen_pipe_name(int p) { return p >= 0 && p < 2 ? k_pipe[p] : "?"; }
 
 /* Integer attributes, sorted like the canonical text. */
-static const struct {
-    const char *name;
-    int lo, hi;
-    size_t off;
-} k_int[] = {
+static const gt_gen_int_attr k_int[] = {
     {"k_unroll", 1, 16, offsetof(gt_gen_cfg, k_unroll)},
     {"kwarps", 1, 32, offsetof(gt_gen_cfg, kwarps)},
     {"n_tile", 8, 32, offsetof(gt_gen_cfg, n_tile)},
@@ -122,27 +119,11 @@ int gt_gen_cfg_from_json(const cJSON *j, gt_gen_cfg *c, char *err, size_t errlen
             *(w == 0 ? &c->reduction : w == 1 ? &c->a_load : &c->pipe) = v;
             continue;
         }
-        size_t i = 0;
-        while (i < NINT && strcmp(k, k_int[i].name))
-            i++;
-        if (i == NINT) {
-            snprintf(err, errlen, "gemv: config key '%s' unknown", k);
+        if (gt_gen_int_attr_set("gemv", k_int, NINT, seen_int, it, c, err, errlen) != 0)
             return -1;
-        }
-        double d = it->valuedouble;
-        if (seen_int[i]++ || !cJSON_IsNumber(it) || d != floor(d) || d < k_int[i].lo ||
-            d > k_int[i].hi) {
-            snprintf(err, errlen, "gemv: config %s: must be an integer in %d..%d, once", k,
-                     k_int[i].lo, k_int[i].hi);
-            return -1;
-        }
-        *(int *)((char *)c + k_int[i].off) = (int)d;
     }
-    for (size_t i = 0; i < NINT; i++)
-        if (!seen_int[i]) {
-            snprintf(err, errlen, "gemv: config %s: missing", k_int[i].name);
-            return -1;
-        }
+    if (gt_gen_int_attr_missing("gemv", k_int, NINT, seen_int, err, errlen) != 0)
+        return -1;
     if (!seen_red || !seen_load || !seen_pipe) {
         snprintf(err, errlen, "gemv: config %s: missing",
                  !seen_red ? "reduction" : !seen_load ? "a_load" : "pipe");
@@ -165,15 +146,11 @@ cJSON *gt_gen_cfg_to_json(const gt_gen_cfg *c)
     if (!j || !cJSON_AddStringToObject(j, "family", "gemv") ||
         !cJSON_AddStringToObject(j, "a_load", gt_gen_load_name(c->a_load)) ||
         !cJSON_AddStringToObject(j, "reduction", gt_gen_red_name(c->reduction)) ||
-        !cJSON_AddStringToObject(j, "pipe", gt_gen_pipe_name(c->pipe))) {
+        !cJSON_AddStringToObject(j, "pipe", gt_gen_pipe_name(c->pipe)) ||
+        gt_gen_int_attr_add(j, k_int, NINT, c) != 0) {
         cJSON_Delete(j);
         return NULL;
     }
-    for (size_t i = 0; i < NINT; i++)
-        if (!cJSON_AddNumberToObject(j, k_int[i].name, *(const int *)((const char *)c + k_int[i].off))) {
-            cJSON_Delete(j);
-            return NULL;
-        }
     return j;
 }
 
@@ -243,11 +220,8 @@ void gt_gen_dev_hip(gt_gen_dev *d, int cus)
 
 /* ---- applicability ---------------------------------------------------------------- */
 
-static int io_type(gt_dtype t) { return t == GT_DT_F32 || t == GT_DT_F16 || t == GT_DT_BF16; }
-
 int gt_gen_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_t len)
 {
-    const char *act = p->activation;
     if (!d->hip && d->sm < 80)
         snprintf(why, len, "sm_%d: the mma.sync m16n8k16 bf16/f16 path needs sm_80 or newer", d->sm);
     else if (p->trans_a != 'T')
@@ -255,20 +229,8 @@ int gt_gen_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_
                            "transA=T (NN/NT would need a column-streaming kernel)");
     else if (p->trans_b != 'N')
         snprintf(why, len, "transB=T: B columns are read contiguous along k (transB=N only)");
-    else if (p->a_type != p->b_type || (p->a_type != GT_DT_BF16 && p->a_type != GT_DT_F16))
-        snprintf(why, len, "A/B types %s/%s: bf16 or f16 inputs of one type only",
-                 gt_dtype_name(p->a_type), gt_dtype_name(p->b_type));
-    else if (p->compute_type != GT_DT_F32 || (p->scale_type != GT_DT_F32 && p->scale_type != GT_DT_INVALID))
-        snprintf(why, len, "compute %s, scale %s: the family accumulates and scales in f32 only",
-                 gt_dtype_name(p->compute_type), gt_dtype_name(p->scale_type));
-    else if (!io_type(p->d_type) || !io_type(p->c_type))
-        snprintf(why, len, "C/D types %s/%s: f32, f16 or bf16 only", gt_dtype_name(p->c_type),
-                 gt_dtype_name(p->d_type));
-    else if (p->bias && p->bias_type != GT_DT_INVALID && !io_type(p->bias_type))
-        snprintf(why, len, "bias type %s: f32, f16 or bf16 only", gt_dtype_name(p->bias_type));
-    else if (act[0] && strcmp(act, "none") && strcmp(act, "relu") && strcmp(act, "gelu") &&
-             strcmp(act, "gelu_tanh"))
-        snprintf(why, len, "activation %s: none, relu or gelu (tanh) only", act);
+    else if (gt_gen_types_reason(p, why, len) != 0)
+        return -1;
     else if (p->n > GT_GEN_MAX_N)
         snprintf(why, len, "n=%lld > %d: not a skinny GEMM (memory-bound only for few columns)",
                  (long long)p->n, GT_GEN_MAX_N);
@@ -433,31 +395,6 @@ double gt_gen_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cf
 
 /* ---- the space ----------------------------------------------------------------------- */
 
-typedef struct ranked {
-    gt_gen_cfg c;
-    double us;
-    int cls_rank;  /* rank within its pipe class */
-    char text[256];
-} ranked;
-
-static int cmp_us(const void *a, const void *b)
-{
-    const ranked *x = a, *y = b;
-    if (x->us != y->us)
-        return x->us < y->us ? -1 : 1;
-    return strcmp(x->text, y->text);
-}
-
-/* The two pipe classes alternate down the ranking: the model cannot tell
- * which keeps more loads in flight on a given part, so both stay in the cap. */
-static int cmp_ranked(const void *a, const void *b)
-{
-    const ranked *x = a, *y = b;
-    if (x->cls_rank != y->cls_rank)
-        return x->cls_rank < y->cls_rank ? -1 : 1;
-    return cmp_us(a, b);
-}
-
 void gt_gen_space_free(gt_gen_space *s)
 {
     free(s->keep);
@@ -465,70 +402,86 @@ void gt_gen_space_free(gt_gen_space *s)
     memset(s, 0, sizeof *s);
 }
 
-#define NRAW (2 * 9 * 4 * 2 * 9 * 4 * 3 * 2)
+/* The raw space: 2 x 3 x 4 warp layouts (those of more than 8 warps left
+ * out) x 4 k_unroll x 2 vec x 9 split-K x 4 n_tile x 3 a_load x 2 pipe. */
+#define NRAW_B (4 * 2 * 9 * 4 * 3 * 2)
+#define NRAW (2 * 3 * 4 * NRAW_B)
 
-int gt_gen_prune(const gt_problem *p, const gt_gen_dev *d, int cap, gt_gen_space *s)
+static int raw_cfg(int i, gt_gen_anycfg *out)
 {
     static const int rws[] = {16, 32}, wms[] = {1, 2, 4}, kws[] = {1, 2, 4, 8}, us[] = {1, 2, 4, 8};
     static const int vecs[] = {8, 4}, sks[] = {1, 2, 4, 8, 16}, nts[] = {8, 16, 24, 32};
+    int a = i / NRAW_B, b = i % NRAW_B;
+    int rw = rws[a / 12], wm = wms[a / 4 % 3], kw = kws[a % 4];
+    if (wm * kw > 8)
+        return 0;
+    int u = b / 432, v = b / 216 % 2, sr = b / 24 % 9, nt = b / 6 % 4, ld = b / 2 % 3;
+    int sk = sr ? 1 + (sr - 1) / 2 : 0, red = sr ? 1 + (sr - 1) % 2 : 0;
+    out->gemv = (gt_gen_cfg){.rows_per_cta = rw * wm, .warps = wm * kw, .kwarps = kw,
+                             .vec = vecs[v], .k_unroll = us[u], .splitk = sks[sk],
+                             .reduction = red, .n_tile = nts[nt], .a_load = ld, .pipe = b % 2};
+    return 1;
+}
+
+static int check_cfg(const gt_problem *p, const gt_gen_dev *d, const gt_gen_anycfg *c, char *why,
+                     size_t len)
+{
+    return gt_gen_check(p, d, &c->gemv, why, len);
+}
+
+static double model_cfg(const gt_problem *p, const gt_gen_dev *d, const gt_gen_anycfg *c)
+{
+    return gt_gen_model_us(p, d, &c->gemv);
+}
+
+static int text_cfg(const gt_gen_anycfg *c, char *buf, size_t len)
+{
+    return gt_gen_cfg_text(&c->gemv, buf, len);
+}
+
+/* The two pipe classes alternate down the ranking: the model cannot tell
+ * which keeps more loads in flight on a given part, so both stay in the
+ * cap. The key is the rank within the config's pipe class. */
+static int order(gt_gen_ranked *ok, int nok)
+{
+    int seen[2] = {0, 0};
+    for (int i = 0; i < nok; i++)
+        ok[i].key = seen[ok[i].c.gemv.pipe ? 1 : 0]++;
+    return 0;
+}
+
+static void rank_reason(const gt_gen_ranked *r, int i, int nok, int cap, char *buf, size_t len)
+{
+    snprintf(buf, len, "rank: %d of %d (model %.1f us, %d of its pipe class), beyond the cap of %d",
+             i + 1, nok, r->us, r->key + 1, cap);
+}
+
+static const gt_gen_space_spec k_spec = {
+    .nraw = NRAW,
+    .cfg_size = sizeof(gt_gen_cfg),
+    .pruned_size = sizeof(gt_gen_pruned),
+    .reason_off = offsetof(gt_gen_pruned, reason),
+    .raw = raw_cfg,
+    .check = check_cfg,
+    .model_us = model_cfg,
+    .text = text_cfg,
+    .order = order,
+    .rank_reason = rank_reason,
+};
+_Static_assert(offsetof(gt_gen_pruned, cfg) == 0, "the builder writes the config at offset 0");
+
+int gt_gen_prune(const gt_problem *p, const gt_gen_dev *d, int cap, gt_gen_space *s)
+{
+    gt_gen_space_out o;
     memset(s, 0, sizeof *s);
     if (gt_gen_applicable(p, d, s->why, sizeof s->why) != 0)
         return 0;
-    ranked *ok = malloc(NRAW * sizeof *ok);
-    s->pruned = malloc(NRAW * sizeof *s->pruned);
-    if (!ok || !s->pruned) {
-        free(ok);
-        gt_gen_space_free(s);
+    if (gt_gen_space_build(&k_spec, p, d, cap, &o) != 0)
         return -1;
-    }
-    int nok = 0;
-    gt_gen_cfg c;
-    for (int a = 0; a < 2 * 3 * 4; a++) {
-        int rw = rws[a / 12], wm = wms[a / 4 % 3], kw = kws[a % 4];
-        if (wm * kw > 8)
-            continue;
-        for (int b = 0; b < 4 * 2 * 9 * 4 * 3 * 2; b++) {
-            int u = b / 432, v = b / 216 % 2, sr = b / 24 % 9, nt = b / 6 % 4, ld = b / 2 % 3;
-            int sk = sr ? 1 + (sr - 1) / 2 : 0, red = sr ? 1 + (sr - 1) % 2 : 0;
-            c = (gt_gen_cfg){.rows_per_cta = rw * wm, .warps = wm * kw, .kwarps = kw,
-                             .vec = vecs[v], .k_unroll = us[u], .splitk = sks[sk],
-                             .reduction = red, .n_tile = nts[nt], .a_load = ld, .pipe = b % 2};
-            s->raw++;
-            gt_gen_pruned *pr = &s->pruned[s->npruned];
-            if (gt_gen_check(p, d, &c, pr->reason, sizeof pr->reason)) {
-                pr->cfg = c;
-                s->npruned++;
-                continue;
-            }
-            ok[nok].c = c;
-            ok[nok].us = gt_gen_model_us(p, d, &c);
-            gt_gen_cfg_text(&c, ok[nok].text, sizeof ok[nok].text);
-            nok++;
-        }
-    }
-    qsort(ok, (size_t)nok, sizeof *ok, cmp_us);
-    int seen[2] = {0, 0};
-    for (int i = 0; i < nok; i++)
-        ok[i].cls_rank = seen[ok[i].c.pipe ? 1 : 0]++;
-    qsort(ok, (size_t)nok, sizeof *ok, cmp_ranked);
-    int keep = cap > 0 && nok > cap ? cap : nok;
-    s->keep = malloc((size_t)(keep > 0 ? keep : 1) * sizeof *s->keep);
-    if (!s->keep) {
-        free(ok);
-        gt_gen_space_free(s);
-        return -1;
-    }
-    for (int i = 0; i < nok; i++) {
-        if (i < keep) {
-            s->keep[s->nkeep++] = ok[i].c;
-            continue;
-        }
-        gt_gen_pruned *pr = &s->pruned[s->npruned++];
-        pr->cfg = ok[i].c;
-        snprintf(pr->reason, sizeof pr->reason,
-                 "rank: %d of %d (model %.1f us, %d of its pipe class), beyond the cap of %d", i + 1,
-                 nok, ok[i].us, ok[i].cls_rank + 1, cap);
-    }
-    free(ok);
+    s->keep = o.keep;
+    s->nkeep = o.nkeep;
+    s->pruned = o.pruned;
+    s->npruned = o.npruned;
+    s->raw = o.raw;
     return 0;
 }

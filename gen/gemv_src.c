@@ -27,12 +27,10 @@
 #include <string.h>
 
 #include "gen_gemv.h"
+#include "src_common.h"
 
 const char gt_gen_gemv_src[] =
-    "typedef unsigned int u32;\n"
-    "typedef unsigned short u16;\n"
-    "typedef long long i64;\n"
-    "typedef unsigned long long u64;\n"
+    GT_GEN_SRC_TYPES
     "#define GT_WM (GT_WARPS / GT_KW)\n"
     "#define GT_RW (GT_RPC / GT_WM)\n"
     "#define GT_G (GT_WS / 4)\n"
@@ -57,17 +55,9 @@ const char gt_gen_gemv_src[] =
     "  i64 m, n, k, lda, ldb, ldc, ldd, sa, sb, sc, sd, kper;\n"
     "  double alpha, beta;\n"
     "};\n"
-    "__device__ __forceinline__ float gt_u2f(u32 u) { union { u32 u; float f; } v; v.u = u; return v.f; }\n"
-    "__device__ __forceinline__ u32 gt_f2u(float f) { union { u32 u; float f; } v; v.f = f; return v.u; }\n"
-    "__device__ __forceinline__ float gt_bf2f(u32 h) { return gt_u2f(h << 16); }\n"
-    "__device__ __forceinline__ u16 gt_f2bf(float f) {\n"
-    "  u32 u = gt_f2u(f);\n"
-    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16)((u >> 16) | 0x40u);\n"
-    "  u += 0x7fffu + ((u >> 16) & 1u); return (u16)(u >> 16);\n"
-    "}\n"
+    GT_GEN_SRC_BF16
     "#if GT_HIP\n"
-    "__device__ __forceinline__ float gt_h2f(u32 h) { union { u16 u; _Float16 x; } v; v.u = (u16)h; return (float)v.x; }\n"
-    "__device__ __forceinline__ u16 gt_f2h(float f) { union { u16 u; _Float16 x; } v; v.x = (_Float16)f; return v.u; }\n"
+    GT_GEN_SRC_F16_HIP
     "#define GT_SHFL_XOR(v, m) __shfl_xor(v, m)\n"
     "typedef u32 gt_v4 __attribute__((ext_vector_type(4)));\n"
     "typedef u32 gt_v2 __attribute__((ext_vector_type(2)));\n"
@@ -89,12 +79,7 @@ const char gt_gen_gemv_src[] =
     "  for (int i = 0; i < GT_NV; i++) w[i] = v[i];\n"
     "}\n"
     "#else\n"
-    "__device__ __forceinline__ float gt_h2f(u32 h) {\n"
-    "  float f; u16 x = (u16)h; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(x)); return f;\n"
-    "}\n"
-    "__device__ __forceinline__ u16 gt_f2h(float f) {\n"
-    "  u16 h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n"
-    "}\n"
+    GT_GEN_SRC_F16_CUDA
     "#define GT_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, v, m)\n"
     "#if GT_VEC == 8\n"
     "#define GT_LDV(op, p, w) asm(op \".v4.u32 {%0,%1,%2,%3}, [%4];\" \\\n"
@@ -128,10 +113,7 @@ const char gt_gen_gemv_src[] =
     "__device__ __forceinline__ u32 gt_smem(const void *p) {\n"
     "  u64 a; asm(\"cvta.to.shared.u64 %0, %1;\" : \"=l\"(a) : \"l\"(p)); return (u32)a;\n"
     "}\n"
-    "__device__ __forceinline__ void gt_commit() { asm volatile(\"cp.async.commit_group;\" ::: \"memory\"); }\n"
-    "template <int N> __device__ __forceinline__ void gt_wait() {\n"
-    "  asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(N) : \"memory\");\n"
-    "}\n"
+    GT_GEN_SRC_CP_GROUPS
     "#endif\n"
     "#endif\n"
     /* a partial vector at the end of k: element loads, zeros past the end */
@@ -143,32 +125,8 @@ const char gt_gen_gemv_src[] =
     "    w[i] = lo | hi << 16;\n"
     "  }\n"
     "}\n"
-    "template <int KT> __device__ __forceinline__ float gt_get(const void *p, i64 i) {\n"
-    "  if (KT == 0) return ((const float *)p)[i];\n"
-    "  if (KT == 2) return gt_h2f(((const u16 *)p)[i]);\n"
-    "  return gt_bf2f(((const u16 *)p)[i]);\n"
-    "}\n"
-    "template <int KT> __device__ __forceinline__ void gt_put(void *p, i64 i, float v) {\n"
-    "  if (KT == 0) ((float *)p)[i] = v;\n"
-    "  else if (KT == 2) ((u16 *)p)[i] = gt_f2h(v);\n"
-    "  else ((u16 *)p)[i] = gt_f2bf(v);\n"
-    "}\n"
-    "__device__ __forceinline__ float gt_epi(const gt_gemv_args &g, i64 zb, i64 i, i64 j, float acc) {\n"
-    "  float v = (float)g.alpha * acc;\n"
-    "  if (g.beta != 0.0) v += (float)g.beta * gt_get<GT_CKT>(g.c, zb * g.sc + i + j * g.ldc);\n"
-    "#if GT_BIASKT >= 0\n"
-    "  v += gt_get<GT_BIASKT>(g.bias, i);\n"
-    "#endif\n"
-    "#if GT_ACT == 1\n"
-    "  v = v > 0.f ? v : 0.f;\n"
-    "#elif GT_ACT == 2\n"
-    "  v = 0.5f * v * (1.f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));\n"
-    "#endif\n"
-    "  return v;\n"
-    "}\n"
-    "__device__ __forceinline__ void gt_store(const gt_gemv_args &g, i64 zb, i64 i, i64 j, float v) {\n"
-    "  gt_put<GT_DKT>(g.d, zb * g.sd + i + j * g.ldd, v);\n"
-    "}\n"
+    GT_GEN_SRC_GET_PUT
+    GT_GEN_SRC_EPI(gt_gemv_args)
     "#if GT_MMA\n"
     "__device__ __forceinline__ void gt_mma(float *c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {\n"
     "#if GT_AB == 0\n"
@@ -396,18 +354,7 @@ const char gt_gen_gemv_src[] =
     "  }\n"
     "#endif\n"
     "}\n"
-    /* twopass: sums the split slices in a fixed order, then the epilogue */
-    "extern \"C\" __global__ void __launch_bounds__(256) gt_gemv_fin(gt_gemv_args g, i64 nbatch) {\n"
-    "#if GT_SPLITK > 1 && GT_RED == 2\n"
-    "  const i64 tot = nbatch * g.n * g.m;\n"
-    "  for (i64 x = (i64)blockIdx.x * blockDim.x + threadIdx.x; x < tot; x += (i64)gridDim.x * blockDim.x) {\n"
-    "    float s = 0.f;\n"
-    "    for (int q = 0; q < GT_SPLITK; q++) s += g.ws[q * tot + x];\n"
-    "    const i64 i = x % g.m, jz = x / g.m, j = jz % g.n, zb = jz / g.n;\n"
-    "    gt_store(g, zb, i, j, gt_epi(g, zb, i, j, s));\n"
-    "  }\n"
-    "#endif\n"
-    "}\n";
+    GT_GEN_SRC_FIN(gt_gemv_fin, gt_gemv_args);
 
 /* Test-only fault kernels: a store 1 TiB past a device buffer (an illegal
  * address, a sticky error), and a loop on a flag nobody sets. */
@@ -420,34 +367,19 @@ const char gt_gen_fault_src[] =
     "  while (*flag == 0u) __nanosleep(1000);\n"
     "}\n";
 
-static int kt_of(gt_dtype t)
-{
-    switch (t) {
-    case GT_DT_F32: return 0;
-    case GT_DT_F16: return 2;
-    case GT_DT_BF16: return 3;
-    default: return -1;
-    }
-}
-
 int gt_gen_defines(const gt_problem *p, const gt_gen_cfg *c, int hip,
                    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN])
 {
-    int ab = p->a_type == GT_DT_BF16 ? 0 : p->a_type == GT_DT_F16 ? 1 : -1;
-    int dkt = kt_of(p->d_type), ckt = kt_of(p->c_type);
-    int bkt = p->bias ? kt_of(p->bias_type != GT_DT_INVALID ? p->bias_type : p->d_type) : -1;
-    int act = !strcmp(p->activation, "relu")                                        ? 1
-              : !strcmp(p->activation, "gelu") || !strcmp(p->activation, "gelu_tanh") ? 2
-                                                                                      : 0;
-    if (ab < 0 || dkt < 0 || ckt < 0 || (p->bias && bkt < 0))
+    gt_gen_type_defs t;
+    if (gt_gen_type_defs_of(p, &t) != 0)
         return -1;
     const struct {
         const char *name;
         int v;
     } d[] = {
         {"GT_HIP", hip},          {"GT_WS", hip ? 64 : 32},      {"GT_MMA", hip ? 0 : 1},
-        {"GT_AB", ab},            {"GT_DKT", dkt},               {"GT_CKT", ckt},
-        {"GT_BIASKT", bkt},       {"GT_ACT", act},               {"GT_RPC", c->rows_per_cta},
+        {"GT_AB", t.ab},          {"GT_DKT", t.dkt},             {"GT_CKT", t.ckt},
+        {"GT_BIASKT", t.bkt},     {"GT_ACT", t.act},               {"GT_RPC", c->rows_per_cta},
         {"GT_WARPS", c->warps},   {"GT_KW", c->kwarps},          {"GT_VEC", c->vec},
         {"GT_U", c->k_unroll},    {"GT_SPLITK", c->splitk},      {"GT_RED", c->reduction},
         {"GT_NTILE", c->n_tile},  {"GT_ALD", c->a_load},        {"GT_PIPE", c->pipe},

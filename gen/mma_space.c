@@ -57,15 +57,12 @@
 #include <string.h>
 
 #include "gen_mma.h"
+#include "space_common.h"
 
 /* ---- encoding ------------------------------------------------------------------ */
 
 /* Integer attributes, sorted like the canonical text. */
-static const struct {
-    const char *name;
-    int lo, hi;
-    size_t off;
-} k_int[] = {
+static const gt_gen_int_attr k_int[] = {
     {"bk", 32, 64, offsetof(gt_mma_cfg, bk)},
     {"bm", 16, 256, offsetof(gt_mma_cfg, bm)},
     {"bn", 16, 256, offsetof(gt_mma_cfg, bn)},
@@ -110,27 +107,11 @@ int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen
             c->reduction = v;
             continue;
         }
-        size_t i = 0;
-        while (i < NINT && strcmp(k, k_int[i].name))
-            i++;
-        if (i == NINT) {
-            snprintf(err, errlen, "mma: config key '%s' unknown", k);
+        if (gt_gen_int_attr_set("mma", k_int, NINT, seen_int, it, c, err, errlen) != 0)
             return -1;
-        }
-        double d = it->valuedouble;
-        if (seen_int[i]++ || !cJSON_IsNumber(it) || d != floor(d) || d < k_int[i].lo ||
-            d > k_int[i].hi) {
-            snprintf(err, errlen, "mma: config %s: must be an integer in %d..%d, once", k, k_int[i].lo,
-                     k_int[i].hi);
-            return -1;
-        }
-        *(int *)((char *)c + k_int[i].off) = (int)d;
     }
-    for (size_t i = 0; i < NINT; i++)
-        if (!seen_int[i]) {
-            snprintf(err, errlen, "mma: config %s: missing", k_int[i].name);
-            return -1;
-        }
+    if (gt_gen_int_attr_missing("mma", k_int, NINT, seen_int, err, errlen) != 0)
+        return -1;
     if (!seen_red) {
         snprintf(err, errlen, "mma: config reduction: missing");
         return -1;
@@ -156,15 +137,11 @@ cJSON *gt_mma_cfg_to_json(const gt_mma_cfg *c)
 {
     cJSON *j = cJSON_CreateObject();
     if (!j || !cJSON_AddStringToObject(j, "family", "mma") ||
-        !cJSON_AddStringToObject(j, "reduction", gt_gen_red_name(c->reduction))) {
+        !cJSON_AddStringToObject(j, "reduction", gt_gen_red_name(c->reduction)) ||
+        gt_gen_int_attr_add(j, k_int, NINT, c) != 0) {
         cJSON_Delete(j);
         return NULL;
     }
-    for (size_t i = 0; i < NINT; i++)
-        if (!cJSON_AddNumberToObject(j, k_int[i].name, *(const int *)((const char *)c + k_int[i].off))) {
-            cJSON_Delete(j);
-            return NULL;
-        }
     return j;
 }
 
@@ -179,11 +156,8 @@ int gt_mma_cfg_text(const gt_mma_cfg *c, char *buf, size_t len)
 
 /* ---- applicability --------------------------------------------------------------- */
 
-static int io_type(gt_dtype t) { return t == GT_DT_F32 || t == GT_DT_F16 || t == GT_DT_BF16; }
-
 int gt_mma_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_t len)
 {
-    const char *act = p->activation;
     if (!d->hip && d->sm < 80)
         snprintf(why, len, "sm_%d: mma.sync m16n8k16 bf16/f16, ldmatrix and cp.async need sm_80 or newer",
                  d->sm);
@@ -192,20 +166,8 @@ int gt_mma_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_
                            "transA=T (N would need ldmatrix.trans)");
     else if (p->trans_b != 'N')
         snprintf(why, len, "transB=T: tiles of B are loaded as columns along k (transB=N only)");
-    else if (p->a_type != p->b_type || (p->a_type != GT_DT_BF16 && p->a_type != GT_DT_F16))
-        snprintf(why, len, "A/B types %s/%s: bf16 or f16 inputs of one type only",
-                 gt_dtype_name(p->a_type), gt_dtype_name(p->b_type));
-    else if (p->compute_type != GT_DT_F32 || (p->scale_type != GT_DT_F32 && p->scale_type != GT_DT_INVALID))
-        snprintf(why, len, "compute %s, scale %s: the family accumulates and scales in f32 only",
-                 gt_dtype_name(p->compute_type), gt_dtype_name(p->scale_type));
-    else if (!io_type(p->d_type) || !io_type(p->c_type))
-        snprintf(why, len, "C/D types %s/%s: f32, f16 or bf16 only", gt_dtype_name(p->c_type),
-                 gt_dtype_name(p->d_type));
-    else if (p->bias && p->bias_type != GT_DT_INVALID && !io_type(p->bias_type))
-        snprintf(why, len, "bias type %s: f32, f16 or bf16 only", gt_dtype_name(p->bias_type));
-    else if (act[0] && strcmp(act, "none") && strcmp(act, "relu") && strcmp(act, "gelu") &&
-             strcmp(act, "gelu_tanh"))
-        snprintf(why, len, "activation %s: none, relu or gelu (tanh) only", act);
+    else if (gt_gen_types_reason(p, why, len) != 0)
+        return -1;
     else if (p->m < 1 || p->n < 1 || p->k < 1 || p->batch < 1)
         snprintf(why, len, "empty problem");
     else
@@ -444,29 +406,6 @@ double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cf
 
 /* ---- the space ----------------------------------------------------------------------- */
 
-typedef struct ranked {
-    gt_mma_cfg c;
-    double us;
-    int key;        /* interleaving key (interleave()) */
-    char text[192];
-} ranked;
-
-static int cmp_us(const void *a, const void *b)
-{
-    const ranked *x = a, *y = b;
-    if (x->us != y->us)
-        return x->us < y->us ? -1 : 1;
-    return strcmp(x->text, y->text);
-}
-
-static int cmp_key(const void *a, const void *b)
-{
-    const ranked *x = a, *y = b;
-    if (x->key != y->key)
-        return x->key < y->key ? -1 : 1;
-    return cmp_us(a, b);
-}
-
 void gt_mma_space_free(gt_mma_space *s)
 {
     free(s->keep);
@@ -494,8 +433,9 @@ static int index_of(const int *v, int n, int x)
  * (tile, warps, bk, stages, split) combination, interleaved over the tile
  * shapes (bm, bn) whose best estimate is within 1.5x of the overall best,
  * then the second-best rasters likewise, and so on; tile shapes further
- * off follow by estimate. */
-static int interleave(ranked *ok, int nok)
+ * off follow by estimate. ok comes sorted by estimate; the builder sorts
+ * by the keys set here. */
+static int interleave(gt_gen_ranked *ok, int nok)
 {
     /* per combination: rasters seen so far; per (tile shape, raster round):
      * configs seen so far */
@@ -508,9 +448,8 @@ static int interleave(ranked *ok, int nok)
     for (int i = 0; i < NT_; i++)
         for (int j = 0; j < NT_; j++)
             best_of[i][j] = -1;
-    qsort(ok, (size_t)nok, sizeof *ok, cmp_us);
     for (int i = 0; i < nok; i++) {
-        const gt_mma_cfg *c = &ok[i].c;
+        const gt_mma_cfg *c = &ok[i].c.mma;
         int a = index_of(k_tiles, NT_, c->bm), b = index_of(k_tiles, NT_, c->bn);
         int sk = c->splitk == 1 ? 0 : 1 + 2 * index_of(k_sks + 1, 4, c->splitk) + (c->reduction - 1);
         int code = ((((a * NT_ + b) * 2 + index_of(k_bks, 2, c->bk)) * 3 + index_of(k_wgs, 3, c->warps_m)) * 3 +
@@ -522,65 +461,68 @@ static int interleave(ranked *ok, int nok)
         ok[i].key = best_of[a][b] <= 1.5 * ok[0].us ? v * 65536 + cls[a][b][v]++ : 1 << 24;
     }
     free(comb);
-    qsort(ok, (size_t)nok, sizeof *ok, cmp_key);
     return 0;
 }
 
+/* the raw config i: mixed-radix digits, swizzle fastest */
+static int raw_cfg(int i, gt_gen_anycfg *out)
+{
+    int sw = i % 4, skr = i / 4 % 9, st = i / 36 % 4, wn = i / 144 % 3, wm = i / 432 % 3;
+    int bk = i / 1296 % 2, bn = i / 2592 % NT_, bm = i / (2592 * NT_) % NT_;
+    int sk = skr ? 1 + (skr - 1) / 2 : 0, red = skr ? 1 + (skr - 1) % 2 : GT_GEN_RED_NONE;
+    out->mma = (gt_mma_cfg){.bm = k_tiles[bm], .bn = k_tiles[bn], .bk = k_bks[bk],
+                            .warps_m = k_wgs[wm], .warps_n = k_wgs[wn], .stages = 2 + st,
+                            .splitk = k_sks[sk], .reduction = red, .swizzle = k_swz[sw]};
+    return 1;
+}
+
+static int check_cfg(const gt_problem *p, const gt_gen_dev *d, const gt_gen_anycfg *c, char *why,
+                     size_t len)
+{
+    return gt_mma_check(p, d, &c->mma, why, len);
+}
+
+static double model_cfg(const gt_problem *p, const gt_gen_dev *d, const gt_gen_anycfg *c)
+{
+    return gt_mma_model_us(p, d, &c->mma);
+}
+
+static int text_cfg(const gt_gen_anycfg *c, char *buf, size_t len)
+{
+    return gt_mma_cfg_text(&c->mma, buf, len);
+}
+
+static void rank_reason(const gt_gen_ranked *r, int i, int nok, int cap, char *buf, size_t len)
+{
+    snprintf(buf, len, "rank: %d of %d (model %.1f us), beyond the cap of %d", i + 1, nok, r->us, cap);
+}
+
+static const gt_gen_space_spec k_spec = {
+    .nraw = NRAW,
+    .cfg_size = sizeof(gt_mma_cfg),
+    .pruned_size = sizeof(gt_mma_pruned),
+    .reason_off = offsetof(gt_mma_pruned, reason),
+    .raw = raw_cfg,
+    .check = check_cfg,
+    .model_us = model_cfg,
+    .text = text_cfg,
+    .order = interleave,
+    .rank_reason = rank_reason,
+};
+_Static_assert(offsetof(gt_mma_pruned, cfg) == 0, "the builder writes the config at offset 0");
+
 int gt_mma_prune(const gt_problem *p, const gt_gen_dev *d, int cap, gt_mma_space *s)
 {
+    gt_gen_space_out o;
     memset(s, 0, sizeof *s);
     if (gt_mma_applicable(p, d, s->why, sizeof s->why) != 0)
         return 0;
-    ranked *ok = malloc(NRAW * sizeof *ok);
-    s->pruned = malloc(NRAW * sizeof *s->pruned);
-    if (!ok || !s->pruned) {
-        free(ok);
-        gt_mma_space_free(s);
+    if (gt_gen_space_build(&k_spec, p, d, cap, &o) != 0)
         return -1;
-    }
-    int nok = 0;
-    for (int i = 0; i < NRAW; i++) {
-        /* i = mixed-radix digits, swizzle fastest */
-        int sw = i % 4, skr = i / 4 % 9, st = i / 36 % 4, wn = i / 144 % 3, wm = i / 432 % 3;
-        int bk = i / 1296 % 2, bn = i / 2592 % NT_, bm = i / (2592 * NT_) % NT_;
-        int sk = skr ? 1 + (skr - 1) / 2 : 0, red = skr ? 1 + (skr - 1) % 2 : GT_GEN_RED_NONE;
-        gt_mma_cfg c = {.bm = k_tiles[bm], .bn = k_tiles[bn], .bk = k_bks[bk], .warps_m = k_wgs[wm],
-                        .warps_n = k_wgs[wn], .stages = 2 + st, .splitk = k_sks[sk],
-                        .reduction = red, .swizzle = k_swz[sw]};
-        s->raw++;
-        gt_mma_pruned *pr = &s->pruned[s->npruned];
-        if (gt_mma_check(p, d, &c, pr->reason, sizeof pr->reason)) {
-            pr->cfg = c;
-            s->npruned++;
-            continue;
-        }
-        ok[nok].c = c;
-        ok[nok].us = gt_mma_model_us(p, d, &c);
-        gt_mma_cfg_text(&c, ok[nok].text, sizeof ok[nok].text);
-        nok++;
-    }
-    if (interleave(ok, nok) != 0) {
-        free(ok);
-        gt_mma_space_free(s);
-        return -1;
-    }
-    int keep = cap > 0 && nok > cap ? cap : nok;
-    s->keep = malloc((size_t)(keep > 0 ? keep : 1) * sizeof *s->keep);
-    if (!s->keep) {
-        free(ok);
-        gt_mma_space_free(s);
-        return -1;
-    }
-    for (int i = 0; i < nok; i++) {
-        if (i < keep) {
-            s->keep[s->nkeep++] = ok[i].c;
-            continue;
-        }
-        gt_mma_pruned *pr = &s->pruned[s->npruned++];
-        pr->cfg = ok[i].c;
-        snprintf(pr->reason, sizeof pr->reason, "rank: %d of %d (model %.1f us), beyond the cap of %d",
-                 i + 1, nok, ok[i].us, cap);
-    }
-    free(ok);
+    s->keep = o.keep;
+    s->nkeep = o.nkeep;
+    s->pruned = o.pruned;
+    s->npruned = o.npruned;
+    s->raw = o.raw;
     return 0;
 }

@@ -3,7 +3,8 @@
  * compile at run time, the -D definitions that instantiate them for a
  * config and the launch geometry (gen_mma.h describes the kernel). The two
  * templates share the text of what does not depend on the hardware (the
- * GT_MMA_SRC_* pieces); the CUDA text is the same, byte for byte, as before
+ * GT_MMA_SRC_* pieces here, the GT_GEN_SRC_* pieces of src_common.h that
+ * the gemv template uses too); the CUDA text is the same, byte for byte, as before
  * the HIP port (NVRTC's cache keys hash it). Pure host C.
  *
  * Template parameters (all -D, integers):
@@ -42,16 +43,10 @@
 #include <string.h>
 
 #include "gen_mma.h"
+#include "src_common.h"
 
 #define GT_STR_(...) #__VA_ARGS__
 #define GT_XSTR(...) GT_STR_(__VA_ARGS__)
-
-/* the integer types */
-#define GT_MMA_SRC_TYPES                \
-    "typedef unsigned int u32;\n"       \
-    "typedef unsigned short u16;\n"     \
-    "typedef long long i64;\n"          \
-    "typedef unsigned long long u64;\n"
 
 /* the argument block, the index math (gen_mma.h) and the bf16 conversions */
 #define GT_MMA_SRC_ARGS                                                                                      \
@@ -62,44 +57,7 @@
     "};\n"                                                                                                   \
     "#define GT_MMA_HD __device__ __forceinline__\n"                                                         \
     GT_XSTR(GT_MMA_INDEX_FNS) "\n"                                                                           \
-    "__device__ __forceinline__ float gt_u2f(u32 u) { union { u32 u; float f; } v; v.u = u; return v.f; }\n" \
-    "__device__ __forceinline__ u32 gt_f2u(float f) { union { u32 u; float f; } v; v.f = f; return v.u; }\n" \
-    "__device__ __forceinline__ float gt_bf2f(u32 h) { return gt_u2f(h << 16); }\n"                          \
-    "__device__ __forceinline__ u16 gt_f2bf(float f) {\n"                                                    \
-    "  u32 u = gt_f2u(f);\n"                                                                                 \
-    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16)((u >> 16) | 0x40u);\n"                              \
-    "  u += 0x7fffu + ((u >> 16) & 1u); return (u16)(u >> 16);\n"                                            \
-    "}\n"
-
-/* typed loads and stores of C, D and the bias; the epilogue */
-#define GT_MMA_SRC_EPI                                                                                   \
-    "template <int KT> __device__ __forceinline__ float gt_get(const void *p, i64 i) {\n"                \
-    "  if (KT == 0) return ((const float *)p)[i];\n"                                                     \
-    "  if (KT == 2) return gt_h2f(((const u16 *)p)[i]);\n"                                               \
-    "  return gt_bf2f(((const u16 *)p)[i]);\n"                                                           \
-    "}\n"                                                                                                \
-    "template <int KT> __device__ __forceinline__ void gt_put(void *p, i64 i, float v) {\n"              \
-    "  if (KT == 0) ((float *)p)[i] = v;\n"                                                              \
-    "  else if (KT == 2) ((u16 *)p)[i] = gt_f2h(v);\n"                                                   \
-    "  else ((u16 *)p)[i] = gt_f2bf(v);\n"                                                               \
-    "}\n"                                                                                                \
-    /* the epilogue of gemv (same conventions): alpha, beta * C, bias, act */                            \
-    "__device__ __forceinline__ float gt_epi(const gt_mma_args &g, i64 zb, i64 i, i64 j, float acc) {\n" \
-    "  float v = (float)g.alpha * acc;\n"                                                                \
-    "  if (g.beta != 0.0) v += (float)g.beta * gt_get<GT_CKT>(g.c, zb * g.sc + i + j * g.ldc);\n"        \
-    "#if GT_BIASKT >= 0\n"                                                                               \
-    "  v += gt_get<GT_BIASKT>(g.bias, i);\n"                                                             \
-    "#endif\n"                                                                                           \
-    "#if GT_ACT == 1\n"                                                                                  \
-    "  v = v > 0.f ? v : 0.f;\n"                                                                         \
-    "#elif GT_ACT == 2\n"                                                                                \
-    "  v = 0.5f * v * (1.f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));\n"                     \
-    "#endif\n"                                                                                           \
-    "  return v;\n"                                                                                      \
-    "}\n"                                                                                                \
-    "__device__ __forceinline__ void gt_store(const gt_mma_args &g, i64 zb, i64 i, i64 j, float v) {\n"  \
-    "  gt_put<GT_DKT>(g.d, zb * g.sd + i + j * g.ldd, v);\n"                                             \
-    "}\n"
+    GT_GEN_SRC_BF16
 
 /* the CTA's tile under the raster, its split of k and its operand panels */
 #define GT_MMA_SRC_CTA                                                                 \
@@ -160,23 +118,8 @@
     "#endif\n"                                                                  \
     "}\n"
 
-/* the "twopass" second kernel */
-#define GT_MMA_SRC_FIN                                                                                          \
-    /* twopass: sums the split slices in a fixed order, then the epilogue */                                    \
-    "extern \"C\" __global__ void __launch_bounds__(256) gt_mma_fin(gt_mma_args g, i64 nbatch) {\n"             \
-    "#if GT_SPLITK > 1 && GT_RED == 2\n"                                                                        \
-    "  const i64 tot = nbatch * g.n * g.m;\n"                                                                   \
-    "  for (i64 x = (i64)blockIdx.x * blockDim.x + threadIdx.x; x < tot; x += (i64)gridDim.x * blockDim.x) {\n" \
-    "    float s = 0.f;\n"                                                                                      \
-    "    for (int q = 0; q < GT_SPLITK; q++) s += g.ws[q * tot + x];\n"                                         \
-    "    const i64 i = x % g.m, jz = x / g.m, j = jz % g.n, zb = jz / g.n;\n"                                   \
-    "    gt_store(g, zb, i, j, gt_epi(g, zb, i, j, s));\n"                                                      \
-    "  }\n"                                                                                                     \
-    "#endif\n"                                                                                                  \
-    "}\n"
-
 const char gt_gen_mma_src[] =
-    GT_MMA_SRC_TYPES
+    GT_GEN_SRC_TYPES
     "#define GT_THREADS (GT_WGM * GT_WGN * 32)\n"
     "#define GT_WM (GT_BM / GT_WGM)\n"
     "#define GT_WN (GT_BN / GT_WGN)\n"
@@ -186,23 +129,16 @@ const char gt_gen_mma_src[] =
     "#define GT_SA (GT_BM * GT_BK)\n"
     "#define GT_STG (GT_SA + GT_BN * GT_BK)\n"
     GT_MMA_SRC_ARGS
-    "__device__ __forceinline__ float gt_h2f(u32 h) {\n"
-    "  float f; u16 x = (u16)h; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(x)); return f;\n"
-    "}\n"
-    "__device__ __forceinline__ u16 gt_f2h(float f) {\n"
-    "  u16 h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n"
-    "}\n"
-    GT_MMA_SRC_EPI
+    GT_GEN_SRC_F16_CUDA
+    GT_GEN_SRC_GET_PUT
+    GT_GEN_SRC_EPI(gt_mma_args)
     "__device__ __forceinline__ u32 gt_saddr(const void *p) {\n"
     "  u64 a; asm(\"cvta.to.shared.u64 %0, %1;\" : \"=l\"(a) : \"l\"(p)); return (u32)a;\n"
     "}\n"
     "__device__ __forceinline__ void gt_cp16(u32 dst, const void *src, int bytes) {\n"
     "  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(dst), \"l\"(src), \"r\"(bytes) : \"memory\");\n"
     "}\n"
-    "__device__ __forceinline__ void gt_commit() { asm volatile(\"cp.async.commit_group;\" ::: \"memory\"); }\n"
-    "template <int N> __device__ __forceinline__ void gt_wait() {\n"
-    "  asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(N) : \"memory\");\n"
-    "}\n"
+    GT_GEN_SRC_CP_GROUPS
     "__device__ __forceinline__ void gt_ldsm4(u32 a, u32 &r0, u32 &r1, u32 &r2, u32 &r3) {\n"
     "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\"\n"
     "      : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3) : \"r\"(a) : \"memory\");\n"
@@ -338,7 +274,7 @@ const char gt_gen_mma_src[] =
     "        const i64 jj = col0 + wn * GT_WN + 8 * j + 2 * t4 + (e & 1);\n"
     GT_MMA_SRC_OUT
     GT_MMA_SRC_LAST
-    GT_MMA_SRC_FIN;
+    GT_GEN_SRC_FIN(gt_mma_fin, gt_mma_args);
 
 /* The HIP template (GT_HIP=1, GT_WS=64; gfx90a, gfx942): the CUDA template's
  * structure and, where the hardware does not differ, its text (the
@@ -376,7 +312,7 @@ const char gt_gen_mma_src[] =
  *            -munsafe-fp-atomics (worker/hip/gen_hip.c), right for the
  *            workspace in device memory (hipMalloc, coarse-grained). */
 const char gt_gen_mma_hip_src[] =
-    GT_MMA_SRC_TYPES
+    GT_GEN_SRC_TYPES
     "#if GT_WS != 64\n"
     "#error the HIP mma template is written for wave64 (CDNA)\n"
     "#endif\n"
@@ -393,9 +329,9 @@ const char gt_gen_mma_hip_src[] =
     "#define GT_CA ((GT_BM + GT_RS - 1) / GT_RS)\n" /* 16-byte chunks per thread and tile */
     "#define GT_CB ((GT_BN + GT_RS - 1) / GT_RS)\n"
     GT_MMA_SRC_ARGS
-    "__device__ __forceinline__ float gt_h2f(u32 h) { union { u16 u; _Float16 x; } v; v.u = (u16)h; return (float)v.x; }\n"
-    "__device__ __forceinline__ u16 gt_f2h(float f) { union { u16 u; _Float16 x; } v; v.x = (_Float16)f; return v.u; }\n"
-    GT_MMA_SRC_EPI
+    GT_GEN_SRC_F16_HIP
+    GT_GEN_SRC_GET_PUT
+    GT_GEN_SRC_EPI(gt_mma_args)
     "typedef u32 gt_v4 __attribute__((ext_vector_type(4)));\n"
     "typedef float gt_f4 __attribute__((ext_vector_type(4)));\n"
     "#if GT_AB == 0\n"
@@ -536,35 +472,20 @@ const char gt_gen_mma_hip_src[] =
     "        const i64 jj = col0 + wn * GT_WN + 16 * j + fr;\n"
     GT_MMA_SRC_OUT
     GT_MMA_SRC_LAST
-    GT_MMA_SRC_FIN;
-
-static int kt_of(gt_dtype t)
-{
-    switch (t) {
-    case GT_DT_F32: return 0;
-    case GT_DT_F16: return 2;
-    case GT_DT_BF16: return 3;
-    default: return -1;
-    }
-}
+    GT_GEN_SRC_FIN(gt_mma_fin, gt_mma_args);
 
 int gt_mma_defines_for(const gt_problem *p, const gt_mma_cfg *c, int hip,
                        char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN])
 {
-    int ab = p->a_type == GT_DT_BF16 ? 0 : p->a_type == GT_DT_F16 ? 1 : -1;
-    int dkt = kt_of(p->d_type), ckt = kt_of(p->c_type);
-    int bkt = p->bias ? kt_of(p->bias_type != GT_DT_INVALID ? p->bias_type : p->d_type) : -1;
-    int act = !strcmp(p->activation, "relu")                                        ? 1
-              : !strcmp(p->activation, "gelu") || !strcmp(p->activation, "gelu_tanh") ? 2
-                                                                                      : 0;
-    if (ab < 0 || dkt < 0 || ckt < 0 || (p->bias && bkt < 0))
+    gt_gen_type_defs t;
+    if (gt_gen_type_defs_of(p, &t) != 0)
         return -1;
     const struct {
         const char *name;
         int v;
     } d[] = {
-        {"GT_AB", ab},           {"GT_DKT", dkt},         {"GT_CKT", ckt},
-        {"GT_BIASKT", bkt},      {"GT_ACT", act},         {"GT_BM", c->bm},
+        {"GT_AB", t.ab},         {"GT_DKT", t.dkt},       {"GT_CKT", t.ckt},
+        {"GT_BIASKT", t.bkt},    {"GT_ACT", t.act},         {"GT_BM", c->bm},
         {"GT_BN", c->bn},        {"GT_BK", c->bk},        {"GT_WGM", c->warps_m},
         {"GT_WGN", c->warps_n},  {"GT_ST", c->stages},    {"GT_SPLITK", c->splitk},
         {"GT_RED", c->reduction}, {"GT_SWZ", c->swizzle},

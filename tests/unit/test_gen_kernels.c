@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "gt_config.h"
+#include "gen_test_util.h"
 #include "gt_problem.h"
 #include "gt_test.h"
 #include "gt_util.h"
@@ -35,23 +36,6 @@
 
 #if defined(GT_WITH_CUDA) || defined(GT_WITH_HIP)
 
-static gt_problem prob(int64_t m, int64_t n, int64_t k, gt_dtype in, gt_dtype out)
-{
-    gt_problem p;
-    gt_problem_init(&p, m, n, k);
-    p.trans_a = 'T';
-    p.trans_b = 'N';
-    p.a_type = p.b_type = in;
-    p.c_type = p.d_type = out;
-    p.compute_type = p.scale_type = GT_DT_F32;
-    gt_problem_default_ld(&p);
-    gt_problem_finish(&p);
-    return p;
-}
-
-/* The Llama-3-8B decode shapes of the target: m x n x k. */
-static const int64_t k_llama[][2] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336},
-                                     {128256, 4096}};
 
 static const gt_gen_cfg k_cfg = {.rows_per_cta = 32, .warps = 4, .kwarps = 2, .vec = 8,
                                  .k_unroll = 4, .splitk = 1, .reduction = GT_GEN_RED_NONE,
@@ -159,25 +143,25 @@ static void test_applicable(void)
     char why[GT_GEN_REASON];
     gt_gen_dev d;
     gt_gen_dev_default(&d, 90, 132);
-    gt_problem p = prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16);
+    gt_problem p = gen_test_prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16);
     CHECK(gt_gen_applicable(&p, &d, why, sizeof why) == 0);
-    p = prob(4096, 32, 4096, GT_DT_F16, GT_DT_F32);
+    p = gen_test_prob(4096, 32, 4096, GT_DT_F16, GT_DT_F32);
     CHECK(gt_gen_applicable(&p, &d, why, sizeof why) == 0);
-    expect_na(prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16), 75, "sm_75");
-    p = prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16);
+    expect_na(gen_test_prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16), 75, "sm_75");
+    p = gen_test_prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16);
     p.trans_a = 'N';
     gt_problem_default_ld(&p);
     expect_na(p, 90, "transA=N");
-    p = prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16);
+    p = gen_test_prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16);
     p.trans_b = 'T';
     gt_problem_default_ld(&p);
     expect_na(p, 90, "transB=T");
-    expect_na(prob(4096, 64, 4096, GT_DT_BF16, GT_DT_BF16), 90, "n=64");
-    expect_na(prob(4096, 1, 4096, GT_DT_F32, GT_DT_F32), 90, "A/B types");
-    p = prob(4096, 1, 4096, GT_DT_F16, GT_DT_F16);
+    expect_na(gen_test_prob(4096, 64, 4096, GT_DT_BF16, GT_DT_BF16), 90, "n=64");
+    expect_na(gen_test_prob(4096, 1, 4096, GT_DT_F32, GT_DT_F32), 90, "A/B types");
+    p = gen_test_prob(4096, 1, 4096, GT_DT_F16, GT_DT_F16);
     p.compute_type = p.scale_type = GT_DT_F16;
     expect_na(p, 90, "compute f16");
-    p = prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16);
+    p = gen_test_prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16);
     snprintf(p.activation, sizeof p.activation, "silu");
     expect_na(p, 90, "activation silu");
 }
@@ -200,7 +184,7 @@ static void test_rules(void)
     char why[GT_GEN_REASON];
     gt_gen_dev d;
     gt_gen_dev_default(&d, 90, 132);
-    gt_problem p = prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16);
+    gt_problem p = gen_test_prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16);
     CHECK_MSG(gt_gen_check(&p, &d, &k_cfg, why, sizeof why) == 0, "%s", why);
     gt_gen_cfg c = k_cfg;
     c.kwarps = 3;
@@ -215,27 +199,27 @@ static void test_rules(void)
     expect_pruned(p, c, 0, "n_tile=8 < n=16");
     c = k_cfg, c.n_tile = 24;
     expect_pruned(p, c, 0, "idle columns");
-    gt_problem q = prob(4096, 16, 4100, GT_DT_BF16, GT_DT_BF16); /* lda = 4100: 8-byte aligned rows */
+    gt_problem q = gen_test_prob(4096, 16, 4100, GT_DT_BF16, GT_DT_BF16); /* lda = 4100: 8-byte aligned rows */
     expect_pruned(q, k_cfg, 0, "alignment: lda=4100");
     c = k_cfg, c.vec = 4, c.k_unroll = 8;
     gt_problem_finish(&q);
     CHECK_MSG(gt_gen_check(&q, &d, &c, why, sizeof why) == 0, "vec=4 on lda 4100: %s", why);
     expect_pruned(p, c, 0, "vec=4: 16-byte loads");
-    expect_pruned(prob(16, 16, 4096, GT_DT_BF16, GT_DT_BF16), (gt_gen_cfg){.rows_per_cta = 64, .warps = 2,
+    expect_pruned(gen_test_prob(16, 16, 4096, GT_DT_BF16, GT_DT_BF16), (gt_gen_cfg){.rows_per_cta = 64, .warps = 2,
                   .kwarps = 1, .vec = 8, .k_unroll = 2, .splitk = 1, .n_tile = 16}, 0, "rows_per_cta=64");
     c = k_cfg, c.splitk = 8, c.reduction = GT_GEN_RED_ATOMIC, c.rows_per_cta = 16, c.warps = 2;
     expect_pruned(p, c, 0, "split-K: 256 CTAs without it");
     c = k_cfg, c.splitk = 16, c.reduction = GT_GEN_RED_TWOPASS, c.rows_per_cta = 64, c.warps = 4;
     c.kwarps = 2;
-    expect_pruned(prob(4096, 16, 296, GT_DT_BF16, GT_DT_BF16), c, 0, "leaves empty splits");
+    expect_pruned(gen_test_prob(4096, 16, 296, GT_DT_BF16, GT_DT_BF16), c, 0, "leaves empty splits");
     c = k_cfg, c.splitk = 4, c.reduction = GT_GEN_RED_ATOMIC, c.rows_per_cta = 128, c.warps = 8,
     c.kwarps = 2, c.k_unroll = 8;
-    expect_pruned(prob(4096, 16, 1024, GT_DT_BF16, GT_DT_BF16), c, 0, "unrolled loop would never run");
+    expect_pruned(gen_test_prob(4096, 16, 1024, GT_DT_BF16, GT_DT_BF16), c, 0, "unrolled loop would never run");
     c = k_cfg, c.warps = 8, c.kwarps = 4, c.rows_per_cta = 64, c.k_unroll = 8;
     expect_pruned(p, c, 0, "resources: ");
     c = k_cfg, c.pipe = GT_GEN_PIPE_REG, c.k_unroll = 8, c.n_tile = 32, c.rows_per_cta = 64, c.warps = 2,
     c.kwarps = 1;
-    expect_pruned(prob(4096, 32, 4096, GT_DT_BF16, GT_DT_BF16), c, 0, "registers");
+    expect_pruned(gen_test_prob(4096, 32, 4096, GT_DT_BF16, GT_DT_BF16), c, 0, "registers");
     c = k_cfg, c.k_unroll = 1, c.pipe = GT_GEN_PIPE_REG, c.warps = 1, c.kwarps = 1, c.rows_per_cta = 16;
     expect_pruned(p, c, 0, "in flight");
     c = k_cfg, c.k_unroll = 1;
@@ -283,15 +267,15 @@ static void test_prune(void)
     gt_gen_dev_hip(&h, 104);
     int kept = 0, total = 0;
     for (int n = 1; n <= 16; n += 15)
-        for (size_t i = 0; i < sizeof k_llama / sizeof k_llama[0]; i++) {
-            gt_problem p = prob(k_llama[i][0], n, k_llama[i][1], GT_DT_BF16, GT_DT_BF16);
+        for (size_t i = 0; i < sizeof gen_test_llama / sizeof gen_test_llama[0]; i++) {
+            gt_problem p = gen_test_prob(gen_test_llama[i][0], n, gen_test_llama[i][1], GT_DT_BF16, GT_DT_BF16);
             check_space(&p, &d, GT_GEN_DEFAULT_CAP, &kept);
             total += kept;
             check_space(&p, &h, GT_GEN_DEFAULT_CAP, &kept);
         }
     CHECK(total > 0);
     /* unaligned lda: only vec = 4 configs survive */
-    gt_problem p = prob(4096, 8, 4100, GT_DT_F16, GT_DT_F32);
+    gt_problem p = gen_test_prob(4096, 8, 4100, GT_DT_F16, GT_DT_F32);
     gt_gen_space s;
     CHECK(gt_gen_prune(&p, &d, 0, &s) == 0 && s.nkeep > 0);
     for (int i = 0; i < s.nkeep; i++)
@@ -307,7 +291,7 @@ static void test_prune(void)
 static void test_geometry(void)
 {
     gt_gen_geom g;
-    gt_problem p = prob(4100, 3, 4095, GT_DT_BF16, GT_DT_BF16);
+    gt_problem p = gen_test_prob(4100, 3, 4095, GT_DT_BF16, GT_DT_BF16);
     gt_gen_cfg c = k_cfg;
     c.splitk = 3, c.reduction = GT_GEN_RED_TWOPASS, c.n_tile = 8;
     gt_gen_geometry(&p, &c, 32, &g);
@@ -396,9 +380,9 @@ static void test_nvrtc_all(void)
      * every Llama decode shape (gt-cuda-selftest --gen compiles those too) */
     int all = getenv("GT_TEST_GEN_ALL") != NULL;
     for (int n = 1; n <= 16; n += 15)
-        for (size_t i = all ? 0 : 1; i < (all ? sizeof k_llama / sizeof k_llama[0] : 2); i++)
-            ps[np++] = prob(k_llama[i][0], n, k_llama[i][1], GT_DT_BF16, GT_DT_BF16);
-    gt_problem e = prob(3000, 5, 1000, GT_DT_F16, GT_DT_F32);
+        for (size_t i = all ? 0 : 1; i < (all ? sizeof gen_test_llama / sizeof gen_test_llama[0] : 2); i++)
+            ps[np++] = gen_test_prob(gen_test_llama[i][0], n, gen_test_llama[i][1], GT_DT_BF16, GT_DT_BF16);
+    gt_problem e = gen_test_prob(3000, 5, 1000, GT_DT_F16, GT_DT_F32);
     e.bias = 1, e.bias_type = GT_DT_F16, e.alpha = 0.5, e.beta = 0.25;
     snprintf(e.activation, sizeof e.activation, "gelu");
     ps[np++] = e;
@@ -489,7 +473,7 @@ static void test_nvrtc_all(void)
 /* A BLAS-style problem with tight leading dimensions. */
 static gt_problem prob4(int64_t m, int64_t n, int64_t k, char ta, char tb, gt_dtype in, gt_dtype out)
 {
-    gt_problem p = prob(m, n, k, in, out);
+    gt_problem p = gen_test_prob(m, n, k, in, out);
     p.trans_a = ta;
     p.trans_b = tb;
     gt_problem_default_ld(&p);
@@ -609,16 +593,8 @@ static void test_gpu(void)
 static void test_hip(void)
 {
     char why[256] = "";
-    if (!gt_hip_rtc_available(why, sizeof why)) {
-        /* scripts/test installs HIP and sets GT_REQUIRE_HIP=1: there a
-         * missing hipRTC is a broken setup, not a reason to skip. */
-        const char *req = getenv("GT_REQUIRE_HIP");
-        CHECK_MSG(!(req && !strcmp(req, "1")), "GT_REQUIRE_HIP=1 but hipRTC is missing: %s", why);
-        fprintf(stderr, "     SKIP hip: %s\n", why);
-        CHECK(why[0] != 0); /* the skip names its reason */
+    if (!gen_test_hiprtc_ready(why, sizeof why))
         return;
-    }
-    fprintf(stderr, "     %s\n", why);
     const char *archs[] = {"gfx90a", "gfx942"};
     gt_gen_dev h;
     gt_gen_dev_hip(&h, 104);
@@ -638,11 +614,11 @@ static void test_hip(void)
          * (n = 1, 16) with the port's cap; GT_TEST_HIP_ALL=1: every Llama
          * decode shape with the CUDA cap */
         int all_shapes = getenv("GT_TEST_HIP_ALL") != NULL;
-        size_t shapes = all_shapes ? sizeof k_llama / sizeof k_llama[0] : 2;
+        size_t shapes = all_shapes ? sizeof gen_test_llama / sizeof gen_test_llama[0] : 2;
         int hcap = all_shapes ? GT_GEN_DEFAULT_CAP : GT_HIP_GEN_CAP;
         for (int t = 1; t <= 16; t += 15)
             for (size_t i = all_shapes ? 0 : 1; i < shapes; i++) {
-                gt_problem p = prob(k_llama[i][0], t, k_llama[i][1], GT_DT_BF16, GT_DT_BF16);
+                gt_problem p = gen_test_prob(gen_test_llama[i][0], t, gen_test_llama[i][1], GT_DT_BF16, GT_DT_BF16);
                 gt_gen_space s;
                 CHECK(gt_gen_prune(&p, &h, hcap, &s) == 0 && s.nkeep > 0);
                 for (int c = 0; c < s.nkeep; c++) {

@@ -16,6 +16,7 @@
 
 #include "gen_mma.h"
 #include "gt_config.h"
+#include "gen_test_util.h"
 #include "gt_problem.h"
 #include "gt_test.h"
 #include "gt_util.h"
@@ -26,23 +27,6 @@
 #include "gt_cuda.h"
 #endif
 
-static gt_problem prob(int64_t m, int64_t n, int64_t k, gt_dtype in, gt_dtype out)
-{
-    gt_problem p;
-    gt_problem_init(&p, m, n, k);
-    p.trans_a = 'T';
-    p.trans_b = 'N';
-    p.a_type = p.b_type = in;
-    p.c_type = p.d_type = out;
-    p.compute_type = p.scale_type = GT_DT_F32;
-    gt_problem_default_ld(&p);
-    gt_problem_finish(&p);
-    return p;
-}
-
-/* Llama-3-8B projections: m = out features x k = in features; n = tokens */
-static const int64_t k_llama[][2] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336},
-                                     {128256, 4096}};
 static const int64_t k_tokens[] = {16, 128, 2048};
 
 static const gt_mma_cfg k_cfg = {.bm = 128, .bn = 128, .bk = 32, .warps_m = 2, .warps_n = 2,
@@ -145,32 +129,32 @@ static void test_applicable(void)
     gt_gen_dev d = h100(), old, hip;
     gt_gen_dev_default(&old, 75, 40);
     gt_gen_dev_hip(&hip, 104);
-    gt_problem p = prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
+    gt_problem p = gen_test_prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
     CHECK(gt_mma_applicable(&p, &d, why, sizeof why) == 0);
-    p = prob(3, 5, 7, GT_DT_F16, GT_DT_F32); /* any size: edges are zero-filled */
+    p = gen_test_prob(3, 5, 7, GT_DT_F16, GT_DT_F32); /* any size: edges are zero-filled */
     CHECK(gt_mma_applicable(&p, &d, why, sizeof why) == 0);
-    expect_na(prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16), &old, "sm_75");
+    expect_na(gen_test_prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16), &old, "sm_75");
     /* HIP has its port of the template (test_gen_mma_hip.c) */
-    p = prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16);
+    p = gen_test_prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16);
     CHECK_MSG(gt_mma_applicable(&p, &hip, why, sizeof why) == 0, "%s", why);
-    p = prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16);
+    p = gen_test_prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16);
     p.trans_a = 'N';
     gt_problem_default_ld(&p);
     expect_na(p, &d, "transA=N");
-    p = prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16);
+    p = gen_test_prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16);
     p.trans_b = 'T';
     gt_problem_default_ld(&p);
     expect_na(p, &d, "transB=T");
-    expect_na(prob(64, 64, 64, GT_DT_F32, GT_DT_F32), &d, "A/B types f32/f32");
-    p = prob(64, 64, 64, GT_DT_BF16, GT_DT_BF16);
+    expect_na(gen_test_prob(64, 64, 64, GT_DT_F32, GT_DT_F32), &d, "A/B types f32/f32");
+    p = gen_test_prob(64, 64, 64, GT_DT_BF16, GT_DT_BF16);
     p.b_type = GT_DT_F16;
     expect_na(p, &d, "A/B types bf16/f16");
-    p = prob(64, 64, 64, GT_DT_F16, GT_DT_F16);
+    p = gen_test_prob(64, 64, 64, GT_DT_F16, GT_DT_F16);
     p.compute_type = p.scale_type = GT_DT_F16;
     expect_na(p, &d, "compute f16");
-    p = prob(64, 64, 64, GT_DT_BF16, GT_DT_F8E4M3);
+    p = gen_test_prob(64, 64, 64, GT_DT_BF16, GT_DT_F8E4M3);
     expect_na(p, &d, "C/D types");
-    p = prob(64, 64, 64, GT_DT_BF16, GT_DT_BF16);
+    p = gen_test_prob(64, 64, 64, GT_DT_BF16, GT_DT_BF16);
     snprintf(p.activation, sizeof p.activation, "silu");
     expect_na(p, &d, "activation silu");
 }
@@ -191,7 +175,7 @@ static void test_rules(void)
     gt_gen_dev d = h100(), a100, big = h100();
     gt_gen_dev_default(&a100, 80, 108);
     big.sms = 100000; /* a device wide enough that split-K never fills it */
-    gt_problem p = prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
+    gt_problem p = gen_test_prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
     CHECK_MSG(gt_mma_check(&p, &d, &k_cfg, why, sizeof why) == 0, "%s", why);
     gt_mma_cfg c = k_cfg;
     c.warps_m = 4, c.bm = 32;
@@ -205,29 +189,29 @@ static void test_rules(void)
     c = k_cfg, c.bm = 256, c.bn = 256, c.warps_m = 8, c.warps_n = 8;
     expect_pruned(p, &d, c, "threads: 64 warps = 2048 threads > 1024");
     c = k_cfg, c.bm = 256, c.warps_m = 4;
-    expect_pruned(prob(100, 2048, 4096, GT_DT_BF16, GT_DT_BF16), &d, c, "tile: bm=256 >= 2 x 112");
+    expect_pruned(gen_test_prob(100, 2048, 4096, GT_DT_BF16, GT_DT_BF16), &d, c, "tile: bm=256 >= 2 x 112");
     c = k_cfg;
-    expect_pruned(prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16), &d, c, "tile: bn=128 >= 2 x 16");
+    expect_pruned(gen_test_prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16), &d, c, "tile: bn=128 >= 2 x 16");
     c = k_cfg, c.bk = 64;
-    expect_pruned(prob(4096, 2048, 24, GT_DT_BF16, GT_DT_BF16), &d, c, "k tile: bk=64 > k=24");
+    expect_pruned(gen_test_prob(4096, 2048, 24, GT_DT_BF16, GT_DT_BF16), &d, c, "k tile: bk=64 > k=24");
     c = k_cfg, c.stages = 5;
-    expect_pruned(prob(4096, 2048, 96, GT_DT_BF16, GT_DT_BF16), &d, c, "stages=5 > 3 k tiles");
-    gt_problem q = prob(4096, 2048, 4100, GT_DT_BF16, GT_DT_BF16); /* lda = ldb = 4100 */
+    expect_pruned(gen_test_prob(4096, 2048, 96, GT_DT_BF16, GT_DT_BF16), &d, c, "stages=5 > 3 k tiles");
+    gt_problem q = gen_test_prob(4096, 2048, 4100, GT_DT_BF16, GT_DT_BF16); /* lda = ldb = 4100 */
     expect_pruned(q, &d, k_cfg, "alignment: lda=4100, ldb=4100");
-    q = prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
+    q = gen_test_prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
     q.batch = 2, q.stride_a = 4096LL * 4096 + 4, q.stride_b = 4096LL * 2048, q.stride_c = q.stride_d = 4096LL * 2048;
     expect_pruned(q, &d, k_cfg, "or the batch strides");
     c = k_cfg, c.swizzle = 16;
-    expect_pruned(prob(1024, 2048, 4096, GT_DT_BF16, GT_DT_BF16), &d, c, "swizzle: group of 16 tile rows");
-    expect_pruned(prob(4096, 128, 4096, GT_DT_BF16, GT_DT_BF16), &d, k_cfg, "with 32 x 1 tiles");
+    expect_pruned(gen_test_prob(1024, 2048, 4096, GT_DT_BF16, GT_DT_BF16), &d, c, "swizzle: group of 16 tile rows");
+    expect_pruned(gen_test_prob(4096, 128, 4096, GT_DT_BF16, GT_DT_BF16), &d, k_cfg, "with 32 x 1 tiles");
     c = k_cfg, c.splitk = 4, c.reduction = GT_GEN_RED_TWOPASS, c.swizzle = 1, c.stages = 2;
-    expect_pruned(prob(256, 256, 96, GT_DT_BF16, GT_DT_BF16), &d, c, "split-K: splitk=4 leaves empty splits");
+    expect_pruned(gen_test_prob(256, 256, 96, GT_DT_BF16, GT_DT_BF16), &d, c, "split-K: splitk=4 leaves empty splits");
     c = k_cfg, c.splitk = 2, c.reduction = GT_GEN_RED_ATOMIC;
     expect_pruned(p, &d, c, "split-K: 512 CTAs without it already cover the 132 SMs");
     c = k_cfg, c.splitk = 16, c.reduction = GT_GEN_RED_ATOMIC, c.swizzle = 1;
-    expect_pruned(prob(1024, 1024, 8192, GT_DT_BF16, GT_DT_BF16), &d, c, "split-K: splitk=8 already gives 512");
+    expect_pruned(gen_test_prob(1024, 1024, 8192, GT_DT_BF16, GT_DT_BF16), &d, c, "split-K: splitk=8 already gives 512");
     c = k_cfg, c.splitk = 2, c.reduction = GT_GEN_RED_ATOMIC, c.swizzle = 1;
-    q = prob(128, 128, 4096, GT_DT_BF16, GT_DT_BF16);
+    q = gen_test_prob(128, 128, 4096, GT_DT_BF16, GT_DT_BF16);
     q.batch = 40000, q.stride_a = q.stride_b = 128 * 4096, q.stride_c = q.stride_d = 128 * 128;
     expect_pruned(q, &big, c, "grid z = batch x splitk = 80000");
     c = k_cfg, c.bm = 256, c.bn = 256, c.bk = 64, c.stages = 4, c.warps_m = 4, c.warps_n = 4;
@@ -243,7 +227,7 @@ static void test_rules(void)
     c = k_cfg, c.bm = 256, c.bn = 256, c.bk = 64, c.warps_m = 4, c.warps_n = 4, c.stages = 2;
     c.splitk = 16, c.reduction = GT_GEN_RED_TWOPASS, c.swizzle = 1;
     big.regs_sm = 1 << 20;
-    expect_pruned(prob(8192, 8192, 16384, GT_DT_BF16, GT_DT_BF16), &big, c, "workspace: 4096 MiB > 256");
+    expect_pruned(gen_test_prob(8192, 8192, 16384, GT_DT_BF16, GT_DT_BF16), &big, c, "workspace: 4096 MiB > 256");
 }
 
 /* Every config of the raw space is kept or pruned with a reason; the kept
@@ -255,8 +239,8 @@ static void test_prune(void)
     double t0 = gt_mono_ms();
     for (int dv = 0; dv < 2; dv++)
         for (size_t t = 0; t < 3; t++)
-            for (size_t i = 0; i < sizeof k_llama / sizeof k_llama[0]; i++) {
-                gt_problem p = prob(k_llama[i][0], k_tokens[t], k_llama[i][1], GT_DT_BF16, GT_DT_BF16);
+            for (size_t i = 0; i < sizeof gen_test_llama / sizeof gen_test_llama[0]; i++) {
+                gt_problem p = gen_test_prob(gen_test_llama[i][0], k_tokens[t], gen_test_llama[i][1], GT_DT_BF16, GT_DT_BF16);
                 const gt_gen_dev *dev = dv ? &a100 : &d;
                 gt_mma_space s;
                 char why[GT_GEN_REASON], label[64];
@@ -291,7 +275,7 @@ static void test_prune(void)
             }
     fprintf(stderr, "     30 spaces of 64800 configs pruned in %.0f ms\n", gt_mono_ms() - t0);
     /* unaligned leading dimensions: nothing kept, every config says why */
-    gt_problem p = prob(4096, 512, 4100, GT_DT_F16, GT_DT_F32);
+    gt_problem p = gen_test_prob(4096, 512, 4100, GT_DT_F16, GT_DT_F32);
     gt_mma_space s;
     CHECK(gt_mma_prune(&p, &d, 0, &s) == 0 && s.nkeep == 0 && s.npruned == s.raw);
     int align = 0;
@@ -300,7 +284,7 @@ static void test_prune(void)
     CHECK(align > 1000);
     gt_mma_space_free(&s);
     /* cap 0: every config that passes the rules, none ranked out */
-    p = prob(1000, 1000, 1000, GT_DT_F16, GT_DT_F32);
+    p = gen_test_prob(1000, 1000, 1000, GT_DT_F16, GT_DT_F32);
     CHECK(gt_mma_prune(&p, &d, 0, &s) == 0 && s.nkeep > GT_MMA_DEFAULT_CAP);
     for (int k = 0; k < s.npruned; k++)
         CHECK(strncmp(s.pruned[k].reason, "rank: ", 6) != 0);
@@ -315,7 +299,7 @@ static void test_prune(void)
 static void test_geometry(void)
 {
     gt_gen_geom g;
-    gt_problem p = prob(1000, 300, 4095, GT_DT_BF16, GT_DT_BF16);
+    gt_problem p = gen_test_prob(1000, 300, 4095, GT_DT_BF16, GT_DT_BF16);
     gt_mma_cfg c = k_cfg;
     c.bk = 64, c.splitk = 3, c.reduction = GT_GEN_RED_TWOPASS;
     gt_mma_geometry(&p, &c, &g);
@@ -424,10 +408,10 @@ static void test_nvrtc(void)
         gt_gen_dev d;
         gt_gen_dev_default(&d, sm, sm == 90 ? 132 : 108);
         cfgset set = {0};
-        gt_problem p0 = prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16);
+        gt_problem p0 = gen_test_prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16);
         for (size_t t = 0; t < 3; t++)
-            for (size_t i = 0; i < sizeof k_llama / sizeof k_llama[0]; i++) {
-                gt_problem p = prob(k_llama[i][0], k_tokens[t], k_llama[i][1], GT_DT_BF16, GT_DT_BF16);
+            for (size_t i = 0; i < sizeof gen_test_llama / sizeof gen_test_llama[0]; i++) {
+                gt_problem p = gen_test_prob(gen_test_llama[i][0], k_tokens[t], gen_test_llama[i][1], GT_DT_BF16, GT_DT_BF16);
                 gt_mma_space s;
                 CHECK(gt_mma_prune(&p, &d, GT_MMA_DEFAULT_CAP, &s) == 0 && s.nkeep > 0);
                 for (int c = 0; c < s.nkeep && (all || c < (sm == 90 ? 3 : 1)); c++)
@@ -439,7 +423,7 @@ static void test_nvrtc(void)
         free(set.v);
     }
     /* the other types and epilogue, split-K of both kinds, a 2-stage ring */
-    gt_problem e = prob(3000, 500, 1000, GT_DT_F16, GT_DT_F32);
+    gt_problem e = gen_test_prob(3000, 500, 1000, GT_DT_F16, GT_DT_F32);
     e.bias = 1, e.bias_type = GT_DT_F16, e.alpha = 0.5, e.beta = 0.25;
     snprintf(e.activation, sizeof e.activation, "gelu");
     cfgset set = {0};
@@ -545,19 +529,19 @@ static void test_gpu(void)
         MMA_CFG(128, 16, 64, 4, 1, 5, 2, "atomic", 1), NULL};
     static const char *const raster[] = {MMA_CFG(64, 64, 64, 2, 2, 4, 1, "none", 4),
                                          MMA_CFG(64, 128, 32, 1, 4, 3, 1, "none", 8), NULL};
-    gt_problem p = prob(1000, 77, 1000, GT_DT_BF16, GT_DT_F32); /* edges everywhere, lda 1000 */
+    gt_problem p = gen_test_prob(1000, 77, 1000, GT_DT_BF16, GT_DT_F32); /* edges everywhere, lda 1000 */
     p.alpha = 0.5, p.beta = 0.25;
     smoke(bk, ctx, p, extra);
-    p = prob(128, 16, 4096, GT_DT_BF16, GT_DT_BF16);
+    p = gen_test_prob(128, 16, 4096, GT_DT_BF16, GT_DT_BF16);
     p.bias = 1;
     snprintf(p.activation, sizeof p.activation, "gelu");
     smoke(bk, ctx, p, skinny);
-    p = prob(4096, 512, 2048, GT_DT_F16, GT_DT_F16);
+    p = gen_test_prob(4096, 512, 2048, GT_DT_F16, GT_DT_F16);
     p.batch = 3;
     snprintf(p.activation, sizeof p.activation, "relu");
     gt_problem_default_ld(&p);
     smoke(bk, ctx, p, raster);
-    p = prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
+    p = gen_test_prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
     smoke(bk, ctx, p, NULL);
     bk->close(ctx);
 }

@@ -14,25 +14,12 @@
 #include <string.h>
 
 #include "gen_mma.h"
+#include "gen_test_util.h"
 #include "gt_problem.h"
 #include "gt_test.h"
 
 #define GT_MMA_HD static inline
 GT_MMA_INDEX_FNS
-
-static gt_problem prob(int64_t m, int64_t n, int64_t k)
-{
-    gt_problem p;
-    gt_problem_init(&p, m, n, k);
-    p.trans_a = 'T';
-    p.trans_b = 'N';
-    p.a_type = p.b_type = GT_DT_BF16;
-    p.c_type = p.d_type = GT_DT_F32;
-    p.compute_type = p.scale_type = GT_DT_F32;
-    gt_problem_default_ld(&p);
-    gt_problem_finish(&p);
-    return p;
-}
 
 /* The raster is a bijection of CTA ids onto tiles, grouped as documented;
  * the swizzled layout is a bijection onto a tile's shared memory in which
@@ -145,7 +132,7 @@ static long long emu_cta(const emu *e, long long pm, long long pn, int sk, doubl
     const gt_mma_cfg *c = e->c;
     int wm_ = c->bm / c->warps_m, wn_ = c->bn / c->warps_n, mt = wm_ / 16, nt = wn_ / 8;
     gt_gen_geom g;
-    gt_problem p = prob(e->m, e->n, e->k);
+    gt_problem p = gen_test_prob(e->m, e->n, e->k, GT_DT_BF16, GT_DT_F32);
     gt_mma_geometry(&p, c, &g);
     long long row0 = pm * c->bm, col0 = pn * c->bn, kb = sk * g.kper;
     long long ke = kb + g.kper < e->k ? kb + g.kper : e->k, stored = 0;
@@ -236,10 +223,8 @@ static void test_emulation(void)
         }
         uint64_t x = 0x9e3779b97f4a7c15ULL + ci;
         /* values past k in the padding are garbage: the kernel must not read them */
-        for (long long i = 0; i < e.m * e.lda; i++)
-            A[i] = i % e.lda < e.k ? (double)((x = x * 6364136223846793005ULL + 1) >> 60) - 8 : 1e9;
-        for (long long i = 0; i < e.n * e.ldb; i++)
-            B[i] = i % e.ldb < e.k ? (double)((x = x * 6364136223846793005ULL + 1) >> 60) - 8 : 1e9;
+        gen_test_fill(A, e.m, e.lda, e.k, &x);
+        gen_test_fill(B, e.n, e.ldb, e.k, &x);
         e.A = A, e.B = B;
         long long npm = (e.m + c->bm - 1) / c->bm, npn = (e.n + c->bn - 1) / c->bn, stored = 0;
         for (long long pid = 0; pid < npm * npn; pid++) {
@@ -248,14 +233,7 @@ static void test_emulation(void)
             for (int sk = 0; sk < c->splitk; sk++)
                 stored += emu_cta(&e, pm, pn, sk, out);
         }
-        long long wrong = 0;
-        for (long long i = 0; i < e.m; i++)
-            for (long long j = 0; j < e.n; j++) {
-                double want = 0;
-                for (long long k = 0; k < e.k; k++)
-                    want += A[i * e.lda + k] * B[j * e.ldb + k];
-                wrong += out[j * e.m + i] != want;
-            }
+        long long wrong = gen_test_wrong(out, A, B, e.m, e.n, e.k, e.lda, e.ldb);
         char text[256];
         gt_mma_cfg_text(c, text, sizeof text);
         CHECK_MSG(wrong == 0 && stored == e.m * e.n * c->splitk, "%lldx%lldx%lld %s: %lld wrong, %lld stored",

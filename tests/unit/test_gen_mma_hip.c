@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "gen_mma.h"
+#include "gen_test_util.h"
 #include "gt_problem.h"
 #include "gt_test.h"
 #include "gt_util.h"
@@ -26,20 +27,6 @@
 /* the kernel's index math, as C (the ldmatrix lanes are CUDA only: unused here) */
 #define GT_MMA_HD __attribute__((unused)) static inline
 GT_MMA_INDEX_FNS
-
-static gt_problem prob(int64_t m, int64_t n, int64_t k, gt_dtype in, gt_dtype out)
-{
-    gt_problem p;
-    gt_problem_init(&p, m, n, k);
-    p.trans_a = 'T';
-    p.trans_b = 'N';
-    p.a_type = p.b_type = in;
-    p.c_type = p.d_type = out;
-    p.compute_type = p.scale_type = GT_DT_F32;
-    gt_problem_default_ld(&p);
-    gt_problem_finish(&p);
-    return p;
-}
 
 static gt_gen_dev mi200(void)
 {
@@ -67,7 +54,7 @@ static void test_rules(void)
     char why[GT_GEN_REASON];
     gt_gen_dev d = mi200(), h100;
     gt_gen_dev_default(&h100, 90, 132);
-    gt_problem p = prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
+    gt_problem p = gen_test_prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
     CHECK_MSG(gt_mma_applicable(&p, &d, why, sizeof why) == 0, "%s", why);
     CHECK_MSG(gt_mma_check(&p, &d, &k_cfg, why, sizeof why) == 0, "%s", why);
     gt_mma_cfg c = k_cfg;
@@ -76,12 +63,12 @@ static void test_rules(void)
     c = k_cfg, c.warps_m = 4, c.warps_n = 4; /* 16 waves = 1024 threads: allowed */
     CHECK_MSG(gt_mma_check(&p, &d, &c, why, sizeof why) == 0, "%s", why);
     /* k = 4100 with lda = ldb = 4104: aligned rows, a partial last chunk */
-    gt_problem q = prob(4096, 2048, 4100, GT_DT_BF16, GT_DT_BF16);
+    gt_problem q = gen_test_prob(4096, 2048, 4100, GT_DT_BF16, GT_DT_BF16);
     q.lda = q.ldb = 4104;
     expect_pruned(q, &d, k_cfg, "alignment: lda=4104, ldb=4104, k=4100 not all multiples of 8");
     gt_problem_finish(&q);
     CHECK_MSG(gt_mma_check(&q, &h100, &k_cfg, why, sizeof why) == 0, "CUDA zero-fills: %s", why);
-    q = prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
+    q = gen_test_prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
     q.lda = (int64_t)1 << 23; /* 128 rows x 8 Mi elements x 2 bytes = 2 GiB */
     expect_pruned(q, &d, k_cfg, "offsets: a panel of bm x lda");
     c = k_cfg, c.bm = 256, c.bn = 256, c.bk = 64, c.warps_m = 4, c.warps_n = 4;
@@ -112,7 +99,7 @@ static void test_prune_geometry(void)
     gt_gen_dev d = mi200();
     for (size_t t = 0; t < 3; t++)
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-            gt_problem p = prob(shapes[i][0], tokens[t], shapes[i][1], GT_DT_BF16, GT_DT_BF16);
+            gt_problem p = gen_test_prob(shapes[i][0], tokens[t], shapes[i][1], GT_DT_BF16, GT_DT_BF16);
             char why[GT_GEN_REASON], label[64];
             gt_mma_space s;
             gt_problem_label(&p, label, sizeof label);
@@ -269,7 +256,7 @@ static int hemu_step(hemu *e, int u, int i)
 static long long hemu_cta(hemu *e, long long pm, long long pn, int sk, double *out, int *bad)
 {
     const gt_mma_cfg *c = e->c;
-    gt_problem p = prob(e->m, e->n, e->k, GT_DT_BF16, GT_DT_F32);
+    gt_problem p = gen_test_prob(e->m, e->n, e->k, GT_DT_BF16, GT_DT_F32);
     gt_gen_geom g;
     gt_mma_geometry_for(&p, c, 1, &g);
     e->row0 = pm * c->bm, e->col0 = pn * c->bn, e->kb = sk * g.kper;
@@ -341,10 +328,8 @@ static void test_emulation(void)
         }
         uint64_t x = 0x9e3779b97f4a7c15ULL + ci;
         /* values past k in the padding are garbage: the kernel must not read them */
-        for (long long i = 0; i < e.m * e.lda; i++)
-            A[i] = i % e.lda < e.k ? (double)((x = x * 6364136223846793005ULL + 1) >> 60) - 8 : 1e9;
-        for (long long i = 0; i < e.n * e.ldb; i++)
-            B[i] = i % e.ldb < e.k ? (double)((x = x * 6364136223846793005ULL + 1) >> 60) - 8 : 1e9;
+        gen_test_fill(A, e.m, e.lda, e.k, &x);
+        gen_test_fill(B, e.n, e.ldb, e.k, &x);
         e.A = A, e.B = B;
         long long npm = (e.m + c->bm - 1) / c->bm, npn = (e.n + c->bn - 1) / c->bn, stored = 0;
         for (long long pid = 0; pid < npm * npn; pid++) {
@@ -353,14 +338,7 @@ static void test_emulation(void)
             for (int sk = 0; sk < c->splitk; sk++)
                 stored += hemu_cta(&e, pm, pn, sk, out, &bad);
         }
-        long long wrong = 0;
-        for (long long i = 0; i < e.m; i++)
-            for (long long j = 0; j < e.n; j++) {
-                double want = 0;
-                for (long long k = 0; k < e.k; k++)
-                    want += A[i * e.lda + k] * B[j * e.ldb + k];
-                wrong += out[j * e.m + i] != want;
-            }
+        long long wrong = gen_test_wrong(out, A, B, e.m, e.n, e.k, e.lda, e.ldb);
         char text[256];
         gt_mma_cfg_text(c, text, sizeof text);
         CHECK_MSG(wrong == 0 && bad == 0 && stored == e.m * e.n * c->splitk,
@@ -425,16 +403,8 @@ static void compile_set(const char *arch, const gt_problem *p, const cfgset *set
 static void test_hiprtc(void)
 {
     char why[256] = "";
-    if (!gt_hip_rtc_available(why, sizeof why)) {
-        /* scripts/test installs HIP and sets GT_REQUIRE_HIP=1: there a
-         * missing hipRTC is a broken setup, not a reason to skip. */
-        const char *req = getenv("GT_REQUIRE_HIP");
-        CHECK_MSG(!(req && !strcmp(req, "1")), "GT_REQUIRE_HIP=1 but hipRTC is missing: %s", why);
-        fprintf(stderr, "     SKIP hip: %s\n", why);
-        CHECK(why[0] != 0); /* the skip names its reason */
+    if (!gen_test_hiprtc_ready(why, sizeof why))
         return;
-    }
-    fprintf(stderr, "     %s\n", why);
     static const int64_t shapes[][2] = {{4096, 4096}, {28672, 4096}, {6144, 4096}, {4096, 14336}, {128256, 4096}};
     static const int64_t tokens[] = {16, 128, 2048};
     const char *archs[] = {"gfx90a", "gfx942"};
@@ -447,10 +417,10 @@ static void test_hiprtc(void)
             continue;
         }
         cfgset set = {0};
-        gt_problem p0 = prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16);
+        gt_problem p0 = gen_test_prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16);
         for (size_t t = 0; t < 3; t++)
             for (size_t i = 0; i < (all ? 5u : 2u); i++) {
-                gt_problem p = prob(shapes[i][0], tokens[t], shapes[i][1], GT_DT_BF16, GT_DT_BF16);
+                gt_problem p = gen_test_prob(shapes[i][0], tokens[t], shapes[i][1], GT_DT_BF16, GT_DT_BF16);
                 gt_mma_space s;
                 CHECK(gt_mma_prune(&p, &d, all ? GT_MMA_DEFAULT_CAP : GT_HIP_MMA_CAP, &s) == 0 && s.nkeep > 0);
                 for (int c = 0; c < s.nkeep; c++)
@@ -461,7 +431,7 @@ static void test_hiprtc(void)
         free(set.v);
         /* f16 MFMAs, f32 output, bias, gelu; split-K of both kinds, a
          * 2-stage and a 5-stage ring with a remainder */
-        gt_problem e = prob(3000, 500, 1000, GT_DT_F16, GT_DT_F32);
+        gt_problem e = gen_test_prob(3000, 500, 1000, GT_DT_F16, GT_DT_F32);
         e.bias = 1, e.bias_type = GT_DT_F16, e.alpha = 0.5, e.beta = 0.25;
         snprintf(e.activation, sizeof e.activation, "gelu");
         cfgset ex = {0};

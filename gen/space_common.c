@@ -1,0 +1,155 @@
+/* space_common.c: the pieces of the "gemv" and "mma" families' configs and
+ * spaces that do not depend on the family (space_common.h): integer
+ * attributes of the JSON form, the type and epilogue rules, the space
+ * builder. Pure host C. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "space_common.h"
+
+/* ---- encoding: integer attributes --------------------------------------------- */
+
+int gt_gen_int_attr_set(const char *fam, const gt_gen_int_attr *attrs, size_t n, int *seen,
+                        const cJSON *it, void *cfg, char *err, size_t errlen)
+{
+    const char *k = it->string ? it->string : "";
+    size_t i = 0;
+    while (i < n && strcmp(k, attrs[i].name))
+        i++;
+    if (i == n) {
+        snprintf(err, errlen, "%s: config key '%s' unknown", fam, k);
+        return -1;
+    }
+    double d = it->valuedouble;
+    if (seen[i]++ || !cJSON_IsNumber(it) || d != floor(d) || d < attrs[i].lo || d > attrs[i].hi) {
+        snprintf(err, errlen, "%s: config %s: must be an integer in %d..%d, once", fam, k, attrs[i].lo,
+                 attrs[i].hi);
+        return -1;
+    }
+    *(int *)((char *)cfg + attrs[i].off) = (int)d;
+    return 0;
+}
+
+int gt_gen_int_attr_missing(const char *fam, const gt_gen_int_attr *attrs, size_t n,
+                            const int *seen, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!seen[i]) {
+            snprintf(err, errlen, "%s: config %s: missing", fam, attrs[i].name);
+            return -1;
+        }
+    return 0;
+}
+
+int gt_gen_int_attr_add(cJSON *j, const gt_gen_int_attr *attrs, size_t n, const void *cfg)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!cJSON_AddNumberToObject(j, attrs[i].name, *(const int *)((const char *)cfg + attrs[i].off)))
+            return -1;
+    return 0;
+}
+
+/* ---- applicability ------------------------------------------------------------------ */
+
+static int io_type(gt_dtype t) { return t == GT_DT_F32 || t == GT_DT_F16 || t == GT_DT_BF16; }
+
+int gt_gen_types_reason(const gt_problem *p, char *why, size_t len)
+{
+    const char *act = p->activation;
+    if (p->a_type != p->b_type || (p->a_type != GT_DT_BF16 && p->a_type != GT_DT_F16))
+        snprintf(why, len, "A/B types %s/%s: bf16 or f16 inputs of one type only",
+                 gt_dtype_name(p->a_type), gt_dtype_name(p->b_type));
+    else if (p->compute_type != GT_DT_F32 || (p->scale_type != GT_DT_F32 && p->scale_type != GT_DT_INVALID))
+        snprintf(why, len, "compute %s, scale %s: the family accumulates and scales in f32 only",
+                 gt_dtype_name(p->compute_type), gt_dtype_name(p->scale_type));
+    else if (!io_type(p->d_type) || !io_type(p->c_type))
+        snprintf(why, len, "C/D types %s/%s: f32, f16 or bf16 only", gt_dtype_name(p->c_type),
+                 gt_dtype_name(p->d_type));
+    else if (p->bias && p->bias_type != GT_DT_INVALID && !io_type(p->bias_type))
+        snprintf(why, len, "bias type %s: f32, f16 or bf16 only", gt_dtype_name(p->bias_type));
+    else if (act[0] && strcmp(act, "none") && strcmp(act, "relu") && strcmp(act, "gelu") &&
+             strcmp(act, "gelu_tanh"))
+        snprintf(why, len, "activation %s: none, relu or gelu (tanh) only", act);
+    else
+        return 0;
+    return -1;
+}
+
+/* ---- the space -------------------------------------------------------------------- */
+
+static int cmp_us(const void *a, const void *b)
+{
+    const gt_gen_ranked *x = a, *y = b;
+    if (x->us != y->us)
+        return x->us < y->us ? -1 : 1;
+    return strcmp(x->text, y->text);
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+    const gt_gen_ranked *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return cmp_us(a, b);
+}
+
+static void out_free(gt_gen_space_out *out)
+{
+    free(out->keep);
+    free(out->pruned);
+    memset(out, 0, sizeof *out);
+}
+
+int gt_gen_space_build(const gt_gen_space_spec *f, const gt_problem *p, const gt_gen_dev *d, int cap,
+                       gt_gen_space_out *out)
+{
+    int nok = 0, keep = 0;
+    memset(out, 0, sizeof *out);
+    gt_gen_ranked *ok = malloc((size_t)f->nraw * sizeof *ok);
+    out->pruned = malloc((size_t)f->nraw * f->pruned_size);
+    if (!ok || !out->pruned)
+        goto fail;
+    for (int i = 0; i < f->nraw; i++) {
+        gt_gen_anycfg c;
+        if (!f->raw(i, &c))
+            continue;
+        out->raw++;
+        char *rec = (char *)out->pruned + (size_t)out->npruned * f->pruned_size;
+        if (f->check(p, d, &c, rec + f->reason_off, GT_GEN_REASON)) {
+            memcpy(rec, &c, f->cfg_size);
+            out->npruned++;
+            continue;
+        }
+        ok[nok].c = c;
+        ok[nok].us = f->model_us(p, d, &c);
+        ok[nok].key = 0;
+        f->text(&c, ok[nok].text, sizeof ok[nok].text);
+        nok++;
+    }
+    qsort(ok, (size_t)nok, sizeof *ok, cmp_us);
+    if (f->order(ok, nok) != 0)
+        goto fail;
+    qsort(ok, (size_t)nok, sizeof *ok, cmp_key);
+    keep = cap > 0 && nok > cap ? cap : nok;
+    out->keep = malloc((size_t)(keep > 0 ? keep : 1) * f->cfg_size);
+    if (!out->keep)
+        goto fail;
+    for (int i = 0; i < nok; i++) {
+        if (i < keep) {
+            memcpy((char *)out->keep + (size_t)out->nkeep++ * f->cfg_size, &ok[i].c, f->cfg_size);
+            continue;
+        }
+        char *rec = (char *)out->pruned + (size_t)out->npruned++ * f->pruned_size;
+        memcpy(rec, &ok[i].c, f->cfg_size);
+        f->rank_reason(&ok[i], i, nok, cap, rec + f->reason_off, GT_GEN_REASON);
+    }
+    free(ok);
+    return 0;
+fail:
+    free(ok);
+    out_free(out);
+    return -1;
+}
