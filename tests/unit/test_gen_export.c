@@ -21,6 +21,7 @@
 #include "gen_export.h"
 #include "gen_mma.h"
 #include "gt_store.h"
+#include "gen_test_util.h"
 #include "gt_test.h"
 
 #include <cjson/cJSON.h>
@@ -35,15 +36,10 @@
 #include <nvrtc.h>
 #endif
 
+/* bf16 TN, tight leading dimensions (gen_test_util.c). */
 static gt_problem decode(int64_t m, int64_t n, int64_t k)
 {
-    gt_problem p;
-    gt_problem_init(&p, m, n, k);
-    p.trans_a = 'T';
-    p.a_type = p.b_type = p.c_type = p.d_type = GT_DT_BF16;
-    gt_problem_default_ld(&p);
-    gt_problem_finish(&p);
-    return p;
+    return gen_test_prob(m, n, k, GT_DT_BF16, GT_DT_BF16);
 }
 
 /* f16 in, f32 out, f16 bias + GELU, alpha/beta, batch 2 (strided). */

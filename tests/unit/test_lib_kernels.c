@@ -21,6 +21,7 @@
 #include "gen_export.h"
 #include "gt_export.h"
 #include "gt_store.h"
+#include "gen_test_util.h"
 #include "gt_test.h"
 
 #include <cjson/cJSON.h>
@@ -60,15 +61,10 @@ static void desc_of(gt_gemm_desc *d, int64_t m, int64_t n, int64_t k)
     d->transa = 'T';
 }
 
+/* bf16 TN, tight leading dimensions (gen_test_util.c). */
 static gt_problem problem_of(int64_t m, int64_t n, int64_t k)
 {
-    gt_problem p;
-    gt_problem_init(&p, m, n, k);
-    p.trans_a = 'T';
-    p.a_type = p.b_type = p.c_type = p.d_type = GT_DT_BF16;
-    gt_problem_default_ld(&p);
-    gt_problem_finish(&p);
-    return p;
+    return gen_test_prob(m, n, k, GT_DT_BF16, GT_DT_BF16);
 }
 
 static const char *tpath(const char *name)
