@@ -609,7 +609,7 @@ static void shape_one(gt_bk_ctx *ctx, const opts *o, const shape *s)
            st.truncated ? " truncated" : "");
     if (best > 0 && med[best] < med[0]) {
         char text[512];
-        gt_cuda_cfg_text(&re[best]->cfg, text, sizeof text);
+        gt_lt_cfg_text(&re[best]->cfg, text, sizeof text);
         printf("    best %s\n", text);
     }
     int nb = n - nobuild > 0 ? n - nobuild : 1;

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "gt_problem.h"
+#include "lt_cfg.h"
 
 #if defined(__GNUC__)
 #define GT_HIDDEN __attribute__((visibility("hidden")))
@@ -126,19 +127,9 @@ GT_HIDDEN gt_dtype gt_lt_default_bias(const gt_problem *p);
  * like snprintf. */
 GT_HIDDEN int gt_lt_hipblaslt_line(const gt_problem *p, int64_t calls, char *buf, size_t len);
 
-/* A cuda config (worker/cuda/CONFIG.md): the nine cuBLASLt algo config
- * attributes. The same rules as gt_cuda_cfg_from_json (all keys optional
- * but algo_id, integers in range, no unknown or repeated key). */
-typedef struct gt_lt_cfg {
-    int32_t algo_id;
-    uint32_t tile, stages;
-    int32_t splitk;
-    uint32_t reduction, swizzle, custom;
-    uint16_t cluster, inner_shape;
-} gt_lt_cfg;
-
+/* A cuda config as stored text (worker/cuda/CONFIG.md), decoded by the
+ * worker's own rules (gen/lt_cfg.h: gt_lt_cfg_from_json, gt_lt_cfg_text). */
 GT_HIDDEN int gt_lt_cfg_parse(const char *json, gt_lt_cfg *c, char *err, size_t errlen);
-GT_HIDDEN int gt_lt_cfg_text(const gt_lt_cfg *c, char *buf, size_t len);
 
 /* gemmtune.c internals shared with gemmtune_cuda.c and preload.c. */
 struct gt_db;

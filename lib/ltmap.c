@@ -5,7 +5,6 @@
 #include "gt_lib.h"
 
 #include <cjson/cJSON.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -231,76 +230,10 @@ int gt_lt_hipblaslt_line(const gt_problem *p, int64_t calls, char *buf, size_t l
 
 /* ---- cuda configs ----------------------------------------------------------- */
 
-static const struct {
-    const char *name;
-    double max;
-} k_keys[] = {
-    {"algo_id", 2147483647.0}, {"cluster", 65535}, {"custom", 4294967295.0},
-    {"inner_shape", 65535},    {"reduction", 7},   {"splitk", 65535},
-    {"stages", 4294967295.0},  {"swizzle", 1},     {"tile", 4294967295.0},
-};
-#define NKEYS (sizeof k_keys / sizeof k_keys[0])
-
 int gt_lt_cfg_parse(const char *json, gt_lt_cfg *c, char *err, size_t errlen)
 {
-    double v[NKEYS] = {-1, 0, 0, 0, 0, 1, 0, 0, 0}; /* defaults; algo_id required */
-    int seen[NKEYS] = {0};
     cJSON *j = json ? cJSON_Parse(json) : NULL;
-    int rc = -1;
-    if (!cJSON_IsObject(j)) {
-        snprintf(err, errlen, "cuda: config is not a JSON object");
-        goto out;
-    }
-    for (const cJSON *it = j->child; it; it = it->next) {
-        size_t k = 0;
-        while (k < NKEYS && strcmp(it->string ? it->string : "", k_keys[k].name) != 0)
-            k++;
-        if (k == NKEYS) {
-            snprintf(err, errlen, "cuda: config key '%s' unknown", it->string ? it->string : "");
-            goto out;
-        }
-        if (seen[k]++) {
-            snprintf(err, errlen, "cuda: config key '%s' repeated", k_keys[k].name);
-            goto out;
-        }
-        double x = it->valuedouble;
-        if (!cJSON_IsNumber(it) || x != floor(x) || x < 0 || x > k_keys[k].max) {
-            snprintf(err, errlen, "cuda: config %s: must be an integer in 0..%.0f",
-                     k_keys[k].name, k_keys[k].max);
-            goto out;
-        }
-        v[k] = x;
-    }
-    if (!seen[0]) {
-        snprintf(err, errlen, "cuda: config algo_id: missing");
-        goto out;
-    }
-    if (v[4] != 0 && v[4] != 1 && v[4] != 2 && v[4] != 4) {
-        snprintf(err, errlen, "cuda: config reduction=%.0f: must be 0, 1, 2 or 4", v[4]);
-        goto out;
-    }
-    memset(c, 0, sizeof *c);
-    c->algo_id = (int32_t)v[0];
-    c->cluster = (uint16_t)v[1];
-    c->custom = (uint32_t)v[2];
-    c->inner_shape = (uint16_t)v[3];
-    c->reduction = (uint32_t)v[4];
-    c->splitk = (int32_t)v[5];
-    c->stages = (uint32_t)v[6];
-    c->swizzle = (uint32_t)v[7];
-    c->tile = (uint32_t)v[8];
-    rc = 0;
-out:
+    int rc = gt_lt_cfg_from_json(j, c, err, errlen);
     cJSON_Delete(j);
     return rc;
-}
-
-int gt_lt_cfg_text(const gt_lt_cfg *c, char *buf, size_t len)
-{
-    return snprintf(buf, len,
-                    "{\"algo_id\":%d,\"cluster\":%u,\"custom\":%u,\"inner_shape\":%u,"
-                    "\"reduction\":%u,\"splitk\":%d,\"stages\":%u,\"swizzle\":%u,\"tile\":%u}",
-                    (int)c->algo_id, (unsigned)c->cluster, (unsigned)c->custom,
-                    (unsigned)c->inner_shape, (unsigned)c->reduction, (int)c->splitk,
-                    (unsigned)c->stages, (unsigned)c->swizzle, (unsigned)c->tile);
 }

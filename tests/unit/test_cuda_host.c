@@ -575,10 +575,10 @@ static void test_config(void)
     char err[256], text[512];
     gt_cuda_cfg c = {.algo_id = 66, .tile = 20, .stages = 35, .splitk = 4, .reduction = 2,
                      .swizzle = 1, .custom = 3, .cluster = 2, .inner_shape = 0};
-    cJSON *j = gt_cuda_cfg_to_json(&c);
+    cJSON *j = gt_lt_cfg_to_json(&c);
     CHECK(j != NULL);
     char *printed = cJSON_PrintUnformatted(j);
-    gt_cuda_cfg_text(&c, text, sizeof text);
+    gt_lt_cfg_text(&c, text, sizeof text);
     const char *want = "{\"algo_id\":66,\"cluster\":2,\"custom\":3,\"inner_shape\":0,\"reduction\":2,"
                        "\"splitk\":4,\"stages\":35,\"swizzle\":1,\"tile\":20}";
     CHECK_MSG(strcmp(text, want) == 0, "%s", text);
@@ -590,7 +590,7 @@ static void test_config(void)
     CHECK_MSG(gt_cfg_hash(j, h16) == 0 && strcmp(h16, "78d430424baf2ad2") == 0, "hash %s", h16);
     CHECK(cJSON_GetObjectItemCaseSensitive(j, "heur") == NULL);
     gt_cuda_cfg back;
-    CHECK(gt_cuda_cfg_from_json(j, &back, err, sizeof err) == 0);
+    CHECK(gt_lt_cfg_from_json(j, &back, err, sizeof err) == 0);
     CHECK(memcmp(&back, &c, sizeof c) == 0);
     free(printed);
     cJSON_Delete(j);
@@ -598,13 +598,13 @@ static void test_config(void)
     /* Any key order gives the same config and the same canonical text. */
     j = cJSON_Parse("{\"tile\":20,\"swizzle\":1,\"stages\":35,\"splitk\":4,\"reduction\":2,"
                     "\"inner_shape\":0,\"custom\":3,\"cluster\":2,\"algo_id\":66}");
-    CHECK(j && gt_cuda_cfg_from_json(j, &back, err, sizeof err) == 0);
-    gt_cuda_cfg_text(&back, text, sizeof text);
+    CHECK(j && gt_lt_cfg_from_json(j, &back, err, sizeof err) == 0);
+    gt_lt_cfg_text(&back, text, sizeof text);
     CHECK(strcmp(text, want) == 0);
     cJSON_Delete(j);
     /* Defaults for omitted keys. */
     j = cJSON_Parse("{\"algo_id\":7}");
-    CHECK(j && gt_cuda_cfg_from_json(j, &back, err, sizeof err) == 0);
+    CHECK(j && gt_lt_cfg_from_json(j, &back, err, sizeof err) == 0);
     CHECK(back.algo_id == 7 && back.splitk == 1 && back.tile == 0 && back.cluster == 0);
     cJSON_Delete(j);
     const char *bad[] = {
@@ -616,19 +616,19 @@ static void test_config(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         j = cJSON_Parse(bad[i]);
         err[0] = 0;
-        CHECK_MSG(gt_cuda_cfg_from_json(j, &back, err, sizeof err) == -1 && strncmp(err, "cuda: ", 6) == 0,
+        CHECK_MSG(gt_lt_cfg_from_json(j, &back, err, sizeof err) == -1 && strncmp(err, "cuda: ", 6) == 0,
                   "%s accepted", bad[i]);
         cJSON_Delete(j);
     }
     /* "family":"cublaslt" is what an absent family means: same config. */
     j = cJSON_Parse("{\"family\":\"cublaslt\",\"tile\":20,\"swizzle\":1,\"stages\":35,\"splitk\":4,"
                     "\"reduction\":2,\"inner_shape\":0,\"custom\":3,\"cluster\":2,\"algo_id\":66}");
-    CHECK(j && gt_gen_family(j) == GT_FAM_CUBLASLT && gt_cuda_cfg_from_json(j, &back, err, sizeof err) == 0);
-    gt_cuda_cfg_text(&back, text, sizeof text);
+    CHECK(j && gt_gen_family(j) == GT_FAM_CUBLASLT && gt_lt_cfg_from_json(j, &back, err, sizeof err) == 0);
+    gt_lt_cfg_text(&back, text, sizeof text);
     CHECK(strcmp(text, want) == 0);
     cJSON_Delete(j);
     j = cJSON_Parse("{\"family\":\"gemv\",\"algo_id\":66}");
-    CHECK(gt_cuda_cfg_from_json(j, &back, err, sizeof err) == -1);
+    CHECK(gt_lt_cfg_from_json(j, &back, err, sizeof err) == -1);
     cJSON_Delete(j);
     /* Attributes survive a trip through an algo struct (host-only calls). */
     cublasLtMatmulAlgo_t algo;

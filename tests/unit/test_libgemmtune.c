@@ -8,7 +8,7 @@
  *     for another ld, dtype, transpose, alpha, device model or backend; the
  *     CPU config JSON comes back verbatim; bad files are refused;
  *   - the public description -> key equals gt_problem_key of the problem;
- *   - cuda configs decode like the worker's gt_cuda_cfg_from_json;
+ *   - cuda configs decode like the worker's gt_lt_cfg_from_json;
  *   - the descriptor tuple -> problem mapping (pure function, both builds)
  *     inverts the worker's problem -> descriptors mapping (CUDA builds: the
  *     worker's gt_cuda_desc_create, read back through cuBLASLt's getters)
@@ -454,12 +454,12 @@ static void test_cuda_config(void)
         const char *s = i < 4 ? all[i] : bad[i - 4];
         cJSON *j = cJSON_Parse(s);
         gt_cuda_cfg wc;
-        int wrc = j ? gt_cuda_cfg_from_json(j, &wc, err, sizeof err) : -1;
+        int wrc = j ? gt_lt_cfg_from_json(j, &wc, err, sizeof err) : -1;
         int lrc = gt_lt_cfg_parse(s, &lc, err, sizeof err);
         CHECK_MSG(wrc == lrc, "%s: worker %d, lib %d", s, wrc, lrc);
         if (wrc == 0 && lrc == 0) {
             char t1[256], t2[256];
-            gt_cuda_cfg_text(&wc, t1, sizeof t1);
+            gt_lt_cfg_text(&wc, t1, sizeof t1);
             gt_lt_cfg_text(&lc, t2, sizeof t2);
             CHECK_MSG(!strcmp(t1, t2), "%s vs %s", t1, t2);
         }

@@ -258,7 +258,7 @@ static int cuda_build(gt_bk_prob *pp, const cJSON *cfg, gt_bk_cand **out, char *
      * algo bytes (checked by cuBLASLt when it returned them); any other is
      * re-created from its attributes and checked. Host work only. */
     if (gt_cuda_alive(pp->ctx, err, errlen) != 0 ||
-        gt_cuda_cfg_from_json(cfg, &c->cfg, err, errlen) != 0 ||
+        gt_lt_cfg_from_json(cfg, &c->cfg, err, errlen) != 0 ||
         (!gt_cuda_heur_find(pp, &c->cfg, &c->algo, &c->ws_need) &&
          gt_cuda_algo_make(pp->ctx, &pp->map, &pp->desc, &c->cfg, &c->algo, &c->ws_need, err,
                            errlen) != 0)) {

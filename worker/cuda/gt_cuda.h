@@ -29,6 +29,7 @@
 #include <cuda_runtime.h>
 
 #include "gt_backend.h"
+#include "lt_cfg.h"
 #include "gt_problem.h"
 
 struct cJSON;
@@ -114,19 +115,10 @@ int64_t gt_cuda_span(int64_t ld, int64_t cols, int64_t batch, int64_t stride);
 /* ---------------------------------------------------------------------------
  * Configurations (cuda_space.c). See the comment block at its top and
  * worker/cuda/CONFIG.md for the meaning of each attribute. */
-typedef struct gt_cuda_cfg {
-    int32_t algo_id;
-    uint32_t tile, stages;
-    int32_t splitk;
-    uint32_t reduction, swizzle, custom;
-    uint16_t cluster, inner_shape;
-} gt_cuda_cfg;
+/* The worker's name for the shared cuBLASLt config (gen/lt_cfg.h: decode,
+ * encode and canonical text live there, shared with libgemmtune). */
+typedef gt_lt_cfg gt_cuda_cfg;
 
-struct cJSON *gt_cuda_cfg_to_json(const gt_cuda_cfg *c);
-int gt_cuda_cfg_from_json(const struct cJSON *j, gt_cuda_cfg *c, char *err, size_t errlen);
-/* Canonical text (keys sorted, compact: equal to gt_cfg_canonical of the
- * JSON form). Returns the length like snprintf. */
-int gt_cuda_cfg_text(const gt_cuda_cfg *c, char *buf, size_t len);
 /* Reads the config attributes of an algo (e.g. a heuristic result). */
 int gt_cuda_cfg_from_algo(const cublasLtMatmulAlgo_t *algo, gt_cuda_cfg *c, char *err,
                           size_t errlen);
