@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -212,6 +213,7 @@ int gt_run_argv(char *const argv[], char *out, size_t outcap, int timeout_ms)
     int pfd[2];
     if (pipe2(pfd, O_CLOEXEC) != 0)
         return -1;
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         close(pfd[0]);
@@ -219,6 +221,11 @@ int gt_run_argv(char *const argv[], char *out, size_t outcap, int timeout_ms)
         return -1;
     }
     if (pid == 0) {
+        /* The command (a compiler) dies with the thread that waits for it,
+         * so a bench process killed mid-compile leaves nothing behind
+         * writing into the cache. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(126);
         dup2(pfd[1], 1);
         dup2(pfd[1], 2);
         execvp(argv[0], argv);

@@ -12,9 +12,11 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -218,6 +220,7 @@ int gt_sup_start(gt_sup *s, char *err, size_t errlen)
         snprintf(err, errlen, "socketpair: %s", strerror(errno));
         return -1;
     }
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(err, errlen, "fork: %s", strerror(errno));
@@ -226,6 +229,13 @@ int gt_sup_start(gt_sup *s, char *err, size_t errlen)
         return -1;
     }
     if (pid == 0) {
+        /* A supervisor killed with SIGKILL must not leave its bench child
+         * running candidates (and holding the GPU): the kernel kills the
+         * child with it. The flag survives exec; a supervisor that died
+         * before it was set is caught by the getppid check. gt_sup_start
+         * runs on the main thread, which lives as long as the process. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(126);
         /* The child end must survive exec: clear close-on-exec on it. */
         int fl = fcntl(sv[1], F_GETFD);
         if (fl < 0 || fcntl(sv[1], F_SETFD, fl & ~FD_CLOEXEC) < 0)

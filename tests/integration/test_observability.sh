@@ -164,7 +164,9 @@ done
 check "their slots are free again ($open open)" [ "$open" = 0 ]
 
 # ---- fast at 100k results ----
-sqlite3 "$DB" "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 100000)
+# The coordinator is live (heartbeats, lease expiry): wait for its write
+# lock instead of failing on SQLITE_BUSY.
+sqlite3 -cmd ".timeout 10000" "$DB" "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 100000)
   INSERT INTO results(run_id, problem_id, job_id, backend, phase, config, config_hash, time_us,
                       valid, device_model, created_ms)
   SELECT $RUN, p.id, (SELECT MIN(id) FROM jobs WHERE problem_id = p.id), 'cpu', 'screen',
