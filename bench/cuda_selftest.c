@@ -25,7 +25,14 @@
  *   mma         (--mma, alone) the generated tensor-core "mma" family against
  *               cuBLASLt on the n = 16, 128, 2048 shapes: compile throughput,
  *               every kept config validated, TFLOP/s and % of cuBLASLt's best
- *               (worker/cuda/mma_bench.c).
+ *               (worker/cuda/mma_bench.c);
+ *   floor       (--floor, alone or before --gen) one streaming pass over each
+ *               weight matrix of those shapes timed like a candidate: the
+ *               ceiling of a memory-bound kernel at that size
+ *               (worker/cuda/floor_bench.c);
+ *   sweep       (--sweep N [--csv FILE]) N kept gemv configs per decode
+ *               shape, sampled over the model's ranking and quick-timed: what
+ *               the ranking model is calibrated on (worker/cuda/gen_sweep.c).
  *
  * Exit status 0 when everything that must work worked. */
 #include <cjson/cJSON.h>
@@ -42,7 +49,9 @@
 typedef struct opts {
     int device;
     int quick;
-    int coverage, validation, shapes, big, gen, mma, keep_cache;
+    int coverage, validation, shapes, big, gen, mma, floor, keep_cache;
+    int sweep;              /* --sweep N: configs per shape */
+    const char *csv;
     int max_cands;
     double min_time_ms;
     int repeats;
@@ -685,12 +694,17 @@ static void usage(void)
             "usage: gt-cuda-selftest [--device N] [--quick] [--coverage-only | --no-coverage |\n"
             "         --validation-only] [--big]\n"
             "         [--shapes MxNxK,...] [--max-cands N] [--min-time MS] [--repeats N]\n"
-            "         [--top N] [--rounds N] [--tokens 1|16|128|2048] [--gen | --mma [--keep-cache]]\n"
+            "         [--top N] [--rounds N] [--tokens 1|16|128|2048] [--floor] [--gen | --mma [--keep-cache]]\n"
+            "         [--sweep N [--csv FILE]]\n"
             "  --quick        coverage + validation + the n=1 shapes, at most 500 candidates each\n"
             "  --coverage-only  coverage and validation, no shapes; --no-coverage: shapes only\n"
             "  --big          also prepare/validate cost on 128256x8192x4096 and two more\n"
             "  --gen          only the generated gemv family vs cuBLASLt (n = 1 and 16, or\n"
             "                 --tokens); compiles into a fresh cache unless --keep-cache\n"
+            "  --floor        one streaming pass over each decode weight matrix, timed like a\n"
+            "                 candidate (with --gen: before it); the memory-bound ceiling\n"
+            "  --sweep N      N kept gemv configs per decode shape quick-timed (model calibration);\n"
+            "                 --csv FILE writes them\n"
             "  --mma          only the generated mma family vs cuBLASLt (n = 16, 128, 2048, or --tokens)\n"
             "  --tokens N     only the Llama-3-8B shapes with n = N tokens\n"
             "  --shapes       bf16 TN shapes (BLAS m x n x k) instead of Llama-3-8B\n"
@@ -719,11 +733,19 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--gen") == 0) {
             o.gen = 1;
             o.coverage = o.validation = o.shapes = 0;
+        } else if (strcmp(a, "--floor") == 0) {
+            o.floor = 1;
+            o.coverage = o.validation = o.shapes = 0;
         } else if (strcmp(a, "--mma") == 0) {
             o.mma = 1;
             o.coverage = o.validation = o.shapes = 0;
         } else if (strcmp(a, "--keep-cache") == 0) {
             o.keep_cache = 1;
+        } else if (v && strcmp(a, "--sweep") == 0) {
+            o.sweep = atoi(v), i++;
+            o.coverage = o.validation = o.shapes = 0;
+        } else if (v && strcmp(a, "--csv") == 0) {
+            o.csv = v, i++;
         } else if (v && strcmp(a, "--device") == 0) {
             o.device = atoi(v), i++;
         } else if (v && strcmp(a, "--shapes") == 0) {
@@ -766,6 +788,10 @@ int main(int argc, char **argv)
         validation(ctx);
     if (o.big)
         big(ctx);
+    if (o.floor)
+        failures += gt_floor_bench(ctx);
+    if (o.sweep > 0)
+        failures += gt_gen_sweep(bk, ctx, o.tokens, o.sweep, o.csv);
     if (o.gen) {
         gt_gen_bench_opts go = {.tokens = o.tokens, .max_cands = o.quick ? 500 : o.max_cands,
                                 .min_time_ms = o.min_time_ms, .rounds = o.rounds,

@@ -21,5 +21,12 @@ double gt_gen_copy_bandwidth(gt_bk_ctx *ctx);
 int gt_gen_bench(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_opts *o);
 /* The mma section (tokens: 16, 128 or 2048; 0 all); returns the failures. */
 int gt_mma_bench(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_opts *o);
+/* The floor section (floor_bench.c): one streaming pass over each weight
+ * matrix of the decode shapes, timed like a candidate; returns the failures. */
+int gt_floor_bench(gt_bk_ctx *ctx);
+/* The sweep section (gen_sweep.c): per_shape kept gemv configs of each
+ * decode shape (n = tokens, 0: 1 and 16) quick-timed for the ranking
+ * model's calibration, one CSV row each when csv_path is set. */
+int gt_gen_sweep(const gt_backend *bk, gt_bk_ctx *ctx, int tokens, int per_shape, const char *csv_path);
 
 #endif
