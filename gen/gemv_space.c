@@ -5,21 +5,26 @@
  *
  * Rules, in the order they are checked (the first that fails is the reason):
  *   shape      kwarps divides warps; rows per warp (rows_per_cta divided by
- *              warps/kwarps) is 16 or 32 (one or two m16 tiles; 16 or 32 rows
- *              = one or two rows per lane of a wave64); splitk > 1 exactly
- *              when a reduction is named
+ *              warps/kwarps) is 16 or 32 for lanes "quad" (one or two m16
+ *              tiles; 16 or 32 rows = one or two rows per lane of a wave64)
+ *              and 1, 2, 4 or 8 for lanes "warp"; splitk > 1 exactly when a
+ *              reduction is named
  *   threads    warps * warp size within the device's threads per block
  *   n_tile     at least n (a smaller tile streams A once per column block)
- *              and less than n rounded up to 8, plus 8 (idle columns)
+ *              and less than n rounded up to 8, plus 8 (idle columns); lanes
+ *              "warp": n <= 8 (its columns are FMAs, not mma tiles) and
+ *              n_tile the smallest power of two >= n
  *   alignment  lda, ldb (and batch strides) multiples of vec, or vector
  *              loads of A rows / B columns would be misaligned; vec = 4 only
  *              where vec = 8 is not aligned (half the bytes per load)
  *   rows       rows_per_cta no more than twice m rounded up to 16
  *   split-K    no empty split; only when the grid without it has fewer CTAs
- *              than SMs (otherwise it only adds a reduction); batch*splitk
+ *              than the device holds at once (SMs x CTAs resident per SM):
+ *              a small matrix needs every resident slot loading from the
+ *              first microsecond, otherwise it only adds a reduction; batch*splitk
  *              within the grid's z limit; each warp's k share holds at least
- *              one unrolled step (k_unroll * 4 * vec), or the main loop never
- *              runs
+ *              one unrolled step (k_unroll x the warp's chunk of 4 or 32
+ *              lanes x vec), or the main loop never runs
  *   resources  static shared memory within the per-block limit; estimated
  *              registers within the per-thread limit and one CTA's within
  *              the SM's register file
@@ -64,17 +69,19 @@ int gt_gen_family(const cJSON *cfg)
 static const char *const k_red[] = {"none", "atomic", "twopass"};
 static const char *const k_load[] = {"nc", "cs", "na256"};
 static const char *const k_pipe[] = {"reg", "async"};
+static const char *const k_lanes[] = {"quad", "warp"};
 
 const char *gt_gen_red_name(int r) { return r >= 0 && r < 3 ? k_red[r] : "?"; }
 const char *gt_gen_load_name(int l) { return l >= 0 && l < 3 ? k_load[l] : "?"; }
 const char *gt_gen_pipe_name(int p) { return p >= 0 && p < 2 ? k_pipe[p] : "?"; }
+const char *gt_gen_lanes_name(int l) { return l >= 0 && l < 2 ? k_lanes[l] : "?"; }
 
 /* Integer attributes, sorted like the canonical text. */
 static const gt_gen_int_attr k_int[] = {
     {"k_unroll", 1, 16, offsetof(gt_gen_cfg, k_unroll)},
     {"kwarps", 1, 32, offsetof(gt_gen_cfg, kwarps)},
-    {"n_tile", 8, 32, offsetof(gt_gen_cfg, n_tile)},
-    {"rows_per_cta", 16, 1024, offsetof(gt_gen_cfg, rows_per_cta)},
+    {"n_tile", 1, 32, offsetof(gt_gen_cfg, n_tile)},
+    {"rows_per_cta", 1, 1024, offsetof(gt_gen_cfg, rows_per_cta)},
     {"splitk", 1, 64, offsetof(gt_gen_cfg, splitk)},
     {"vec", 4, 8, offsetof(gt_gen_cfg, vec)},
     {"warps", 1, 32, offsetof(gt_gen_cfg, warps)},
@@ -91,7 +98,7 @@ static int str_index(const char *const *names, int n, const char *s)
 
 int gt_gen_cfg_from_json(const cJSON *j, gt_gen_cfg *c, char *err, size_t errlen)
 {
-    int seen_int[NINT] = {0}, seen_red = 0, seen_load = 0, seen_pipe = 0, seen_fam = 0;
+    int seen_int[NINT] = {0}, seen_red = 0, seen_load = 0, seen_pipe = 0, seen_fam = 0, seen_lanes = 0;
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(j)) {
         snprintf(err, errlen, "gemv: config is not a JSON object");
@@ -104,6 +111,15 @@ int gt_gen_cfg_from_json(const cJSON *j, gt_gen_cfg *c, char *err, size_t errlen
                 snprintf(err, errlen, "gemv: config family must be \"gemv\", once");
                 return -1;
             }
+            continue;
+        }
+        if (!strcmp(k, "lanes")) { /* optional: "quad" when left out */
+            int v = cJSON_IsString(it) ? str_index(k_lanes, 2, it->valuestring) : -1;
+            if (seen_lanes++ || v < 0) {
+                snprintf(err, errlen, "gemv: config lanes: must be one of quad, warp, once");
+                return -1;
+            }
+            c->lanes = v;
             continue;
         }
         if (!strcmp(k, "reduction") || !strcmp(k, "a_load") || !strcmp(k, "pipe")) {
@@ -133,8 +149,12 @@ int gt_gen_cfg_from_json(const cJSON *j, gt_gen_cfg *c, char *err, size_t errlen
         snprintf(err, errlen, "gemv: config vec=%d: must be 4 or 8", c->vec);
         return -1;
     }
-    if (c->n_tile % 8) {
+    if (c->lanes == GT_GEN_LANES_QUAD && c->n_tile % 8) {
         snprintf(err, errlen, "gemv: config n_tile=%d: must be 8, 16, 24 or 32", c->n_tile);
+        return -1;
+    }
+    if (c->lanes == GT_GEN_LANES_WARP && (c->n_tile > 8 || (c->n_tile & (c->n_tile - 1)))) {
+        snprintf(err, errlen, "gemv: config n_tile=%d: must be 1, 2, 4 or 8 with lanes warp", c->n_tile);
         return -1;
     }
     return 0;
@@ -147,6 +167,7 @@ cJSON *gt_gen_cfg_to_json(const gt_gen_cfg *c)
         !cJSON_AddStringToObject(j, "a_load", gt_gen_load_name(c->a_load)) ||
         !cJSON_AddStringToObject(j, "reduction", gt_gen_red_name(c->reduction)) ||
         !cJSON_AddStringToObject(j, "pipe", gt_gen_pipe_name(c->pipe)) ||
+        (c->lanes && !cJSON_AddStringToObject(j, "lanes", gt_gen_lanes_name(c->lanes))) ||
         gt_gen_int_attr_add(j, k_int, NINT, c) != 0) {
         cJSON_Delete(j);
         return NULL;
@@ -156,11 +177,13 @@ cJSON *gt_gen_cfg_to_json(const gt_gen_cfg *c)
 
 int gt_gen_cfg_text(const gt_gen_cfg *c, char *buf, size_t len)
 {
+    /* "lanes" sorts between "kwarps" and "n_tile"; left out when "quad" */
     return snprintf(buf, len,
-                    "{\"a_load\":\"%s\",\"family\":\"gemv\",\"k_unroll\":%d,\"kwarps\":%d,"
+                    "{\"a_load\":\"%s\",\"family\":\"gemv\",\"k_unroll\":%d,\"kwarps\":%d,%s"
                     "\"n_tile\":%d,\"pipe\":\"%s\",\"reduction\":\"%s\",\"rows_per_cta\":%d,"
                     "\"splitk\":%d,\"vec\":%d,\"warps\":%d}",
-                    gt_gen_load_name(c->a_load), c->k_unroll, c->kwarps, c->n_tile,
+                    gt_gen_load_name(c->a_load), c->k_unroll, c->kwarps,
+                    c->lanes ? "\"lanes\":\"warp\"," : "", c->n_tile,
                     gt_gen_pipe_name(c->pipe), gt_gen_red_name(c->reduction), c->rows_per_cta,
                     c->splitk, c->vec, c->warps);
 }
@@ -255,7 +278,11 @@ static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c
     x->wm = c->kwarps > 0 && c->warps % c->kwarps == 0 ? c->warps / c->kwarps : 1;
     x->rw = c->rows_per_cta / x->wm;
     x->nv = c->vec / 2;
-    if (d->warp_size == 32) {
+    if (c->lanes == GT_GEN_LANES_WARP) { /* a row per lane group of the whole warp */
+        x->nar = x->rw;
+        x->nbc = c->n_tile;
+        x->acc = x->rw * c->n_tile;
+    } else if (d->warp_size == 32) {
         x->nar = 2 * (x->rw / 16);
         x->nbc = c->n_tile / 8;
         x->acc = (x->rw / 16) * (c->n_tile / 8) * 4;
@@ -265,14 +292,15 @@ static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c
         x->acc = x->nar * c->n_tile;
     }
     /* live registers of the unrolled loop: accumulators, the loads in
-     * flight, row/column pointers, and a fixed overhead (indices, bounds) */
+     * flight, row/column pointers, and a fixed overhead (indices, bounds;
+     * 24 and the 32-register floor below fit the H100 sweep best) */
     x->regs = x->acc + (c->pipe ? 1 : c->k_unroll) * (x->nar + x->nbc) * x->nv +
-              2 * (x->nar + x->nbc) + 32;
+              2 * (x->nar + x->nbc) + 24;
     gt_gen_geometry(p, c, d->warp_size, &x->g);
     x->ctas = (double)x->g.gx * x->g.gy * x->g.gz;
     int threads = c->warps * d->warp_size;
     int by_warps = d->max_warps_sm / (c->warps > 0 ? c->warps : 1);
-    int by_regs = d->regs_sm / (threads * (x->regs < 64 ? 64 : x->regs));
+    int by_regs = d->regs_sm / (threads * (x->regs < 32 ? 32 : x->regs));
     int by_smem = x->g.smem_bytes ? (int)((size_t)d->smem_block * 4 / x->g.smem_bytes) : 32;
     x->res_cta = by_warps < by_regs ? by_warps : by_regs;
     if (by_smem < x->res_cta)
@@ -294,12 +322,19 @@ int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, 
     int al = p->lda % c->vec == 0 && p->ldb % c->vec == 0 &&
              (batch == 1 || (p->stride_a % c->vec == 0 && p->stride_b % c->vec == 0));
     long long c0 = (long long)x.g.gx * x.g.gy * batch;
-    int wb = c->k_unroll * 4 * c->vec;
+    int warp_lanes = c->lanes == GT_GEN_LANES_WARP;
+    int wb = c->k_unroll * (warp_lanes ? d->warp_size : 4) * c->vec;
     if (c->kwarps < 1 || c->warps % c->kwarps)
         snprintf(why, len, "shape: kwarps=%d does not divide warps=%d", c->kwarps, c->warps);
-    else if (c->rows_per_cta % x.wm || (x.rw != 16 && x.rw != 32))
+    else if (!warp_lanes && (c->rows_per_cta % x.wm || (x.rw != 16 && x.rw != 32)))
         snprintf(why, len, "shape: rows per warp rows_per_cta/(warps/kwarps) = %d/%d is not 16 or 32",
                  c->rows_per_cta, x.wm);
+    else if (warp_lanes && (c->rows_per_cta % x.wm || x.rw < 1 || x.rw > 8 || (x.rw & (x.rw - 1))))
+        snprintf(why, len, "shape: rows per warp rows_per_cta/(warps/kwarps) = %d/%d is not 1, 2, 4 or 8 "
+                           "(lanes=warp)", c->rows_per_cta, x.wm);
+    else if (warp_lanes && p->n > 8)
+        snprintf(why, len, "lanes=warp: n=%lld > 8: its columns are FMAs, the mma tiles of lanes=quad "
+                           "are cheaper", (long long)p->n);
     else if ((c->splitk > 1) != (c->reduction != GT_GEN_RED_NONE))
         snprintf(why, len, "shape: reduction=%s with splitk=%d (a reduction exactly when splitk > 1)",
                  gt_gen_red_name(c->reduction), c->splitk);
@@ -312,10 +347,13 @@ int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, 
     else if (c->warps * d->warp_size > d->max_threads_block)
         snprintf(why, len, "threads: %d warps of %d > %d threads per block", c->warps,
                  d->warp_size, d->max_threads_block);
+    else if (warp_lanes && (c->n_tile < p->n || c->n_tile >= 2 * p->n))
+        snprintf(why, len, "n_tile=%d: lanes=warp takes the smallest power of two >= n=%lld", c->n_tile,
+                 (long long)p->n);
     else if (c->n_tile < p->n)
         snprintf(why, len, "n_tile=%d < n=%lld: A would be streamed %lld times, once per column block",
                  c->n_tile, (long long)p->n, (long long)((p->n + c->n_tile - 1) / c->n_tile));
-    else if (c->n_tile >= n8 + 8)
+    else if (!warp_lanes && c->n_tile >= n8 + 8)
         snprintf(why, len, "n_tile=%d > %lld (n rounded up to 8): idle columns cost registers and loads",
                  c->n_tile, n8);
     else if (!al)
@@ -325,21 +363,24 @@ int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, 
     else if (c->vec == 4 && al8)
         snprintf(why, len, "vec=4: 16-byte loads (vec=8) are aligned here and move twice the bytes "
                            "per instruction");
-    else if (c->rows_per_cta > 2 * m16)
+    else if (!warp_lanes && c->rows_per_cta > 2 * m16)
         snprintf(why, len, "rows_per_cta=%d > 2 x %lld (m rounded up to 16): most rows of each CTA idle",
                  c->rows_per_cta, m16);
+    else if (warp_lanes && c->rows_per_cta > 2 * p->m)
+        snprintf(why, len, "rows_per_cta=%d > 2 x m=%lld: most rows of each CTA idle", c->rows_per_cta,
+                 (long long)p->m);
     else if (c->splitk > 1 && (long long)(c->splitk - 1) * x.g.kper >= p->k)
         snprintf(why, len, "split-K: splitk=%d leaves empty splits (k=%lld, %lld per split)",
                  c->splitk, (long long)p->k, x.g.kper);
-    else if (c->splitk > 1 && c0 >= d->sms)
-        snprintf(why, len, "split-K: %lld CTAs without it already cover the %d SMs; it would only add "
-                           "a reduction", c0, d->sms);
+    else if (c->splitk > 1 && c0 >= (long long)(x.res_cta > 0 ? x.res_cta : 1) * d->sms)
+        snprintf(why, len, "split-K: %lld CTAs without it already fill the %d SMs x %d resident CTAs; "
+                           "it would only add a reduction", c0, d->sms, x.res_cta > 0 ? x.res_cta : 1);
     else if ((long long)batch * c->splitk > 65535)
         snprintf(why, len, "split-K: grid z = batch x splitk = %lld > 65535",
                  (long long)batch * c->splitk);
     else if (x.g.kper / c->kwarps < wb && c->k_unroll > 1)
-        snprintf(why, len, "split-K: k per warp %lld < k_unroll x 4 x vec = %d: the unrolled loop "
-                           "would never run", x.g.kper / c->kwarps, wb);
+        snprintf(why, len, "split-K: k per warp %lld < k_unroll x %d lanes x vec = %d: the unrolled loop "
+                           "would never run", x.g.kper / c->kwarps, warp_lanes ? d->warp_size : 4, wb);
     else if (x.g.smem_bytes > (size_t)d->smem_block)
         snprintf(why, len, "resources: %zu bytes of shared memory > %d per block", x.g.smem_bytes,
                  d->smem_block);
@@ -369,8 +410,22 @@ double gt_gen_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cf
     double batch = p->batch > 0 ? (double)p->batch : 1;
     double bw = d->dram_bw > 0 ? d->dram_bw : 2e12;
     double a_bytes = (double)p->m * (double)p->k * 2 * batch;
-    /* bandwidth reached with this much in flight (32 KiB per SM saturates) */
+    /* The constants were fitted on gt-cuda-selftest --sweep of the Llama
+     * decode shapes on an H100 (tests/data/gemv_sweep_h100.csv, checked by
+     * test_gen_model): the best measured config is within 3 % of the best
+     * of the model's top 48 on every shape.
+     * Bandwidth reached with this much in flight (32 KiB per SM saturates);
+     * 4 lanes per row touch 64 bytes of 8 rows per load, a whole warp 512
+     * contiguous bytes of one row, which DRAM serves better; the read-only
+     * path without a hint fetches less ahead */
     double eff = 0.93 * fmin(1.0, x.inflight / 32768.0);
+    if (c->lanes != GT_GEN_LANES_WARP)
+        eff *= 0.92;
+    if (c->a_load == GT_GEN_LD_NC)
+        eff *= 0.97;
+    /* more resident warps hide latency better than deeper unrolling */
+    double warps_sm = fmin((double)x.res_cta * c->warps, fmax(x.ctas / d->sms, 1.0) * c->warps);
+    eff *= 0.9 + 0.1 * fmin(1.0, warps_sm / d->max_warps_sm);
     double t = a_bytes / (bw * (eff > 0.05 ? eff : 0.05));
     /* the SM with the most CTAs streams longest; an SM draws at most ~3x
      * its share of the bandwidth */
@@ -381,15 +436,17 @@ double gt_gen_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cf
     } else {
         t *= sqrt(ceil(x.ctas / slots) * slots / x.ctas);
     }
-    /* B from L2, once per CTA for its k range */
+    /* B from L1/L2, once per CTA for its k range: it overlaps the stream */
     double b_l2 = x.ctas * (double)x.g.kper * fmin((double)p->n, c->n_tile) * 2;
-    t += b_l2 / (2.5 * bw);
+    t = fmax(t, b_l2 / (4.0 * bw));
     double mn = (double)p->m * (double)p->n * batch * 4;
-    if (c->splitk > 1)
-        t += c->reduction == GT_GEN_RED_ATOMIC ? c->splitk * mn * 2 / (0.5 * bw) + 0.5e-6
-                                               : c->splitk * mn * 2 / bw + 2.5e-6;
+    if (c->splitk > 1) /* the tile's last CTA, or a second kernel, after the others */
+        t += c->reduction == GT_GEN_RED_ATOMIC ? c->splitk * mn * 2 / (0.5 * bw) + 2.5e-6
+                                               : c->splitk * mn * 2 / bw + 3.0e-6;
     if (d->hip) /* FMA path: 2 flops per element and column */
         t = fmax(t, 2.0 * p->m * c->n_tile * (double)p->k * batch / (d->sms * 256.0 * 1.7e9));
+    else if (c->lanes == GT_GEN_LANES_WARP) /* an FMA per element and column, a convert per element */
+        t = fmax(t, (double)p->m * (c->n_tile + 1) * (double)p->k * batch / (d->sms * 128.0 * 1.7e9));
     return t * 1e6 + 2.0 + 0.05 * c->a_load; /* launch, ramp and drain; a_load: stable order */
 }
 
@@ -402,24 +459,32 @@ void gt_gen_space_free(gt_gen_space *s)
     memset(s, 0, sizeof *s);
 }
 
-/* The raw space: 2 x 3 x 4 warp layouts (those of more than 8 warps left
- * out) x 4 k_unroll x 2 vec x 9 split-K x 4 n_tile x 3 a_load x 2 pipe. */
+/* The raw space, lanes "quad": 2 rows per warp x 3 x 4 warp layouts (those
+ * of more than 8 warps left out) x 4 k_unroll x 2 vec x 9 split-K x 4
+ * n_tile x 3 a_load x 2 pipe; then lanes "warp": the same with 4 rows per
+ * warp and its 4 n_tile. */
 #define NRAW_B (4 * 2 * 9 * 4 * 3 * 2)
-#define NRAW (2 * 3 * 4 * NRAW_B)
+#define NRAW_Q (2 * 3 * 4 * NRAW_B)
+#define NRAW (NRAW_Q + 4 * 3 * 4 * NRAW_B)
 
 static int raw_cfg(int i, gt_gen_anycfg *out)
 {
-    static const int rws[] = {16, 32}, wms[] = {1, 2, 4}, kws[] = {1, 2, 4, 8}, us[] = {1, 2, 4, 8};
-    static const int vecs[] = {8, 4}, sks[] = {1, 2, 4, 8, 16}, nts[] = {8, 16, 24, 32};
+    static const int rws_q[] = {16, 32}, rws_w[] = {1, 2, 4, 8}, wms[] = {1, 2, 4}, kws[] = {1, 2, 4, 8};
+    static const int us[] = {1, 2, 4, 8}, vecs[] = {8, 4}, sks[] = {1, 2, 4, 8, 16};
+    static const int nts_q[] = {8, 16, 24, 32}, nts_w[] = {1, 2, 4, 8};
+    int lanes = i >= NRAW_Q;
+    if (lanes)
+        i -= NRAW_Q;
     int a = i / NRAW_B, b = i % NRAW_B;
-    int rw = rws[a / 12], wm = wms[a / 4 % 3], kw = kws[a % 4];
+    int rw = (lanes ? rws_w : rws_q)[a / 12], wm = wms[a / 4 % 3], kw = kws[a % 4];
     if (wm * kw > 8)
         return 0;
     int u = b / 432, v = b / 216 % 2, sr = b / 24 % 9, nt = b / 6 % 4, ld = b / 2 % 3;
     int sk = sr ? 1 + (sr - 1) / 2 : 0, red = sr ? 1 + (sr - 1) % 2 : 0;
     out->gemv = (gt_gen_cfg){.rows_per_cta = rw * wm, .warps = wm * kw, .kwarps = kw,
                              .vec = vecs[v], .k_unroll = us[u], .splitk = sks[sk],
-                             .reduction = red, .n_tile = nts[nt], .a_load = ld, .pipe = b % 2};
+                             .reduction = red, .n_tile = (lanes ? nts_w : nts_q)[nt], .a_load = ld,
+                             .pipe = b % 2, .lanes = lanes};
     return 1;
 }
 

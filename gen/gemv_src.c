@@ -15,6 +15,10 @@
  *   GT_PIPE               pipe: 0 "reg" (k_unroll vector loads per row into
  *                         registers), 1 "async" (CUDA: a per-warp cp.async
  *                         ring of k_unroll chunks in shared memory)
+ *   GT_LAY                lanes: 0 "quad" (4 lanes per row: the mma
+ *                         fragments on CUDA, quads of FMAs on HIP), 1 "warp"
+ *                         (every lane of the warp along one row, FMAs, a
+ *                         shuffle reduction across the warp; GT_MMA 0)
  *
  * The k order inside a chunk of 4*vec is permuted for the mma path: lane
  * (g = lane/4, t4 = lane%4) loads vec contiguous elements at t4*vec of row
@@ -34,7 +38,13 @@ const char gt_gen_gemv_src[] =
     "#define GT_WM (GT_WARPS / GT_KW)\n"
     "#define GT_RW (GT_RPC / GT_WM)\n"
     "#define GT_G (GT_WS / 4)\n"
+    "#if GT_LAY\n"
+    "#define GT_CH (GT_WS * GT_VEC)\n"
+    "#define GT_LOFF (lane * GT_VEC)\n"
+    "#else\n"
     "#define GT_CH (4 * GT_VEC)\n"
+    "#define GT_LOFF (t4 * GT_VEC)\n"
+    "#endif\n"
     "#define GT_WB (GT_U * GT_CH)\n"
     "#define GT_NV (GT_VEC / 2)\n"
     "#define GT_THREADS (GT_WARPS * GT_WS)\n"
@@ -45,7 +55,11 @@ const char gt_gen_gemv_src[] =
     "#define GT_NBC GT_NT8\n"
     "#define GT_ACC (GT_RT * GT_NT8 * 4)\n"
     "#else\n"
+    "#if GT_LAY\n"
+    "#define GT_RL GT_RW\n"
+    "#else\n"
     "#define GT_RL (GT_RW / GT_G)\n"
+    "#endif\n"
     "#define GT_NAR GT_RL\n"
     "#define GT_NBC GT_NTILE\n"
     "#define GT_ACC (GT_RL * GT_NTILE)\n"
@@ -212,6 +226,8 @@ const char gt_gen_gemv_src[] =
     "  for (int x = 0; x < GT_NAR; x++) {\n"
     "#if GT_MMA\n"
     "    i64 i = row0 + 16 * (x >> 1) + gq + 8 * (x & 1);\n"
+    "#elif GT_LAY\n"
+    "    i64 i = row0 + x;\n"
     "#else\n"
     "    i64 i = row0 + gq + GT_G * x;\n"
     "#endif\n"
@@ -240,7 +256,7 @@ const char gt_gen_gemv_src[] =
     "  const i64 mine = nch > wk ? (nch - wk + GT_KW - 1) / GT_KW : 0;\n"
     "  for (int s = 0; s < GT_U; s++) {\n"
     "    if (s < mine) gt_issue(ring + s * (GT_NAR + GT_NBC) * GT_WS * GT_NV,\n"
-    "                           kb + (wk + (i64)GT_KW * s) * GT_CH + t4 * GT_VEC, ke, ar, bc, bok);\n"
+    "                           kb + (wk + (i64)GT_KW * s) * GT_CH + GT_LOFF, ke, ar, bc, bok);\n"
     "    gt_commit();\n"
     "  }\n"
     "  int slot = 0;\n"
@@ -253,7 +269,7 @@ const char gt_gen_gemv_src[] =
     "#pragma unroll\n"
     "    for (int x = 0; x < GT_NBC; x++) gt_lds(st + (GT_NAR + x) * GT_WS * GT_NV, bv[x]);\n"
     "    gt_step(acc, av, bv);\n"
-    "    if (i + GT_U < mine) gt_issue(st, kb + (wk + (i64)GT_KW * (i + GT_U)) * GT_CH + t4 * GT_VEC, ke, ar, bc, bok);\n"
+    "    if (i + GT_U < mine) gt_issue(st, kb + (wk + (i64)GT_KW * (i + GT_U)) * GT_CH + GT_LOFF, ke, ar, bc, bok);\n"
     "    gt_commit();\n"
     "    slot = slot + 1 == GT_U ? 0 : slot + 1;\n"
     "  }\n"
@@ -262,7 +278,7 @@ const char gt_gen_gemv_src[] =
     /* whole blocks of k_unroll chunks, warps of the CTA interleaved */
     "  const i64 nb = ke > kb ? (ke - kb) / GT_WB : 0;\n"
     "  for (i64 blk = wk; blk < nb; blk += GT_KW) {\n"
-    "    const i64 k0 = kb + blk * GT_WB + t4 * GT_VEC;\n"
+    "    const i64 k0 = kb + blk * GT_WB + GT_LOFF;\n"
     "    u32 av[GT_U][GT_NAR][GT_NV], bv[GT_U][GT_NBC][GT_NV];\n"
     "#pragma unroll\n"
     "    for (int u = 0; u < GT_U; u++) {\n"
@@ -279,7 +295,7 @@ const char gt_gen_gemv_src[] =
     "  }\n"
     /* the rest, chunk by chunk, loads guarded at the end of the split */
     "  for (i64 kc = kb + nb * GT_WB + (i64)wk * GT_CH; kc < ke; kc += (i64)GT_KW * GT_CH) {\n"
-    "    const i64 kk = kc + t4 * GT_VEC, avail = ke - kk;\n"
+    "    const i64 kk = kc + GT_LOFF, avail = ke - kk;\n"
     "    u32 av[GT_NAR][GT_NV], bv[GT_NBC][GT_NV];\n"
     "#pragma unroll\n"
     "    for (int x = 0; x < GT_NAR; x++) gt_ld_tail(ar[x] + kk, avail, av[x], 1);\n"
@@ -289,7 +305,12 @@ const char gt_gen_gemv_src[] =
     "    gt_step(acc, av, bv);\n"
     "  }\n"
     "#endif\n"
-    "#if !GT_MMA\n"
+    "#if GT_LAY\n"
+    "#pragma unroll\n"
+    "  for (int e = 0; e < GT_ACC; e++)\n"
+    "#pragma unroll\n"
+    "    for (int o = GT_WS / 2; o > 0; o >>= 1) acc[e] += GT_SHFL_XOR(acc[e], o);\n"
+    "#elif !GT_MMA\n"
     "#pragma unroll\n"
     "  for (int e = 0; e < GT_ACC; e++) { acc[e] += GT_SHFL_XOR(acc[e], 1); acc[e] += GT_SHFL_XOR(acc[e], 2); }\n"
     "#endif\n"
@@ -316,6 +337,9 @@ const char gt_gen_gemv_src[] =
     "#if GT_MMA\n"
     "      const int ri = 16 * (e / (GT_NT8 * 4)) + gq + 8 * ((e & 3) >> 1);\n"
     "      const int cj = 8 * ((e / 4) % GT_NT8) + 2 * t4 + (e & 1);\n"
+    "#elif GT_LAY\n"
+    "      if (e % GT_WS != lane) continue;\n" /* every lane holds the sums: they share the stores */
+    "      const int ri = e / GT_NTILE, cj = e % GT_NTILE;\n"
     "#else\n"
     "      if (t4 != 0) continue;\n"
     "      const int ri = gq + GT_G * (e / GT_NTILE), cj = e % GT_NTILE;\n"
@@ -377,12 +401,13 @@ int gt_gen_defines(const gt_problem *p, const gt_gen_cfg *c, int hip,
         const char *name;
         int v;
     } d[] = {
-        {"GT_HIP", hip},          {"GT_WS", hip ? 64 : 32},      {"GT_MMA", hip ? 0 : 1},
+        {"GT_HIP", hip},          {"GT_WS", hip ? 64 : 32},      {"GT_MMA", hip || c->lanes ? 0 : 1},
         {"GT_AB", t.ab},          {"GT_DKT", t.dkt},             {"GT_CKT", t.ckt},
         {"GT_BIASKT", t.bkt},     {"GT_ACT", t.act},               {"GT_RPC", c->rows_per_cta},
         {"GT_WARPS", c->warps},   {"GT_KW", c->kwarps},          {"GT_VEC", c->vec},
         {"GT_U", c->k_unroll},    {"GT_SPLITK", c->splitk},      {"GT_RED", c->reduction},
         {"GT_NTILE", c->n_tile},  {"GT_ALD", c->a_load},        {"GT_PIPE", c->pipe},
+        {"GT_LAY", c->lanes},
     };
     int n = (int)(sizeof d / sizeof d[0]);
     for (int i = 0; i < n; i++)
@@ -394,7 +419,8 @@ void gt_gen_geometry(const gt_problem *p, const gt_gen_cfg *c, int warp_size, gt
 {
     memset(g, 0, sizeof *g);
     int64_t batch = p->batch > 0 ? p->batch : 1;
-    int64_t ch = 4 * (int64_t)c->vec, sk = c->splitk > 0 ? c->splitk : 1;
+    int lw = c->lanes == GT_GEN_LANES_WARP;
+    int64_t ch = (lw ? warp_size : 4) * (int64_t)c->vec, sk = c->splitk > 0 ? c->splitk : 1;
     int64_t per = (p->k + sk - 1) / sk;
     g->kper = (per + ch - 1) / ch * ch;
     g->gx = (unsigned)((p->m + c->rows_per_cta - 1) / c->rows_per_cta);
@@ -412,12 +438,13 @@ void gt_gen_geometry(const gt_problem *p, const gt_gen_cfg *c, int warp_size, gt
     }
     /* the template's gt_red: (kwarps-1) * row groups * accumulators * lanes */
     int wm = c->warps / (c->kwarps > 0 ? c->kwarps : 1), rw = c->rows_per_cta / (wm > 0 ? wm : 1);
-    int acc = warp_size == 32 ? (rw / 16) * (c->n_tile / 8) * 4 : (rw / (warp_size / 4)) * c->n_tile;
+    int acc = lw ? rw * c->n_tile
+                 : warp_size == 32 ? (rw / 16) * (c->n_tile / 8) * 4 : (rw / (warp_size / 4)) * c->n_tile;
     g->smem_bytes = (size_t)(c->kwarps - 1) * (size_t)wm * (size_t)acc * (size_t)warp_size * 4 +
                     (sk > 1 && c->reduction == GT_GEN_RED_ATOMIC ? 4 : 0);
     if (c->pipe) { /* the ring: per warp k_unroll stages of (rows + columns) vectors per lane */
-        int nar = warp_size == 32 ? 2 * (rw / 16) : rw / (warp_size / 4);
-        int nbc = warp_size == 32 ? c->n_tile / 8 : c->n_tile;
+        int nar = lw ? rw : warp_size == 32 ? 2 * (rw / 16) : rw / (warp_size / 4);
+        int nbc = lw || warp_size != 32 ? c->n_tile : c->n_tile / 8;
         g->smem_bytes += (size_t)c->warps * (size_t)c->k_unroll * (size_t)(nar + nbc) *
                          (size_t)warp_size * (size_t)c->vec * 2;
     }

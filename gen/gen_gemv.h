@@ -34,7 +34,14 @@
  *            registers, then the math (how many stay in flight is up to
  *            ptxas' scheduler); "async" (CUDA): each warp streams its rows
  *            through a ring of k_unroll chunks in shared memory with
- *            cp.async, so k_unroll chunks are always in flight. */
+ *            cp.async, so k_unroll chunks are always in flight.
+ *   lanes    how a warp's lanes cover A: "quad" (the default, left out of
+ *            the JSON and text): 4 lanes per row, 16 or 32 rows per warp,
+ *            as the mma fragments want them; "warp": all lanes along one
+ *            row (a warp load reads 32 x 16 contiguous bytes of a row, not
+ *            64 bytes of 8 rows), 1, 2, 4 or 8 rows per warp, f32 FMAs and
+ *            a shuffle reduction across the warp at the end, n_tile 1, 2,
+ *            4 or 8: for n <= 8, where tensor cores buy nothing. */
 #ifndef GEN_GEMV_H
 #define GEN_GEMV_H
 
@@ -62,6 +69,7 @@ int gt_gen_family(const struct cJSON *cfg);
 enum { GT_GEN_RED_NONE = 0, GT_GEN_RED_ATOMIC = 1, GT_GEN_RED_TWOPASS = 2 };
 enum { GT_GEN_LD_NC = 0, GT_GEN_LD_CS = 1, GT_GEN_LD_NA256 = 2 };
 enum { GT_GEN_PIPE_REG = 0, GT_GEN_PIPE_ASYNC = 1 };
+enum { GT_GEN_LANES_QUAD = 0, GT_GEN_LANES_WARP = 1 };
 
 typedef struct gt_gen_cfg {
     int rows_per_cta;   /* rows of D per CTA */
@@ -71,9 +79,10 @@ typedef struct gt_gen_cfg {
     int k_unroll;       /* vector loads per row in flight per lane */
     int splitk;         /* CTAs along k per tile */
     int reduction;      /* GT_GEN_RED_*: none iff splitk == 1 */
-    int n_tile;         /* columns per CTA: 8, 16, 24 or 32 */
+    int n_tile;         /* columns per CTA: 8, 16, 24 or 32 (lanes "warp": 1, 2, 4 or 8) */
     int a_load;         /* GT_GEN_LD_* */
     int pipe;           /* GT_GEN_PIPE_*: how loads are kept in flight */
+    int lanes;          /* GT_GEN_LANES_*: how a warp's lanes cover A */
 } gt_gen_cfg;
 
 /* Strict parse of {"family":"gemv", ...}: every attribute required, unknown or
@@ -86,6 +95,7 @@ int gt_gen_cfg_text(const gt_gen_cfg *c, char *buf, size_t len);
 const char *gt_gen_red_name(int r);
 const char *gt_gen_load_name(int l);
 const char *gt_gen_pipe_name(int p);
+const char *gt_gen_lanes_name(int l);
 
 /* ---- fault configs (test-only, never enumerated) ----------------------------- */
 enum { GT_FAULT_OOB = 1, GT_FAULT_HANG = 2 };

@@ -100,6 +100,36 @@ static void test_encoding(void)
         "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,\"n_tile\":16,\"pipe\":\"tma\","
         "\"reduction\":\"none\",\"rows_per_cta\":32,\"splitk\":1,\"vec\":8,\"warps\":4}",    /* pipe */
     };
+    /* lanes "warp": named in the JSON and the text (between kwarps and
+     * n_tile), "quad" left out so stored quad configs keep their hashes */
+    gt_gen_cfg w = k_cfg;
+    w.lanes = GT_GEN_LANES_WARP, w.n_tile = 2, w.rows_per_cta = 4;
+    j = gt_gen_cfg_to_json(&w);
+    gt_gen_cfg_text(&w, text, sizeof text);
+    CHECK_MSG(strstr(text, "\"kwarps\":2,\"lanes\":\"warp\",\"n_tile\":2,"), "%s", text);
+    canon = gt_cfg_canonical(j);
+    CHECK_MSG(canon && strcmp(canon, text) == 0, "gt_cfg_canonical: %s", canon ? canon : "(null)");
+    free(canon);
+    CHECK_MSG(gt_gen_cfg_from_json(j, &back, err, sizeof err) == 0, "%s", err);
+    CHECK(memcmp(&back, &w, sizeof back) == 0);
+    cJSON_Delete(j);
+    const char *bad_lanes[] = {
+        "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,\"lanes\":\"row\",\"n_tile\":2,"
+        "\"pipe\":\"reg\",\"reduction\":\"none\",\"rows_per_cta\":4,\"splitk\":1,\"vec\":8,\"warps\":4}",
+        "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,\"lanes\":\"warp\",\"n_tile\":3,"
+        "\"pipe\":\"reg\",\"reduction\":\"none\",\"rows_per_cta\":4,\"splitk\":1,\"vec\":8,\"warps\":4}",
+        "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,\"lanes\":\"warp\",\"n_tile\":16,"
+        "\"pipe\":\"reg\",\"reduction\":\"none\",\"rows_per_cta\":4,\"splitk\":1,\"vec\":8,\"warps\":4}",
+        "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,\"n_tile\":2,"
+        "\"pipe\":\"reg\",\"reduction\":\"none\",\"rows_per_cta\":4,\"splitk\":1,\"vec\":8,\"warps\":4}",
+    };
+    for (size_t i = 0; i < sizeof bad_lanes / sizeof bad_lanes[0]; i++) {
+        j = cJSON_Parse(bad_lanes[i]);
+        err[0] = 0;
+        CHECK_MSG(j && gt_gen_cfg_from_json(j, &back, err, sizeof err) == -1 && strstr(err, i ? "n_tile" : "lanes"),
+                  "accepted: %s (%s)", bad_lanes[i], err);
+        cJSON_Delete(j);
+    }
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         j = cJSON_Parse(bad[i]);
         err[0] = 0;
@@ -207,8 +237,25 @@ static void test_rules(void)
     expect_pruned(p, c, 0, "vec=4: 16-byte loads");
     expect_pruned(gen_test_prob(16, 16, 4096, GT_DT_BF16, GT_DT_BF16), (gt_gen_cfg){.rows_per_cta = 64, .warps = 2,
                   .kwarps = 1, .vec = 8, .k_unroll = 2, .splitk = 1, .n_tile = 16}, 0, "rows_per_cta=64");
+    /* 256 CTAs of 2 warps leave most of the 132 x 32 resident slots empty:
+     * split-K may fill them; 8192 CTAs fill them already */
     c = k_cfg, c.splitk = 8, c.reduction = GT_GEN_RED_ATOMIC, c.rows_per_cta = 16, c.warps = 2;
-    expect_pruned(p, c, 0, "split-K: 256 CTAs without it");
+    CHECK_MSG(gt_gen_check(&p, &d, &c, why, sizeof why) == 0 || !strstr(why, "split-K"), "%s", why);
+    expect_pruned(gen_test_prob(131072, 16, 4096, GT_DT_BF16, GT_DT_BF16), c, 0,
+                  "split-K: 8192 CTAs without it already fill the 132 SMs x");
+    /* lanes "warp" */
+    gt_gen_cfg w = k_cfg;
+    w.lanes = GT_GEN_LANES_WARP, w.n_tile = 1, w.rows_per_cta = 4, w.pipe = GT_GEN_PIPE_REG;
+    gt_problem p1 = gen_test_prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16);
+    gt_problem_finish(&p1);
+    CHECK_MSG(gt_gen_check(&p1, &d, &w, why, sizeof why) == 0, "%s", why);
+    expect_pruned(p, w, 0, "lanes=warp: n=16 > 8");
+    c = w, c.n_tile = 2;
+    expect_pruned(p1, c, 0, "smallest power of two >= n=1");
+    c = w, c.rows_per_cta = 32;
+    expect_pruned(p1, c, 0, "is not 1, 2, 4 or 8 (lanes=warp)");
+    c = w, c.splitk = 8, c.reduction = GT_GEN_RED_ATOMIC;
+    expect_pruned(gen_test_prob(256, 1, 4096, GT_DT_BF16, GT_DT_BF16), c, 0, "k_unroll x 32 lanes x vec");
     c = k_cfg, c.splitk = 16, c.reduction = GT_GEN_RED_TWOPASS, c.rows_per_cta = 64, c.warps = 4;
     c.kwarps = 2;
     expect_pruned(gen_test_prob(4096, 16, 296, GT_DT_BF16, GT_DT_BF16), c, 0, "leaves empty splits");
@@ -274,6 +321,17 @@ static void test_prune(void)
             check_space(&p, &h, GT_GEN_DEFAULT_CAP, &kept);
         }
     CHECK(total > 0);
+    /* lanes "warp" is in the space for n <= 8 only */
+    for (int n = 1; n <= 16; n += 15) {
+        gt_problem q = gen_test_prob(4096, n, 4096, GT_DT_BF16, GT_DT_BF16);
+        gt_gen_space s;
+        int warp = 0;
+        CHECK(gt_gen_prune(&q, &d, 0, &s) == 0);
+        for (int i = 0; i < s.nkeep; i++)
+            warp += s.keep[i].lanes == GT_GEN_LANES_WARP;
+        CHECK_MSG(n == 1 ? warp > 100 : warp == 0, "n=%d: %d lanes=warp configs kept", n, warp);
+        gt_gen_space_free(&s);
+    }
     /* unaligned lda: only vec = 4 configs survive */
     gt_problem p = gen_test_prob(4096, 8, 4100, GT_DT_F16, GT_DT_F32);
     gt_gen_space s;
@@ -358,6 +416,23 @@ static void test_fragments(void)
     }
 }
 
+/* Up to max lanes=warp configs the rules keep for p (no rank cap), spread
+ * over the ranking so that every pipe, reduction and n_tile shows up: the
+ * capped spaces the tests compile need not hold any. Returns the count. */
+static int warp_sample(const gt_problem *p, const gt_gen_dev *d, gt_gen_cfg *out, int max)
+{
+    gt_gen_space s;
+    int nw = 0, n = 0;
+    if (gt_gen_prune(p, d, 0, &s) != 0)
+        return 0;
+    for (int i = 0; i < s.nkeep; i++)
+        nw += s.keep[i].lanes == GT_GEN_LANES_WARP;
+    for (int i = 0, w = 0; i < s.nkeep && n < max; i++)
+        if (s.keep[i].lanes == GT_GEN_LANES_WARP && (long long)w++ * max % (nw > 0 ? nw : 1) < max)
+            out[n++] = s.keep[i];
+    gt_gen_space_free(&s);
+    return n;
+}
 #endif /* CUDA or HIP */
 
 #ifdef GT_WITH_CUDA
@@ -411,6 +486,21 @@ static void test_nvrtc_all(void)
                 ents[ne++] = gt_gen_request(gt_gen_gemv_src, "gt_gemv", opts, n, 90, 1, NULL);
             }
             gt_gen_space_free(&s);
+            gt_gen_cfg ws[12];
+            int nws = ps[i].n <= 8 ? warp_sample(&ps[i], &d, ws, 12) : 0;
+            CHECK(ps[i].n > 8 || nws > 0);
+            for (int c = 0; c < nws; c++) {
+                char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+                const char *opts[GT_GEN_MAX_DEFS];
+                int n = gt_gen_defines(&ps[i], &ws[c], 0, defs);
+                for (int o = 0; o < n; o++)
+                    opts[o] = defs[o];
+                if (ne == cap) {
+                    cap = cap ? 2 * cap : 256;
+                    ents = realloc(ents, (size_t)cap * sizeof *ents);
+                }
+                ents[ne++] = gt_gen_request(gt_gen_gemv_src, "gt_gemv", opts, n, 90, 1, NULL);
+            }
         }
         int fails = 0, spills_known = 0;
         for (int i = 0; i < ne; i++) {
@@ -636,6 +726,18 @@ static void test_hip(void)
                     ap[n++] = p;
                 }
                 gt_gen_space_free(&s);
+                gt_gen_cfg ws[6]; /* lanes=warp: a few, whatever the cap keeps */
+                int nws = t == 1 ? warp_sample(&p, &h, ws, 6) : 0;
+                CHECK(t > 1 || nws > 0);
+                for (int c = 0; c < nws; c++) {
+                    if (n == capn) {
+                        capn = capn ? 2 * capn : 128;
+                        all = realloc(all, (size_t)capn * sizeof *all);
+                        ap = realloc(ap, (size_t)capn * sizeof *ap);
+                    }
+                    all[n] = ws[c];
+                    ap[n++] = p;
+                }
             }
         /* the compile options depend on the config and the types only: one batch */
         int ok = 0, failed = 0;

@@ -336,9 +336,11 @@ static void verdicts(void)
           strstr(str(v, "reason"), "kwarps=3 does not divide") && !is_true(v, "runnable") &&
           !is_true(v, "in_raw"));
     cJSON_Delete(v);
-    /* the kept config with vec=8 on a misaligned lda: alignment */
+    /* a raw-space config that fits n = 8 with vec=8 on a misaligned lda:
+     * alignment */
     char text[256];
-    gt_gen_cfg c = gs.keep[0];
+    gt_gen_cfg c = {.rows_per_cta = 16, .warps = 4, .kwarps = 4, .vec = 8, .k_unroll = 2, .splitk = 1,
+                    .n_tile = 8, .a_load = GT_GEN_LD_NA256, .pipe = GT_GEN_PIPE_REG};
     c.vec = 8;
     gt_gen_cfg_text(&c, text, sizeof text);
     v = verdict(&bad, &d, text, &rc);
