@@ -99,9 +99,12 @@ static int gemv_runnable(const gt_problem *p, const gt_gen_cfg *c, const gt_gen_
     int rw = wm ? c->rows_per_cta / wm : 0;
     if (!wm)
         snprintf(why, len, "shape: kwarps=%d does not divide warps=%d", c->kwarps, c->warps);
-    else if (c->rows_per_cta % wm || (rw != 16 && rw != 32))
+    else if (c->lanes != GT_GEN_LANES_WARP && (c->rows_per_cta % wm || (rw != 16 && rw != 32)))
         snprintf(why, len, "shape: rows per warp rows_per_cta/(warps/kwarps) = %d/%d is not 16 or 32",
                  c->rows_per_cta, wm);
+    else if (c->lanes == GT_GEN_LANES_WARP && (c->rows_per_cta % wm || rw < 1 || rw > 8 || (rw & (rw - 1))))
+        snprintf(why, len, "shape: rows per warp rows_per_cta/(warps/kwarps) = %d/%d is not 1, 2, 4 or 8 "
+                           "(lanes=warp)", c->rows_per_cta, wm);
     else if ((c->splitk > 1) != (c->reduction != GT_GEN_RED_NONE))
         snprintf(why, len, "shape: reduction=%s with splitk=%d (a reduction exactly when splitk > 1)",
                  gt_gen_red_name(c->reduction), c->splitk);
@@ -204,7 +207,7 @@ typedef struct fam_desc {
 } fam_desc;
 
 static const fam_desc k_gemv_desc = {"gemv", gt_gen_gemv_src, "gt_gemv", "gt_gemv_fin", "gt_gemv_args",
-                                     "k per split-K slice (a multiple of 4 x vec)", 0};
+                                     "k per split-K slice (a multiple of 4 x vec, or 32 x vec with lanes warp)", 0};
 static const fam_desc k_mma_desc = {"mma", gt_gen_mma_src, "gt_mma", "gt_mma_fin", "gt_mma_args",
                                     "k per split-K slice (a multiple of bk)", 1};
 

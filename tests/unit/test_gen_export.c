@@ -73,6 +73,16 @@ static const char k_atomic[] =
     "{\"a_load\":\"cs\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":2,\"n_tile\":8,"
     "\"pipe\":\"reg\",\"reduction\":\"atomic\",\"rows_per_cta\":64,\"splitk\":2,\"vec\":8,"
     "\"warps\":4}";
+/* lanes "warp": split-K by atomics on the epilogue problem (n = 5, n_tile
+ * 8), by two passes through a cp.async ring on the decode problem */
+static const char k_warp_atomic[] =
+    "{\"a_load\":\"cs\",\"family\":\"gemv\",\"k_unroll\":1,\"kwarps\":2,\"lanes\":\"warp\","
+    "\"n_tile\":8,\"pipe\":\"reg\",\"reduction\":\"atomic\",\"rows_per_cta\":4,\"splitk\":2,"
+    "\"vec\":8,\"warps\":4}";
+static const char k_warp_twopass[] =
+    "{\"a_load\":\"na256\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":2,\"lanes\":\"warp\","
+    "\"n_tile\":1,\"pipe\":\"async\",\"reduction\":\"twopass\",\"rows_per_cta\":2,\"splitk\":2,"
+    "\"vec\":8,\"warps\":4}";
 static const char k_lt[] = "{\"algo_id\":66,\"cluster\":2,\"custom\":0,\"inner_shape\":0,"
                            "\"reduction\":0,\"splitk\":1,\"stages\":35,\"swizzle\":0,\"tile\":20}";
 
@@ -322,6 +332,8 @@ static void test_nvrtc(void)
     check_nvrtc(&p, k_none);
     check_nvrtc(&p, k_twopass);
     check_nvrtc(&e, k_atomic);
+    check_nvrtc(&e, k_warp_atomic);
+    check_nvrtc(&p, k_warp_twopass);
 }
 #endif
 

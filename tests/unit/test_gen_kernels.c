@@ -471,28 +471,21 @@ static void test_nvrtc_all(void)
         double t0 = gt_mono_ms();
         ne = 0;
         for (int i = 0; i < np; i++) {
+            /* the capped space, then a sample of lanes=warp configs (n <= 8) */
             gt_gen_space s;
+            gt_gen_cfg cs[GT_GEN_DEFAULT_CAP + 12];
+            int nc = 0;
             CHECK(gt_gen_prune(&ps[i], &d, GT_GEN_DEFAULT_CAP, &s) == 0 && s.nkeep > 0);
-            for (int c = 0; c < s.nkeep; c++) {
-                char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
-                const char *opts[GT_GEN_MAX_DEFS];
-                int n = gt_gen_defines(&ps[i], &s.keep[c], 0, defs);
-                for (int o = 0; o < n; o++)
-                    opts[o] = defs[o];
-                if (ne == cap) {
-                    cap = cap ? 2 * cap : 256;
-                    ents = realloc(ents, (size_t)cap * sizeof *ents);
-                }
-                ents[ne++] = gt_gen_request(gt_gen_gemv_src, "gt_gemv", opts, n, 90, 1, NULL);
-            }
+            for (int c = 0; c < s.nkeep; c++)
+                cs[nc++] = s.keep[c];
             gt_gen_space_free(&s);
-            gt_gen_cfg ws[12];
-            int nws = ps[i].n <= 8 ? warp_sample(&ps[i], &d, ws, 12) : 0;
+            int nws = ps[i].n <= 8 ? warp_sample(&ps[i], &d, cs + nc, 12) : 0;
             CHECK(ps[i].n > 8 || nws > 0);
-            for (int c = 0; c < nws; c++) {
+            nc += nws;
+            for (int c = 0; c < nc; c++) {
                 char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
                 const char *opts[GT_GEN_MAX_DEFS];
-                int n = gt_gen_defines(&ps[i], &ws[c], 0, defs);
+                int n = gt_gen_defines(&ps[i], &cs[c], 0, defs);
                 for (int o = 0; o < n; o++)
                     opts[o] = defs[o];
                 if (ne == cap) {

@@ -96,41 +96,39 @@ static int call(floor_run *r, const launch *l, int set)
     return cudaLaunchKernelExC(&cfg, (const void *)l->k, l->empty ? eargs : args) != cudaSuccess;
 }
 
-/* Median microseconds per call over `repeats` loops of back-to-back calls,
- * each loop about min_ms long; the sets rotate across calls. */
-static int time_calls(floor_run *r, const launch *l, int repeats, double min_ms, double *us)
+/* One timed loop: iters calls between two events; milliseconds in *ms. */
+static int loop(floor_run *r, const launch *l, int iters, int *set, float *ms)
 {
     gt_bk_ctx *ctx = r->ctx;
+    if (cudaEventRecord(ctx->ev[0], ctx->stream) != cudaSuccess)
+        return -1;
+    for (int i = 0; i < iters; i++)
+        if (call(r, l, (*set)++ % r->nsets))
+            return -1;
+    return cudaEventRecord(ctx->ev[1], ctx->stream) != cudaSuccess ||
+                   cudaEventSynchronize(ctx->ev[1]) != cudaSuccess ||
+                   cudaEventElapsedTime(ms, ctx->ev[0], ctx->ev[1]) != cudaSuccess
+               ? -1
+               : 0;
+}
+
+/* Median microseconds per call over `repeats` loops of back-to-back calls,
+ * each loop about min_ms long (a first loop of 8 calls, after 4 warm-up
+ * calls, sizes them); the sets rotate across calls. */
+static int time_calls(floor_run *r, const launch *l, int repeats, double min_ms, double *us)
+{
     double t[16];
     float ms = 0;
     int iters = 8, s = 0;
     if (repeats > 16)
         repeats = 16;
-    for (int i = 0; i < 4; i++) /* warm-up */
-        if (call(r, l, s++ % r->nsets))
-            return -1;
-    /* calibrate the loop length */
-    if (cudaEventRecord(ctx->ev[0], ctx->stream) != cudaSuccess)
-        return -1;
-    for (int i = 0; i < iters; i++)
-        if (call(r, l, s++ % r->nsets))
-            return -1;
-    if (cudaEventRecord(ctx->ev[1], ctx->stream) != cudaSuccess ||
-        cudaEventSynchronize(ctx->ev[1]) != cudaSuccess ||
-        cudaEventElapsedTime(&ms, ctx->ev[0], ctx->ev[1]) != cudaSuccess)
+    if (loop(r, l, 4, &s, &ms) != 0 || loop(r, l, iters, &s, &ms) != 0)
         return -1;
     double per = ms > 0 ? ms / iters : 0.01;
     iters = (int)ceil(min_ms / per);
     iters = iters < 8 ? 8 : iters > 20000 ? 20000 : iters;
     for (int rep = 0; rep < repeats; rep++) {
-        if (cudaEventRecord(ctx->ev[0], ctx->stream) != cudaSuccess)
-            return -1;
-        for (int i = 0; i < iters; i++)
-            if (call(r, l, s++ % r->nsets))
-                return -1;
-        if (cudaEventRecord(ctx->ev[1], ctx->stream) != cudaSuccess ||
-            cudaEventSynchronize(ctx->ev[1]) != cudaSuccess ||
-            cudaEventElapsedTime(&ms, ctx->ev[0], ctx->ev[1]) != cudaSuccess)
+        if (loop(r, l, iters, &s, &ms) != 0)
             return -1;
         t[rep] = ms * 1000.0 / iters;
     }
