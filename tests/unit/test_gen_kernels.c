@@ -653,6 +653,11 @@ static void test_gpu(void)
         /* atomic again after twopass: the zeroed workspace must not have been spoiled */
         "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":2,\"n_tile\":8,"
         "\"pipe\":\"async\",\"reduction\":\"atomic\",\"rows_per_cta\":64,\"splitk\":4,\"vec\":8,\"warps\":4}",
+        /* lanes "warp" with both reductions */
+        "{\"a_load\":\"cs\",\"family\":\"gemv\",\"k_unroll\":1,\"kwarps\":1,\"lanes\":\"warp\",\"n_tile\":8,"
+        "\"pipe\":\"reg\",\"reduction\":\"atomic\",\"rows_per_cta\":8,\"splitk\":2,\"vec\":8,\"warps\":4}",
+        "{\"a_load\":\"na256\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":1,\"lanes\":\"warp\",\"n_tile\":8,"
+        "\"pipe\":\"async\",\"reduction\":\"twopass\",\"rows_per_cta\":4,\"splitk\":2,\"vec\":8,\"warps\":2}",
         NULL};
     p = prob4(3000, 5, 1000, 'T', 'N', GT_DT_BF16, GT_DT_F32);
     p.alpha = 0.5, p.beta = 0.25;
@@ -660,11 +665,11 @@ static void test_gpu(void)
     p = prob4(1024, 16, 512, 'T', 'N', GT_DT_BF16, GT_DT_BF16);
     p.bias = 1;
     snprintf(p.activation, sizeof p.activation, "gelu");
-    smoke_gen(bk, ctx, p, splits + 3);
+    smoke_gen(bk, ctx, p, splits + 5);
     p = prob4(4096, 1, 1004, 'T', 'N', GT_DT_F16, GT_DT_F16); /* lda 1004: vec 4, k tail */
     p.batch = 3;
     gt_problem_default_ld(&p);
-    smoke_gen(bk, ctx, p, splits + 3);
+    smoke_gen(bk, ctx, p, splits + 5);
     bk->close(ctx);
 }
 #endif
