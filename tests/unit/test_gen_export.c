@@ -73,16 +73,6 @@ static const char k_atomic[] =
     "{\"a_load\":\"cs\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":2,\"n_tile\":8,"
     "\"pipe\":\"reg\",\"reduction\":\"atomic\",\"rows_per_cta\":64,\"splitk\":2,\"vec\":8,"
     "\"warps\":4}";
-/* lanes "warp": split-K by atomics on the epilogue problem (n = 5, n_tile
- * 8), by two passes through a cp.async ring on the decode problem */
-static const char k_warp_atomic[] =
-    "{\"a_load\":\"cs\",\"family\":\"gemv\",\"k_unroll\":1,\"kwarps\":2,\"lanes\":\"warp\","
-    "\"n_tile\":8,\"pipe\":\"reg\",\"reduction\":\"atomic\",\"rows_per_cta\":4,\"splitk\":2,"
-    "\"vec\":8,\"warps\":4}";
-static const char k_warp_twopass[] =
-    "{\"a_load\":\"na256\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":2,\"lanes\":\"warp\","
-    "\"n_tile\":1,\"pipe\":\"async\",\"reduction\":\"twopass\",\"rows_per_cta\":2,\"splitk\":2,"
-    "\"vec\":8,\"warps\":4}";
 static const char k_lt[] = "{\"algo_id\":66,\"cluster\":2,\"custom\":0,\"inner_shape\":0,"
                            "\"reduction\":0,\"splitk\":1,\"stages\":35,\"swizzle\":0,\"tile\":20}";
 
@@ -321,6 +311,16 @@ static void check_nvrtc_of(const gt_problem *p, const char *cfg, const char *tmp
     gt_gen_kernel_free(&k);
 }
 
+/* lanes "warp": split-K by atomics on the epilogue problem (n = 5, n_tile
+ * 8), by two passes through a cp.async ring on the decode problem */
+static const char k_warp_atomic[] =
+    "{\"a_load\":\"cs\",\"family\":\"gemv\",\"k_unroll\":1,\"kwarps\":2,\"lanes\":\"warp\","
+    "\"n_tile\":8,\"pipe\":\"reg\",\"reduction\":\"atomic\",\"rows_per_cta\":4,\"splitk\":2,"
+    "\"vec\":8,\"warps\":4}";
+static const char k_warp_twopass[] =
+    "{\"a_load\":\"na256\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":2,\"lanes\":\"warp\","
+    "\"n_tile\":1,\"pipe\":\"async\",\"reduction\":\"twopass\",\"rows_per_cta\":2,\"splitk\":2,"
+    "\"vec\":8,\"warps\":4}";
 static void check_nvrtc(const gt_problem *p, const char *cfg)
 {
     check_nvrtc_of(p, cfg, gt_gen_gemv_src, "gt_gemv", "gt_gemv_fin");

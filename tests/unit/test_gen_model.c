@@ -4,10 +4,10 @@
  * per shape and every 10th of the rest). For each shape the model ranks the
  * whole kept space as enumeration does; the fastest recorded config among
  * the model's top GT_GEN_DEFAULT_CAP (what a worker enumerates by default)
- * must be within 8 % of the fastest recorded at all, and within 3 % for
- * n = 1, where the family has to beat cuBLASLt. Before this model was
- * calibrated on these measurements its cap missed the best by up to 27 %
- * (geomean 8 %), because it charged every CTA's reads of B at L2 cost on
+ * must be within 5 % of the fastest recorded at all (quick timings spread
+ * by 1-2 % between runs), 1.5 % in geomean over the shapes. Before the
+ * model was calibrated on such measurements its cap missed the best by up
+ * to 27 % (geomean 8 %): it charged every CTA's reads of B at L2 cost on
  * top of the stream of A. */
 #include <math.h>
 #include <stdio.h>
@@ -104,15 +104,16 @@ static void test_ranking(void)
         double loss = best_cap / best - 1;
         fprintf(stderr, "     %-13s best %8.2f us, best of the model's top %d %8.2f us (%+.1f%%)\n",
                 rs[i].shape, best, GT_GEN_DEFAULT_CAP, best_cap, 100 * loss);
-        CHECK_MSG(loss <= (rs[i].n == 1 ? 0.03 : 0.08), "%s: the cap misses the best by %.1f%%", rs[i].shape,
-                  100 * loss);
+        CHECK_MSG(loss <= 0.05, "%s: the cap misses the best by %.1f%%", rs[i].shape, 100 * loss);
         loss_sum += log1p(loss);
         shapes++;
         gt_gen_space_free(&s);
         i = j;
     }
     CHECK(shapes == 10);
-    fprintf(stderr, "     geomean loss of the cap %+.2f%%\n", 100 * (exp(loss_sum / shapes) - 1));
+    double geo = exp(loss_sum / (shapes > 0 ? shapes : 1)) - 1;
+    fprintf(stderr, "     geomean loss of the cap %+.2f%%\n", 100 * geo);
+    CHECK_MSG(geo <= 0.015, "the cap misses the best by %.2f%% in geomean", 100 * geo);
     free(rs);
 }
 
