@@ -311,27 +311,69 @@ static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c
     x->inflight = resident * c->warps / d->sms * c->k_unroll * x->nar * d->warp_size * c->vec * 2.0;
 }
 
-int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, char *why, size_t len)
+/* The rules after "rows", on the derived geometry and estimates. */
+static int check_derived(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, int64_t batch,
+                         int wb, char *why, size_t len)
 {
     derived x;
     derive(p, d, c, &x);
+    long long c0 = (long long)x.g.gx * x.g.gy * batch;
+    int warp_lanes = c->lanes == GT_GEN_LANES_WARP;
+    if (c->splitk > 1 && (long long)(c->splitk - 1) * x.g.kper >= p->k)
+        snprintf(why, len, "split-K: splitk=%d leaves empty splits (k=%lld, %lld per split)",
+                 c->splitk, (long long)p->k, x.g.kper);
+    else if (c->splitk > 1 && c0 >= (long long)(x.res_cta > 0 ? x.res_cta : 1) * d->sms)
+        snprintf(why, len, "split-K: %lld CTAs without it already fill the %d SMs x %d resident CTAs; "
+                           "it would only add a reduction", c0, d->sms, x.res_cta > 0 ? x.res_cta : 1);
+    else if ((long long)batch * c->splitk > 65535)
+        snprintf(why, len, "split-K: grid z = batch x splitk = %lld > 65535",
+                 (long long)batch * c->splitk);
+    else if (x.g.kper / c->kwarps < wb && c->k_unroll > 1)
+        snprintf(why, len, "split-K: k per warp %lld < k_unroll x %d lanes x vec = %d: the unrolled loop "
+                           "would never run", x.g.kper / c->kwarps, warp_lanes ? d->warp_size : 4, wb);
+    else if (x.g.smem_bytes > (size_t)d->smem_block)
+        snprintf(why, len, "resources: %zu bytes of shared memory > %d per block", x.g.smem_bytes,
+                 d->smem_block);
+    else if (x.regs > d->max_regs_thread)
+        snprintf(why, len, "resources: ~%d registers per thread > %d: would spill", x.regs,
+                 d->max_regs_thread);
+    else if ((long long)x.regs * c->warps * d->warp_size > d->regs_sm)
+        snprintf(why, len, "resources: ~%d registers x %d threads > %d per SM", x.regs,
+                 c->warps * d->warp_size, d->regs_sm);
+    else if (x.inflight < 8192)
+        snprintf(why, len, "in flight: %.1f KiB of A loads per SM < 8 KiB: cannot cover DRAM latency",
+                 x.inflight / 1024);
+    else if ((int64_t)x.g.ws_bytes > GT_GEN_MAX_WS)
+        snprintf(why, len, "workspace: %zu MiB > %lld MiB", x.g.ws_bytes >> 20,
+                 (long long)(GT_GEN_MAX_WS >> 20));
+    else
+        return 0;
+    return 1;
+}
+
+int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, char *why, size_t len)
+{
+    /* the rules up to "rows" need only these (as derive() has them); most of
+     * the raw space fails one of them, so the geometry and the register and
+     * in-flight estimates are worked out for the rest only */
+    int wm = c->kwarps > 0 && c->warps % c->kwarps == 0 ? c->warps / c->kwarps : 1;
+    int rw = c->rows_per_cta / wm;
     long long n8 = (p->n + 7) / 8 * 8, m16 = (p->m + 15) / 16 * 16;
     int64_t batch = p->batch > 0 ? p->batch : 1;
     int al8 = p->lda % 8 == 0 && p->ldb % 8 == 0 &&
               (batch == 1 || (p->stride_a % 8 == 0 && p->stride_b % 8 == 0));
     int al = p->lda % c->vec == 0 && p->ldb % c->vec == 0 &&
              (batch == 1 || (p->stride_a % c->vec == 0 && p->stride_b % c->vec == 0));
-    long long c0 = (long long)x.g.gx * x.g.gy * batch;
     int warp_lanes = c->lanes == GT_GEN_LANES_WARP;
     int wb = c->k_unroll * (warp_lanes ? d->warp_size : 4) * c->vec;
     if (c->kwarps < 1 || c->warps % c->kwarps)
         snprintf(why, len, "shape: kwarps=%d does not divide warps=%d", c->kwarps, c->warps);
-    else if (!warp_lanes && (c->rows_per_cta % x.wm || (x.rw != 16 && x.rw != 32)))
+    else if (!warp_lanes && (c->rows_per_cta % wm || (rw != 16 && rw != 32)))
         snprintf(why, len, "shape: rows per warp rows_per_cta/(warps/kwarps) = %d/%d is not 16 or 32",
-                 c->rows_per_cta, x.wm);
-    else if (warp_lanes && (c->rows_per_cta % x.wm || x.rw < 1 || x.rw > 8 || (x.rw & (x.rw - 1))))
+                 c->rows_per_cta, wm);
+    else if (warp_lanes && (c->rows_per_cta % wm || rw < 1 || rw > 8 || (rw & (rw - 1))))
         snprintf(why, len, "shape: rows per warp rows_per_cta/(warps/kwarps) = %d/%d is not 1, 2, 4 or 8 "
-                           "(lanes=warp)", c->rows_per_cta, x.wm);
+                           "(lanes=warp)", c->rows_per_cta, wm);
     else if (warp_lanes && p->n > 8)
         snprintf(why, len, "lanes=warp: n=%lld > 8: its columns are FMAs, the mma tiles of lanes=quad "
                            "are cheaper", (long long)p->n);
@@ -369,35 +411,8 @@ int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, 
     else if (warp_lanes && c->rows_per_cta > 2 * p->m)
         snprintf(why, len, "rows_per_cta=%d > 2 x m=%lld: most rows of each CTA idle", c->rows_per_cta,
                  (long long)p->m);
-    else if (c->splitk > 1 && (long long)(c->splitk - 1) * x.g.kper >= p->k)
-        snprintf(why, len, "split-K: splitk=%d leaves empty splits (k=%lld, %lld per split)",
-                 c->splitk, (long long)p->k, x.g.kper);
-    else if (c->splitk > 1 && c0 >= (long long)(x.res_cta > 0 ? x.res_cta : 1) * d->sms)
-        snprintf(why, len, "split-K: %lld CTAs without it already fill the %d SMs x %d resident CTAs; "
-                           "it would only add a reduction", c0, d->sms, x.res_cta > 0 ? x.res_cta : 1);
-    else if ((long long)batch * c->splitk > 65535)
-        snprintf(why, len, "split-K: grid z = batch x splitk = %lld > 65535",
-                 (long long)batch * c->splitk);
-    else if (x.g.kper / c->kwarps < wb && c->k_unroll > 1)
-        snprintf(why, len, "split-K: k per warp %lld < k_unroll x %d lanes x vec = %d: the unrolled loop "
-                           "would never run", x.g.kper / c->kwarps, warp_lanes ? d->warp_size : 4, wb);
-    else if (x.g.smem_bytes > (size_t)d->smem_block)
-        snprintf(why, len, "resources: %zu bytes of shared memory > %d per block", x.g.smem_bytes,
-                 d->smem_block);
-    else if (x.regs > d->max_regs_thread)
-        snprintf(why, len, "resources: ~%d registers per thread > %d: would spill", x.regs,
-                 d->max_regs_thread);
-    else if ((long long)x.regs * c->warps * d->warp_size > d->regs_sm)
-        snprintf(why, len, "resources: ~%d registers x %d threads > %d per SM", x.regs,
-                 c->warps * d->warp_size, d->regs_sm);
-    else if (x.inflight < 8192)
-        snprintf(why, len, "in flight: %.1f KiB of A loads per SM < 8 KiB: cannot cover DRAM latency",
-                 x.inflight / 1024);
-    else if ((int64_t)x.g.ws_bytes > GT_GEN_MAX_WS)
-        snprintf(why, len, "workspace: %zu MiB > %lld MiB", x.g.ws_bytes >> 20,
-                 (long long)(GT_GEN_MAX_WS >> 20));
     else
-        return 0;
+        return check_derived(p, d, c, batch, wb, why, len);
     return 1;
 }
 
