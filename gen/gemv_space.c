@@ -246,19 +246,19 @@ void gt_gen_dev_hip(gt_gen_dev *d, int cus)
 int gt_gen_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_t len)
 {
     if (!d->hip && d->sm < 80)
-        snprintf(why, len, "sm_%d: the mma.sync m16n8k16 bf16/f16 path needs sm_80 or newer", d->sm);
+        GT_WHY(why, len, "sm_%d: the mma.sync m16n8k16 bf16/f16 path needs sm_80 or newer", d->sm);
     else if (p->trans_a != 'T')
-        snprintf(why, len, "transA=N: the family streams rows of op(A) = A^T, contiguous only for "
+        GT_WHY(why, len, "transA=N: the family streams rows of op(A) = A^T, contiguous only for "
                            "transA=T (NN/NT would need a column-streaming kernel)");
     else if (p->trans_b != 'N')
-        snprintf(why, len, "transB=T: B columns are read contiguous along k (transB=N only)");
+        GT_WHY(why, len, "transB=T: B columns are read contiguous along k (transB=N only)");
     else if (gt_gen_types_reason(p, why, len) != 0)
         return -1;
     else if (p->n > GT_GEN_MAX_N)
-        snprintf(why, len, "n=%lld > %d: not a skinny GEMM (memory-bound only for few columns)",
+        GT_WHY(why, len, "n=%lld > %d: not a skinny GEMM (memory-bound only for few columns)",
                  (long long)p->n, GT_GEN_MAX_N);
     else if (p->m < 1 || p->n < 1 || p->k < 1 || p->batch < 1)
-        snprintf(why, len, "empty problem");
+        GT_WHY(why, len, "empty problem");
     else
         return 0;
     return -1;
@@ -320,31 +320,31 @@ static int check_derived(const gt_problem *p, const gt_gen_dev *d, const gt_gen_
     long long c0 = (long long)x.g.gx * x.g.gy * batch;
     int warp_lanes = c->lanes == GT_GEN_LANES_WARP;
     if (c->splitk > 1 && (long long)(c->splitk - 1) * x.g.kper >= p->k)
-        snprintf(why, len, "split-K: splitk=%d leaves empty splits (k=%lld, %lld per split)",
+        GT_WHY(why, len, "split-K: splitk=%d leaves empty splits (k=%lld, %lld per split)",
                  c->splitk, (long long)p->k, x.g.kper);
     else if (c->splitk > 1 && c0 >= (long long)(x.res_cta > 0 ? x.res_cta : 1) * d->sms)
-        snprintf(why, len, "split-K: %lld CTAs without it already fill the %d SMs x %d resident CTAs; "
+        GT_WHY(why, len, "split-K: %lld CTAs without it already fill the %d SMs x %d resident CTAs; "
                            "it would only add a reduction", c0, d->sms, x.res_cta > 0 ? x.res_cta : 1);
     else if ((long long)batch * c->splitk > 65535)
-        snprintf(why, len, "split-K: grid z = batch x splitk = %lld > 65535",
+        GT_WHY(why, len, "split-K: grid z = batch x splitk = %lld > 65535",
                  (long long)batch * c->splitk);
     else if (x.g.kper / c->kwarps < wb && c->k_unroll > 1)
-        snprintf(why, len, "split-K: k per warp %lld < k_unroll x %d lanes x vec = %d: the unrolled loop "
+        GT_WHY(why, len, "split-K: k per warp %lld < k_unroll x %d lanes x vec = %d: the unrolled loop "
                            "would never run", x.g.kper / c->kwarps, warp_lanes ? d->warp_size : 4, wb);
     else if (x.g.smem_bytes > (size_t)d->smem_block)
-        snprintf(why, len, "resources: %zu bytes of shared memory > %d per block", x.g.smem_bytes,
+        GT_WHY(why, len, "resources: %zu bytes of shared memory > %d per block", x.g.smem_bytes,
                  d->smem_block);
     else if (x.regs > d->max_regs_thread)
-        snprintf(why, len, "resources: ~%d registers per thread > %d: would spill", x.regs,
+        GT_WHY(why, len, "resources: ~%d registers per thread > %d: would spill", x.regs,
                  d->max_regs_thread);
     else if ((long long)x.regs * c->warps * d->warp_size > d->regs_sm)
-        snprintf(why, len, "resources: ~%d registers x %d threads > %d per SM", x.regs,
+        GT_WHY(why, len, "resources: ~%d registers x %d threads > %d per SM", x.regs,
                  c->warps * d->warp_size, d->regs_sm);
     else if (x.inflight < 8192)
-        snprintf(why, len, "in flight: %.1f KiB of A loads per SM < 8 KiB: cannot cover DRAM latency",
+        GT_WHY(why, len, "in flight: %.1f KiB of A loads per SM < 8 KiB: cannot cover DRAM latency",
                  x.inflight / 1024);
     else if ((int64_t)x.g.ws_bytes > GT_GEN_MAX_WS)
-        snprintf(why, len, "workspace: %zu MiB > %lld MiB", x.g.ws_bytes >> 20,
+        GT_WHY(why, len, "workspace: %zu MiB > %lld MiB", x.g.ws_bytes >> 20,
                  (long long)(GT_GEN_MAX_WS >> 20));
     else
         return 0;
@@ -367,49 +367,49 @@ int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, 
     int warp_lanes = c->lanes == GT_GEN_LANES_WARP;
     int wb = c->k_unroll * (warp_lanes ? d->warp_size : 4) * c->vec;
     if (c->kwarps < 1 || c->warps % c->kwarps)
-        snprintf(why, len, "shape: kwarps=%d does not divide warps=%d", c->kwarps, c->warps);
+        GT_WHY(why, len, "shape: kwarps=%d does not divide warps=%d", c->kwarps, c->warps);
     else if (!warp_lanes && (c->rows_per_cta % wm || (rw != 16 && rw != 32)))
-        snprintf(why, len, "shape: rows per warp rows_per_cta/(warps/kwarps) = %d/%d is not 16 or 32",
+        GT_WHY(why, len, "shape: rows per warp rows_per_cta/(warps/kwarps) = %d/%d is not 16 or 32",
                  c->rows_per_cta, wm);
     else if (warp_lanes && (c->rows_per_cta % wm || rw < 1 || rw > 8 || (rw & (rw - 1))))
-        snprintf(why, len, "shape: rows per warp rows_per_cta/(warps/kwarps) = %d/%d is not 1, 2, 4 or 8 "
+        GT_WHY(why, len, "shape: rows per warp rows_per_cta/(warps/kwarps) = %d/%d is not 1, 2, 4 or 8 "
                            "(lanes=warp)", c->rows_per_cta, wm);
     else if (warp_lanes && p->n > 8)
-        snprintf(why, len, "lanes=warp: n=%lld > 8: its columns are FMAs, the mma tiles of lanes=quad "
+        GT_WHY(why, len, "lanes=warp: n=%lld > 8: its columns are FMAs, the mma tiles of lanes=quad "
                            "are cheaper", (long long)p->n);
     else if ((c->splitk > 1) != (c->reduction != GT_GEN_RED_NONE))
-        snprintf(why, len, "shape: reduction=%s with splitk=%d (a reduction exactly when splitk > 1)",
+        GT_WHY(why, len, "shape: reduction=%s with splitk=%d (a reduction exactly when splitk > 1)",
                  gt_gen_red_name(c->reduction), c->splitk);
     else if (c->pipe && d->hip)
-        snprintf(why, len, "pipe=async: cp.async is CUDA (sm_80+) only");
+        GT_WHY(why, len, "pipe=async: cp.async is CUDA (sm_80+) only");
     else if (c->pipe && c->k_unroll < 2)
-        snprintf(why, len, "pipe=async with k_unroll=1: a one-stage ring overlaps nothing");
+        GT_WHY(why, len, "pipe=async with k_unroll=1: a one-stage ring overlaps nothing");
     else if (c->pipe && c->a_load == GT_GEN_LD_CS)
-        snprintf(why, len, "pipe=async: cp.async has no evict-first form (a_load=cs would equal nc)");
+        GT_WHY(why, len, "pipe=async: cp.async has no evict-first form (a_load=cs would equal nc)");
     else if (c->warps * d->warp_size > d->max_threads_block)
-        snprintf(why, len, "threads: %d warps of %d > %d threads per block", c->warps,
+        GT_WHY(why, len, "threads: %d warps of %d > %d threads per block", c->warps,
                  d->warp_size, d->max_threads_block);
     else if (warp_lanes && (c->n_tile < p->n || c->n_tile >= 2 * p->n))
-        snprintf(why, len, "n_tile=%d: lanes=warp takes the smallest power of two >= n=%lld", c->n_tile,
+        GT_WHY(why, len, "n_tile=%d: lanes=warp takes the smallest power of two >= n=%lld", c->n_tile,
                  (long long)p->n);
     else if (c->n_tile < p->n)
-        snprintf(why, len, "n_tile=%d < n=%lld: A would be streamed %lld times, once per column block",
+        GT_WHY(why, len, "n_tile=%d < n=%lld: A would be streamed %lld times, once per column block",
                  c->n_tile, (long long)p->n, (long long)((p->n + c->n_tile - 1) / c->n_tile));
     else if (!warp_lanes && c->n_tile >= n8 + 8)
-        snprintf(why, len, "n_tile=%d > %lld (n rounded up to 8): idle columns cost registers and loads",
+        GT_WHY(why, len, "n_tile=%d > %lld (n rounded up to 8): idle columns cost registers and loads",
                  c->n_tile, n8);
     else if (!al)
-        snprintf(why, len, "alignment: lda=%lld, ldb=%lld%s not all multiples of vec=%d: %d-byte loads "
+        GT_WHY(why, len, "alignment: lda=%lld, ldb=%lld%s not all multiples of vec=%d: %d-byte loads "
                            "of A rows / B columns would be misaligned", (long long)p->lda,
                  (long long)p->ldb, batch > 1 ? " or the batch strides" : "", c->vec, 2 * c->vec);
     else if (c->vec == 4 && al8)
-        snprintf(why, len, "vec=4: 16-byte loads (vec=8) are aligned here and move twice the bytes "
+        GT_WHY(why, len, "vec=4: 16-byte loads (vec=8) are aligned here and move twice the bytes "
                            "per instruction");
     else if (!warp_lanes && c->rows_per_cta > 2 * m16)
-        snprintf(why, len, "rows_per_cta=%d > 2 x %lld (m rounded up to 16): most rows of each CTA idle",
+        GT_WHY(why, len, "rows_per_cta=%d > 2 x %lld (m rounded up to 16): most rows of each CTA idle",
                  c->rows_per_cta, m16);
     else if (warp_lanes && c->rows_per_cta > 2 * p->m)
-        snprintf(why, len, "rows_per_cta=%d > 2 x m=%lld: most rows of each CTA idle", c->rows_per_cta,
+        GT_WHY(why, len, "rows_per_cta=%d > 2 x m=%lld: most rows of each CTA idle", c->rows_per_cta,
                  (long long)p->m);
     else
         return check_derived(p, d, c, batch, wb, why, len);
@@ -553,13 +553,13 @@ static const gt_gen_space_spec k_spec = {
 };
 _Static_assert(offsetof(gt_gen_pruned, cfg) == 0, "the builder writes the config at offset 0");
 
-int gt_gen_prune(const gt_problem *p, const gt_gen_dev *d, int cap, gt_gen_space *s)
+static int prune(const gt_problem *p, const gt_gen_dev *d, int cap, int with_pruned, gt_gen_space *s)
 {
     gt_gen_space_out o;
     memset(s, 0, sizeof *s);
     if (gt_gen_applicable(p, d, s->why, sizeof s->why) != 0)
         return 0;
-    if (gt_gen_space_build(&k_spec, p, d, cap, &o) != 0)
+    if (gt_gen_space_build(&k_spec, p, d, cap, with_pruned, &o) != 0)
         return -1;
     s->keep = o.keep;
     s->nkeep = o.nkeep;
@@ -567,4 +567,14 @@ int gt_gen_prune(const gt_problem *p, const gt_gen_dev *d, int cap, gt_gen_space
     s->npruned = o.npruned;
     s->raw = o.raw;
     return 0;
+}
+
+int gt_gen_prune(const gt_problem *p, const gt_gen_dev *d, int cap, gt_gen_space *s)
+{
+    return prune(p, d, cap, 1, s);
+}
+
+int gt_gen_prune_kept(const gt_problem *p, const gt_gen_dev *d, int cap, gt_gen_space *s)
+{
+    return prune(p, d, cap, 0, s);
 }

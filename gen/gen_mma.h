@@ -63,7 +63,8 @@ int gt_mma_cfg_text(const gt_mma_cfg *c, char *buf, size_t len);
 /* 0 when the family can run p on d, else -1 and the problem-level reason. */
 int gt_mma_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_t len);
 /* 0 when c is kept for p on d, else 1 with the first rule that prunes it
- * (applicability and the rank cap are not looked at). */
+ * (into why, unless why is NULL; applicability and the rank cap are not
+ * looked at). */
 int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, char *why,
                  size_t len);
 /* The model's estimate of one call in microseconds (ranking only). */
@@ -93,6 +94,8 @@ typedef struct gt_mma_space {
  * (<= 0: all) by the model are kept, in an order that interleaves the
  * promising tile shapes. 0, or -1 out of memory. */
 int gt_mma_prune(const gt_problem *p, const gt_gen_dev *d, int cap, gt_mma_space *s);
+/* The same kept configs, without the pruned list (pruned NULL, npruned the count). */
+int gt_mma_prune_kept(const gt_problem *p, const gt_gen_dev *d, int cap, gt_mma_space *s);
 void gt_mma_space_free(gt_mma_space *s);
 
 /* ---- source and build ------------------------------------------------------------ */

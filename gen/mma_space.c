@@ -159,17 +159,17 @@ int gt_mma_cfg_text(const gt_mma_cfg *c, char *buf, size_t len)
 int gt_mma_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_t len)
 {
     if (!d->hip && d->sm < 80)
-        snprintf(why, len, "sm_%d: mma.sync m16n8k16 bf16/f16, ldmatrix and cp.async need sm_80 or newer",
+        GT_WHY(why, len, "sm_%d: mma.sync m16n8k16 bf16/f16, ldmatrix and cp.async need sm_80 or newer",
                  d->sm);
     else if (p->trans_a != 'T')
-        snprintf(why, len, "transA=N: tiles of A are loaded as rows along k, contiguous only for "
+        GT_WHY(why, len, "transA=N: tiles of A are loaded as rows along k, contiguous only for "
                            "transA=T (N would need ldmatrix.trans)");
     else if (p->trans_b != 'N')
-        snprintf(why, len, "transB=T: tiles of B are loaded as columns along k (transB=N only)");
+        GT_WHY(why, len, "transB=T: tiles of B are loaded as columns along k (transB=N only)");
     else if (gt_gen_types_reason(p, why, len) != 0)
         return -1;
     else if (p->m < 1 || p->n < 1 || p->k < 1 || p->batch < 1)
-        snprintf(why, len, "empty problem");
+        GT_WHY(why, len, "empty problem");
     else
         return 0;
     return -1;
@@ -255,7 +255,7 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
 {
     derived x;
     if (c->bm < 16 || c->bn < 16 || c->bk < 16 || c->warps_m < 1 || c->warps_n < 1 || c->splitk < 1) {
-        snprintf(why, len, "shape: bm, bn, bk, warps and splitk must be positive");
+        GT_WHY(why, len, "shape: bm, bn, bk, warps and splitk must be positive");
         return 1;
     }
     derive(p, d, c, &x);
@@ -266,80 +266,80 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
     int al = p->lda % 8 == 0 && p->ldb % 8 == 0 &&
              (batch == 1 || (p->stride_a % 8 == 0 && p->stride_b % 8 == 0));
     if (c->bm % (16 * c->warps_m) || c->bn % (16 * c->warps_n))
-        snprintf(why, len, "shape: warp tile %dx%d (bm/warps_m x bn/warps_n) is not a multiple of 16x16",
+        GT_WHY(why, len, "shape: warp tile %dx%d (bm/warps_m x bn/warps_n) is not a multiple of 16x16",
                  c->bm / c->warps_m, c->bn / c->warps_n);
     else if ((c->splitk > 1) != (c->reduction != GT_GEN_RED_NONE))
-        snprintf(why, len, "shape: reduction=%s with splitk=%d (a reduction exactly when splitk > 1)",
+        GT_WHY(why, len, "shape: reduction=%s with splitk=%d (a reduction exactly when splitk > 1)",
                  gt_gen_red_name(c->reduction), c->splitk);
     else if (x.threads > d->max_threads_block)
-        snprintf(why, len, "threads: %d warps = %d threads > %d per block", x.warps, x.threads,
+        GT_WHY(why, len, "threads: %d warps = %d threads > %d per block", x.warps, x.threads,
                  d->max_threads_block);
     else if (c->bm > 16 && c->bm >= 2 * m16)
-        snprintf(why, len, "tile: bm=%d >= 2 x %lld (m rounded up to 16): bm/2 covers m, the rest "
+        GT_WHY(why, len, "tile: bm=%d >= 2 x %lld (m rounded up to 16): bm/2 covers m, the rest "
                            "are zero rows", c->bm, m16);
     else if (c->bn > 16 && c->bn >= 2 * n16)
-        snprintf(why, len, "tile: bn=%d >= 2 x %lld (n rounded up to 16): bn/2 covers n, the rest "
+        GT_WHY(why, len, "tile: bn=%d >= 2 x %lld (n rounded up to 16): bn/2 covers n, the rest "
                            "are zero columns", c->bn, n16);
     else if (c->bk > 32 && p->k <= 32)
-        snprintf(why, len, "k tile: bk=%d > k=%lld: half of every stage would be zeros", c->bk,
+        GT_WHY(why, len, "k tile: bk=%d > k=%lld: half of every stage would be zeros", c->bk,
                  (long long)p->k);
     else if (c->stages > x.nk + 1)
-        snprintf(why, len, "k tile: stages=%d > %lld k tiles per split + 1: the deeper stages are "
+        GT_WHY(why, len, "k tile: stages=%d > %lld k tiles per split + 1: the deeper stages are "
                            "never filled", c->stages, x.nk);
     else if (!d->hip && !al)
-        snprintf(why, len, "alignment: lda=%lld, ldb=%lld%s not all multiples of 8: cp.async copies "
+        GT_WHY(why, len, "alignment: lda=%lld, ldb=%lld%s not all multiples of 8: cp.async copies "
                            "aligned 16-byte chunks", (long long)p->lda, (long long)p->ldb,
                  batch > 1 ? " or the batch strides" : "");
     else if (d->hip && (!al || p->k % 8))
-        snprintf(why, len, "alignment: lda=%lld, ldb=%lld, k=%lld%s not all multiples of 8: the HIP copy "
+        GT_WHY(why, len, "alignment: lda=%lld, ldb=%lld, k=%lld%s not all multiples of 8: the HIP copy "
                            "loads whole, aligned 16-byte chunks (no partial zero-filling copy)",
                  (long long)p->lda, (long long)p->ldb, (long long)p->k,
                  batch > 1 ? " or the batch strides" : "");
     else if (d->hip && ((long long)c->bm * p->lda * 2 >= (1LL << 31) ||
                         (long long)c->bn * p->ldb * 2 >= (1LL << 31)))
-        snprintf(why, len, "offsets: a panel of bm x lda or bn x ldb elements spans 2 GiB or more: the HIP "
+        GT_WHY(why, len, "offsets: a panel of bm x lda or bn x ldb elements spans 2 GiB or more: the HIP "
                            "kernel's buffer loads take 32-bit offsets");
     else if (c->swizzle > 1 && (x.npm <= c->swizzle || x.npn == 1))
-        snprintf(why, len, "swizzle: group of %d tile rows with %lld x %lld tiles reorders nothing",
+        GT_WHY(why, len, "swizzle: group of %d tile rows with %lld x %lld tiles reorders nothing",
                  c->swizzle, x.npm, x.npn);
     else if (c->splitk > 1 && (long long)(c->splitk - 1) * x.g.kper >= p->k)
-        snprintf(why, len, "split-K: splitk=%d leaves empty splits (k=%lld: %lld k tiles of %d, %lld "
+        GT_WHY(why, len, "split-K: splitk=%d leaves empty splits (k=%lld: %lld k tiles of %d, %lld "
                            "per split)", c->splitk, (long long)p->k, tiles_k, c->bk, x.nk);
     else if (c->splitk > 1 && c0 >= d->sms)
-        snprintf(why, len, "split-K: %lld CTAs without it already cover the %d SMs; it would only add "
+        GT_WHY(why, len, "split-K: %lld CTAs without it already cover the %d SMs; it would only add "
                            "a reduction", c0, d->sms);
     else if (c->splitk > 2 && c0 * (c->splitk / 2) >= d->sms)
-        snprintf(why, len, "split-K: splitk=%d already gives %lld CTAs >= %d SMs: more splits only add "
+        GT_WHY(why, len, "split-K: splitk=%d already gives %lld CTAs >= %d SMs: more splits only add "
                            "reduction traffic", c->splitk / 2, c0 * (c->splitk / 2), d->sms);
     else if ((long long)batch * c->splitk > 65535)
-        snprintf(why, len, "split-K: grid z = batch x splitk = %lld > 65535", (long long)batch * c->splitk);
+        GT_WHY(why, len, "split-K: grid z = batch x splitk = %lld > 65535", (long long)batch * c->splitk);
     else if (!d->hip && (long long)x.g.smem_bytes + 16 > optin)
-        snprintf(why, len, "resources: %zu bytes of dynamic shared memory (%d stages x (%d + %d) x %d x 2) "
+        GT_WHY(why, len, "resources: %zu bytes of dynamic shared memory (%d stages x (%d + %d) x %d x 2) "
                            "> %lld per block (opt-in)", x.g.smem_bytes, c->stages, c->bm, c->bn, c->bk,
                  optin);
     else if (d->hip && (long long)x.g.smem_bytes + 16 > optin)
-        snprintf(why, len, "resources: %zu bytes of LDS (2 x (%d + %d) x %d x 2: double-buffered) > %lld per "
+        GT_WHY(why, len, "resources: %zu bytes of LDS (2 x (%d + %d) x %d x 2: double-buffered) > %lld per "
                            "workgroup", x.g.smem_bytes, c->bm, c->bn, c->bk, optin);
     else if (d->hip && hip_acc(c) > 256)
-        snprintf(why, len, "resources: %d accumulators per lane (%d x %d wave tile / 64) > 256 AGPRs",
+        GT_WHY(why, len, "resources: %d accumulators per lane (%d x %d wave tile / 64) > 256 AGPRs",
                  hip_acc(c), c->bm / c->warps_m, c->bn / c->warps_n);
     else if (d->hip && hip_arch(c) > d->max_regs_thread)
-        snprintf(why, len, "resources: ~%d VGPRs per lane besides the accumulators > %d: would spill",
+        GT_WHY(why, len, "resources: ~%d VGPRs per lane besides the accumulators > %d: would spill",
                  hip_arch(c), d->max_regs_thread);
     else if (!d->hip && x.regs > d->max_regs_thread)
-        snprintf(why, len, "resources: ~%d registers per thread > %d: would spill", x.regs,
+        GT_WHY(why, len, "resources: ~%d registers per thread > %d: would spill", x.regs,
                  d->max_regs_thread);
     else if ((long long)x.regs * x.threads > d->regs_sm)
-        snprintf(why, len, "resources: ~%d registers x %d threads > %d per %s", x.regs, x.threads,
+        GT_WHY(why, len, "resources: ~%d registers x %d threads > %d per %s", x.regs, x.threads,
                  d->regs_sm, d->hip ? "CU" : "SM");
     else if (!d->hip && x.res * x.warps < 4)
-        snprintf(why, len, "latency: %d CTA(s) of %d warp(s) resident per SM: fewer than 4 warps cannot "
+        GT_WHY(why, len, "latency: %d CTA(s) of %d warp(s) resident per SM: fewer than 4 warps cannot "
                            "hide the ldmatrix/mma and copy latencies", x.res, x.warps);
     else if (d->hip && x.res * x.warps < 4)
-        snprintf(why, len, "latency: %d workgroup(s) of %d wave(s) resident per CU: fewer than 4 waves leave "
+        GT_WHY(why, len, "latency: %d workgroup(s) of %d wave(s) resident per CU: fewer than 4 waves leave "
                            "some of its 4 SIMDs (and their MFMA units) idle", x.res, x.warps);
     else if ((int64_t)x.g.ws_bytes > GT_MMA_MAX_WS)
-        snprintf(why, len, "workspace: %zu MiB > %lld MiB", x.g.ws_bytes >> 20,
+        GT_WHY(why, len, "workspace: %zu MiB > %lld MiB", x.g.ws_bytes >> 20,
                  (long long)(GT_MMA_MAX_WS >> 20));
     else
         return 0;
@@ -511,13 +511,13 @@ static const gt_gen_space_spec k_spec = {
 };
 _Static_assert(offsetof(gt_mma_pruned, cfg) == 0, "the builder writes the config at offset 0");
 
-int gt_mma_prune(const gt_problem *p, const gt_gen_dev *d, int cap, gt_mma_space *s)
+static int prune(const gt_problem *p, const gt_gen_dev *d, int cap, int with_pruned, gt_mma_space *s)
 {
     gt_gen_space_out o;
     memset(s, 0, sizeof *s);
     if (gt_mma_applicable(p, d, s->why, sizeof s->why) != 0)
         return 0;
-    if (gt_gen_space_build(&k_spec, p, d, cap, &o) != 0)
+    if (gt_gen_space_build(&k_spec, p, d, cap, with_pruned, &o) != 0)
         return -1;
     s->keep = o.keep;
     s->nkeep = o.nkeep;
@@ -525,4 +525,14 @@ int gt_mma_prune(const gt_problem *p, const gt_gen_dev *d, int cap, gt_mma_space
     s->npruned = o.npruned;
     s->raw = o.raw;
     return 0;
+}
+
+int gt_mma_prune(const gt_problem *p, const gt_gen_dev *d, int cap, gt_mma_space *s)
+{
+    return prune(p, d, cap, 1, s);
+}
+
+int gt_mma_prune_kept(const gt_problem *p, const gt_gen_dev *d, int cap, gt_mma_space *s)
+{
+    return prune(p, d, cap, 0, s);
 }

@@ -104,24 +104,33 @@ static void out_free(gt_gen_space_out *out)
 }
 
 int gt_gen_space_build(const gt_gen_space_spec *f, const gt_problem *p, const gt_gen_dev *d, int cap,
-                       gt_gen_space_out *out)
+                       int with_pruned, gt_gen_space_out *out)
 {
-    int nok = 0, keep = 0;
+    int nok = 0, keep = 0, okcap = 1024;
     memset(out, 0, sizeof *out);
-    gt_gen_ranked *ok = malloc((size_t)f->nraw * sizeof *ok);
-    out->pruned = malloc((size_t)f->nraw * f->pruned_size);
-    if (!ok || !out->pruned)
+    gt_gen_ranked *ok = malloc((size_t)okcap * sizeof *ok);
+    if (with_pruned)
+        out->pruned = malloc((size_t)f->nraw * f->pruned_size);
+    if (!ok || (with_pruned && !out->pruned))
         goto fail;
     for (int i = 0; i < f->nraw; i++) {
         gt_gen_anycfg c;
         if (!f->raw(i, &c))
             continue;
         out->raw++;
-        char *rec = (char *)out->pruned + (size_t)out->npruned * f->pruned_size;
-        if (f->check(p, d, &c, rec + f->reason_off, GT_GEN_REASON)) {
-            memcpy(rec, &c, f->cfg_size);
+        char *rec = with_pruned ? (char *)out->pruned + (size_t)out->npruned * f->pruned_size : NULL;
+        if (f->check(p, d, &c, rec ? rec + f->reason_off : NULL, GT_GEN_REASON)) {
+            if (rec)
+                memcpy(rec, &c, f->cfg_size);
             out->npruned++;
             continue;
+        }
+        if (nok == okcap) { /* the kept are a few per cent of the raw space */
+            gt_gen_ranked *grown = realloc(ok, (size_t)okcap * 2 * sizeof *ok);
+            if (!grown)
+                goto fail;
+            ok = grown;
+            okcap *= 2;
         }
         ok[nok].c = c;
         ok[nok].us = f->model_us(p, d, &c);
@@ -140,6 +149,10 @@ int gt_gen_space_build(const gt_gen_space_spec *f, const gt_problem *p, const gt
     for (int i = 0; i < nok; i++) {
         if (i < keep) {
             memcpy((char *)out->keep + (size_t)out->nkeep++ * f->cfg_size, &ok[i].c, f->cfg_size);
+            continue;
+        }
+        if (!with_pruned) {
+            out->npruned++;
             continue;
         }
         char *rec = (char *)out->pruned + (size_t)out->npruned++ * f->pruned_size;

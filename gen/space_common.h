@@ -8,6 +8,11 @@
 #define GEN_SPACE_COMMON_H
 
 #include <stddef.h>
+#include <stdio.h>
+
+/* A rule's reason into why (len bytes), or nothing when why is NULL: a
+ * space built without its pruned list formats no reasons. */
+#define GT_WHY(why, len, ...) ((why) ? snprintf((why), (len), __VA_ARGS__) : 0)
 
 #include "gen_mma.h"
 
@@ -91,9 +96,11 @@ typedef struct gt_gen_space_out {
 
 /* Builds the space of p on d: each raw config kept or pruned with its
  * reason; of those passing every rule, sorted by the family's key then the
- * estimate, the first `cap` (<= 0: all) kept. 0, or -1 out of memory
- * (*out zeroed). */
+ * estimate, the first `cap` (<= 0: all) kept. with_pruned 0: the pruned
+ * configs are only counted (no list, no reasons formatted), which is all a
+ * worker's enumeration needs and several times faster. 0, or -1 out of
+ * memory (*out zeroed). */
 int gt_gen_space_build(const gt_gen_space_spec *f, const gt_problem *p, const gt_gen_dev *d, int cap,
-                       gt_gen_space_out *out);
+                       int with_pruned, gt_gen_space_out *out);
 
 #endif

@@ -321,6 +321,22 @@ static void test_prune(void)
             check_space(&p, &h, GT_GEN_DEFAULT_CAP, &kept);
         }
     CHECK(total > 0);
+    /* the enumeration's build without the pruned list: the same kept configs
+     * in the same order, the pruned only counted, the same verdicts with no
+     * reason asked for */
+    for (int n = 1; n <= 16; n += 15) {
+        gt_problem q = gen_test_prob(4096, n, 14336, GT_DT_BF16, GT_DT_BF16);
+        gt_gen_space a, b;
+        CHECK(gt_gen_prune(&q, &d, GT_GEN_DEFAULT_CAP, &a) == 0 && gt_gen_prune_kept(&q, &d, GT_GEN_DEFAULT_CAP, &b) == 0);
+        CHECK(a.nkeep == b.nkeep && a.npruned == b.npruned && a.raw == b.raw && b.pruned == NULL && a.pruned);
+        CHECK(a.nkeep == b.nkeep && memcmp(a.keep, b.keep, (size_t)a.nkeep * sizeof *a.keep) == 0);
+        int same = 1;
+        for (int i = 0; i < a.npruned; i += 97)
+            same &= gt_gen_check(&q, &d, &a.pruned[i].cfg, NULL, 0) == (strncmp(a.pruned[i].reason, "rank:", 5) != 0);
+        CHECK(same);
+        gt_gen_space_free(&a);
+        gt_gen_space_free(&b);
+    }
     /* lanes "warp" is in the space for n <= 8 only */
     for (int n = 1; n <= 16; n += 15) {
         gt_problem q = gen_test_prob(4096, n, 4096, GT_DT_BF16, GT_DT_BF16);

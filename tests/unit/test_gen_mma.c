@@ -236,6 +236,17 @@ static void test_prune(void)
 {
     gt_gen_dev d = h100(), a100;
     gt_gen_dev_default(&a100, 80, 108);
+    /* the enumeration's build without the pruned list: the same kept
+     * configs in the same order, the pruned only counted */
+    {
+        gt_problem q = gen_test_prob(4096, 128, 4096, GT_DT_BF16, GT_DT_BF16);
+        gt_mma_space a, b;
+        CHECK(gt_mma_prune(&q, &d, GT_MMA_DEFAULT_CAP, &a) == 0 && gt_mma_prune_kept(&q, &d, GT_MMA_DEFAULT_CAP, &b) == 0);
+        CHECK(a.nkeep == b.nkeep && a.npruned == b.npruned && a.raw == b.raw && b.pruned == NULL && a.pruned);
+        CHECK(a.nkeep == b.nkeep && memcmp(a.keep, b.keep, (size_t)a.nkeep * sizeof *a.keep) == 0);
+        gt_mma_space_free(&a);
+        gt_mma_space_free(&b);
+    }
     double t0 = gt_mono_ms();
     for (int dv = 0; dv < 2; dv++)
         for (size_t t = 0; t < 3; t++)

@@ -78,7 +78,7 @@ static void compile_passes(gt_bk_ctx *ctx, const gt_problem *ps, int np, int fre
         gt_gen_entry *ents[1024];
         for (int i = 0; i < np; i++) {
             gt_gen_space s;
-            if (gt_gen_prune(&ps[i], &d, GT_GEN_DEFAULT_CAP, &s) != 0)
+            if (gt_gen_prune_kept(&ps[i], &d, GT_GEN_DEFAULT_CAP, &s) != 0)
                 continue;
             for (int c = 0; c < s.nkeep && n < 1024; c++) {
                 char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];

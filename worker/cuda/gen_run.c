@@ -228,7 +228,7 @@ static int space_of(gt_bk_ctx *ctx, const gt_problem *p, gt_gen_space *s, gt_mma
     }
     if (gt_gen_device(ctx, &d, err, errlen) != 0)
         return -1;
-    if (gt_gen_prune(p, &d, cap, s) != 0) {
+    if (gt_gen_prune_kept(p, &d, cap, s) != 0) {
         snprintf(err, errlen, "cuda: out of host memory pruning the gemv family");
         return -1;
     }
@@ -236,7 +236,7 @@ static int space_of(gt_bk_ctx *ctx, const gt_problem *p, gt_gen_space *s, gt_mma
         snprintf(ms->why, sizeof ms->why, "GT_CUDA_MMA_MAX=0: the mma family is off");
         return 0;
     }
-    if (gt_mma_prune(p, &d, mcap, ms) != 0) {
+    if (gt_mma_prune_kept(p, &d, mcap, ms) != 0) {
         gt_gen_space_free(s);
         snprintf(err, errlen, "cuda: out of host memory pruning the mma family");
         return -1;

@@ -46,7 +46,7 @@ static int space(const gt_problem *p, const gt_gen_dev *d, int mma, fam_space *s
 {
     memset(s, 0, sizeof *s);
     s->mma = mma;
-    int rc = mma ? gt_mma_prune(p, d, 0, &s->m) : gt_gen_prune(p, d, 0, &s->g);
+    int rc = mma ? gt_mma_prune_kept(p, d, 0, &s->m) : gt_gen_prune_kept(p, d, 0, &s->g);
     s->nkeep = mma ? s->m.nkeep : s->g.nkeep;
     return rc;
 }

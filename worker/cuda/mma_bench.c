@@ -42,7 +42,7 @@ static void compile_pass(gt_bk_ctx *ctx, const gt_problem *ps, int np, int fresh
     gt_gen_entry **ents = calloc(MAXE, sizeof *ents);
     for (int i = 0; ents && i < np; i++) {
         gt_mma_space s;
-        if (gt_mma_prune(&ps[i], &d, GT_MMA_DEFAULT_CAP, &s) != 0)
+        if (gt_mma_prune_kept(&ps[i], &d, GT_MMA_DEFAULT_CAP, &s) != 0)
             continue;
         for (int c = 0; c < s.nkeep && n < MAXE; c++) {
             char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
