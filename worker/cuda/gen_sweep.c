@@ -75,7 +75,7 @@ static int sweep_shape(const gt_backend *bk, gt_bk_ctx *ctx, const char *name, c
     fam_space s = {0};
     gt_bk_prob *pp = NULL;
     row *rows = NULL;
-    int *pick = NULL, np = 0, failures = 0, wrong = 0;
+    int *pick = NULL, np = 0, failures = 0, wrong = 0, failed = 0;
     if (gt_gen_device(ctx, &d, err, sizeof err) != 0 || space(p, &d, mma, &s) != 0 ||
         bk->prepare(ctx, p, &pp, err, sizeof err) != 0) {
         printf("FAIL sweep %s: %s\n", name, err);
@@ -115,13 +115,19 @@ static int sweep_shape(const gt_backend *bk, gt_bk_ctx *ctx, const char *name, c
         r->model = mma ? gt_mma_model_us(p, &d, &s.m.keep[pick[i]]) : gt_gen_model_us(p, &d, &s.g.keep[pick[i]]);
         r->us = r->err = NAN;
         cJSON *j = mma ? gt_mma_cfg_to_json(&s.m.keep[pick[i]]) : gt_gen_cfg_to_json(&s.g.keep[pick[i]]);
-        if (j && bk->build(pp, j, &bc, err, sizeof err) == 0) {
-            if (bk->validate(pp, bc, &r->err, err, sizeof err) == 0 && r->err <= tol) {
-                if (bk->time(pp, bc, &quick, &t, err, sizeof err) == 0)
-                    r->us = t.median_us;
-            } else {
+        /* a kept config that does not build or run is a bug, like a wrong one */
+        if (!j || bk->build(pp, j, &bc, err, sizeof err) != 0) {
+            if (failed++ < 3)
+                printf("     %s: build: %s\n", name, err);
+        } else {
+            if (bk->validate(pp, bc, &r->err, err, sizeof err) != 0)
+                failed++;
+            else if (!(r->err <= tol))
                 wrong++;
-            }
+            else if (bk->time(pp, bc, &quick, &t, err, sizeof err) == 0)
+                r->us = t.median_us;
+            else
+                failed++;
             bk->release(bc);
         }
         cJSON_Delete(j);
@@ -148,11 +154,11 @@ static int sweep_shape(const gt_backend *bk, gt_bk_ctx *ctx, const char *name, c
         if (rows[i].rank < GT_GEN_DEFAULT_CAP && rows[i].us < cap_best)
             cap_best = rows[i].us;
     qsort(rows, (size_t)np, sizeof *rows, cmp_us);
-    failures += wrong > 0;
+    failures += wrong > 0 || failed > 0;
     text_of(&s, rows[0].rank, text, sizeof text);
-    printf("%-12s %-4s kept %5d timed %4d wrong %d  best %8.2f us (model rank %4d)  best of top %d %8.2f us "
-           "(%+.1f%%)\n     %s\n",
-           name, mma ? "mma" : "gemv", s.nkeep, np, wrong, rows[0].us, rows[0].rank + 1, GT_GEN_DEFAULT_CAP, cap_best,
+    printf("%-12s %-4s kept %5d timed %4d wrong %d failed %d  best %8.2f us (model rank %4d)  best of top %d "
+           "%8.2f us (%+.1f%%)\n     %s\n",
+           name, mma ? "mma" : "gemv", s.nkeep, np, wrong, failed, rows[0].us, rows[0].rank + 1, GT_GEN_DEFAULT_CAP, cap_best,
            (cap_best / rows[0].us - 1) * 100, text);
 out:
     free(rows);
