@@ -12,6 +12,10 @@
  *            dependency on every word (so no load can be dropped), the best
  *            of a sweep over threads per CTA, CTAs per SM and loads in flight
  *            per thread;
+ *   quad     the same bytes read the way the mma fragments of the gemv
+ *            family's lanes "quad" read them: each warp load takes 64 bytes
+ *            from each of 8 rows (4 lanes a row), walking along the rows;
+ *            against "stream" it prices that access pattern alone;
  *   copy     cudaMemcpyAsync device to device of the same bytes (read +
  *            written: twice the traffic);
  *   pdl      the best stream kernel launched with programmatic dependent
@@ -42,7 +46,7 @@ static const char k_floor_src[] =
     "extern \"C\" __global__ void gt_floor_empty(unsigned *out) {}\n"
     /* each thread reads U vectors per step, the CTAs of the grid interleaved
      * (neighbouring threads, neighbouring 16-byte words) */
-    "extern \"C\" __global__ void gt_floor_stream(const v4 *p, u64 n, unsigned *out, int pdl) {\n"
+    "extern \"C\" __global__ void gt_floor_stream(const v4 *p, u64 n, unsigned *out, int pdl, u64 rowv) {\n"
     "#if GT_PDL\n"
     "  if (pdl) { asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
     "             asm volatile(\"griddepcontrol.launch_dependents;\"); }\n"
@@ -59,6 +63,30 @@ static const char k_floor_src[] =
     "  }\n"
     "  for (; i < n; i += stride) { v4 v = ld16(p + i); x ^= v.x ^ v.y ^ v.z ^ v.w; }\n"
     "  if (x == 0x9e3779b9u) out[blockIdx.x] = x;\n" /* never true for the zero fill */
+    "}\n"
+    /* rows of rowv 16-byte words in groups of 8, each group's rows cut in 8
+     * pieces along k; a warp takes (group, piece) items, lane (g, t4) reads
+     * word t4 + 4j of row g of the piece */
+    "extern \"C\" __global__ void gt_floor_quad(const v4 *p, u64 n, unsigned *out, int pdl, u64 rowv) {\n"
+    "#if GT_PDL\n"
+    "  if (pdl) { asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+    "             asm volatile(\"griddepcontrol.launch_dependents;\"); }\n"
+    "#endif\n"
+    "  const unsigned lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;\n"
+    "  const u64 w0 = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5, nw = ((u64)gridDim.x * blockDim.x) >> 5;\n"
+    "  const u64 piece = rowv / 8, items = n / rowv / 8 * 8;\n"
+    "  unsigned x = 0;\n"
+    "  for (u64 it = w0; it < items; it += nw) {\n"
+    "    const v4 *r = p + ((it >> 3) * 8 + g) * rowv + (it & 7) * piece + t4;\n"
+    "    for (u64 j = 0; j + 4 * GT_U <= piece; j += 4 * GT_U) {\n"
+    "      v4 v[GT_U];\n"
+    "#pragma unroll\n"
+    "      for (int u = 0; u < GT_U; u++) v[u] = ld16(r + j + 4 * u);\n"
+    "#pragma unroll\n"
+    "      for (int u = 0; u < GT_U; u++) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;\n"
+    "    }\n"
+    "  }\n"
+    "  if (x == 0x9e3779b9u) out[blockIdx.x] = x;\n"
     "}\n";
 
 #define NSETS_MAX 64
@@ -69,6 +97,7 @@ typedef struct floor_run {
     void *dst;       /* copy destination (bytes) */
     int nsets;
     size_t bytes;
+    unsigned long long rowv; /* a row of the matrix in 16-byte words */
     unsigned *out;
 } floor_run;
 
@@ -87,7 +116,7 @@ static int call(floor_run *r, const launch *l, int set)
     unsigned long long n = r->bytes / 16;
     const void *p = r->sets[set];
     int pdl = l->pdl;
-    void *args[] = {(void *)&p, (void *)&n, (void *)&r->out, (void *)&pdl};
+    void *args[] = {(void *)&p, (void *)&n, (void *)&r->out, (void *)&pdl, (void *)&r->rowv};
     void *eargs[] = {(void *)&r->out};
     cudaLaunchAttribute at = {.id = cudaLaunchAttributeProgrammaticStreamSerialization};
     at.val.programmaticStreamSerializationAllowed = 1;
@@ -202,7 +231,7 @@ int gt_floor_bench(gt_bk_ctx *ctx)
     } sizes[] = {{"o", 4096, 4096}, {"qkv", 6144, 4096}, {"down", 4096, 14336},
                  {"gate_up", 28672, 4096}, {"lm_head", 128256, 4096}};
     char err[512];
-    kern ks[3] = {0}, ke = {0};
+    kern ks[3] = {0}, kq[3] = {0}, ke = {0};
     floor_run r = {.ctx = ctx};
     int failures = 0;
     double empty_us = NAN;
@@ -215,7 +244,8 @@ int gt_floor_bench(gt_bk_ctx *ctx)
         return 1;
     }
     for (int i = 0; i < 3; i++)
-        if (load(ctx, us_[i], "gt_floor_stream", &ks[i], err, sizeof err) != 0) {
+        if (load(ctx, us_[i], "gt_floor_stream", &ks[i], err, sizeof err) != 0 ||
+            load(ctx, us_[i], "gt_floor_quad", &kq[i], err, sizeof err) != 0) {
             printf("FAIL floor compile: %s\n", err);
             failures++;
             goto out;
@@ -237,8 +267,9 @@ int gt_floor_bench(gt_bk_ctx *ctx)
         r.nsets = 0;
         printf("empty kernel, %d CTAs, back to back: %.2f us per call\n", ctx->sms, empty_us);
     }
-    printf("%-8s %9s %8s %9s %8s %6s  %-22s %9s %8s %9s %8s\n", "weights", "MB", "ideal_us", "stream_us",
-           "TB/s", "%copy", "best (threads x CTAs/SM x loads)", "copy_us", "copy TB/s", "pdl_us", "%copy");
+    printf("%-8s %9s %8s %9s %8s %6s  %-22s %9s %6s %9s %8s %9s %8s\n", "weights", "MB", "ideal_us", "stream_us",
+           "TB/s", "%copy", "best (threads x CTAs/SM x loads)", "quad_us", "%copy", "copy_us", "copy TB/s",
+           "pdl_us", "%copy");
     for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
         size_t bytes = (size_t)sizes[z].m * (size_t)sizes[z].k * 2;
         if (alloc_sets(&r, bytes) != 0) {
@@ -247,29 +278,31 @@ int gt_floor_bench(gt_bk_ctx *ctx)
             free_sets(&r);
             continue;
         }
-        double best = INFINITY, copy_us = NAN, pdl_us = NAN;
-        launch bl = {0};
-        for (int ui = 0; ui < 3; ui++)
-            for (int ti = 0; ti < 3; ti++)
-                for (int ci = 0; ci < 4; ci++) {
-                    if (threads_[ti] * per_sm_[ci] > 2048)
-                        continue;
-                    launch l = {.k = ks[ui].k, .grid = (unsigned)(per_sm_[ci] * ctx->sms),
-                                .threads = (unsigned)threads_[ti], .loads = us_[ui]};
-                    double t;
-                    if (time_calls(&r, &l, 5, 2.0, &t) != 0) {
-                        printf("FAIL floor %s stream: %s\n", sizes[z].name,
-                               cudaGetErrorString(cudaGetLastError()));
-                        failures++;
-                        goto next;
+        double best = INFINITY, qbest = INFINITY, copy_us = NAN, pdl_us = NAN;
+        launch bl = {0}, ql = {0};
+        r.rowv = (unsigned long long)sizes[z].k * 2 / 16;
+        for (int pat = 0; pat < 2; pat++)
+            for (int ui = 0; ui < 3; ui++)
+                for (int ti = 0; ti < 3; ti++)
+                    for (int ci = 0; ci < 4; ci++) {
+                        if (threads_[ti] * per_sm_[ci] > 2048)
+                            continue;
+                        launch l = {.k = (pat ? kq : ks)[ui].k, .grid = (unsigned)(per_sm_[ci] * ctx->sms),
+                                    .threads = (unsigned)threads_[ti], .loads = us_[ui]};
+                        double t;
+                        if (time_calls(&r, &l, 5, 2.0, &t) != 0) {
+                            printf("FAIL floor %s %s: %s\n", sizes[z].name, pat ? "quad" : "stream",
+                                   cudaGetErrorString(cudaGetLastError()));
+                            failures++;
+                            goto next;
+                        }
+                        if (t < (pat ? qbest : best)) {
+                            *(pat ? &qbest : &best) = t;
+                            *(pat ? &ql : &bl) = l;
+                        }
                     }
-                    if (t < best) {
-                        best = t;
-                        bl = l;
-                    }
-                }
         {
-            if (time_calls(&r, &bl, 9, 5.0, &best) != 0)
+            if (time_calls(&r, &bl, 9, 5.0, &best) != 0 || time_calls(&r, &ql, 9, 5.0, &qbest) != 0)
                 failures++;
             launch c = {0};
             if (time_calls(&r, &c, 9, 5.0, &copy_us) != 0)
@@ -283,9 +316,9 @@ int gt_floor_bench(gt_bk_ctx *ctx)
             char lab[64];
             snprintf(lab, sizeof lab, "%u x %u x %d", bl.threads, bl.grid / (unsigned)ctx->sms, bl.loads);
             double ideal = bw > 0 ? bytes / bw * 1e6 : NAN;
-            printf("%-8s %9.1f %8.2f %9.2f %8.3f %6.1f  %-22s %9.2f %8.3f %9.2f %8.1f\n", sizes[z].name,
-                   bytes / 1e6, ideal, best, bytes / (best * 1e-6) / 1e12,
-                   bw > 0 ? 100.0 * ideal / best : 0.0, lab, copy_us,
+            printf("%-8s %9.1f %8.2f %9.2f %8.3f %6.1f  %-22s %9.2f %6.1f %9.2f %8.3f %9.2f %8.1f\n",
+                   sizes[z].name, bytes / 1e6, ideal, best, bytes / (best * 1e-6) / 1e12,
+                   bw > 0 ? 100.0 * ideal / best : 0.0, lab, qbest, bw > 0 ? 100.0 * ideal / qbest : 0.0, copy_us,
                    2.0 * bytes / (copy_us * 1e-6) / 1e12, pdl_us, bw > 0 ? 100.0 * ideal / pdl_us : 0.0);
         }
     next:
@@ -298,9 +331,12 @@ int gt_floor_bench(gt_bk_ctx *ctx)
         }
     }
 out:
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         if (ks[i].lib)
             (void)cudaLibraryUnload(ks[i].lib);
+        if (kq[i].lib)
+            (void)cudaLibraryUnload(kq[i].lib);
+    }
     if (ke.lib)
         (void)cudaLibraryUnload(ke.lib);
     free_sets(&r);
