@@ -1,7 +1,10 @@
 /* gt_test.c: the harness's counters and helpers. */
 #include "gt_test.h"
 
+#include <sqlite3.h>
 #include <stdlib.h>
+
+#include "gt_store.h"
 
 int gt_test_failures;
 int gt_test_checks;
@@ -20,4 +23,23 @@ const char *gt_test_data(const char *name)
     const char *dir = getenv("GT_TEST_DATA");
     snprintf(buf, sizeof buf, "%s/%s", dir ? dir : "tests/data", name);
     return buf;
+}
+
+int gt_test_sql(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        fprintf(stderr, "sql failed: %s\n  in: %.300s\n", msg ? msg : "?", sql);
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+int gt_test_store_sql(gt_store *s, const char *sql)
+{
+    gt_store_lock(s);
+    int rc = gt_test_sql(gt_store_db(s), sql);
+    gt_store_unlock(s);
+    return rc;
 }

@@ -41,4 +41,11 @@ int gt_test_done(void);
 /* Path of a file in tests/data (GT_TEST_DATA), in a static buffer. */
 const char *gt_test_data(const char *name);
 
+struct sqlite3;
+struct gt_store;
+/* Runs SQL on db: 0, or -1 after printing the error and the statement's
+ * start. The second form holds the store's lock around it (a live store). */
+int gt_test_sql(struct sqlite3 *db, const char *sql);
+int gt_test_store_sql(struct gt_store *s, const char *sql);
+
 #endif

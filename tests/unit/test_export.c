@@ -60,18 +60,6 @@ static int count_temps(void)
     return n;
 }
 
-static int exec(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    if (rc != SQLITE_OK) {
-        fprintf(stderr, "sql failed: %s\n  in: %.200s\n", msg ? msg : "?", sql);
-        sqlite3_free(msg);
-        return -1;
-    }
-    return 0;
-}
-
 /* First column of the first row as double (NAN when none / NULL). */
 static double q_num(sqlite3 *db, const char *sql)
 {
@@ -138,8 +126,8 @@ static sqlite3 *make_coordinator(const char *path)
     CHECK(init != NULL);
     if (!init || sqlite3_open(path, &db) != SQLITE_OK)
         goto fail;
-    if (exec(db, "PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL;") != 0 ||
-        exec(db, "BEGIN") != 0 || exec(db, init) != 0 || exec(db, "COMMIT") != 0)
+    if (gt_test_sql(db, "PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL;") != 0 ||
+        gt_test_sql(db, "BEGIN") != 0 || gt_test_sql(db, init) != 0 || gt_test_sql(db, "COMMIT") != 0)
         goto fail;
 
     char sql[8192];
@@ -149,10 +137,10 @@ static sqlite3 *make_coordinator(const char *path)
              "0, 0, 'f32', 'f32', 'f32', 'f32', 'f32', 'f32', 1.0, 0.0, 0, 'none', 'none', 0, "     \
              "%d, 524288, 49152, %g, '{\"m\":64}', 'done')",                                      \
              k_problem_cols, id, run, key, calls, weight);                                         \
-    if (exec(db, sql) != 0)                                                                        \
+    if (gt_test_sql(db, sql) != 0)                                                                 \
         goto fail;
 
-    if (exec(db,
+    if (gt_test_sql(db,
              "INSERT INTO runs (id, name, source_format, backend, device_model, strategy, budget, "
              "options, state, created_ms) VALUES "
              "(1, 'llama-a', 'hipblaslt', 'cpu', 'testcpu', 'exhaustive', 0, '{}', 'done', 1000),"
@@ -167,7 +155,7 @@ static sqlite3 *make_coordinator(const char *path)
     PROBLEM(3, 2, "K1", 300, 0.5)
     PROBLEM(4, 2, "K3", 5, 0.5)
 #undef PROBLEM
-    if (exec(db,
+    if (gt_test_sql(db,
              "INSERT INTO jobs (id, run_id, problem_id, backend, kind, candidates, ncandidates, "
              "baseline, state, created_ms, updated_ms) VALUES "
              "(1, 1, 1, 'cpu', 'screen', '[]', 3, '{}', 'done', 1, 1),"
@@ -385,7 +373,7 @@ static void test_merge_refuses(void)
     CHECK_MSG(rc == 0, "copy: %s", err);
     sqlite3 *db = NULL;
     if (sqlite3_open(tpath("newer.db"), &db) == SQLITE_OK)
-        CHECK(exec(db, "UPDATE meta SET value = '2' WHERE key = 'format_version'") == 0);
+        CHECK(gt_test_sql(db, "UPDATE meta SET value = '2' WHERE key = 'format_version'") == 0);
     sqlite3_close(db);
     const char *in4[] = {tpath("e1.db"), tpath("newer.db")};
     rc = gt_export_merge(in4, 2, tpath("bad3.db"), err, sizeof err);

@@ -416,18 +416,6 @@ static void test_mma(void)
 
 /* ---- the store query --------------------------------------------------------------- */
 
-static int exec(gt_store *s, const char *sql)
-{
-    char *msg = NULL;
-    gt_store_lock(s);
-    int rc = sqlite3_exec(gt_store_db(s), sql, NULL, NULL, &msg);
-    gt_store_unlock(s);
-    if (rc != SQLITE_OK)
-        fprintf(stderr, "sql failed: %s\n", msg ? msg : "?");
-    sqlite3_free(msg);
-    return rc == SQLITE_OK ? 0 : -1;
-}
-
 static void test_store_row(void)
 {
     char dir[] = "/tmp/gt-genexp.XXXXXX", path[256], err[512], sql[4096];
@@ -465,7 +453,7 @@ static void test_store_row(void)
              " UNION ALL SELECT 'final', '%s', '00000000000000b1', 1, 15.0, 1"
              " UNION ALL SELECT 'final', '%s', '00000000000000d1', 0, 11.0, 0) v WHERE p.m = 4096",
              (long long)cr.id, k_twopass, k_none, k_lt, k_atomic);
-    CHECK(exec(s, sql) == 0);
+    CHECK(gt_test_store_sql(s, sql) == 0);
     int64_t p1 = 0, p2 = 0;
     gt_kernel_row r;
     char id[32], key[512];

@@ -18,8 +18,6 @@
 #include "gen_test_util.h"
 #include "gt_test.h"
 
-const char *gt_test_data(const char *name);
-
 typedef struct rec {
     char shape[32];
     long long m, n, k;

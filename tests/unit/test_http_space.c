@@ -395,18 +395,6 @@ static void verdicts(void)
     gt_mma_space_free(&ms);
 }
 
-static int exec(gt_store *s, const char *sql)
-{
-    char *msg = NULL;
-    gt_store_lock(s);
-    int rc = sqlite3_exec(gt_store_db(s), sql, NULL, NULL, &msg);
-    gt_store_unlock(s);
-    if (rc != SQLITE_OK)
-        fprintf(stderr, "sql failed: %s\n", msg ? msg : "?");
-    sqlite3_free(msg);
-    return rc == SQLITE_OK ? 0 : -1;
-}
-
 static int64_t new_run(gt_store *s, const char *backend, const char *model)
 {
     static const char log[] =
@@ -446,7 +434,7 @@ static void store_target(void)
     gt_space_target_fini(&t);
     /* workers: another model, another backend, then two of the model (the
      * newer heartbeat wins) */
-    CHECK(exec(s, "INSERT INTO workers (host, pid, device_index, backend, device_model, arch,"
+    CHECK(gt_test_store_sql(s, "INSERT INTO workers (host, pid, device_index, backend, device_model, arch,"
                   " mem_bytes, units, driver, version, state, registered_ms, last_heartbeat_ms) VALUES"
                   " ('a', 1, 0, 'cuda', 'A100', 'sm_80', 1, 108, 'd', 'v', 'idle', 1, 50),"
                   " ('b', 1, 0, 'hip', 'H100', 'gfx90a', 1, 104, 'd', 'v', 'idle', 1, 60),"

@@ -77,16 +77,6 @@ static const char *tpath(const char *name)
     return b;
 }
 
-static int exec(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    if (rc != SQLITE_OK)
-        fprintf(stderr, "sql failed: %s\n", msg ? msg : "?");
-    sqlite3_free(msg);
-    return rc == SQLITE_OK ? 0 : -1;
-}
-
 /* A coordinator run (real store) of three GEMMs with final results as a
  * CUDA worker reports them, exported and merged; the merged file's path. */
 static const char *make_export(void)
@@ -122,7 +112,7 @@ static const char *make_export(void)
              "  UNION ALL SELECT 1024, '%s', '00000000000000b3', 1, 10.0) v ON v.m = p.m",
              k_none, k_lt, k_lt, k_twopass, k_lt);
     gt_store_lock(s);
-    ok = ok && exec(gt_store_db(s), sql) == 0 &&
+    ok = ok && gt_test_sql(gt_store_db(s), sql) == 0 &&
          gt_export_run(gt_store_db(s), cr.id, "test/run/1", tpath("a.db"), err, sizeof err) == 0;
     gt_store_unlock(s);
     CHECK_MSG(ok, "%s", err);

@@ -61,17 +61,6 @@ static const char *tpath(const char *name)
     return b;
 }
 
-static int exec(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        fprintf(stderr, "sql failed: %s\n  in: %.300s\n", msg ? msg : "?", sql);
-        sqlite3_free(msg);
-        return -1;
-    }
-    return 0;
-}
-
 /* ---- the problems of the test export ---------------------------------------- */
 
 /* P1: a Llama-3-8B QKV projection at one token, as PyTorch's Linear runs it. */
@@ -224,7 +213,7 @@ static int add_best(sqlite3 *db, int pid, const best_row *b)
              b->baseline_us / b->time_us, pid, b->backend, b->model, cq, hash, b->is_baseline,
              b->time_us);
     sqlite3_free(cq);
-    return exec(db, sql);
+    return gt_test_sql(db, sql);
 }
 
 /* The export the tests use (also the fake-GPU preload test's database). */
@@ -234,7 +223,7 @@ static int make_export(const char *path, const best_row *rows, size_t n)
     char err[256];
     unlink(path);
     int ok = sqlite3_open(path, &db) == SQLITE_OK && gt_export_schema(db, err, sizeof err) == 0 &&
-             exec(db, "INSERT INTO meta VALUES ('format_version', '1'),"
+             gt_test_sql(db, "INSERT INTO meta VALUES ('format_version', '1'),"
                       " ('source', 'test/run/1'), ('backend', 'cuda')") == 0;
     for (size_t i = 0; ok && i < n; i++) {
         /* One problems row per distinct key. */
@@ -286,7 +275,7 @@ static void test_open_errors(void)
     /* A SQLite file that is not an export. */
     sqlite3 *db;
     CHECK(sqlite3_open(tpath("other.db"), &db) == SQLITE_OK);
-    CHECK(exec(db, "CREATE TABLE t (x)") == 0);
+    CHECK(gt_test_sql(db, "CREATE TABLE t (x)") == 0);
     sqlite3_close(db);
     CHECK(gt_db_open(tpath("other.db"), err, sizeof err) == NULL);
     CHECK_MSG(strstr(err, "not a gemmtune export") != NULL, "%s", err);
@@ -294,7 +283,7 @@ static void test_open_errors(void)
     const best_row rows[] = {{&P1, "cuda", "FakeGPU", k_cfg42, 1, 2, 0}};
     CHECK(make_export(tpath("v2.db"), rows, 1) == 0);
     CHECK(sqlite3_open(tpath("v2.db"), &db) == SQLITE_OK);
-    CHECK(exec(db, "UPDATE meta SET value = '2' WHERE key = 'format_version'") == 0);
+    CHECK(gt_test_sql(db, "UPDATE meta SET value = '2' WHERE key = 'format_version'") == 0);
     sqlite3_close(db);
     CHECK(gt_db_open(tpath("v2.db"), err, sizeof err) == NULL);
     CHECK_MSG(strstr(err, "format_version 2") != NULL, "%s", err);
