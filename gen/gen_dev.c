@@ -3,6 +3,7 @@
  * table lists the members, so the writer and the strict reader cannot
  * drift apart and a new gt_gen_dev field is one line here. */
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -164,4 +165,14 @@ int gt_gen_dev_equal(const gt_gen_dev *a, const gt_gen_dev *b)
             return 0;
     }
     return 1;
+}
+
+int gt_gen_dev_sm_of(const char *s)
+{
+    int v = 0, n = 0;
+    if (!s || strncmp(s, "sm_", 3) != 0)
+        return 0;
+    for (s += 3; isdigit((unsigned char)*s) && n < 4; s++, n++)
+        v = v * 10 + (*s - '0');
+    return *s == '\0' && n >= 2 ? v : 0;
 }

@@ -39,4 +39,8 @@ int gt_gen_dev_from_json(const struct cJSON *j, gt_gen_dev *d, char *err, size_t
  * what the rules see), else 0. Padding is not compared, unlike memcmp. */
 int gt_gen_dev_equal(const gt_gen_dev *a, const gt_gen_dev *b);
 
+/* A CUDA arch name as workers register it, "sm_90" -> 90; 0 when s is NULL
+ * or not of that form (2 to 4 digits, nothing after them). */
+int gt_gen_dev_sm_of(const char *s);
+
 #endif

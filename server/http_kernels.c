@@ -25,18 +25,8 @@
 
 #include "gen_export.h"
 #include "gt_log.h"
+#include "gen_dev.h"
 #include "http_priv.h"
-
-/* "sm_90" -> 90; 0 when s is not of that form. */
-static int sm_of(const char *s)
-{
-    int v = 0, n = 0;
-    if (!s || strncmp(s, "sm_", 3) != 0)
-        return 0;
-    for (s += 3; isdigit((unsigned char)*s) && n < 4; s++, n++)
-        v = v * 10 + (*s - '0');
-    return *s == '\0' && n >= 2 ? v : 0;
-}
 
 static int is_hash(const char *s)
 {
@@ -157,7 +147,7 @@ enum MHD_Result gt_http_kernel(gt_req *q, const char *method, int64_t run_id, co
         return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL,
                                   "config_hash=%s: 16 hex digits expected (results' config_hash)",
                                   hash);
-    if (arch && !sm_of(arch))
+    if (arch && !gt_gen_dev_sm_of(arch))
         return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL,
                                   "arch=%s: a CUDA target like sm_90 expected", arch);
 
@@ -195,7 +185,7 @@ enum MHD_Result gt_http_kernel(gt_req *q, const char *method, int64_t run_id, co
         goto out;
     }
     const char *what = r.winner ? "the winner" : "this result";
-    int sm = sm_of(arch ? arch : r.arch);
+    int sm = gt_gen_dev_sm_of(arch ? arch : r.arch);
     rc = gt_gen_kernel_make(&p, cfg, sm, &k, err, sizeof err);
     if (rc == GT_GEN_EXPORT_LIBRARY) {
         cJSON *d = cJSON_CreateObject();

@@ -28,7 +28,6 @@
  * Status codes: 200; 400 bad query; 404 unknown run or problem; 422 the
  * run's backend is not cuda (the rules and limits here are CUDA's). */
 #include <cjson/cJSON.h>
-#include <ctype.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,17 +40,6 @@
 #include "http_priv.h"
 
 #define MAX_SMS 4096
-
-/* "sm_90" -> 90; 0 when s is not of that form. */
-static int sm_of(const char *s)
-{
-    int v = 0, n = 0;
-    if (!s || strncmp(s, "sm_", 3) != 0)
-        return 0;
-    for (s += 3; isdigit((unsigned char)*s) && n < 4; s++, n++)
-        v = v * 10 + (*s - '0');
-    return *s == '\0' && n >= 2 ? v : 0;
-}
 
 typedef struct space_args {
     gt_space_query sq;
@@ -102,7 +90,7 @@ static enum MHD_Result one_arg(void *cls, enum MHD_ValueKind kind, const char *k
         a->bad = int_arg(key, v, 1, MAX_SMS, &a->sms, a->err, sizeof a->err) != 0;
     } else if (!strcmp(key, "arch")) {
         a->arch = v;
-        if (!(a->sm = sm_of(v))) {
+        if (!(a->sm = gt_gen_dev_sm_of(v))) {
             snprintf(a->err, sizeof a->err, "arch=%.64s: a CUDA target like sm_90 expected", v);
             a->bad = 1;
         }
@@ -131,7 +119,7 @@ static cJSON *device_json(const space_args *a, const gt_space_target *t, gt_gen_
 {
     gt_space_dev_in in = {.q_sm = a->sm,
                           .q_sms = a->sms,
-                          .w_sm = t->worker_id ? sm_of(t->arch) : 0,
+                          .w_sm = t->worker_id ? gt_gen_dev_sm_of(t->arch) : 0,
                           .w_sms = t->worker_id && t->units > 0 ? t->units : 0,
                           .w_gen_device = t->gen_device};
     gt_space_dev sd;

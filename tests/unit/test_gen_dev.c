@@ -132,9 +132,19 @@ static void refusals(void)
     CHECK(refused("\"hip\":0", "\"hip\":2", "hip must be an integer in 0..1"));
 }
 
+/* Arch names as workers register them. */
+static void arch_names(void)
+{
+    CHECK(gt_gen_dev_sm_of("sm_90") == 90 && gt_gen_dev_sm_of("sm_80") == 80);
+    CHECK(gt_gen_dev_sm_of("sm_100") == 100 && gt_gen_dev_sm_of("sm_1200") == 1200);
+    CHECK(gt_gen_dev_sm_of("sm_9") == 0 && gt_gen_dev_sm_of("sm_90a") == 0 && gt_gen_dev_sm_of("sm_12000") == 0);
+    CHECK(gt_gen_dev_sm_of("gfx90a") == 0 && gt_gen_dev_sm_of("") == 0 && gt_gen_dev_sm_of(NULL) == 0);
+}
+
 int main(void)
 {
     RUN(round_trips);
     RUN(refusals);
+    RUN(arch_names);
     return gt_test_done();
 }
