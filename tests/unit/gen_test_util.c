@@ -68,3 +68,12 @@ long long gen_test_wrong(const double *out, const double *A, const double *B, lo
         }
     return wrong;
 }
+
+void gen_test_mma_pruned(gt_problem p, const gt_gen_dev *d, gt_mma_cfg c, const char *needle)
+{
+    char why[GT_GEN_REASON] = "", text[256];
+    gt_problem_finish(&p);
+    gt_mma_cfg_text(&c, text, sizeof text);
+    CHECK_MSG(gt_mma_check(&p, d, &c, why, sizeof why) == 1 && strstr(why, needle), "%s: want '%s', got '%s'",
+              text, needle, why);
+}

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gen_mma.h"
 #include "gt_problem.h"
 
 /* The families' layout: transA = T, transB = N, inputs `in`, C and D
@@ -30,5 +31,9 @@ void gen_test_fill(double *x, long long rows, long long ld, long long k, uint64_
  * B n rows, k long; lda, ldb). */
 long long gen_test_wrong(const double *out, const double *A, const double *B, long long m, long long n,
                          long long k, long long lda, long long ldb);
+
+/* Checks that the mma rules prune c for p (finished here) on d, with a
+ * reason containing needle. */
+void gen_test_mma_pruned(gt_problem p, const gt_gen_dev *d, gt_mma_cfg c, const char *needle);
 
 #endif

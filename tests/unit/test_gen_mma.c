@@ -159,15 +159,6 @@ static void test_applicable(void)
     expect_na(p, &d, "activation silu");
 }
 
-static void expect_pruned(gt_problem p, const gt_gen_dev *d, gt_mma_cfg c, const char *needle)
-{
-    char why[GT_GEN_REASON] = "", text[256];
-    gt_problem_finish(&p);
-    gt_mma_cfg_text(&c, text, sizeof text);
-    CHECK_MSG(gt_mma_check(&p, d, &c, why, sizeof why) == 1 && strstr(why, needle), "%s: want '%s', got '%s'",
-              text, needle, why);
-}
-
 /* Every rule, each triggered on its own with its reason. */
 static void test_rules(void)
 {
@@ -179,55 +170,55 @@ static void test_rules(void)
     CHECK_MSG(gt_mma_check(&p, &d, &k_cfg, why, sizeof why) == 0, "%s", why);
     gt_mma_cfg c = k_cfg;
     c.warps_m = 4, c.bm = 32;
-    expect_pruned(p, &d, c, "shape: warp tile 8x64");
+    gen_test_mma_pruned(p, &d, c, "shape: warp tile 8x64");
     c = k_cfg, c.warps_n = 4, c.bn = 32;
-    expect_pruned(p, &d, c, "shape: warp tile 64x8");
+    gen_test_mma_pruned(p, &d, c, "shape: warp tile 64x8");
     c = k_cfg, c.reduction = GT_GEN_RED_ATOMIC;
-    expect_pruned(p, &d, c, "reduction=atomic with splitk=1");
+    gen_test_mma_pruned(p, &d, c, "reduction=atomic with splitk=1");
     c = k_cfg, c.splitk = 2;
-    expect_pruned(p, &d, c, "reduction=none with splitk=2");
+    gen_test_mma_pruned(p, &d, c, "reduction=none with splitk=2");
     c = k_cfg, c.bm = 256, c.bn = 256, c.warps_m = 8, c.warps_n = 8;
-    expect_pruned(p, &d, c, "threads: 64 warps = 2048 threads > 1024");
+    gen_test_mma_pruned(p, &d, c, "threads: 64 warps = 2048 threads > 1024");
     c = k_cfg, c.bm = 256, c.warps_m = 4;
-    expect_pruned(gen_test_prob(100, 2048, 4096, GT_DT_BF16, GT_DT_BF16), &d, c, "tile: bm=256 >= 2 x 112");
+    gen_test_mma_pruned(gen_test_prob(100, 2048, 4096, GT_DT_BF16, GT_DT_BF16), &d, c, "tile: bm=256 >= 2 x 112");
     c = k_cfg;
-    expect_pruned(gen_test_prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16), &d, c, "tile: bn=128 >= 2 x 16");
+    gen_test_mma_pruned(gen_test_prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16), &d, c, "tile: bn=128 >= 2 x 16");
     c = k_cfg, c.bk = 64;
-    expect_pruned(gen_test_prob(4096, 2048, 24, GT_DT_BF16, GT_DT_BF16), &d, c, "k tile: bk=64 > k=24");
+    gen_test_mma_pruned(gen_test_prob(4096, 2048, 24, GT_DT_BF16, GT_DT_BF16), &d, c, "k tile: bk=64 > k=24");
     c = k_cfg, c.stages = 5;
-    expect_pruned(gen_test_prob(4096, 2048, 96, GT_DT_BF16, GT_DT_BF16), &d, c, "stages=5 > 3 k tiles");
+    gen_test_mma_pruned(gen_test_prob(4096, 2048, 96, GT_DT_BF16, GT_DT_BF16), &d, c, "stages=5 > 3 k tiles");
     gt_problem q = gen_test_prob(4096, 2048, 4100, GT_DT_BF16, GT_DT_BF16); /* lda = ldb = 4100 */
-    expect_pruned(q, &d, k_cfg, "alignment: lda=4100, ldb=4100");
+    gen_test_mma_pruned(q, &d, k_cfg, "alignment: lda=4100, ldb=4100");
     q = gen_test_prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
     q.batch = 2, q.stride_a = 4096LL * 4096 + 4, q.stride_b = 4096LL * 2048, q.stride_c = q.stride_d = 4096LL * 2048;
-    expect_pruned(q, &d, k_cfg, "or the batch strides");
+    gen_test_mma_pruned(q, &d, k_cfg, "or the batch strides");
     c = k_cfg, c.swizzle = 16;
-    expect_pruned(gen_test_prob(1024, 2048, 4096, GT_DT_BF16, GT_DT_BF16), &d, c, "swizzle: group of 16 tile rows");
-    expect_pruned(gen_test_prob(4096, 128, 4096, GT_DT_BF16, GT_DT_BF16), &d, k_cfg, "with 32 x 1 tiles");
+    gen_test_mma_pruned(gen_test_prob(1024, 2048, 4096, GT_DT_BF16, GT_DT_BF16), &d, c, "swizzle: group of 16 tile rows");
+    gen_test_mma_pruned(gen_test_prob(4096, 128, 4096, GT_DT_BF16, GT_DT_BF16), &d, k_cfg, "with 32 x 1 tiles");
     c = k_cfg, c.splitk = 4, c.reduction = GT_GEN_RED_TWOPASS, c.swizzle = 1, c.stages = 2;
-    expect_pruned(gen_test_prob(256, 256, 96, GT_DT_BF16, GT_DT_BF16), &d, c, "split-K: splitk=4 leaves empty splits");
+    gen_test_mma_pruned(gen_test_prob(256, 256, 96, GT_DT_BF16, GT_DT_BF16), &d, c, "split-K: splitk=4 leaves empty splits");
     c = k_cfg, c.splitk = 2, c.reduction = GT_GEN_RED_ATOMIC;
-    expect_pruned(p, &d, c, "split-K: 512 CTAs without it already cover the 132 SMs");
+    gen_test_mma_pruned(p, &d, c, "split-K: 512 CTAs without it already cover the 132 SMs");
     c = k_cfg, c.splitk = 16, c.reduction = GT_GEN_RED_ATOMIC, c.swizzle = 1;
-    expect_pruned(gen_test_prob(1024, 1024, 8192, GT_DT_BF16, GT_DT_BF16), &d, c, "split-K: splitk=8 already gives 512");
+    gen_test_mma_pruned(gen_test_prob(1024, 1024, 8192, GT_DT_BF16, GT_DT_BF16), &d, c, "split-K: splitk=8 already gives 512");
     c = k_cfg, c.splitk = 2, c.reduction = GT_GEN_RED_ATOMIC, c.swizzle = 1;
     q = gen_test_prob(128, 128, 4096, GT_DT_BF16, GT_DT_BF16);
     q.batch = 40000, q.stride_a = q.stride_b = 128 * 4096, q.stride_c = q.stride_d = 128 * 128;
-    expect_pruned(q, &big, c, "grid z = batch x splitk = 80000");
+    gen_test_mma_pruned(q, &big, c, "grid z = batch x splitk = 80000");
     c = k_cfg, c.bm = 256, c.bn = 256, c.bk = 64, c.stages = 4, c.warps_m = 4, c.warps_n = 4;
-    expect_pruned(p, &d, c, "resources: 262144 bytes of dynamic shared memory");
+    gen_test_mma_pruned(p, &d, c, "resources: 262144 bytes of dynamic shared memory");
     c.stages = 3; /* 192 KiB: fits an H100, not an A100 */
-    expect_pruned(p, &a100, c, "> 166912 per block (opt-in)");
+    gen_test_mma_pruned(p, &a100, c, "> 166912 per block (opt-in)");
     c = k_cfg, c.bm = 256, c.bn = 256, c.warps_m = 2, c.warps_n = 2, c.stages = 2;
-    expect_pruned(p, &d, c, "registers per thread > 255");
+    gen_test_mma_pruned(p, &d, c, "registers per thread > 255");
     c = k_cfg, c.bm = 256, c.bn = 256, c.warps_m = 4, c.warps_n = 4, c.stages = 2;
-    expect_pruned(p, &d, c, "registers x 512 threads > 65536");
+    gen_test_mma_pruned(p, &d, c, "registers x 512 threads > 65536");
     c = k_cfg, c.bm = 64, c.bn = 64, c.bk = 64, c.warps_m = 1, c.warps_n = 1, c.stages = 5;
-    expect_pruned(p, &d, c, "latency: 2 CTA(s) of 1 warp(s)");
+    gen_test_mma_pruned(p, &d, c, "latency: 2 CTA(s) of 1 warp(s)");
     c = k_cfg, c.bm = 256, c.bn = 256, c.bk = 64, c.warps_m = 4, c.warps_n = 4, c.stages = 2;
     c.splitk = 16, c.reduction = GT_GEN_RED_TWOPASS, c.swizzle = 1;
     big.regs_sm = 1 << 20;
-    expect_pruned(gen_test_prob(8192, 8192, 16384, GT_DT_BF16, GT_DT_BF16), &big, c, "workspace: 4096 MiB > 256");
+    gen_test_mma_pruned(gen_test_prob(8192, 8192, 16384, GT_DT_BF16, GT_DT_BF16), &big, c, "workspace: 4096 MiB > 256");
 }
 
 /* Every config of the raw space is kept or pruned with a reason; the kept

@@ -38,15 +38,6 @@ static gt_gen_dev mi200(void)
 static const gt_mma_cfg k_cfg = {.bm = 128, .bn = 128, .bk = 32, .warps_m = 2, .warps_n = 2,
                                  .stages = 3, .splitk = 1, .reduction = GT_GEN_RED_NONE, .swizzle = 8};
 
-static void expect_pruned(gt_problem p, const gt_gen_dev *d, gt_mma_cfg c, const char *needle)
-{
-    char why[GT_GEN_REASON] = "", text[256];
-    gt_problem_finish(&p);
-    gt_mma_cfg_text(&c, text, sizeof text);
-    CHECK_MSG(gt_mma_check(&p, d, &c, why, sizeof why) == 1 && strstr(why, needle), "%s: want '%s', got '%s'",
-              text, needle, why);
-}
-
 /* The family applies on HIP; each HIP rule prunes on its own, with its
  * reason, where CUDA keeps the config (or prunes it for its own reason). */
 static void test_rules(void)
@@ -59,31 +50,31 @@ static void test_rules(void)
     CHECK_MSG(gt_mma_check(&p, &d, &k_cfg, why, sizeof why) == 0, "%s", why);
     gt_mma_cfg c = k_cfg;
     c.bm = 256, c.bn = 256, c.warps_m = 8, c.warps_n = 8;
-    expect_pruned(p, &d, c, "threads: 64 warps = 4096 threads > 1024");
+    gen_test_mma_pruned(p, &d, c, "threads: 64 warps = 4096 threads > 1024");
     c = k_cfg, c.warps_m = 4, c.warps_n = 4; /* 16 waves = 1024 threads: allowed */
     CHECK_MSG(gt_mma_check(&p, &d, &c, why, sizeof why) == 0, "%s", why);
     /* k = 4100 with lda = ldb = 4104: aligned rows, a partial last chunk */
     gt_problem q = gen_test_prob(4096, 2048, 4100, GT_DT_BF16, GT_DT_BF16);
     q.lda = q.ldb = 4104;
-    expect_pruned(q, &d, k_cfg, "alignment: lda=4104, ldb=4104, k=4100 not all multiples of 8");
+    gen_test_mma_pruned(q, &d, k_cfg, "alignment: lda=4104, ldb=4104, k=4100 not all multiples of 8");
     gt_problem_finish(&q);
     CHECK_MSG(gt_mma_check(&q, &h100, &k_cfg, why, sizeof why) == 0, "CUDA zero-fills: %s", why);
     q = gen_test_prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
     q.lda = (int64_t)1 << 23; /* 128 rows x 8 Mi elements x 2 bytes = 2 GiB */
-    expect_pruned(q, &d, k_cfg, "offsets: a panel of bm x lda");
+    gen_test_mma_pruned(q, &d, k_cfg, "offsets: a panel of bm x lda");
     c = k_cfg, c.bm = 256, c.bn = 256, c.bk = 64, c.warps_m = 4, c.warps_n = 4;
-    expect_pruned(p, &d, c, "resources: 131072 bytes of LDS (2 x (256 + 256) x 64 x 2");
+    gen_test_mma_pruned(p, &d, c, "resources: 131072 bytes of LDS (2 x (256 + 256) x 64 x 2");
     c = k_cfg, c.bm = 256, c.warps_m = 1, c.warps_n = 1, c.stages = 2;
-    expect_pruned(p, &d, c, "resources: 512 accumulators per lane (256 x 128 wave tile / 64) > 256 AGPRs");
+    gen_test_mma_pruned(p, &d, c, "resources: 512 accumulators per lane (256 x 128 wave tile / 64) > 256 AGPRs");
     c = k_cfg, c.warps_m = 1, c.warps_n = 1, c.stages = 5; /* 4 tiles of 16 chunks in flight */
-    expect_pruned(p, &d, c, "VGPRs per lane besides the accumulators > 256");
+    gen_test_mma_pruned(p, &d, c, "VGPRs per lane besides the accumulators > 256");
     c = k_cfg, c.bm = 256, c.warps_m = 4, c.warps_n = 4, c.stages = 5;
-    expect_pruned(p, &d, c, "registers x 1024 threads > 131072 per CU");
+    gen_test_mma_pruned(p, &d, c, "registers x 1024 threads > 131072 per CU");
     c = k_cfg, c.bm = 64, c.bn = 64, c.bk = 64, c.warps_m = 1, c.warps_n = 1, c.stages = 2;
-    expect_pruned(p, &d, c, "latency: 1 workgroup(s) of 1 wave(s) resident per CU");
+    gen_test_mma_pruned(p, &d, c, "latency: 1 workgroup(s) of 1 wave(s) resident per CU");
     /* the CUDA rules still apply: a reason that does not depend on the target */
     c = k_cfg, c.splitk = 2;
-    expect_pruned(p, &d, c, "reduction=none with splitk=2");
+    gen_test_mma_pruned(p, &d, c, "reduction=none with splitk=2");
     /* the register estimate: accumulators + the rest, as the rules split it */
     CHECK(gt_mma_regs_for(&k_cfg, 0) == gt_mma_regs(&k_cfg) && gt_mma_regs_for(&k_cfg, 1) > 64);
 }
