@@ -22,6 +22,7 @@
 #include "gt_export.h"
 #include "gt_store.h"
 #include "gen_test_util.h"
+#include "gt_bk_cpu.h"
 #include "gt_test.h"
 
 #include <cjson/cJSON.h>
@@ -244,22 +245,6 @@ static void test_lookups(void)
 }
 
 #ifdef GT_WITH_CUDA
-static uint16_t to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u += 0x7fff + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
-
-static float from_bf16(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 /* Runs k (from the library) on random exact inputs and compares D with a
  * host reference. Returns the number of elements off by more than bf16's
  * rounding. */
@@ -275,9 +260,9 @@ static long run_on_gpu(const gt_db_kernel *k, int64_t m, int64_t n, int64_t kk)
         goto out;
     uint64_t x = 12345;
     for (size_t i = 0; i < na; i++)
-        ha[i] = to_bf16((float)((int)((x = x * 6364136223846793005ULL + 1) >> 60) - 8) / 16.0f);
+        ha[i] = gt_cpu_f32_to_bf16((float)((int)((x = x * 6364136223846793005ULL + 1) >> 60) - 8) / 16.0f);
     for (size_t i = 0; i < nb; i++)
-        hb[i] = to_bf16((float)((int)((x = x * 6364136223846793005ULL + 1) >> 60) - 8) / 16.0f);
+        hb[i] = gt_cpu_f32_to_bf16((float)((int)((x = x * 6364136223846793005ULL + 1) >> 60) - 8) / 16.0f);
     int ok = gt_db_kernel_cuda_load(k, &mod, err, sizeof err) == 0;
     CHECK_MSG(ok, "load: %s", err);
     if (!ok)
@@ -305,8 +290,8 @@ static long run_on_gpu(const gt_db_kernel *k, int64_t m, int64_t n, int64_t kk)
             for (int64_t i = 0; i < m; i++) {
                 double ref = 0; /* A stored k x m (lda = k), B k x n (ldb = k) */
                 for (int64_t q = 0; q < kk; q++)
-                    ref += (double)from_bf16(ha[i * kk + q]) * from_bf16(hb[j * kk + q]);
-                double got = from_bf16(hd[j * m + i]);
+                    ref += (double)gt_cpu_bf16_to_f32(ha[i * kk + q]) * gt_cpu_bf16_to_f32(hb[j * kk + q]);
+                double got = gt_cpu_bf16_to_f32(hd[j * m + i]);
                 bad += !(fabs(got - ref) <= fabs(ref) / 128 + 1e-6);
             }
     }
