@@ -75,6 +75,12 @@ const char *gt_store_col_text(sqlite3_stmt *st, int i)
     return t ? (const char *)t : "";
 }
 
+int gt_store_col_dup(char **out, sqlite3_stmt *st, int i)
+{
+    *out = strdup(gt_store_col_text(st, i));
+    return *out ? 0 : -1;
+}
+
 /* Applies every schema file named NNN_*.sql above the database's
  * user_version, each in its own transaction together with the version bump,
  * so a crash mid-migration leaves the previous version intact. */

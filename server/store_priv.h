@@ -34,6 +34,8 @@ int gt_store_exec_i64(gt_store *s, const char *sql, const int64_t *v, int n, cha
 int gt_store_bind_text(sqlite3_stmt *st, int i, const char *v);
 /* Reads a column as text, "" when NULL. */
 const char *gt_store_col_text(sqlite3_stmt *st, int i);
+/* A malloc'd copy of gt_store_col_text in *out: 0, or -1 out of memory. */
+int gt_store_col_dup(char **out, sqlite3_stmt *st, int i);
 
 /* After a job reached a final state: creates the problem's next job (final
  * phase) or closes the problem and the run. Runs inside the caller's

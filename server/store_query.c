@@ -411,12 +411,6 @@ static const char k_kernel_sql[] =
     "   OR r.config_hash = ?2)"
     " ORDER BY r.phase = 'final' DESC, r.valid DESC, r.time_us IS NULL, r.time_us, r.id LIMIT 1";
 
-static int dup_col(char **out, sqlite3_stmt *st, int i)
-{
-    *out = strdup(gt_store_col_text(st, i));
-    return *out ? 0 : -1;
-}
-
 static int kernel_row_locked(gt_store *s, int64_t run_id, const char *problem,
                              const char *config_hash, gt_kernel_row *r, char *err, size_t errlen)
 {
@@ -440,8 +434,8 @@ static int kernel_row_locked(gt_store *s, int64_t run_id, const char *problem,
         return -1;
     }
     r->problem_id = sqlite3_column_int64(st, 0);
-    int ok = dup_col(&r->key, st, 1) == 0 && dup_col(&r->label, st, 2) == 0 &&
-             dup_col(&r->spec, st, 3) == 0;
+    int ok = gt_store_col_dup(&r->key, st, 1) == 0 && gt_store_col_dup(&r->label, st, 2) == 0 &&
+             gt_store_col_dup(&r->spec, st, 3) == 0;
     sqlite3_finalize(st);
     if (!ok)
         goto nomem;
@@ -467,7 +461,7 @@ static int kernel_row_locked(gt_store *s, int64_t run_id, const char *problem,
     r->rel_err = col_num(st, 7);
     r->baseline_us = col_num(st, 8);
     r->winner = sqlite3_column_int(st, 10);
-    ok = dup_col(&r->config, st, 0) == 0;
+    ok = gt_store_col_dup(&r->config, st, 0) == 0;
     sqlite3_finalize(st);
     if (!ok)
         goto nomem;

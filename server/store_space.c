@@ -33,12 +33,6 @@ static const char k_target_sql[] =
     "   LIMIT 1)"
     " WHERE r.id = ?1 LIMIT 1";
 
-static int dup_col(char **out, sqlite3_stmt *st, int i)
-{
-    *out = strdup(gt_store_col_text(st, i));
-    return *out ? 0 : -1;
-}
-
 int gt_store_space_target(gt_store *s, int64_t run_id, const char *problem, gt_space_target *t,
                           char *err, size_t errlen)
 {
@@ -77,13 +71,13 @@ int gt_store_space_target(gt_store *s, int64_t run_id, const char *problem, gt_s
         t->worker_id = sqlite3_column_int64(st, 6);
         snprintf(t->arch, sizeof t->arch, "%s", gt_store_col_text(st, 7));
         t->units = sqlite3_column_int(st, 8);
-        if (sqlite3_column_type(st, 9) != SQLITE_NULL && dup_col(&t->gen_device, st, 9) != 0) {
+        if (sqlite3_column_type(st, 9) != SQLITE_NULL && gt_store_col_dup(&t->gen_device, st, 9) != 0) {
             snprintf(err, errlen, "out of memory");
             goto out;
         }
     }
-    if (dup_col(&t->key, st, 3) != 0 || dup_col(&t->label, st, 4) != 0 ||
-        dup_col(&t->spec, st, 5) != 0) {
+    if (gt_store_col_dup(&t->key, st, 3) != 0 || gt_store_col_dup(&t->label, st, 4) != 0 ||
+        gt_store_col_dup(&t->spec, st, 5) != 0) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
