@@ -8,12 +8,14 @@
  *              warps/kwarps) is 16 or 32 for lanes "quad" (one or two m16
  *              tiles; 16 or 32 rows = one or two rows per lane of a wave64)
  *              and 1, 2, 4 or 8 for lanes "warp"; splitk > 1 exactly when a
- *              reduction is named
+ *              reduction is named (gt_gen_check_shape, shared with the
+ *              export); lanes "warp" only for n <= 8 (its columns are FMAs,
+ *              not mma tiles)
+ *   pipe       async: CUDA only, a ring of at least 2, no evict-first form
  *   threads    warps * warp size within the device's threads per block
  *   n_tile     at least n (a smaller tile streams A once per column block)
  *              and less than n rounded up to 8, plus 8 (idle columns); lanes
- *              "warp": n <= 8 (its columns are FMAs, not mma tiles) and
- *              n_tile the smallest power of two >= n
+ *              "warp": the smallest power of two >= n
  *   alignment  lda, ldb (and batch strides) multiples of vec, or vector
  *              loads of A rows / B columns would be misaligned; vec = 4 only
  *              where vec = 8 is not aligned (half the bytes per load)
@@ -351,21 +353,10 @@ static int check_derived(const gt_problem *p, const gt_gen_dev *d, const gt_gen_
     return 1;
 }
 
-int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, char *why, size_t len)
+int gt_gen_check_shape(const gt_gen_cfg *c, char *why, size_t len)
 {
-    /* the rules up to "rows" need only these (as derive() has them); most of
-     * the raw space fails one of them, so the geometry and the register and
-     * in-flight estimates are worked out for the rest only */
     int wm = c->kwarps > 0 && c->warps % c->kwarps == 0 ? c->warps / c->kwarps : 1;
-    int rw = c->rows_per_cta / wm;
-    long long n8 = (p->n + 7) / 8 * 8, m16 = (p->m + 15) / 16 * 16;
-    int64_t batch = p->batch > 0 ? p->batch : 1;
-    int al8 = p->lda % 8 == 0 && p->ldb % 8 == 0 &&
-              (batch == 1 || (p->stride_a % 8 == 0 && p->stride_b % 8 == 0));
-    int al = p->lda % c->vec == 0 && p->ldb % c->vec == 0 &&
-             (batch == 1 || (p->stride_a % c->vec == 0 && p->stride_b % c->vec == 0));
-    int warp_lanes = c->lanes == GT_GEN_LANES_WARP;
-    int wb = c->k_unroll * (warp_lanes ? d->warp_size : 4) * c->vec;
+    int rw = c->rows_per_cta / wm, warp_lanes = c->lanes == GT_GEN_LANES_WARP;
     if (c->kwarps < 1 || c->warps % c->kwarps)
         GT_WHY(why, len, "shape: kwarps=%d does not divide warps=%d", c->kwarps, c->warps);
     else if (!warp_lanes && (c->rows_per_cta % wm || (rw != 16 && rw != 32)))
@@ -374,12 +365,32 @@ int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, 
     else if (warp_lanes && (c->rows_per_cta % wm || rw < 1 || rw > 8 || (rw & (rw - 1))))
         GT_WHY(why, len, "shape: rows per warp rows_per_cta/(warps/kwarps) = %d/%d is not 1, 2, 4 or 8 "
                            "(lanes=warp)", c->rows_per_cta, wm);
-    else if (warp_lanes && p->n > 8)
-        GT_WHY(why, len, "lanes=warp: n=%lld > 8: its columns are FMAs, the mma tiles of lanes=quad "
-                           "are cheaper", (long long)p->n);
     else if ((c->splitk > 1) != (c->reduction != GT_GEN_RED_NONE))
         GT_WHY(why, len, "shape: reduction=%s with splitk=%d (a reduction exactly when splitk > 1)",
                  gt_gen_red_name(c->reduction), c->splitk);
+    else
+        return 0;
+    return 1;
+}
+
+int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, char *why, size_t len)
+{
+    /* the rules up to "rows" need no geometry; most of the raw space fails
+     * one of them, so the geometry and the register and in-flight estimates
+     * are worked out for the rest only */
+    long long n8 = (p->n + 7) / 8 * 8, m16 = (p->m + 15) / 16 * 16;
+    int64_t batch = p->batch > 0 ? p->batch : 1;
+    int al8 = p->lda % 8 == 0 && p->ldb % 8 == 0 &&
+              (batch == 1 || (p->stride_a % 8 == 0 && p->stride_b % 8 == 0));
+    int al = p->lda % c->vec == 0 && p->ldb % c->vec == 0 &&
+             (batch == 1 || (p->stride_a % c->vec == 0 && p->stride_b % c->vec == 0));
+    int warp_lanes = c->lanes == GT_GEN_LANES_WARP;
+    int wb = c->k_unroll * (warp_lanes ? d->warp_size : 4) * c->vec;
+    if (gt_gen_check_shape(c, why, len))
+        return 1;
+    if (warp_lanes && p->n > 8)
+        GT_WHY(why, len, "lanes=warp: n=%lld > 8: its columns are FMAs, the mma tiles of lanes=quad "
+                           "are cheaper", (long long)p->n);
     else if (c->pipe && d->hip)
         GT_WHY(why, len, "pipe=async: cp.async is CUDA (sm_80+) only");
     else if (c->pipe && c->k_unroll < 2)

@@ -95,20 +95,9 @@ static int gemv_runnable(const gt_problem *p, const gt_gen_cfg *c, const gt_gen_
                          size_t len)
 {
     int64_t batch = p->batch > 0 ? p->batch : 1;
-    int wm = c->kwarps > 0 && c->warps % c->kwarps == 0 ? c->warps / c->kwarps : 0;
-    int rw = wm ? c->rows_per_cta / wm : 0;
-    if (!wm)
-        snprintf(why, len, "shape: kwarps=%d does not divide warps=%d", c->kwarps, c->warps);
-    else if (c->lanes != GT_GEN_LANES_WARP && (c->rows_per_cta % wm || (rw != 16 && rw != 32)))
-        snprintf(why, len, "shape: rows per warp rows_per_cta/(warps/kwarps) = %d/%d is not 16 or 32",
-                 c->rows_per_cta, wm);
-    else if (c->lanes == GT_GEN_LANES_WARP && (c->rows_per_cta % wm || rw < 1 || rw > 8 || (rw & (rw - 1))))
-        snprintf(why, len, "shape: rows per warp rows_per_cta/(warps/kwarps) = %d/%d is not 1, 2, 4 or 8 "
-                           "(lanes=warp)", c->rows_per_cta, wm);
-    else if ((c->splitk > 1) != (c->reduction != GT_GEN_RED_NONE))
-        snprintf(why, len, "shape: reduction=%s with splitk=%d (a reduction exactly when splitk > 1)",
-                 gt_gen_red_name(c->reduction), c->splitk);
-    else if (c->warps * 32 > 1024)
+    if (gt_gen_check_shape(c, why, len))
+        return -1;
+    if (c->warps * 32 > 1024)
         snprintf(why, len, "threads: %d warps > 1024 threads per block", c->warps);
     else if (p->lda % c->vec || p->ldb % c->vec ||
              (batch > 1 && (p->stride_a % c->vec || p->stride_b % c->vec)))

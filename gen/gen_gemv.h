@@ -141,6 +141,11 @@ int gt_gen_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_
  * rank cap. */
 int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, char *why,
                  size_t len);
+/* The "shape" rules alone, which need neither problem nor device (the
+ * export's own check shares them): kwarps divides warps, the rows per warp
+ * of the lanes layout, a reduction exactly when splitk > 1. 0, or 1 with the
+ * reason (unless why is NULL). */
+int gt_gen_check_shape(const gt_gen_cfg *c, char *why, size_t len);
 /* The ranking model's estimate of one call, in microseconds (lower first). */
 double gt_gen_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c);
 
