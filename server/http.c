@@ -17,6 +17,7 @@
 
 #include "gt_export.h"
 #include "gt_log.h"
+#include "gt_store.h"
 #include "http_priv.h"
 
 /* ------------------------------------------------------------ responses */
@@ -85,6 +86,16 @@ enum MHD_Result gt_http_send_error(gt_req *q, unsigned status, cJSON *details, c
     if (details)
         cJSON_AddItemToObject(j, "details", details);
     return gt_http_send_json(q, status, j);
+}
+
+enum MHD_Result gt_http_send_no_problem(gt_req *q, int rc, int64_t run_id, const char *problem)
+{
+    if (rc == GT_STORE_NO_RUN)
+        return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found", (long long)run_id);
+    return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL,
+                              "run %lld has no problem %s (a problem_id of GET /v1/runs/%lld, "
+                              "or a problem key)",
+                              (long long)run_id, problem, (long long)run_id);
 }
 
 /* ------------------------------------------------------------ authentication */

@@ -153,13 +153,8 @@ enum MHD_Result gt_http_kernel(gt_req *q, const char *method, int64_t run_id, co
 
     gt_kernel_row r;
     int rc = gt_store_kernel_row(h->rstore, run_id, problem, hash, &r, err, sizeof err);
-    if (rc == GT_STORE_NO_RUN)
-        return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
-                                  (long long)run_id);
-    if (rc == GT_STORE_NO_PROBLEM)
-        return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL,
-                                  "run %lld has no problem %s (a problem_id of GET /v1/runs/%lld, "
-                                  "or a problem key)", (long long)run_id, problem, (long long)run_id);
+    if (rc == GT_STORE_NO_RUN || rc == GT_STORE_NO_PROBLEM)
+        return gt_http_send_no_problem(q, rc, run_id, problem);
     if (rc == GT_STORE_NO_RESULT)
         return hash ? gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL,
                                          "problem %s of run %lld has no result with config_hash %s",

@@ -73,6 +73,9 @@ enum MHD_Result gt_http_send_json(gt_req *q, unsigned status, cJSON *j);
 /* details: NULL, or a cJSON value that is taken. */
 enum MHD_Result gt_http_send_error(gt_req *q, unsigned status, cJSON *details, const char *fmt,
                                    ...) __attribute__((format(printf, 4, 5)));
+/* 404 for a run's problem looked up by id or key: rc GT_STORE_NO_RUN (no
+ * such run) or GT_STORE_NO_PROBLEM (no such problem in it). */
+enum MHD_Result gt_http_send_no_problem(gt_req *q, int rc, int64_t run_id, const char *problem);
 
 /* http_runs.c */
 enum MHD_Result gt_http_post_run(gt_req *q);

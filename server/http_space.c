@@ -158,14 +158,8 @@ static cJSON *device_json(const space_args *a, const gt_space_target *t, gt_gen_
 static enum MHD_Result lookup_error(gt_req *q, int rc, int64_t run_id, const char *problem,
                                     const char *err)
 {
-    if (rc == GT_STORE_NO_RUN)
-        return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
-                                  (long long)run_id);
-    if (rc == GT_STORE_NO_PROBLEM)
-        return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL,
-                                  "run %lld has no problem %s (a problem_id of GET /v1/runs/%lld, "
-                                  "or a problem key)",
-                                  (long long)run_id, problem, (long long)run_id);
+    if (rc == GT_STORE_NO_RUN || rc == GT_STORE_NO_PROBLEM)
+        return gt_http_send_no_problem(q, rc, run_id, problem);
     gt_err("space run %lld problem %s: %s", (long long)run_id, problem, err);
     return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s", err);
 }
