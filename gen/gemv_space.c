@@ -11,7 +11,8 @@
  *              reduction is named (gt_gen_check_shape, shared with the
  *              export); lanes "warp" only for n <= 8 (its columns are FMAs,
  *              not mma tiles)
- *   pipe       async: CUDA only, a ring of at least 2, no evict-first form
+ *   pipe       async: CUDA only, a ring of at least 2, no evict-first form;
+ *              dbuf: at least two blocks per warp (else nothing overlaps)
  *   threads    warps * warp size within the device's threads per block
  *   n_tile     at least n (a smaller tile streams A once per column block)
  *              and less than n rounded up to 8, plus 8 (idle columns); lanes
@@ -70,12 +71,12 @@ int gt_gen_family(const cJSON *cfg)
 
 static const char *const k_red[] = {"none", "atomic", "twopass"};
 static const char *const k_load[] = {"nc", "cs", "na256"};
-static const char *const k_pipe[] = {"reg", "async"};
+static const char *const k_pipe[] = {"reg", "async", "dbuf"};
 static const char *const k_lanes[] = {"quad", "warp"};
 
 const char *gt_gen_red_name(int r) { return r >= 0 && r < 3 ? k_red[r] : "?"; }
 const char *gt_gen_load_name(int l) { return l >= 0 && l < 3 ? k_load[l] : "?"; }
-const char *gt_gen_pipe_name(int p) { return p >= 0 && p < 2 ? k_pipe[p] : "?"; }
+const char *gt_gen_pipe_name(int p) { return p >= 0 && p < 3 ? k_pipe[p] : "?"; }
 const char *gt_gen_lanes_name(int l) { return l >= 0 && l < 2 ? k_lanes[l] : "?"; }
 
 /* Integer attributes, sorted like the canonical text. */
@@ -128,10 +129,10 @@ int gt_gen_cfg_from_json(const cJSON *j, gt_gen_cfg *c, char *err, size_t errlen
             int w = k[0] == 'r' ? 0 : k[0] == 'a' ? 1 : 2;
             const char *const *names = w == 0 ? k_red : w == 1 ? k_load : k_pipe;
             int *seen = w == 0 ? &seen_red : w == 1 ? &seen_load : &seen_pipe;
-            int v = cJSON_IsString(it) ? str_index(names, w == 2 ? 2 : 3, it->valuestring) : -1;
+            int v = cJSON_IsString(it) ? str_index(names, 3, it->valuestring) : -1;
             if ((*seen)++ || v < 0) {
                 snprintf(err, errlen, "gemv: config %s: must be one of %s, once", k,
-                         w == 0 ? "none, atomic, twopass" : w == 1 ? "nc, cs, na256" : "reg, async");
+                         w == 0 ? "none, atomic, twopass" : w == 1 ? "nc, cs, na256" : "reg, async, dbuf");
                 return -1;
             }
             *(w == 0 ? &c->reduction : w == 1 ? &c->a_load : &c->pipe) = v;
@@ -294,10 +295,12 @@ static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c
         x->acc = x->nar * c->n_tile;
     }
     /* live registers of the unrolled loop: accumulators, the loads in
-     * flight, row/column pointers, and a fixed overhead (indices, bounds;
-     * 24 and the 32-register floor below fit the H100 sweep best) */
-    x->regs = x->acc + (c->pipe ? 1 : c->k_unroll) * (x->nar + x->nbc) * x->nv +
-              2 * (x->nar + x->nbc) + 24;
+     * flight (dbuf: two blocks), row/column pointers, and a fixed overhead
+     * (indices, bounds; 24 and the 32-register floor below fit the H100
+     * sweep best) */
+    int sets = c->pipe == GT_GEN_PIPE_ASYNC ? 1 : c->pipe == GT_GEN_PIPE_DBUF ? 2 * c->k_unroll
+                                                                              : c->k_unroll;
+    x->regs = x->acc + sets * (x->nar + x->nbc) * x->nv + 2 * (x->nar + x->nbc) + 24;
     gt_gen_geometry(p, c, d->warp_size, &x->g);
     x->ctas = (double)x->g.gx * x->g.gy * x->g.gz;
     int threads = c->warps * d->warp_size;
@@ -310,7 +313,8 @@ static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c
     if (x->res_cta > 32)
         x->res_cta = 32;
     double resident = fmin(x->ctas, (double)x->res_cta * d->sms);
-    x->inflight = resident * c->warps / d->sms * c->k_unroll * x->nar * d->warp_size * c->vec * 2.0;
+    x->inflight = resident * c->warps / d->sms * c->k_unroll * x->nar * d->warp_size * c->vec * 2.0 *
+                  (c->pipe == GT_GEN_PIPE_DBUF ? 2 : 1);
 }
 
 /* The rules after "rows", on the derived geometry and estimates. */
@@ -333,6 +337,9 @@ static int check_derived(const gt_problem *p, const gt_gen_dev *d, const gt_gen_
     else if (x.g.kper / c->kwarps < wb && c->k_unroll > 1)
         GT_WHY(why, len, "split-K: k per warp %lld < k_unroll x %d lanes x vec = %d: the unrolled loop "
                            "would never run", x.g.kper / c->kwarps, warp_lanes ? d->warp_size : 4, wb);
+    else if (c->pipe == GT_GEN_PIPE_DBUF && x.g.kper / c->kwarps < 2 * wb)
+        GT_WHY(why, len, "pipe=dbuf: k per warp %lld < two unrolled steps of %d: no next block to load "
+                           "while this one computes", x.g.kper / c->kwarps, wb);
     else if (x.g.smem_bytes > (size_t)d->smem_block)
         GT_WHY(why, len, "resources: %zu bytes of shared memory > %d per block", x.g.smem_bytes,
                  d->smem_block);
@@ -391,11 +398,11 @@ int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, 
     if (warp_lanes && p->n > 8)
         GT_WHY(why, len, "lanes=warp: n=%lld > 8: its columns are FMAs, the mma tiles of lanes=quad "
                            "are cheaper", (long long)p->n);
-    else if (c->pipe && d->hip)
+    else if (c->pipe == GT_GEN_PIPE_ASYNC && d->hip)
         GT_WHY(why, len, "pipe=async: cp.async is CUDA (sm_80+) only");
-    else if (c->pipe && c->k_unroll < 2)
+    else if (c->pipe == GT_GEN_PIPE_ASYNC && c->k_unroll < 2)
         GT_WHY(why, len, "pipe=async with k_unroll=1: a one-stage ring overlaps nothing");
-    else if (c->pipe && c->a_load == GT_GEN_LD_CS)
+    else if (c->pipe == GT_GEN_PIPE_ASYNC && c->a_load == GT_GEN_LD_CS)
         GT_WHY(why, len, "pipe=async: cp.async has no evict-first form (a_load=cs would equal nc)");
     else if (c->warps * d->warp_size > d->max_threads_block)
         GT_WHY(why, len, "threads: %d warps of %d > %d threads per block", c->warps,
@@ -450,6 +457,12 @@ double gt_gen_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cf
         eff *= 0.92;
     if (c->a_load == GT_GEN_LD_NC)
         eff *= 0.97;
+    /* dbuf: a warp's loads stay in flight while it computes, which pays
+     * where registers, not resident warps, bound the loads in flight (lanes
+     * "quad"); lanes "warp" already runs 64 warps an SM at n <= 8, and the
+     * second register set costs it residency */
+    if (c->pipe == GT_GEN_PIPE_DBUF)
+        eff *= c->lanes == GT_GEN_LANES_WARP ? 0.98 : 1.05;
     /* more resident warps hide latency better than deeper unrolling */
     double warps_sm = fmin((double)x.res_cta * c->warps, fmax(x.ctas / d->sms, 1.0) * c->warps);
     eff *= 0.9 + 0.1 * fmin(1.0, warps_sm / d->max_warps_sm);
@@ -489,9 +502,9 @@ void gt_gen_space_free(gt_gen_space *s)
 /* The raw space, lanes "quad": 2 rows per warp x 3 row groups x 6 kwarps
  * (layouts of more than 32 warps left out: up to 32 warps split the k range
  * of a few rows, which is how a small matrix fills the GPU without split-K)
- * x 4 k_unroll x 2 vec x 9 split-K x 4 n_tile x 3 a_load x 2 pipe; then
+ * x 4 k_unroll x 2 vec x 9 split-K x 4 n_tile x 3 a_load x 3 pipe; then
  * lanes "warp": the same with 4 rows per warp and its 4 n_tile. */
-#define NRAW_B (4 * 2 * 9 * 4 * 3 * 2)
+#define NRAW_B (4 * 2 * 9 * 4 * 3 * 3)
 #define NRAW_Q (2 * 3 * 6 * NRAW_B)
 #define NRAW (NRAW_Q + 4 * 3 * 6 * NRAW_B)
 
@@ -508,12 +521,12 @@ static int raw_cfg(int i, gt_gen_anycfg *out)
     int rw = (lanes ? rws_w : rws_q)[a / 18], wm = wms[a / 6 % 3], kw = kws[a % 6];
     if (wm * kw > 32)
         return 0;
-    int u = b / 432, v = b / 216 % 2, sr = b / 24 % 9, nt = b / 6 % 4, ld = b / 2 % 3;
+    int u = b / 648, v = b / 324 % 2, sr = b / 36 % 9, nt = b / 9 % 4, ld = b / 3 % 3;
     int sk = sr ? 1 + (sr - 1) / 2 : 0, red = sr ? 1 + (sr - 1) % 2 : 0;
     out->gemv = (gt_gen_cfg){.rows_per_cta = rw * wm, .warps = wm * kw, .kwarps = kw,
                              .vec = vecs[v], .k_unroll = us[u], .splitk = sks[sk],
                              .reduction = red, .n_tile = (lanes ? nts_w : nts_q)[nt], .a_load = ld,
-                             .pipe = b % 2, .lanes = lanes};
+                             .pipe = b % 3, .lanes = lanes};
     return 1;
 }
 
@@ -533,14 +546,15 @@ static int text_cfg(const gt_gen_anycfg *c, char *buf, size_t len)
     return gt_gen_cfg_text(&c->gemv, buf, len);
 }
 
-/* The two pipe classes alternate down the ranking: the model cannot tell
- * which keeps more loads in flight on a given part, so both stay in the
- * cap. The key is the rank within the config's pipe class. */
+/* Two classes alternate down the ranking, the register pipes (reg, dbuf)
+ * and the shared-memory ring (async): the model cannot tell which keeps
+ * more loads in flight on a given part, so both stay in the cap. The key
+ * is the rank within the config's class. */
 static int order(gt_gen_ranked *ok, int nok)
 {
     int seen[2] = {0, 0};
     for (int i = 0; i < nok; i++)
-        ok[i].key = seen[ok[i].c.gemv.pipe ? 1 : 0]++;
+        ok[i].key = seen[ok[i].c.gemv.pipe == GT_GEN_PIPE_ASYNC]++;
     return 0;
 }
 

@@ -8,13 +8,16 @@
  *   GT_AB                 A/B element type: 0 bf16, 1 f16
  *   GT_DKT GT_CKT         D and C types (gt_cuda_kt: 0 f32, 2 f16, 3 bf16)
  *   GT_BIASKT GT_ACT      bias type (-1 none), activation 0 none 1 relu 2 gelu
+ *   GT_BETA               0: beta == 0, C is never read
  *   GT_RPC GT_WARPS GT_KW rows_per_cta, warps, kwarps
  *   GT_VEC GT_U           vec, k_unroll
  *   GT_SPLITK GT_RED      splitk, reduction (0 none, 1 atomic, 2 twopass)
  *   GT_NTILE GT_ALD       n_tile, a_load (0 nc, 1 cs, 2 na256)
  *   GT_PIPE               pipe: 0 "reg" (k_unroll vector loads per row into
  *                         registers), 1 "async" (CUDA: a per-warp cp.async
- *                         ring of k_unroll chunks in shared memory)
+ *                         ring of k_unroll chunks in shared memory), 2
+ *                         "dbuf" (as reg, with the next block's loads issued
+ *                         before this block's math: two register sets)
  *   GT_LAY                lanes: 0 "quad" (4 lanes per row: the mma
  *                         fragments on CUDA, quads of FMAs on HIP), 1 "warp"
  *                         (every lane of the warp along one row, FMAs, a
@@ -95,11 +98,18 @@ const char gt_gen_gemv_src[] =
     "#else\n"
     GT_GEN_SRC_F16_CUDA
     "#define GT_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, v, m)\n"
+    /* dbuf keeps its loads where the source puts them, ahead of the math
+     * they overlap (ptxas may otherwise sink them to where they are used) */
+    "#if GT_PIPE == 2\n"
+    "#define GT_ASM asm volatile\n"
+    "#else\n"
+    "#define GT_ASM asm\n"
+    "#endif\n"
     "#if GT_VEC == 8\n"
-    "#define GT_LDV(op, p, w) asm(op \".v4.u32 {%0,%1,%2,%3}, [%4];\" \\\n"
+    "#define GT_LDV(op, p, w) GT_ASM(op \".v4.u32 {%0,%1,%2,%3}, [%4];\" \\\n"
     "    : \"=r\"(w[0]), \"=r\"(w[1]), \"=r\"(w[2]), \"=r\"(w[3]) : \"l\"(p))\n"
     "#else\n"
-    "#define GT_LDV(op, p, w) asm(op \".v2.u32 {%0,%1}, [%2];\" : \"=r\"(w[0]), \"=r\"(w[1]) : \"l\"(p))\n"
+    "#define GT_LDV(op, p, w) GT_ASM(op \".v2.u32 {%0,%1}, [%2];\" : \"=r\"(w[0]), \"=r\"(w[1]) : \"l\"(p))\n"
     "#endif\n"
     "#if GT_ALD == 2\n"
     "#define GT_AOP \"ld.global.nc.L1::no_allocate.L2::256B\"\n"
@@ -110,7 +120,7 @@ const char gt_gen_gemv_src[] =
     "#endif\n"
     "__device__ __forceinline__ void gt_lda(const u16 *p, u32 *w) { GT_LDV(GT_AOP, p, w); }\n"
     "__device__ __forceinline__ void gt_ldb(const u16 *p, u32 *w) { GT_LDV(\"ld.global.nc\", p, w); }\n"
-    "#if GT_PIPE\n"
+    "#if GT_PIPE == 1\n"
     /* cp.async ring: bytes < size zero-fill the rest (tail, columns past n) */
     "#if GT_VEC == 8\n"
     "#define GT_CP(pf, d, s, n) asm volatile(\"cp.async.cg.shared.global\" pf \" [%0], [%1], 16, %2;\" \\\n"
@@ -161,14 +171,7 @@ const char gt_gen_gemv_src[] =
     "#endif\n"
     "}\n"
     "#endif\n"
-    /* columns past n read column 0 (no branch, same cache lines) and are zeroed here */
-    "__device__ __forceinline__ void gt_mask(u32 (*bv)[GT_NV], const bool *bok) {\n"
-    "#pragma unroll\n"
-    "  for (int x = 0; x < GT_NBC; x++)\n"
-    "#pragma unroll\n"
-    "    for (int w = 0; w < GT_NV; w++) bv[x][w] = bok[x] ? bv[x][w] : 0u;\n"
-    "}\n"
-    "#if GT_PIPE\n"
+    "#if GT_PIPE == 1\n"
     /* stage st (this lane's slots): the vectors of A rows and B columns at kk */
     "__device__ __forceinline__ void gt_issue(u32 *st, i64 kk, i64 ke, const u16 *const *ar,\n"
     "                                         const u16 *const *bc, const bool *bok) {\n"
@@ -186,6 +189,26 @@ const char gt_gen_gemv_src[] =
     "  for (int i = 0; i < GT_NV; i++) w[i] = p[i];\n"
     "}\n"
     "#endif\n"
+    /* reg: columns past n, which read column 0, zeroed before the math (their
+     * sums are never stored; dbuf skips this: without the selects ptxas keeps
+     * its loads ahead of the math) */
+    "__device__ __forceinline__ void gt_mask(u32 (*bv)[GT_NV], const bool *bok) {\n"
+    "#pragma unroll\n"
+    "  for (int x = 0; x < GT_NBC; x++)\n"
+    "#pragma unroll\n"
+    "    for (int w = 0; w < GT_NV; w++) bv[x][w] = bok[x] ? bv[x][w] : 0u;\n"
+    "}\n"
+    /* one block: k_unroll chunks of every row of A and column of B at k0 */
+    "__device__ __forceinline__ void gt_ldblk(const u16 *const *ar, const u16 *const *bc, i64 k0,\n"
+    "                                         u32 (*av)[GT_NAR][GT_NV], u32 (*bv)[GT_NBC][GT_NV]) {\n"
+    "#pragma unroll\n"
+    "  for (int u = 0; u < GT_U; u++) {\n"
+    "#pragma unroll\n"
+    "    for (int x = 0; x < GT_NAR; x++) gt_lda(ar[x] + k0 + u * GT_CH, av[u][x]);\n"
+    "#pragma unroll\n"
+    "    for (int x = 0; x < GT_NBC; x++) gt_ldb(bc[x] + k0 + u * GT_CH, bv[u][x]);\n"
+    "  }\n"
+    "}\n"
     /* one chunk of 4*vec k values: av[GT_NAR][GT_NV], bv[GT_NBC][GT_NV] */
     "__device__ __forceinline__ void gt_step(float *acc, u32 (*av)[GT_NV], u32 (*bv)[GT_NV]) {\n"
     "#if GT_MMA\n"
@@ -212,7 +235,15 @@ const char gt_gen_gemv_src[] =
     "  }\n"
     "#endif\n"
     "}\n"
-    "extern \"C\" __global__ void __launch_bounds__(GT_THREADS) gt_gemv(gt_gemv_args g) {\n"
+    /* dbuf: an explicit minimum of one CTA per SM lets ptxas keep both
+     * register sets and issue the next block's loads ahead of the math;
+     * without it ptxas sank them below the mma (seen in the SASS) */
+    "#if GT_PIPE == 2\n"
+    "#define GT_BOUNDS __launch_bounds__(GT_THREADS, 1)\n"
+    "#else\n"
+    "#define GT_BOUNDS __launch_bounds__(GT_THREADS)\n"
+    "#endif\n"
+    "extern \"C\" __global__ void GT_BOUNDS gt_gemv(gt_gemv_args g) {\n"
     "  const int lane = threadIdx.x % GT_WS, warp = threadIdx.x / GT_WS;\n"
     "  const int wm = warp % GT_WM, wk = warp / GT_WM, gq = lane >> 2, t4 = lane & 3;\n"
     "  const i64 zb = blockIdx.z / GT_SPLITK;\n"
@@ -241,12 +272,12 @@ const char gt_gen_gemv_src[] =
     "    i64 j = col0 + x;\n"
     "#endif\n"
     "    bok[x] = j < g.n;\n"
-    "    bc[x] = B + (bok[x] ? j : 0) * g.ldb;\n"
+    "    bc[x] = B + (bok[x] ? j : 0) * g.ldb;\n" /* columns past n: column 0 (same cache lines) */
     "  }\n"
     "  float acc[GT_ACC];\n"
     "#pragma unroll\n"
     "  for (int e = 0; e < GT_ACC; e++) acc[e] = 0.f;\n"
-    "#if GT_PIPE\n"
+    "#if GT_PIPE == 1\n"
     /* each lane copies its own vectors into its warp's ring of k_unroll
      * chunks and reads back only those: no synchronisation but wait_group;
      * a stage is refilled after the mma consumed what was read from it */
@@ -277,22 +308,42 @@ const char gt_gen_gemv_src[] =
     "#else\n"
     /* whole blocks of k_unroll chunks, warps of the CTA interleaved */
     "  const i64 nb = ke > kb ? (ke - kb) / GT_WB : 0;\n"
+    "#if GT_PIPE == 2\n"
+    /* dbuf: the loads of the warp's next block are issued before the math
+     * of this one, so a warp always has a block in flight; the last round
+     * reloads its own block (an L2 hit, never used): no branch in the loop */
+    "  u32 av[GT_U][GT_NAR][GT_NV], bv[GT_U][GT_NBC][GT_NV];\n"
+    "  if (wk < nb) gt_ldblk(ar, bc, kb + (i64)wk * GT_WB + GT_LOFF, av, bv);\n"
     "  for (i64 blk = wk; blk < nb; blk += GT_KW) {\n"
-    "    const i64 k0 = kb + blk * GT_WB + GT_LOFF;\n"
-    "    u32 av[GT_U][GT_NAR][GT_NV], bv[GT_U][GT_NBC][GT_NV];\n"
+    "    u32 an[GT_U][GT_NAR][GT_NV], bn[GT_U][GT_NBC][GT_NV];\n"
+    "    gt_ldblk(ar, bc, kb + (blk + GT_KW < nb ? blk + GT_KW : blk) * GT_WB + GT_LOFF, an, bn);\n"
+    "#pragma unroll\n"
+    "    for (int u = 0; u < GT_U; u++) {\n"
+    "      gt_step(acc, av[u], bv[u]);\n"
+    "    }\n"
     "#pragma unroll\n"
     "    for (int u = 0; u < GT_U; u++) {\n"
     "#pragma unroll\n"
-    "      for (int x = 0; x < GT_NAR; x++) gt_lda(ar[x] + k0 + u * GT_CH, av[u][x]);\n"
+    "      for (int x = 0; x < GT_NAR; x++)\n"
     "#pragma unroll\n"
-    "      for (int x = 0; x < GT_NBC; x++) gt_ldb(bc[x] + k0 + u * GT_CH, bv[u][x]);\n"
+    "        for (int w = 0; w < GT_NV; w++) av[u][x][w] = an[u][x][w];\n"
+    "#pragma unroll\n"
+    "      for (int x = 0; x < GT_NBC; x++)\n"
+    "#pragma unroll\n"
+    "        for (int w = 0; w < GT_NV; w++) bv[u][x][w] = bn[u][x][w];\n"
     "    }\n"
+    "  }\n"
+    "#else\n"
+    "  for (i64 blk = wk; blk < nb; blk += GT_KW) {\n"
+    "    u32 av[GT_U][GT_NAR][GT_NV], bv[GT_U][GT_NBC][GT_NV];\n"
+    "    gt_ldblk(ar, bc, kb + blk * GT_WB + GT_LOFF, av, bv);\n"
     "#pragma unroll\n"
     "    for (int u = 0; u < GT_U; u++) {\n"
     "      gt_mask(bv[u], bok);\n"
     "      gt_step(acc, av[u], bv[u]);\n"
     "    }\n"
     "  }\n"
+    "#endif\n"
     /* the rest, chunk by chunk, loads guarded at the end of the split */
     "  for (i64 kc = kb + nb * GT_WB + (i64)wk * GT_CH; kc < ke; kc += (i64)GT_KW * GT_CH) {\n"
     "    const i64 kk = kc + GT_LOFF, avail = ke - kk;\n"
@@ -403,7 +454,7 @@ int gt_gen_defines(const gt_problem *p, const gt_gen_cfg *c, int hip,
     } d[] = {
         {"GT_HIP", hip},          {"GT_WS", hip ? 64 : 32},      {"GT_MMA", hip || c->lanes ? 0 : 1},
         {"GT_AB", t.ab},          {"GT_DKT", t.dkt},             {"GT_CKT", t.ckt},
-        {"GT_BIASKT", t.bkt},     {"GT_ACT", t.act},               {"GT_RPC", c->rows_per_cta},
+        {"GT_BIASKT", t.bkt},     {"GT_ACT", t.act}, {"GT_BETA", t.beta},               {"GT_RPC", c->rows_per_cta},
         {"GT_WARPS", c->warps},   {"GT_KW", c->kwarps},          {"GT_VEC", c->vec},
         {"GT_U", c->k_unroll},    {"GT_SPLITK", c->splitk},      {"GT_RED", c->reduction},
         {"GT_NTILE", c->n_tile},  {"GT_ALD", c->a_load},        {"GT_PIPE", c->pipe},
@@ -442,7 +493,7 @@ void gt_gen_geometry(const gt_problem *p, const gt_gen_cfg *c, int warp_size, gt
                  : warp_size == 32 ? (rw / 16) * (c->n_tile / 8) * 4 : (rw / (warp_size / 4)) * c->n_tile;
     g->smem_bytes = (size_t)(c->kwarps - 1) * (size_t)wm * (size_t)acc * (size_t)warp_size * 4 +
                     (sk > 1 && c->reduction == GT_GEN_RED_ATOMIC ? 4 : 0);
-    if (c->pipe) { /* the ring: per warp k_unroll stages of (rows + columns) vectors per lane */
+    if (c->pipe == GT_GEN_PIPE_ASYNC) { /* the ring: per warp k_unroll stages of (rows + columns) vectors per lane */
         int nar = lw ? rw : warp_size == 32 ? 2 * (rw / 16) : rw / (warp_size / 4);
         int nbc = lw || warp_size != 32 ? c->n_tile : c->n_tile / 8;
         g->smem_bytes += (size_t)c->warps * (size_t)c->k_unroll * (size_t)(nar + nbc) *

@@ -11,6 +11,7 @@
  *   GT_AB                 A/B element type: 0 bf16, 1 f16
  *   GT_DKT GT_CKT         D and C types (0 f32, 2 f16, 3 bf16, as gemv)
  *   GT_BIASKT GT_ACT      bias type (-1 none), activation 0 none 1 relu 2 gelu
+ *   GT_BETA               0: beta == 0, C is never read
  *   GT_BM GT_BN GT_BK     CTA tile
  *   GT_WGM GT_WGN         warps along m and n
  *   GT_ST                 pipeline stages
@@ -485,7 +486,7 @@ int gt_mma_defines_for(const gt_problem *p, const gt_mma_cfg *c, int hip,
         int v;
     } d[] = {
         {"GT_AB", t.ab},         {"GT_DKT", t.dkt},       {"GT_CKT", t.ckt},
-        {"GT_BIASKT", t.bkt},    {"GT_ACT", t.act},         {"GT_BM", c->bm},
+        {"GT_BIASKT", t.bkt},    {"GT_ACT", t.act}, {"GT_BETA", t.beta},         {"GT_BM", c->bm},
         {"GT_BN", c->bn},        {"GT_BK", c->bk},        {"GT_WGM", c->warps_m},
         {"GT_WGN", c->warps_n},  {"GT_ST", c->stages},    {"GT_SPLITK", c->splitk},
         {"GT_RED", c->reduction}, {"GT_SWZ", c->swizzle},

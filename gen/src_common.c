@@ -23,5 +23,6 @@ int gt_gen_type_defs_of(const gt_problem *p, gt_gen_type_defs *t)
     t->act = !strcmp(p->activation, "relu")                                        ? 1
              : !strcmp(p->activation, "gelu") || !strcmp(p->activation, "gelu_tanh") ? 2
                                                                                      : 0;
+    t->beta = p->beta != 0.0;
     return t->ab < 0 || t->dkt < 0 || t->ckt < 0 || (p->bias && t->bkt < 0) ? -1 : 0;
 }

@@ -17,15 +17,20 @@
     "typedef long long i64;\n"          \
     "typedef unsigned long long u64;\n"
 
-/* f32 <-> bf16 (round to nearest even, NaNs kept quiet) */
+/* f32 <-> bf16 (round to nearest even, NaNs kept quiet; one cvt on sm_80+,
+ * which a D store of a memory-bound kernel notices) */
 #define GT_GEN_SRC_BF16                                                                                      \
     "__device__ __forceinline__ float gt_u2f(u32 u) { union { u32 u; float f; } v; v.u = u; return v.f; }\n" \
     "__device__ __forceinline__ u32 gt_f2u(float f) { union { u32 u; float f; } v; v.f = f; return v.u; }\n" \
     "__device__ __forceinline__ float gt_bf2f(u32 h) { return gt_u2f(h << 16); }\n"                          \
     "__device__ __forceinline__ u16 gt_f2bf(float f) {\n"                                                    \
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n"                                                   \
+    "  u16 h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n"                          \
+    "#else\n"                                                                                                \
     "  u32 u = gt_f2u(f);\n"                                                                                 \
     "  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16)((u >> 16) | 0x40u);\n"                              \
     "  u += 0x7fffu + ((u >> 16) & 1u); return (u16)(u >> 16);\n"                                            \
+    "#endif\n"                                                                                               \
     "}\n"
 
 /* f32 <-> f16: HIP through _Float16, CUDA through PTX cvt */
@@ -62,11 +67,15 @@
     "}\n"
 
 /* the epilogue (alpha, beta * C, bias, activation) and the store of one D
- * element, for the template's argument struct ARGS */
+ * element, for the template's argument struct ARGS; GT_BETA 0 (beta == 0,
+ * part of the problem) compiles out the read of C, whose mere possibility
+ * cost the o projection's n = 16 kernel 3 % on the H100 */
 #define GT_GEN_SRC_EPI(ARGS)                                                                      \
     "__device__ __forceinline__ float gt_epi(const " #ARGS " &g, i64 zb, i64 i, i64 j, float acc) {\n" \
     "  float v = (float)g.alpha * acc;\n"                                                         \
+    "#if GT_BETA\n"                                                                               \
     "  if (g.beta != 0.0) v += (float)g.beta * gt_get<GT_CKT>(g.c, zb * g.sc + i + j * g.ldc);\n" \
+    "#endif\n"                                                                                    \
     "#if GT_BIASKT >= 0\n"                                                                        \
     "  v += gt_get<GT_BIASKT>(g.bias, i);\n"                                                      \
     "#endif\n"                                                                                    \
@@ -98,9 +107,10 @@
 
 /* The -D values both templates take from the problem: GT_AB (0 bf16, 1
  * f16), GT_DKT, GT_CKT, GT_BIASKT (0 f32, 2 f16, 3 bf16; bias -1 none),
- * GT_ACT (0 none, 1 relu, 2 gelu). */
+ * GT_ACT (0 none, 1 relu, 2 gelu), GT_BETA (0 when beta == 0: C is never
+ * read). */
 typedef struct gt_gen_type_defs {
-    int ab, dkt, ckt, bkt, act;
+    int ab, dkt, ckt, bkt, act, beta;
 } gt_gen_type_defs;
 
 /* 0, or -1 when p's types have no encoding. */

@@ -80,7 +80,7 @@ json "$T/k1.json" '$.source' >"$T/k1.cu"
 check "source: the config's definitions as #defines" \
   grep -q '^#define GT_RPC 32$' "$T/k1.cu"
 check "source: the template with both kernels" \
-  grep -q 'extern "C" __global__ void __launch_bounds__(GT_THREADS) gt_gemv(gt_gemv_args g)' "$T/k1.cu"
+  grep -q 'extern "C" __global__ void GT_BOUNDS gt_gemv(gt_gemv_args g)' "$T/k1.cu"
 check "source: self-contained (no #include)" bash -c "! grep -q '#include' '$T/k1.cu'"
 
 # --- by key (percent-encoded), the .cuh suffix and format=cuh

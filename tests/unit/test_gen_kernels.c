@@ -269,6 +269,17 @@ static void test_rules(void)
     expect_pruned(gen_test_prob(4096, 32, 4096, GT_DT_BF16, GT_DT_BF16), c, 0, "registers");
     c = k_cfg, c.k_unroll = 1, c.pipe = GT_GEN_PIPE_REG, c.warps = 1, c.kwarps = 1, c.rows_per_cta = 16;
     expect_pruned(p, c, 0, "in flight");
+    /* dbuf: a second block per warp to load while the first computes; any target */
+    c = k_cfg, c.pipe = GT_GEN_PIPE_DBUF;
+    CHECK_MSG(gt_gen_check(&p, &d, &c, why, sizeof why) == 0, "%s", why);
+    expect_pruned(gen_test_prob(4096, 16, 384, GT_DT_BF16, GT_DT_BF16), c, 0,
+                  "pipe=dbuf: k per warp 192 < two unrolled steps of 128");
+    c.rows_per_cta = 64, c.warps = 4, c.kwarps = 2, c.n_tile = 8, c.k_unroll = 2; /* HIP: 32 rows per wave64 */
+    gt_gen_dev hd;
+    gt_gen_dev_hip(&hd, 104);
+    gt_problem h1 = gen_test_prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16);
+    gt_problem_finish(&h1);
+    CHECK_MSG(gt_gen_check(&h1, &hd, &c, why, sizeof why) == 0, "dbuf on HIP: %s", why);
     c = k_cfg, c.k_unroll = 1;
     expect_pruned(p, c, 0, "one-stage ring");
     c = k_cfg, c.a_load = GT_GEN_LD_CS;
@@ -295,14 +306,16 @@ static void check_space(const gt_problem *p, const gt_gen_dev *d, int cap, int *
     }
     CHECK_MSG(bad == 0, "%s: %d pruned configs without a reason", label, bad);
     CHECK(ranked == 0 || s.nkeep == cap);
-    int pipes[2] = {0, 0};
+    int pipes[3] = {0, 0, 0};
     for (int i = 0; i < s.nkeep; i++) {
         CHECK_MSG(gt_gen_check(p, d, &s.keep[i], why, sizeof why) == 0, "%s kept but %s", label, why);
         CHECK(s.keep[i].n_tile >= p->n && s.keep[i].n_tile < p->n + 8);
         pipes[s.keep[i].pipe]++;
     }
-    CHECK_MSG(d->hip ? pipes[1] == 0 : pipes[0] > 0 && pipes[1] > 0, "%s: pipes %d/%d", label, pipes[0],
-              pipes[1]);
+    /* both classes of the ranking (register pipes, the cp.async ring) stay
+     * in the cap on CUDA; HIP has no ring */
+    CHECK_MSG(d->hip ? pipes[1] == 0 : pipes[0] + pipes[2] > 0 && pipes[1] > 0, "%s: pipes %d/%d/%d", label,
+              pipes[0], pipes[1], pipes[2]);
     *kept = s.nkeep;
     gt_gen_space_free(&s);
 }
@@ -435,16 +448,22 @@ static void test_fragments(void)
 /* Up to max lanes=warp configs the rules keep for p (no rank cap), spread
  * over the ranking so that every pipe, reduction and n_tile shows up: the
  * capped spaces the tests compile need not hold any. Returns the count. */
-static int warp_sample(const gt_problem *p, const gt_gen_dev *d, gt_gen_cfg *out, int max)
+static int is_warp(const gt_gen_cfg *c) { return c->lanes == GT_GEN_LANES_WARP; }
+static int is_dbuf(const gt_gen_cfg *c) { return c->pipe == GT_GEN_PIPE_DBUF; }
+
+/* Up to max configs of the uncapped kept space that pick() selects, spread
+ * evenly over the ranking: what the cap may leave out still compiles. */
+static int space_sample(const gt_problem *p, const gt_gen_dev *d, int (*pick)(const gt_gen_cfg *),
+                        gt_gen_cfg *out, int max)
 {
     gt_gen_space s;
     int nw = 0, n = 0;
     if (gt_gen_prune(p, d, 0, &s) != 0)
         return 0;
     for (int i = 0; i < s.nkeep; i++)
-        nw += s.keep[i].lanes == GT_GEN_LANES_WARP;
+        nw += pick(&s.keep[i]);
     for (int i = 0, w = 0; i < s.nkeep && n < max; i++)
-        if (s.keep[i].lanes == GT_GEN_LANES_WARP && (long long)w++ * max % (nw > 0 ? nw : 1) < max)
+        if (pick(&s.keep[i]) && (long long)w++ * max % (nw > 0 ? nw : 1) < max)
             out[n++] = s.keep[i];
     gt_gen_space_free(&s);
     return n;
@@ -487,17 +506,20 @@ static void test_nvrtc_all(void)
         double t0 = gt_mono_ms();
         ne = 0;
         for (int i = 0; i < np; i++) {
-            /* the capped space, then a sample of lanes=warp configs (n <= 8) */
+            /* the capped space, then samples of lanes=warp (n <= 8) and dbuf configs */
             gt_gen_space s;
-            gt_gen_cfg cs[GT_GEN_DEFAULT_CAP + 12];
+            gt_gen_cfg cs[GT_GEN_DEFAULT_CAP + 18];
             int nc = 0;
             CHECK(gt_gen_prune(&ps[i], &d, GT_GEN_DEFAULT_CAP, &s) == 0 && s.nkeep > 0);
             for (int c = 0; c < s.nkeep; c++)
                 cs[nc++] = s.keep[c];
             gt_gen_space_free(&s);
-            int nws = ps[i].n <= 8 ? warp_sample(&ps[i], &d, cs + nc, 12) : 0;
+            int nws = ps[i].n <= 8 ? space_sample(&ps[i], &d, is_warp, cs + nc, 12) : 0;
             CHECK(ps[i].n > 8 || nws > 0);
             nc += nws;
+            int nds = space_sample(&ps[i], &d, is_dbuf, cs + nc, 6);
+            CHECK(nds > 0);
+            nc += nds;
             for (int c = 0; c < nc; c++) {
                 char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
                 const char *opts[GT_GEN_MAX_DEFS];
@@ -740,9 +762,12 @@ static void test_hip(void)
                     ap[n++] = p;
                 }
                 gt_gen_space_free(&s);
-                gt_gen_cfg ws[6]; /* lanes=warp: a few, whatever the cap keeps */
-                int nws = t == 1 ? warp_sample(&p, &h, ws, 6) : 0;
+                gt_gen_cfg ws[10]; /* lanes=warp and dbuf: a few, whatever the cap keeps */
+                int nws = t == 1 ? space_sample(&p, &h, is_warp, ws, 6) : 0;
                 CHECK(t > 1 || nws > 0);
+                int nds = space_sample(&p, &h, is_dbuf, ws + nws, 4);
+                CHECK(nds > 0);
+                nws += nds;
                 for (int c = 0; c < nws; c++) {
                     if (n == capn) {
                         capn = capn ? 2 * capn : 128;

@@ -323,7 +323,7 @@ static void test_geometry(void)
         seen += !strcmp(defs[i], "-DGT_BM=128") + !strcmp(defs[i], "-DGT_BK=64") + !strcmp(defs[i], "-DGT_ST=4") +
                 !strcmp(defs[i], "-DGT_RED=1") + !strcmp(defs[i], "-DGT_SWZ=8") + !strcmp(defs[i], "-DGT_DKT=3") +
                 !strcmp(defs[i], "-DGT_BIASKT=0") + !strcmp(defs[i], "-DGT_ACT=2");
-    CHECK(n == 14 && n <= GT_GEN_MAX_DEFS && seen == 8);
+    CHECK(n == 15 && n <= GT_GEN_MAX_DEFS && seen == 8);
     p.d_type = GT_DT_F8E4M3;
     CHECK(gt_mma_defines(&p, &c, defs) == -1);
 }

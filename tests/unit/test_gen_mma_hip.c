@@ -107,7 +107,7 @@ static void test_prune_geometry(void)
                 gt_gen_geom gc, gh;
                 CHECK_MSG(gt_mma_check(&p, &d, c, why, sizeof why) == 0, "%s kept but %s", label, why);
                 int nc = gt_mma_defines(&p, c, dc), nh = gt_mma_defines_for(&p, c, 1, dh);
-                int same = nc == 14 && nh == nc + 2 && nh <= GT_GEN_MAX_DEFS && !strcmp(dh[nc], "-DGT_HIP=1") &&
+                int same = nc == 15 && nh == nc + 2 && nh <= GT_GEN_MAX_DEFS && !strcmp(dh[nc], "-DGT_HIP=1") &&
                            !strcmp(dh[nc + 1], "-DGT_WS=64");
                 for (int x = 0; x < nc && same; x++)
                     same = !strcmp(dc[x], dh[x]) && !strstr(dc[x], "GT_HIP") && !strstr(dc[x], "GT_WS");

@@ -1,7 +1,8 @@
 /* test_gen_model.c: the "gemv" ranking model against what an H100 measured.
  * tests/data/gemv_sweep_h100.csv holds configs of the ten Llama-3-8B
- * decode shapes quick-timed by `gt-cuda-selftest --sweep` (the 30 fastest
- * per shape and every 10th of the rest). For each shape the model ranks the
+ * decode shapes quick-timed by `gt-cuda-selftest --sweep 1200` (the 30
+ * fastest per shape and every 10th of the rest; bench/results/h100_19_*,
+ * with pipe "dbuf", which wins 7 of the 10 shapes). For each shape the model ranks the
  * whole kept space as enumeration does; the fastest recorded config among
  * the model's top GT_GEN_DEFAULT_CAP (what a worker enumerates by default)
  * must be within 5 % of the fastest recorded at all (quick timings spread
