@@ -696,6 +696,15 @@ static void test_gpu(void)
         "\"pipe\":\"reg\",\"reduction\":\"atomic\",\"rows_per_cta\":8,\"splitk\":2,\"vec\":8,\"warps\":4}",
         "{\"a_load\":\"na256\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":1,\"lanes\":\"warp\",\"n_tile\":8,"
         "\"pipe\":\"async\",\"reduction\":\"twopass\",\"rows_per_cta\":4,\"splitk\":2,\"vec\":8,\"warps\":2}",
+        /* dbuf: no column mask (n = 5 of 8, sums past n never stored), with split-K, and lanes "warp" */
+        "{\"a_load\":\"na256\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":2,\"n_tile\":8,"
+        "\"pipe\":\"dbuf\",\"reduction\":\"atomic\",\"rows_per_cta\":64,\"splitk\":2,\"vec\":8,\"warps\":4}",
+        "{\"a_load\":\"cs\",\"family\":\"gemv\",\"k_unroll\":1,\"kwarps\":2,\"lanes\":\"warp\",\"n_tile\":8,"
+        "\"pipe\":\"dbuf\",\"reduction\":\"none\",\"rows_per_cta\":4,\"splitk\":1,\"vec\":8,\"warps\":4}",
+        NULL,
+        /* dbuf, vec 4 with a k tail, batched */
+        "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":1,\"lanes\":\"warp\",\"n_tile\":1,"
+        "\"pipe\":\"dbuf\",\"reduction\":\"none\",\"rows_per_cta\":2,\"splitk\":1,\"vec\":4,\"warps\":2}",
         NULL};
     p = prob4(3000, 5, 1000, 'T', 'N', GT_DT_BF16, GT_DT_F32);
     p.alpha = 0.5, p.beta = 0.25;
@@ -703,11 +712,11 @@ static void test_gpu(void)
     p = prob4(1024, 16, 512, 'T', 'N', GT_DT_BF16, GT_DT_BF16);
     p.bias = 1;
     snprintf(p.activation, sizeof p.activation, "gelu");
-    smoke_gen(bk, ctx, p, splits + 5);
+    smoke_gen(bk, ctx, p, splits + 7);
     p = prob4(4096, 1, 1004, 'T', 'N', GT_DT_F16, GT_DT_F16); /* lda 1004: vec 4, k tail */
     p.batch = 3;
     gt_problem_default_ld(&p);
-    smoke_gen(bk, ctx, p, splits + 5);
+    smoke_gen(bk, ctx, p, splits + 8);
     bk->close(ctx);
 }
 #endif
