@@ -321,6 +321,20 @@ static const char k_warp_twopass[] =
     "{\"a_load\":\"na256\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":2,\"lanes\":\"warp\","
     "\"n_tile\":1,\"pipe\":\"async\",\"reduction\":\"twopass\",\"rows_per_cta\":2,\"splitk\":2,"
     "\"vec\":8,\"warps\":4}";
+/* pipe "dbuf": quad on the decode problem (beta 0: C compiled out), split-K
+ * by atomics on the epilogue problem (beta 0.25), lanes "warp" */
+static const char k_dbuf[] =
+    "{\"a_load\":\"na256\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":2,\"n_tile\":8,"
+    "\"pipe\":\"dbuf\",\"reduction\":\"none\",\"rows_per_cta\":32,\"splitk\":1,\"vec\":8,"
+    "\"warps\":4}";
+static const char k_dbuf_atomic[] =
+    "{\"a_load\":\"cs\",\"family\":\"gemv\",\"k_unroll\":1,\"kwarps\":2,\"n_tile\":8,"
+    "\"pipe\":\"dbuf\",\"reduction\":\"atomic\",\"rows_per_cta\":64,\"splitk\":2,\"vec\":8,"
+    "\"warps\":4}";
+static const char k_dbuf_warp[] =
+    "{\"a_load\":\"cs\",\"family\":\"gemv\",\"k_unroll\":1,\"kwarps\":2,\"lanes\":\"warp\","
+    "\"n_tile\":1,\"pipe\":\"dbuf\",\"reduction\":\"none\",\"rows_per_cta\":2,\"splitk\":1,"
+    "\"vec\":8,\"warps\":4}";
 static void check_nvrtc(const gt_problem *p, const char *cfg)
 {
     check_nvrtc_of(p, cfg, gt_gen_gemv_src, "gt_gemv", "gt_gemv_fin");
@@ -334,6 +348,9 @@ static void test_nvrtc(void)
     check_nvrtc(&e, k_atomic);
     check_nvrtc(&e, k_warp_atomic);
     check_nvrtc(&p, k_warp_twopass);
+    check_nvrtc(&p, k_dbuf);
+    check_nvrtc(&e, k_dbuf_atomic);
+    check_nvrtc(&p, k_dbuf_warp);
 }
 #endif
 
