@@ -393,6 +393,29 @@ static void test_geometry(void)
     for (int i = 0; i < n; i++)
         seen += !strcmp(defs[i], "-DGT_VEC=8") + !strcmp(defs[i], "-DGT_MMA=1") + !strcmp(defs[i], "-DGT_DKT=3");
     CHECK(n > 15 && seen == 3);
+    /* the tail loop only where a split's k range ends in a partial block:
+     * blocks of k_unroll 4 x 4 lanes x vec 8 = 128 elements (lanes "warp":
+     * 4 x 32 x 8 = 1024, wave64 2048); splits are whole chunks of 32 */
+    struct {
+        int64_t k;
+        int splitk, lanes, hip, tail;
+    } tails[] = {
+        {4096, 1, 0, 0, 0}, {4096, 4, 0, 0, 0}, {4095, 3, 0, 0, 1}, {4224, 3, 0, 0, 0},
+        {4320, 3, 0, 0, 1}, {4096, 1, 1, 0, 0}, {4608, 1, 1, 0, 1}, {8192, 1, 1, 1, 0},
+        {5120, 1, 1, 1, 1}, {5120, 1, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+        gt_problem q = gen_test_prob(4096, 3, tails[i].k, GT_DT_BF16, GT_DT_BF16);
+        gt_gen_cfg t = k_cfg;
+        t.splitk = tails[i].splitk, t.reduction = t.splitk > 1 ? GT_GEN_RED_ATOMIC : GT_GEN_RED_NONE;
+        t.lanes = tails[i].lanes, t.n_tile = t.lanes ? 4 : 8; /* warp: blocks of 4 x 32 (wave64: 64) x 8 */
+        int nd = gt_gen_defines(&q, &t, tails[i].hip, defs), got = -1;
+        for (int d = 0; d < nd; d++)
+            if (!strncmp(defs[d], "-DGT_TAIL=", 10))
+                got = atoi(defs[d] + 10);
+        CHECK_MSG(got == tails[i].tail, "k=%lld splitk=%d lanes=%d hip=%d: GT_TAIL=%d", (long long)tails[i].k,
+                  tails[i].splitk, tails[i].lanes, tails[i].hip, got);
+    }
     p.d_type = GT_DT_F8E4M3;
     CHECK(gt_gen_defines(&p, &c, 0, defs) == -1);
 }
