@@ -100,8 +100,8 @@ const char gt_gen_gemv_src[] =
     "#else\n"
     GT_GEN_SRC_F16_CUDA
     "#define GT_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, v, m)\n"
-    /* dbuf keeps its loads where the source puts them, ahead of the math
-     * they overlap (ptxas may otherwise sink them to where they are used) */
+    /* dbuf: volatile keeps the front end from moving its loads past the
+     * math they overlap (ptxas's own schedule is steered by GT_BOUNDS) */
     "#if GT_PIPE == 2\n"
     "#define GT_ASM asm volatile\n"
     "#else\n"
@@ -454,13 +454,8 @@ int gt_gen_defines(const gt_problem *p, const gt_gen_cfg *c, int hip,
     gt_gen_type_defs t;
     if (gt_gen_type_defs_of(p, &t) != 0)
         return -1;
-    /* a tail when some split's k range is not whole blocks of k_unroll
-     * chunks (the split sizes are fixed by the problem and the config) */
     gt_gen_geom g;
     gt_gen_geometry(p, c, hip ? 64 : 32, &g);
-    int64_t wb = (int64_t)c->k_unroll * (c->lanes ? (hip ? 64 : 32) : 4) * c->vec;
-    int64_t sk = c->splitk > 0 ? c->splitk : 1, last = p->k - (sk - 1) * g.kper;
-    int tail = wb <= 0 || last % wb != 0 || (sk > 1 && g.kper % wb != 0);
     const struct {
         const char *name;
         int v;
@@ -471,7 +466,7 @@ int gt_gen_defines(const gt_problem *p, const gt_gen_cfg *c, int hip,
         {"GT_WARPS", c->warps},   {"GT_KW", c->kwarps},          {"GT_VEC", c->vec},
         {"GT_U", c->k_unroll},    {"GT_SPLITK", c->splitk},      {"GT_RED", c->reduction},
         {"GT_NTILE", c->n_tile},  {"GT_ALD", c->a_load},        {"GT_PIPE", c->pipe},
-        {"GT_LAY", c->lanes},     {"GT_TAIL", tail},
+        {"GT_LAY", c->lanes},     {"GT_TAIL", g.tail},
     };
     int n = (int)(sizeof d / sizeof d[0]);
     for (int i = 0; i < n; i++)
@@ -487,6 +482,10 @@ void gt_gen_geometry(const gt_problem *p, const gt_gen_cfg *c, int warp_size, gt
     int64_t ch = (lw ? warp_size : 4) * (int64_t)c->vec, sk = c->splitk > 0 ? c->splitk : 1;
     int64_t per = (p->k + sk - 1) / sk;
     g->kper = (per + ch - 1) / ch * ch;
+    /* splits before the last hold kper (the rules leave none empty), the
+     * last what remains; each is whole blocks of k_unroll chunks or not */
+    int64_t wb = c->k_unroll * ch, last = p->k - (sk - 1) * g->kper;
+    g->tail = wb <= 0 || last % wb != 0 || (sk > 1 && g->kper % wb != 0);
     g->gx = (unsigned)((p->m + c->rows_per_cta - 1) / c->rows_per_cta);
     g->gy = (unsigned)((p->n + c->n_tile - 1) / c->n_tile);
     g->gz = (unsigned)(batch * sk);

@@ -212,6 +212,8 @@ typedef struct gt_gen_geom {
     size_t ws_bytes;                /* f32 workspace (0 without split-K) */
     size_t cnt_bytes;               /* "atomic" tile counters */
     size_t smem_bytes;              /* static shared memory of the main kernel */
+    int tail;                       /* gemv: some split's k range ends in a partial block of
+                                       k_unroll chunks (the kernel's tail loop runs) */
 } gt_gen_geom;
 
 void gt_gen_geometry(const gt_problem *p, const gt_gen_cfg *c, int warp_size, gt_gen_geom *g);
