@@ -40,13 +40,17 @@
 
 struct cJSON;
 
+/* inst: the tensor-core instruction and the template it selects */
+enum { GT_MMA_INST_SYNC = 0, GT_MMA_INST_WGMMA = 1 };
+
 typedef struct gt_mma_cfg {
     int bm, bn, bk;       /* CTA tile: rows of D, columns of D, k per stage */
     int warps_m, warps_n; /* warp grid of the CTA */
-    int stages;           /* cp.async pipeline depth, 2..5 */
+    int stages;           /* pipeline depth: cp.async 2..5; wgmma (TMA ring) 3..8 */
     int splitk;           /* CTAs along k per tile */
     int reduction;        /* GT_GEN_RED_*: none iff splitk == 1 */
     int swizzle;          /* raster group of tile rows: 1 (none), 4, 8, 16 */
+    int inst;             /* GT_MMA_INST_*: "sync" (mma.sync, the JSON default) or "wgmma" */
 } gt_mma_cfg;
 
 /* Strict parse of {"family":"mma", ...}: every attribute required; unknown
@@ -106,6 +110,30 @@ void gt_mma_space_free(gt_mma_space *s);
  * ring of registers, LDS double-buffered; gen/mma_src.c describes it). */
 extern const char gt_gen_mma_src[];
 extern const char gt_gen_mma_hip_src[];
+/* The Hopper template (inst "wgmma", sm_90a only; gen/mma_wg_src.c): the same
+ * kernels and argument struct, the main kernel taking two tensor maps after
+ * it (gt_mma_tmaps describes them). */
+extern const char gt_gen_mma_wg_src[];
+/* The template of c (by inst). */
+const char *gt_mma_src_of(const gt_mma_cfg *c);
+
+/* The tensor maps the wgmma kernel takes after its argument struct, as the
+ * arguments of the driver's cuTensorMapEncodeTiled: rank 3, elements of 2
+ * bytes (bf16, or f16), dims {k, rows, batch} (rows: m for A, n for B),
+ * byte strides of dims 1 and 2, box {64, bm or bn, 1}, element strides 1,
+ * no interleave, 128-byte swizzle, L2 promotion 256 bytes, out-of-bounds
+ * elements read as zeros. The global address is the operand's pointer
+ * (16-byte aligned). */
+#define GT_MMA_MAX_TMAPS 2
+typedef struct gt_mma_tmap {
+    const char *operand;           /* "a" or "b": the argument it maps (static) */
+    int f16;                       /* 0 bf16, 1 f16 */
+    unsigned long long dims[3];
+    unsigned long long strides[2]; /* bytes: leading dimension x 2, batch stride x 2 */
+    unsigned box[3];
+} gt_mma_tmap;
+/* The maps of (p, c): 2 for inst wgmma (A then B), else 0. */
+int gt_mma_tmaps(const gt_problem *p, const gt_mma_cfg *c, gt_mma_tmap t[GT_MMA_MAX_TMAPS]);
 
 /* The -D definitions of (p, c) (at most GT_GEN_MAX_DEFS) for CUDA (hip = 0)
  * or HIP (hip = 1: the CUDA list + GT_HIP=1, GT_WS=64); the count, or -1

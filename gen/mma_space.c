@@ -29,6 +29,18 @@
  *              the ldmatrix -> mma and cp.async latencies)
  *   workspace  split-K workspace within 256 MiB
  *   rank       beyond the cap of the model's ranking
+ *
+ * inst "wgmma" (gen/mma_wg_src.c) adds, first:
+ *   inst       the device is sm_90 (wgmma and the TMA are sm_90a features;
+ *              nothing else runs the cubin), not HIP
+ *   tma        m, n, k and batch below 2^31 (tensor-map coordinates are
+ *              32-bit); batch strides at least a whole matrix (a map's
+ *              strides nest); the alignment rule above is also the TMA's
+ *              (global strides multiples of 16 bytes)
+ * and counts shared memory as stages x (bm + bn) x 128 bytes + 1024 (the
+ * ring's 1024-byte alignment), registers as bn / 2 accumulators + 40; the
+ * epilogue's staging of the tile (bn x (bm + 16 bytes) elements of D) fits
+ * in the ring for every encodable config with stages >= 3.
  * A k or m or n that is not a multiple of the tile needs no rule: the copies
  * zero-fill past the ends and only in-range elements of D are stored.
  *
@@ -67,7 +79,7 @@ static const gt_gen_int_attr k_int[] = {
     {"bm", 16, 256, offsetof(gt_mma_cfg, bm)},
     {"bn", 16, 256, offsetof(gt_mma_cfg, bn)},
     {"splitk", 1, 64, offsetof(gt_mma_cfg, splitk)},
-    {"stages", 2, 5, offsetof(gt_mma_cfg, stages)},
+    {"stages", 2, 8, offsetof(gt_mma_cfg, stages)},
     {"swizzle", 1, 64, offsetof(gt_mma_cfg, swizzle)},
     {"warps_m", 1, 8, offsetof(gt_mma_cfg, warps_m)},
     {"warps_n", 1, 8, offsetof(gt_mma_cfg, warps_n)},
@@ -75,12 +87,27 @@ static const gt_gen_int_attr k_int[] = {
 #define NINT (sizeof k_int / sizeof k_int[0])
 
 static const char *const k_red[] = {"none", "atomic", "twopass"};
+static const char *const k_inst[] = {"sync", "wgmma"};
 
 static int pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
+/* A string attribute naming one of n values: its index into *out; -1 when
+ * it is not one of them or was seen before. */
+static int enum_attr(const cJSON *it, const char *const *names, int n, int *seen, int *out)
+{
+    int v = -1;
+    for (int i = 0; i < n && cJSON_IsString(it); i++)
+        if (!strcmp(it->valuestring, names[i]))
+            v = i;
+    if ((*seen)++ || v < 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen)
 {
-    int seen_int[NINT] = {0}, seen_red = 0, seen_fam = 0;
+    int seen_int[NINT] = {0}, seen_red = 0, seen_fam = 0, seen_inst = 0;
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(j)) {
         snprintf(err, errlen, "mma: config is not a JSON object");
@@ -96,15 +123,17 @@ int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen
             continue;
         }
         if (!strcmp(k, "reduction")) {
-            int v = -1;
-            for (int i = 0; i < 3 && cJSON_IsString(it); i++)
-                if (!strcmp(it->valuestring, k_red[i]))
-                    v = i;
-            if (seen_red++ || v < 0) {
+            if (enum_attr(it, k_red, 3, &seen_red, &c->reduction) != 0) {
                 snprintf(err, errlen, "mma: config reduction: must be one of none, atomic, twopass, once");
                 return -1;
             }
-            c->reduction = v;
+            continue;
+        }
+        if (!strcmp(k, "inst")) {
+            if (enum_attr(it, k_inst, 2, &seen_inst, &c->inst) != 0) {
+                snprintf(err, errlen, "mma: config inst: must be \"sync\" or \"wgmma\", once");
+                return -1;
+            }
             continue;
         }
         if (gt_gen_int_attr_set("mma", k_int, NINT, seen_int, it, c, err, errlen) != 0)
@@ -130,6 +159,20 @@ int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen
                  c->warps_n);
         return -1;
     }
+    if (c->inst == GT_MMA_INST_SYNC && c->stages > 5) {
+        snprintf(err, errlen, "mma: config stages=%d: inst sync takes 2 to 5", c->stages);
+        return -1;
+    }
+    /* wgmma: one warpgroup (4 warps) per 64 rows, the whole bn per warpgroup
+     * (wgmma's n), k tiles of one 128-byte swizzle row */
+    if (c->inst == GT_MMA_INST_WGMMA &&
+        ((c->bm != 64 && c->bm != 128) || (c->bn != 64 && c->bn != 128 && c->bn != 256) || c->bk != 64 ||
+         c->warps_m != c->bm / 16 || c->warps_n != 1 || c->stages < 3)) {
+        snprintf(err, errlen, "mma: config inst wgmma: needs bm 64 or 128 with warps_m = bm/16, bn 64, 128 "
+                              "or 256 with warps_n 1, bk 64 and stages 3 to 8 (got bm=%d bn=%d bk=%d "
+                              "warps %dx%d stages %d)", c->bm, c->bn, c->bk, c->warps_m, c->warps_n, c->stages);
+        return -1;
+    }
     return 0;
 }
 
@@ -137,6 +180,7 @@ cJSON *gt_mma_cfg_to_json(const gt_mma_cfg *c)
 {
     cJSON *j = cJSON_CreateObject();
     if (!j || !cJSON_AddStringToObject(j, "family", "mma") ||
+        (c->inst != GT_MMA_INST_SYNC && !cJSON_AddStringToObject(j, "inst", k_inst[c->inst])) ||
         !cJSON_AddStringToObject(j, "reduction", gt_gen_red_name(c->reduction)) ||
         gt_gen_int_attr_add(j, k_int, NINT, c) != 0) {
         cJSON_Delete(j);
@@ -145,13 +189,15 @@ cJSON *gt_mma_cfg_to_json(const gt_mma_cfg *c)
     return j;
 }
 
+/* "inst" only when it is not the default, so that the text (and every cache
+ * key and stored result built on it) of an mma.sync config stays as before */
 int gt_mma_cfg_text(const gt_mma_cfg *c, char *buf, size_t len)
 {
     return snprintf(buf, len,
-                    "{\"bk\":%d,\"bm\":%d,\"bn\":%d,\"family\":\"mma\",\"reduction\":\"%s\","
+                    "{\"bk\":%d,\"bm\":%d,\"bn\":%d,\"family\":\"mma\",%s\"reduction\":\"%s\","
                     "\"splitk\":%d,\"stages\":%d,\"swizzle\":%d,\"warps_m\":%d,\"warps_n\":%d}",
-                    c->bk, c->bm, c->bn, gt_gen_red_name(c->reduction), c->splitk, c->stages,
-                    c->swizzle, c->warps_m, c->warps_n);
+                    c->bk, c->bm, c->bn, c->inst == GT_MMA_INST_WGMMA ? "\"inst\":\"wgmma\"," : "",
+                    gt_gen_red_name(c->reduction), c->splitk, c->stages, c->swizzle, c->warps_m, c->warps_n);
 }
 
 /* ---- applicability --------------------------------------------------------------- */
@@ -179,6 +225,8 @@ int gt_mma_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_
 
 int gt_mma_regs(const gt_mma_cfg *c)
 {
+    if (c->inst == GT_MMA_INST_WGMMA) /* bn / 2 f32 accumulators per thread, addresses, barriers */
+        return c->bn / 2 + 40;
     int wm = c->warps_m > 0 ? c->bm / c->warps_m : 0, wn = c->warps_n > 0 ? c->bn / c->warps_n : 0;
     int mt = wm / 16, nt = wn / 8;
     /* accumulators; A and B fragments of two k16 steps (ptxas overlaps the
@@ -265,7 +313,17 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
     long long tiles_k = (p->k + c->bk - 1) / c->bk;
     int al = p->lda % 8 == 0 && p->ldb % 8 == 0 &&
              (batch == 1 || (p->stride_a % 8 == 0 && p->stride_b % 8 == 0));
-    if (c->bm % (16 * c->warps_m) || c->bn % (16 * c->warps_n))
+    int wg = c->inst == GT_MMA_INST_WGMMA;
+    const long long i31 = 1LL << 31;
+    if (wg && (d->hip || d->sm != 90))
+        GT_WHY(why, len, "inst: wgmma and the TMA are sm_90a instructions; this device is %s%d", d->hip ? "HIP, not CUDA " : "sm_",
+                 d->hip ? 0 : d->sm);
+    else if (wg && (p->m >= i31 || p->n >= i31 || p->k >= i31 || batch >= i31))
+        GT_WHY(why, len, "tma: m, n, k and batch must be below 2^31 (32-bit tensor-map coordinates)");
+    else if (wg && batch > 1 && (p->stride_a < p->lda * p->m || p->stride_b < p->ldb * p->n))
+        GT_WHY(why, len, "tma: batch strides %lld, %lld overlap the matrices (a tensor map's batch stride "
+                           "must span a whole matrix)", (long long)p->stride_a, (long long)p->stride_b);
+    else if (c->bm % (16 * c->warps_m) || c->bn % (16 * c->warps_n))
         GT_WHY(why, len, "shape: warp tile %dx%d (bm/warps_m x bn/warps_n) is not a multiple of 16x16",
                  c->bm / c->warps_m, c->bn / c->warps_n);
     else if ((c->splitk > 1) != (c->reduction != GT_GEN_RED_NONE))
@@ -313,6 +371,10 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
                            "reduction traffic", c->splitk / 2, c0 * (c->splitk / 2), d->sms);
     else if ((long long)batch * c->splitk > 65535)
         GT_WHY(why, len, "split-K: grid z = batch x splitk = %lld > 65535", (long long)batch * c->splitk);
+    else if (wg && (long long)x.g.smem_bytes + 16 * c->stages + 16 > optin)
+        GT_WHY(why, len, "resources: %zu bytes of dynamic shared memory (%d stages x (%d + %d) x 128 + 1024 "
+                           "for the ring's alignment) > %lld per block (opt-in)", x.g.smem_bytes, c->stages,
+                 c->bm, c->bn, optin);
     else if (!d->hip && (long long)x.g.smem_bytes + 16 > optin)
         GT_WHY(why, len, "resources: %zu bytes of dynamic shared memory (%d stages x (%d + %d) x %d x 2) "
                            "> %lld per block (opt-in)", x.g.smem_bytes, c->stages, c->bm, c->bn, c->bk,
@@ -377,6 +439,13 @@ double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cf
     double warps_sm = res * x.warps;
     double eff = inten / (inten + 1.0) * fmin(1.0, 0.55 + 0.45 * fmin(1.0, warps_sm / 8.0)) *
                  (c->stages >= 3 ? 1.0 : 0.85) * (c->bk == 64 ? 1.0 : 0.95);
+    if (c->inst == GT_MMA_INST_WGMMA) {
+        /* wgmma reads both operands from shared memory without ldmatrix:
+         * ~1.25x mma.sync's reachable rate (cuBLASLt's 760 Tflop/s on an
+         * H100 against ~600), less for narrow n and a single warpgroup */
+        tc *= 1.25;
+        eff = (c->bn >= 128 ? 0.9 : 0.75) * (c->bm == 128 ? 1.0 : 0.9) * (c->stages >= 4 ? 1.0 : 0.9);
+    }
     double flop_cta = 2.0 * c->bm * c->bn * (double)x.g.kper;
     double t_comp = ceil((double)x.ctas / sms) * flop_cta / (tc / sms * eff);
     /* DRAM: a wave of W CTAs covers gs tile rows and ceil(W/gs) tile columns */
@@ -390,9 +459,13 @@ double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cf
                   operand_bytes(b_tot, b_pan, c->bn * kshare * 2, waves, (double)x.npm, l2) +
                   (double)p->m * (double)p->n * batch * (p->beta != 0 ? 4.0 : 2.0);
     /* Little's law: the copies in flight per SM (stages - 1 tiles ahead per
-     * resident CTA) must cover DRAM latency; ~32 KiB per SM saturates */
+     * resident CTA) must cover DRAM latency; ~32 KiB per SM saturates the
+     * cp.async path; the TMA ring needs ~96 KiB (the H100 sweeps of
+     * bench/results/h100_22_sweep*: 3 stages of a 64 x 128 tile run 1.6x
+     * slower than 6 at n = 128) */
     double inflight = res * (c->stages - 1) * (double)(c->bm + c->bn) * c->bk * 2;
-    double t_mem = dram / (bw * fmax(0.05, fmin(1.0, inflight / 32768.0)));
+    double sat = c->inst == GT_MMA_INST_WGMMA ? 98304.0 : 32768.0;
+    double t_mem = dram / (bw * fmax(0.05, fmin(1.0, inflight / sat)));
     double t_l2 = (double)x.ctas * (c->bm + c->bn) * kshare * 2 / (3.0 * bw);
     double t = fmax(t_comp, fmax(t_mem, t_l2)) + 0.15 * fmin(t_comp, t_mem);
     /* pipeline fill per CTA generation on an SM, split-K reductions, launch */
@@ -417,7 +490,11 @@ static const int k_tiles[] = {16, 32, 64, 128, 256};
 static const int k_bks[] = {32, 64}, k_wgs[] = {1, 2, 4}, k_sks[] = {1, 2, 4, 8, 16},
                  k_swz[] = {1, 4, 8, 16};
 #define NT_ 5
-#define NRAW (NT_ * NT_ * 2 * 3 * 3 * 4 * 9 * 4)
+#define NRAW_SYNC (NT_ * NT_ * 2 * 3 * 3 * 4 * 9 * 4)
+/* inst wgmma: bm x bn x stages x split x raster */
+static const int k_wg_bm[] = {64, 128}, k_wg_bn[] = {64, 128, 256}, k_wg_st[] = {3, 4, 6, 8};
+#define NRAW_WG (2 * 3 * 4 * 9 * 4)
+#define NRAW (NRAW_SYNC + NRAW_WG)
 
 static int index_of(const int *v, int n, int x)
 {
@@ -433,18 +510,22 @@ static int index_of(const int *v, int n, int x)
  * (tile, warps, bk, stages, split) combination, interleaved over the tile
  * shapes (bm, bn) whose best estimate is within 1.5x of the overall best,
  * then the second-best rasters likewise, and so on; tile shapes further
- * off follow by estimate. ok comes sorted by estimate; the builder sorts
+ * off follow by estimate. Where wgmma configs exist (sm_90), all of them
+ * come before the mma.sync ones. ok comes sorted by estimate; the builder sorts
  * by the keys set here. */
 static int interleave(gt_gen_ranked *ok, int nok)
 {
     /* per combination: rasters seen so far; per (tile shape, raster round):
      * configs seen so far */
-    enum { NCOMB = NT_ * NT_ * 2 * 3 * 3 * 4 * 9 };
+    enum { NCOMB_SYNC = NT_ * NT_ * 2 * 3 * 3 * 4 * 9, NCOMB = NCOMB_SYNC + 2 * 3 * 4 * 9 };
     unsigned short *comb = calloc(NCOMB, sizeof *comb);
     int cls[NT_][NT_][4] = {{{0}}};
     double best_of[NT_][NT_];
     if (!comb)
         return -1;
+    int wg = 0;
+    for (int i = 0; i < nok && !wg; i++)
+        wg = ok[i].c.mma.inst == GT_MMA_INST_WGMMA;
     for (int i = 0; i < NT_; i++)
         for (int j = 0; j < NT_; j++)
             best_of[i][j] = -1;
@@ -452,21 +533,40 @@ static int interleave(gt_gen_ranked *ok, int nok)
         const gt_mma_cfg *c = &ok[i].c.mma;
         int a = index_of(k_tiles, NT_, c->bm), b = index_of(k_tiles, NT_, c->bn);
         int sk = c->splitk == 1 ? 0 : 1 + 2 * index_of(k_sks + 1, 4, c->splitk) + (c->reduction - 1);
-        int code = ((((a * NT_ + b) * 2 + index_of(k_bks, 2, c->bk)) * 3 + index_of(k_wgs, 3, c->warps_m)) * 3 +
-                    index_of(k_wgs, 3, c->warps_n)) * 36 + (c->stages - 2) * 9 + sk;
+        int code = c->inst == GT_MMA_INST_WGMMA
+                       ? NCOMB_SYNC + ((index_of(k_wg_bm, 2, c->bm) * 3 + index_of(k_wg_bn, 3, c->bn)) * 4 +
+                                       index_of(k_wg_st, 4, c->stages)) * 9 + sk
+                       : ((((a * NT_ + b) * 2 + index_of(k_bks, 2, c->bk)) * 3 + index_of(k_wgs, 3, c->warps_m)) * 3 +
+                          index_of(k_wgs, 3, c->warps_n)) * 36 + (c->stages - 2) * 9 + sk;
         int v = comb[code]++;
         if (best_of[a][b] < 0)
             best_of[a][b] = ok[i].us;
         v = v < 3 ? v : 3;
         ok[i].key = best_of[a][b] <= 1.5 * ok[0].us ? v * 65536 + cls[a][b][v]++ : 1 << 24;
+        /* where wgmma runs, mma.sync configs follow every wgmma one: on the
+         * H100 the best wgmma config beat the best mma.sync one by 10-30 %
+         * on every Llama shape with n >= 128 (bench/results/h100_22_sweep*),
+         * which the roofline model, blind to ldmatrix and issue limits,
+         * does not see */
+        if (wg && c->inst == GT_MMA_INST_SYNC)
+            ok[i].key += 1 << 25;
     }
     free(comb);
     return 0;
 }
 
-/* the raw config i: mixed-radix digits, swizzle fastest */
+/* the raw config i: mixed-radix digits, swizzle fastest; the wgmma configs
+ * after the mma.sync ones */
 static int raw_cfg(int i, gt_gen_anycfg *out)
 {
+    if (i >= NRAW_SYNC) {
+        int j = i - NRAW_SYNC, sw = j % 4, skr = j / 4 % 9, st = j / 36 % 4, bn = j / 144 % 3, bm = j / 432 % 2;
+        int sk = skr ? 1 + (skr - 1) / 2 : 0, red = skr ? 1 + (skr - 1) % 2 : GT_GEN_RED_NONE;
+        out->mma = (gt_mma_cfg){.bm = k_wg_bm[bm], .bn = k_wg_bn[bn], .bk = 64, .warps_m = k_wg_bm[bm] / 16,
+                                .warps_n = 1, .stages = k_wg_st[st], .splitk = k_sks[sk], .reduction = red,
+                                .swizzle = k_swz[sw], .inst = GT_MMA_INST_WGMMA};
+        return 1;
+    }
     int sw = i % 4, skr = i / 4 % 9, st = i / 36 % 4, wn = i / 144 % 3, wm = i / 432 % 3;
     int bk = i / 1296 % 2, bn = i / 2592 % NT_, bm = i / (2592 * NT_) % NT_;
     int sk = skr ? 1 + (skr - 1) / 2 : 0, red = skr ? 1 + (skr - 1) % 2 : GT_GEN_RED_NONE;

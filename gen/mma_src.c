@@ -44,80 +44,8 @@
 #include <string.h>
 
 #include "gen_mma.h"
+#include "mma_src_parts.h"
 #include "src_common.h"
-
-#define GT_STR_(...) #__VA_ARGS__
-#define GT_XSTR(...) GT_STR_(__VA_ARGS__)
-
-/* the argument block, the index math (gen_mma.h) and the bf16 conversions */
-#define GT_MMA_SRC_ARGS                                                                                      \
-    "struct gt_mma_args {\n"                                                                                 \
-    "  const void *a, *b, *c, *bias; void *d; float *ws; u32 *cnt;\n"                                        \
-    "  i64 m, n, k, lda, ldb, ldc, ldd, sa, sb, sc, sd, kper;\n"                                             \
-    "  double alpha, beta;\n"                                                                                \
-    "};\n"                                                                                                   \
-    "#define GT_MMA_HD __device__ __forceinline__\n"                                                         \
-    GT_XSTR(GT_MMA_INDEX_FNS) "\n"                                                                           \
-    GT_GEN_SRC_BF16
-
-/* the CTA's tile under the raster, its split of k and its operand panels */
-#define GT_MMA_SRC_CTA                                                                 \
-    "  const int wm = warp % GT_WGM, wn = warp / GT_WGM;\n"                            \
-    "  const i64 zb = blockIdx.z / GT_SPLITK;\n"                                       \
-    "  const int sk = blockIdx.z % GT_SPLITK;\n"                                       \
-    "  const i64 npm = (g.m + GT_BM - 1) / GT_BM, npn = (g.n + GT_BN - 1) / GT_BN;\n"  \
-    "  i64 pm, pn;\n"                                                                  \
-    "  gt_mma_tile(blockIdx.x, npm, npn, GT_SWZ, &pm, &pn);\n"                         \
-    "  const i64 row0 = pm * GT_BM, col0 = pn * GT_BN;\n"                              \
-    "  const i64 kb = (i64)sk * g.kper, ke = kb + g.kper < g.k ? kb + g.kper : g.k;\n" \
-    "  const int nk = ke > kb ? (int)((ke - kb + GT_BK - 1) / GT_BK) : 0;\n"           \
-    "  const u16 *A = (const u16 *)g.a + zb * g.sa + row0 * g.lda;\n"                  \
-    "  const u16 *B = (const u16 *)g.b + zb * g.sb + col0 * g.ldb;\n"                  \
-    "  const i64 mleft = g.m - row0, nleft = g.n - col0;\n"
-
-/* batches, for the "twopass" workspace slices */
-#define GT_MMA_SRC_NBATCH                           \
-    "#if GT_SPLITK > 1 && GT_RED == 2\n"            \
-    "  const i64 nbatch = gridDim.z / GT_SPLITK;\n" \
-    "#endif\n"
-
-/* one accumulator (i, j, e) at D element (ii, jj): the epilogue, a split-K atomic or a workspace slice */
-#define GT_MMA_SRC_OUT                                                                \
-    "        if (ii >= g.m || jj >= g.n) continue;\n"                                 \
-    "#if GT_SPLITK == 1\n"                                                            \
-    "        gt_store(g, zb, ii, jj, gt_epi(g, zb, ii, jj, acc[i][j][e]));\n"         \
-    "#elif GT_RED == 1\n"                                                             \
-    "        atomicAdd(g.ws + (zb * g.n + jj) * g.m + ii, acc[i][j][e]);\n"           \
-    "#else\n"                                                                         \
-    "        g.ws[(((i64)sk * nbatch + zb) * g.n + jj) * g.m + ii] = acc[i][j][e];\n" \
-    "#endif\n"                                                                        \
-    "      }\n"
-
-/* the end of gt_mma */
-#define GT_MMA_SRC_LAST                                                         \
-    /* atomic: the last CTA of the tile finishes it and clears the workspace */ \
-    "#if GT_SPLITK > 1 && GT_RED == 1\n"                                        \
-    "  __shared__ int gt_last;\n"                                               \
-    "  __threadfence();\n"                                                      \
-    "  __syncthreads();\n"                                                      \
-    "  const u64 tile = (u64)zb * gridDim.x + blockIdx.x;\n"                    \
-    "  if (tid == 0) gt_last = atomicAdd(g.cnt + tile, 1u) == GT_SPLITK - 1;\n" \
-    "  __syncthreads();\n"                                                      \
-    "  if (gt_last) {\n"                                                        \
-    "    __threadfence();\n"                                                    \
-    "    for (int t = tid; t < GT_BM * GT_BN; t += GT_THREADS) {\n"             \
-    "      const i64 i = row0 + t % GT_BM, j = col0 + t / GT_BM;\n"             \
-    "      if (i < g.m && j < g.n) {\n"                                         \
-    "        volatile float *p = g.ws + (zb * g.n + j) * g.m + i;\n"            \
-    "        const float v = *p;\n"                                             \
-    "        *p = 0.f;\n"                                                       \
-    "        gt_store(g, zb, i, j, gt_epi(g, zb, i, j, v));\n"                  \
-    "      }\n"                                                                 \
-    "    }\n"                                                                   \
-    "    if (tid == 0) g.cnt[tile] = 0u;\n"                                     \
-    "  }\n"                                                                     \
-    "#endif\n"                                                                  \
-    "}\n"
 
 const char gt_gen_mma_src[] =
     GT_GEN_SRC_TYPES
@@ -531,8 +459,33 @@ void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_g
         g->fin_blocks = (unsigned)(blocks < 1 ? 1 : blocks > 4096 ? 4096 : blocks);
     }
     /* CUDA: the cp.async ring of `stages` tiles; HIP: tiles in flight are
-     * in registers, LDS is double-buffered */
+     * in registers, LDS is double-buffered; wgmma: the TMA ring, 1024-byte
+     * aligned slots (the 128-byte swizzle repeats every 8 rows) */
     g->smem_bytes = (size_t)(hip ? 2 : c->stages) * (size_t)(c->bm + c->bn) * (size_t)c->bk * 2;
+    if (c->inst == GT_MMA_INST_WGMMA)
+        g->smem_bytes += 1024;
+}
+
+const char *gt_mma_src_of(const gt_mma_cfg *c)
+{
+    return c->inst == GT_MMA_INST_WGMMA ? gt_gen_mma_wg_src : gt_gen_mma_src;
+}
+
+int gt_mma_tmaps(const gt_problem *p, const gt_mma_cfg *c, gt_mma_tmap t[GT_MMA_MAX_TMAPS])
+{
+    if (c->inst != GT_MMA_INST_WGMMA)
+        return 0;
+    int64_t batch = p->batch > 0 ? p->batch : 1;
+    for (int i = 0; i < 2; i++) {
+        int64_t rows = i ? p->n : p->m, ld = i ? p->ldb : p->lda, st = i ? p->stride_b : p->stride_a;
+        /* one batch: a stride past the matrix, which the map never steps */
+        int64_t bstride = batch > 1 ? st : ld * rows;
+        t[i] = (gt_mma_tmap){.operand = i ? "b" : "a", .f16 = p->a_type == GT_DT_F16,
+                             .dims = {(unsigned long long)p->k, (unsigned long long)rows, (unsigned long long)batch},
+                             .strides = {(unsigned long long)ld * 2, (unsigned long long)bstride * 2},
+                             .box = {64, (unsigned)(i ? c->bn : c->bm), 1}};
+    }
+    return 2;
 }
 
 void gt_mma_geometry(const gt_problem *p, const gt_mma_cfg *c, gt_gen_geom *g)

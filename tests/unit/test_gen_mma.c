@@ -39,6 +39,17 @@ static gt_gen_dev h100(void)
     return d;
 }
 
+/* 1 when text parses (strictly) to *want. */
+static int parses_to(const char *text, const gt_mma_cfg *want)
+{
+    char err[256];
+    gt_mma_cfg c;
+    cJSON *j = cJSON_Parse(text);
+    int ok = j && gt_mma_cfg_from_json(j, &c, err, sizeof err) == 0 && !memcmp(&c, want, sizeof c);
+    cJSON_Delete(j);
+    return ok;
+}
+
 static void test_encoding(void)
 {
     char err[256], text[512];
@@ -60,10 +71,8 @@ static void test_encoding(void)
     CHECK(memcmp(&back, &k_cfg, sizeof back) == 0);
     cJSON_Delete(j);
     /* the key order of the input does not matter */
-    j = cJSON_Parse("{\"warps_n\":2,\"family\":\"mma\",\"swizzle\":8,\"bm\":128,\"reduction\":\"none\","
-                    "\"bn\":128,\"stages\":4,\"bk\":32,\"splitk\":1,\"warps_m\":2}");
-    CHECK(j && gt_mma_cfg_from_json(j, &back, err, sizeof err) == 0 && !memcmp(&back, &k_cfg, sizeof back));
-    cJSON_Delete(j);
+    CHECK(parses_to("{\"warps_n\":2,\"family\":\"mma\",\"swizzle\":8,\"bm\":128,\"reduction\":\"none\","
+                    "\"bn\":128,\"stages\":4,\"bk\":32,\"splitk\":1,\"warps_m\":2}", &k_cfg));
     /* the example with one key deleted (value NULL), replaced or added */
     static const struct {
         const char *key, *value, *why;
@@ -72,7 +81,10 @@ static void test_encoding(void)
         {"warps_n", NULL, "warps_n: missing"},
         {"bk", "48", "bk=48"},
         {"bm", "120", "multiples of 16"},
-        {"stages", "6", "stages: must be an integer in 2..5"},
+        {"stages", "9", "stages: must be an integer in 2..8"},
+        {"stages", "6", "inst sync takes 2 to 5"},
+        {"inst", "\"hmma\"", "inst: must be"},
+        {"inst", "\"wgmma\"", "inst wgmma: needs bm 64 or 128"},
         {"warps_m", "3", "warps_m=3"},
         {"reduction", "\"tree\"", "reduction: must be one of"},
         {"bm", "128.5", "bm: must be an integer"},
@@ -221,6 +233,83 @@ static void test_rules(void)
     gen_test_mma_pruned(gen_test_prob(8192, 8192, 16384, GT_DT_BF16, GT_DT_BF16), &big, c, "workspace: 4096 MiB > 256");
 }
 
+/* inst "wgmma": the encoding (the key appears only when not the default, so
+ * an mma.sync config's text is what it always was), its problem-free limits,
+ * its rules (sm_90 only, 32-bit tensor-map coordinates, shared memory with
+ * the ring's alignment), and the space: on an H100 the n >= 128 Llama shapes
+ * keep wgmma configs first, on an A100 none. */
+static const gt_mma_cfg k_wg = {.bm = 128, .bn = 256, .bk = 64, .warps_m = 8, .warps_n = 1, .stages = 4,
+                                .splitk = 1, .reduction = GT_GEN_RED_NONE, .swizzle = 8,
+                                .inst = GT_MMA_INST_WGMMA};
+
+static void test_wgmma(void)
+{
+    char err[256], text[512], why[GT_GEN_REASON];
+    gt_mma_cfg back;
+    cJSON *j = gt_mma_cfg_to_json(&k_wg);
+    gt_mma_cfg_text(&k_wg, text, sizeof text);
+    const char *want = "{\"bk\":64,\"bm\":128,\"bn\":256,\"family\":\"mma\",\"inst\":\"wgmma\",\"reduction\":\"none\","
+                       "\"splitk\":1,\"stages\":4,\"swizzle\":8,\"warps_m\":8,\"warps_n\":1}";
+    CHECK_MSG(strcmp(text, want) == 0, "%s", text);
+    char *canon = j ? gt_cfg_canonical(j) : NULL;
+    CHECK_MSG(canon && !strcmp(canon, want), "%s", canon ? canon : "(null)");
+    free(canon);
+    CHECK(j && gt_mma_cfg_from_json(j, &back, err, sizeof err) == 0 && !memcmp(&back, &k_wg, sizeof back));
+    cJSON_Delete(j);
+    /* "inst":"sync" spelled out is the default */
+    CHECK(parses_to("{\"bk\":32,\"bm\":128,\"bn\":128,\"family\":\"mma\",\"inst\":\"sync\",\"reduction\":\"none\","
+                    "\"splitk\":1,\"stages\":4,\"swizzle\":8,\"warps_m\":2,\"warps_n\":2}", &k_cfg));
+    static const struct {
+        int bm, bn, bk, wm, wn, st;
+    } bad[] = {{256, 128, 64, 8, 1, 4}, {128, 192, 64, 8, 1, 4}, {128, 128, 32, 8, 1, 4},
+               {128, 128, 64, 4, 2, 4}, {64, 128, 64, 8, 1, 4}, {128, 128, 64, 8, 1, 2}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gt_mma_cfg c = k_wg;
+        c.bm = bad[i].bm, c.bn = bad[i].bn, c.bk = bad[i].bk, c.warps_m = bad[i].wm, c.warps_n = bad[i].wn;
+        c.stages = bad[i].st;
+        j = gt_mma_cfg_to_json(&c);
+        err[0] = 0;
+        CHECK_MSG(j && gt_mma_cfg_from_json(j, &back, err, sizeof err) == -1 && strstr(err, "inst wgmma: needs"),
+                  "case %zu: %s", i, err);
+        cJSON_Delete(j);
+    }
+    /* rules */
+    gt_gen_dev d = h100(), a100;
+    gt_gen_dev_default(&a100, 80, 108);
+    gt_problem p = gen_test_prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
+    CHECK_MSG(gt_mma_check(&p, &d, &k_wg, why, sizeof why) == 0, "%s", why);
+    gen_test_mma_pruned(p, &a100, k_wg, "inst: wgmma and the TMA are sm_90a instructions; this device is sm_80");
+    gt_gen_dev hip;
+    gt_gen_dev_hip(&hip, 104);
+    gen_test_mma_pruned(p, &hip, k_wg, "inst: wgmma and the TMA are sm_90a instructions; this device is HIP");
+    gen_test_mma_pruned(gen_test_prob(4096, 2048, 4100, GT_DT_BF16, GT_DT_BF16), &d, k_wg, "alignment: lda=4100");
+    gt_mma_cfg c = k_wg;
+    c.stages = 8; /* 8 x 384 x 128 + 1024 bytes */
+    gen_test_mma_pruned(p, &d, c, "resources: 394240 bytes of dynamic shared memory (8 stages x (128 + 256) x 128");
+    gt_gen_geom g;
+    gt_mma_geometry(&p, &k_wg, &g);
+    CHECK(g.threads == 256 && g.smem_bytes == 4 * 384 * 128 + 1024 && g.gx == 32 * 8 && g.kper == 4096);
+    CHECK(gt_mma_src_of(&k_wg) == gt_gen_mma_wg_src && gt_mma_src_of(&k_cfg) == gt_gen_mma_src);
+    /* the space */
+    for (size_t t = 0; t < 3; t++) {
+        gt_problem q = gen_test_prob(28672, k_tokens[t], 4096, GT_DT_BF16, GT_DT_BF16);
+        gt_mma_space s, s80;
+        CHECK(gt_mma_prune(&q, &d, GT_MMA_DEFAULT_CAP, &s) == 0 && gt_mma_prune(&q, &a100, GT_MMA_DEFAULT_CAP, &s80) == 0);
+        int wg = 0, wg80 = 0;
+        for (int k = 0; k < s.nkeep; k++)
+            wg += s.keep[k].inst == GT_MMA_INST_WGMMA;
+        for (int k = 0; k < s80.nkeep; k++)
+            wg80 += s80.keep[k].inst == GT_MMA_INST_WGMMA;
+        CHECK(wg80 == 0);
+        if (k_tokens[t] >= 128)
+            CHECK_MSG(wg > 0 && s.keep[0].inst == GT_MMA_INST_WGMMA, "n=%d: %d wgmma kept", (int)k_tokens[t], wg);
+        else
+            CHECK_MSG(wg == 0, "n=%d: %d wgmma kept (bn >= 64 is pruned for n = 16)", (int)k_tokens[t], wg);
+        gt_mma_space_free(&s);
+        gt_mma_space_free(&s80);
+    }
+}
+
 /* Every config of the raw space is kept or pruned with a reason; the kept
  * ones pass every rule; the Llama shapes all get a full family. */
 static void test_prune(void)
@@ -250,7 +339,7 @@ static void test_prune(void)
                 CHECK(gt_mma_prune(&p, dev, GT_MMA_DEFAULT_CAP, &s) == 0);
                 CHECK_MSG(s.why[0] == 0 && s.nkeep == GT_MMA_DEFAULT_CAP, "%s: %d kept (%s)", label, s.nkeep,
                           s.why);
-                CHECK(s.nkeep + s.npruned == s.raw && s.raw == 64800);
+                CHECK(s.nkeep + s.npruned == s.raw && s.raw == 64800 + 864);
                 int bad = 0, ranked = 0, tiles = 0;
                 for (int k = 0; k < s.npruned; k++) {
                     bad += strlen(s.pruned[k].reason) < 10 || !strchr(s.pruned[k].reason, ':');
@@ -275,7 +364,7 @@ static void test_prune(void)
                     CHECK(s.keep[0].bn == 16);
                 gt_mma_space_free(&s);
             }
-    fprintf(stderr, "     30 spaces of 64800 configs pruned in %.0f ms\n", gt_mono_ms() - t0);
+    fprintf(stderr, "     30 spaces of %d configs pruned in %.0f ms\n", 64800 + 864, gt_mono_ms() - t0);
     /* unaligned leading dimensions: nothing kept, every config says why */
     gt_problem p = gen_test_prob(4096, 512, 4100, GT_DT_F16, GT_DT_F32);
     gt_mma_space s;
@@ -367,7 +456,9 @@ static int compile_set(const gt_problem *p, const cfgset *set, int sm, const cha
         int n = gt_mma_defines(p, &set->v[i], defs);
         for (int o = 0; o < n; o++)
             opts[o] = defs[o];
-        ents[i] = gt_gen_request(gt_gen_mma_src, "gt_mma", opts, n, sm, 1, NULL);
+        int wg = set->v[i].inst == GT_MMA_INST_WGMMA;
+        ents[i] = gt_gen_request(gt_mma_src_of(&set->v[i]), "gt_mma", opts, n, wg ? sm | GT_GEN_SM_A : sm, 1,
+                                 NULL);
     }
     for (int i = 0; i < set->n; i++) {
         const gt_gen_image *img = NULL;
@@ -424,6 +515,26 @@ static void test_nvrtc(void)
                   "sm_%d", sm);
         free(set.v);
     }
+    /* every wgmma config the Llama shapes keep on an H100 (sm_90a) */
+    {
+        gt_gen_dev d;
+        gt_gen_dev_default(&d, 90, 132);
+        cfgset set = {0};
+        for (size_t t = 0; t < 3; t++)
+            for (size_t i = 0; i < sizeof gen_test_llama / sizeof gen_test_llama[0]; i++) {
+                gt_problem p = gen_test_prob(gen_test_llama[i][0], k_tokens[t], gen_test_llama[i][1], GT_DT_BF16, GT_DT_BF16);
+                gt_mma_space s;
+                CHECK(gt_mma_prune(&p, &d, GT_MMA_DEFAULT_CAP, &s) == 0);
+                for (int c = 0; c < s.nkeep; c++)
+                    if (s.keep[c].inst == GT_MMA_INST_WGMMA)
+                        add_cfg(&set, &s.keep[c]);
+                gt_mma_space_free(&s);
+            }
+        gt_problem p0 = gen_test_prob(4096, 128, 4096, GT_DT_BF16, GT_DT_BF16);
+        CHECK(set.n >= 10);
+        CHECK(compile_set(&p0, &set, 90, "wgmma configs of the Llama shapes (sm_90a)") == 0);
+        free(set.v);
+    }
     /* the other types and epilogue, split-K of both kinds, a 2-stage ring */
     gt_problem e = gen_test_prob(3000, 500, 1000, GT_DT_F16, GT_DT_F32);
     e.bias = 1, e.bias_type = GT_DT_F16, e.alpha = 0.5, e.beta = 0.25;
@@ -434,6 +545,13 @@ static void test_nvrtc(void)
     c.splitk = 2, c.reduction = GT_GEN_RED_ATOMIC, c.stages = 2, c.bk = 64;
     add_cfg(&set, &c);
     c.reduction = GT_GEN_RED_TWOPASS, c.bm = 64, c.bn = 48, c.warps_n = 1, c.stages = 5;
+    add_cfg(&set, &c);
+    /* and wgmma with them: split-K of both kinds, every bn */
+    c = k_wg, c.bn = 64, c.bm = 64, c.warps_m = 4;
+    add_cfg(&set, &c);
+    c = k_wg, c.splitk = 2, c.reduction = GT_GEN_RED_ATOMIC, c.bn = 128;
+    add_cfg(&set, &c);
+    c = k_wg, c.splitk = 3, c.reduction = GT_GEN_RED_TWOPASS, c.stages = 3;
     add_cfg(&set, &c);
     CHECK(compile_set(&e, &set, 90, "f16 in, f32 out, bias, gelu, split-K") == 0);
     free(set.v);
@@ -519,6 +637,9 @@ static void test_gpu(void)
     }
     gt_cuda_set_limits(ctx, 40, 20);
     gt_cuda_set_exit_on_sticky(ctx, 0);
+#define WG_CFG(bm, bn, wm, st, sk, red, swz)                                                                  \
+    "{\"bk\":64,\"bm\":" #bm ",\"bn\":" #bn ",\"family\":\"mma\",\"inst\":\"wgmma\",\"reduction\":\"" red      \
+    "\",\"splitk\":" #sk ",\"stages\":" #st ",\"swizzle\":" #swz ",\"warps_m\":" #wm ",\"warps_n\":1}"
 #define MMA_CFG(bm, bn, bk, wm, wn, st, sk, red, swz)                                                   \
     "{\"bk\":" #bk ",\"bm\":" #bm ",\"bn\":" #bn ",\"family\":\"mma\",\"reduction\":\"" red "\",\"splitk\":" #sk \
     ",\"stages\":" #st ",\"swizzle\":" #swz ",\"warps_m\":" #wm ",\"warps_n\":" #wn "}"
@@ -530,10 +651,24 @@ static void test_gpu(void)
         MMA_CFG(64, 16, 32, 2, 1, 3, 4, "atomic", 1), MMA_CFG(32, 16, 64, 1, 1, 2, 3, "twopass", 1),
         MMA_CFG(128, 16, 64, 4, 1, 5, 2, "atomic", 1), NULL};
     static const char *const raster[] = {MMA_CFG(64, 64, 64, 2, 2, 4, 1, "none", 4),
-                                         MMA_CFG(64, 128, 32, 1, 4, 3, 1, "none", 8), NULL};
+                                         MMA_CFG(64, 128, 32, 1, 4, 3, 1, "none", 8),
+                                         WG_CFG(128, 128, 8, 4, 1, "none", 1), WG_CFG(64, 256, 4, 3, 1, "none", 4),
+                                         NULL};
+    /* wgmma on edges: m, n, k tails (the TMA zero-fills), f32 D through the
+     * coalesced epilogue, both split-K reductions */
+    static const char *const wg_edges[] = {
+        WG_CFG(64, 64, 4, 3, 1, "none", 1), WG_CFG(128, 128, 8, 4, 1, "none", 1),
+        WG_CFG(64, 128, 4, 4, 3, "atomic", 1), WG_CFG(128, 64, 8, 3, 2, "twopass", 1),
+        MMA_CFG(64, 64, 32, 2, 2, 3, 4, "atomic", 1), NULL};
     gt_problem p = gen_test_prob(1000, 77, 1000, GT_DT_BF16, GT_DT_F32); /* edges everywhere, lda 1000 */
     p.alpha = 0.5, p.beta = 0.25;
     smoke(bk, ctx, p, extra);
+    smoke(bk, ctx, p, wg_edges);
+    /* D rows 1001 elements apart: not 16-byte aligned, the element-wise store */
+    p = gen_test_prob(1000, 200, 1000, GT_DT_BF16, GT_DT_BF16);
+    p.ldd = p.ldc = 1001;
+    p.bias = 1, p.bias_type = GT_DT_BF16;
+    smoke(bk, ctx, p, wg_edges);
     p = gen_test_prob(128, 16, 4096, GT_DT_BF16, GT_DT_BF16);
     p.bias = 1;
     snprintf(p.activation, sizeof p.activation, "gelu");
@@ -554,6 +689,7 @@ int main(void)
     RUN(test_encoding);
     RUN(test_applicable);
     RUN(test_rules);
+    RUN(test_wgmma);
     RUN(test_prune);
     RUN(test_geometry);
 #ifdef GT_WITH_CUDA

@@ -30,13 +30,17 @@ typedef struct gt_gen_image {
     unsigned char *data;
     size_t len;
     int cubin;               /* 1 cubin, 0 PTX (JIT-compiled by the driver at load) */
-    char target[24];         /* "sm_90" or "compute_90" */
+    char target[24];         /* "sm_90", "sm_90a" (GT_GEN_SM_A) or "compute_90" */
     double compile_ms;       /* NVRTC time when compiled (also kept on disk) */
     int origin;              /* GT_GEN_FROM_*: how this process got it */
     int spill_stores, spill_loads; /* ptxas -v of the first kernel named, -1 unknown */
 } gt_gen_image;
 
 typedef struct gt_gen_entry gt_gen_entry;
+
+/* OR'ed into the sm of a request: the arch-specific target sm_NNa (cubin
+ * only; wgmma and the TMA are sm_90a features no other arch runs). */
+#define GT_GEN_SM_A 0x10000
 
 /* Requests the image of src (a static string) compiled with opts for sm;
  * `kernel` names the function whose ptxas statistics are kept. async: queue
@@ -45,6 +49,10 @@ typedef struct gt_gen_entry gt_gen_entry;
  * the in-process cache. Returns NULL only out of memory. */
 gt_gen_entry *gt_gen_request(const char *src, const char *kernel, const char *const *opts,
                              int nopts, int sm, int async, int *mem_hit);
+/* The target to request for an "mma" config: wgmma needs the arch-specific
+ * sm_90a (ctx->sm | GT_GEN_SM_A), mma.sync the device's sm. */
+struct gt_mma_cfg;
+int gt_gen_mma_sm(const gt_bk_ctx *ctx, const struct gt_mma_cfg *c);
 /* Waits until the entry is compiled; 0 with *img (valid for the process
  * lifetime, until gt_gen_cache_forget), or -1 with the compile error. */
 int gt_gen_wait(gt_gen_entry *e, const gt_gen_image **img, char *err, size_t errlen);

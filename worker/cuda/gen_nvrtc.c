@@ -60,20 +60,22 @@ static long g_seq;
 
 /* ---- target and key ------------------------------------------------------------ */
 
-/* A cubin for an arch NVRTC knows, else PTX for the newest one below it. */
+/* A cubin for an arch NVRTC knows, else PTX for the newest one below it;
+ * with GT_GEN_SM_A the arch-specific cubin (sm_90a) or nothing. */
 static int pick_target(int sm, char *target, size_t len, int *cubin)
 {
-    int archs[64], na = 0, best = 0;
+    int archs[64], na = 0, best = 0, a = (sm & GT_GEN_SM_A) != 0;
+    sm &= ~GT_GEN_SM_A;
     if (nvrtcGetNumSupportedArchs(&na) != NVRTC_SUCCESS || na <= 0 || na > 64 ||
         nvrtcGetSupportedArchs(archs) != NVRTC_SUCCESS)
         return -1;
     for (int i = 0; i < na; i++)
         if (archs[i] <= sm && archs[i] > best)
             best = archs[i];
-    if (!best)
+    if (!best || (a && best != sm))
         return -1;
     *cubin = best == sm;
-    snprintf(target, len, "%s_%d", *cubin ? "sm" : "compute", best);
+    snprintf(target, len, "%s_%d%s", *cubin ? "sm" : "compute", best, a ? "a" : "");
     return 0;
 }
 
@@ -220,7 +222,8 @@ static void compile_entry(gt_gen_entry *e)
     int n = 0, cubin = 0;
     double t0 = gt_mono_ms();
     if (pick_target(e->sm, e->img.target, sizeof e->img.target, &cubin) != 0) {
-        snprintf(e->err, sizeof e->err, "cuda: nvrtc cannot target sm_%d", e->sm);
+        snprintf(e->err, sizeof e->err, "cuda: nvrtc cannot target sm_%d%s", e->sm & ~GT_GEN_SM_A,
+                 e->sm & GT_GEN_SM_A ? "a" : "");
         e->state = ST_FAILED;
         return;
     }

@@ -23,6 +23,10 @@ typedef CUresult(CUDAAPI *pfn_launch)(CUfunction, unsigned, unsigned, unsigned, 
 typedef CUresult(CUDAAPI *pfn_attr)(int *, CUfunction_attribute, CUfunction);
 typedef CUresult(CUDAAPI *pfn_errname)(CUresult, const char **);
 typedef CUresult(CUDAAPI *pfn_setattr)(CUfunction, CUfunction_attribute, int);
+typedef CUresult(CUDAAPI *pfn_tmap)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
+                                    CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                    CUtensorMapFloatOOBfill);
 
 typedef struct gen_mod {
     uint64_t key;
@@ -41,6 +45,7 @@ struct gt_gen_ctx {
     pfn_attr attr;
     pfn_errname errname;
     pfn_setattr setattr;
+    pfn_tmap tmap;            /* cuTensorMapEncodeTiled (wgmma); NULL before CUDA 12 drivers */
     gen_mod **mods;           /* each allocated alone: candidates keep pointers */
     int nmods, capmods;
     void *flag;               /* a zeroed word nobody sets: the hang fault spins on it */
@@ -54,10 +59,22 @@ struct gt_gen_prob {
     size_t ws_bytes, cnt_bytes, scratch_bytes;
 };
 
+/* The tensor maps of one rotating set's operands (wgmma): encoded once per
+ * set, not per launch, so timing loops launch back to back. */
+#define GEN_TMAP_SETS 32
+typedef struct gen_tmaps {
+    const void *a, *b;
+    CUtensorMap ta, tb;
+} gen_tmaps;
+
 struct gt_gen_cand {
     int family, fault;
     gt_gen_cfg cfg;           /* "gemv" */
     gt_mma_cfg mcfg;          /* "mma" */
+    int ntmaps;               /* wgmma: the encodings (A, B) and the sets seen */
+    gt_mma_tmap tm[GT_MMA_MAX_TMAPS];
+    gen_tmaps *sets;
+    int nsets;
     gt_gen_geom geom;
     const gen_mod *m;
     double compile_ms, build_ms;
@@ -98,6 +115,9 @@ static gt_gen_ctx *gctx(gt_bk_ctx *ctx, char *err, size_t errlen)
         free(g);
         return NULL;
     }
+    char terr[160];
+    if (entry("cuTensorMapEncodeTiled", (void **)&g->tmap, terr, sizeof terr) != 0)
+        g->tmap = NULL; /* a wgmma build then fails with the reason, nothing else needs it */
     ctx->gen = g;
     return g;
 }
@@ -197,6 +217,11 @@ static int mma_opts(const gt_problem *p, const gt_mma_cfg *c, char defs[GT_GEN_M
     return n;
 }
 
+int gt_gen_mma_sm(const gt_bk_ctx *ctx, const gt_mma_cfg *c)
+{
+    return c->inst == GT_MMA_INST_WGMMA ? ctx->sm | GT_GEN_SM_A : ctx->sm;
+}
+
 /* Starts the background compiles of the kept configs of p. */
 static void precompile(gt_bk_ctx *ctx, const gt_problem *p, const gt_gen_space *s, const gt_mma_space *ms)
 {
@@ -209,7 +234,8 @@ static void precompile(gt_bk_ctx *ctx, const gt_problem *p, const gt_gen_space *
             (void)gt_gen_request(gt_gen_gemv_src, "gt_gemv", opts, n, ctx->sm, 1, NULL);
         n = i < ms->nkeep ? mma_opts(p, &ms->keep[i], defs, opts) : 0;
         if (n > 0)
-            (void)gt_gen_request(gt_gen_mma_src, "gt_mma", opts, n, ctx->sm, 1, NULL);
+            (void)gt_gen_request(gt_mma_src_of(&ms->keep[i]), "gt_mma", opts, n, gt_gen_mma_sm(ctx, &ms->keep[i]), 1,
+                                 NULL);
     }
 }
 
@@ -409,7 +435,7 @@ static int workspace(gt_bk_prob *pp, int reduction, const gt_gen_geom *geo, char
 /* ---- build ------------------------------------------------------------------------------ */
 
 static int build_image(gt_bk_ctx *ctx, gt_gen_cand *gc, const char *src, const char *fn,
-                       const char *fin, const char *const *opts, int nopts, size_t dyn, char *err,
+                       const char *fin, const char *const *opts, int nopts, size_t dyn, int sm, char *err,
                        size_t errlen)
 {
     gt_gen_ctx *g = gctx(ctx, err, errlen);
@@ -417,7 +443,7 @@ static int build_image(gt_bk_ctx *ctx, gt_gen_cand *gc, const char *src, const c
     const gt_gen_image *img = NULL;
     if (!g)
         return -1;
-    gt_gen_entry *e = gt_gen_request(src, fn, opts, nopts, ctx->sm, 0, &hit);
+    gt_gen_entry *e = gt_gen_request(src, fn, opts, nopts, sm, 0, &hit);
     if (!e) {
         snprintf(err, errlen, "cuda: out of host memory");
         return -1;
@@ -453,8 +479,17 @@ static int build_mma(gt_bk_prob *pp, const cJSON *cfg, gt_gen_cand *gc, char *er
         snprintf(err, errlen, "mma: no encoding of this problem's types");
         return -1;
     }
-    if (build_image(pp->ctx, gc, gt_gen_mma_src, "gt_mma", "gt_mma_fin", opts, n, gc->geom.smem_bytes, err,
-                    errlen) != 0 ||
+    gc->ntmaps = gt_mma_tmaps(&pp->p, &gc->mcfg, gc->tm);
+    if (gc->ntmaps && !pp->ctx->gen->tmap) {
+        snprintf(err, errlen, "mma: inst wgmma needs the driver's cuTensorMapEncodeTiled (CUDA 12 or newer)");
+        return -1;
+    }
+    if (gc->ntmaps && !(gc->sets = calloc(GEN_TMAP_SETS, sizeof *gc->sets))) {
+        snprintf(err, errlen, "cuda: out of host memory");
+        return -1;
+    }
+    if (build_image(pp->ctx, gc, gt_mma_src_of(&gc->mcfg), "gt_mma", "gt_mma_fin", opts, n, gc->geom.smem_bytes,
+                    gt_gen_mma_sm(pp->ctx, &gc->mcfg), err, errlen) != 0 ||
         workspace(pp, gc->mcfg.reduction, &gc->geom, err, errlen) != 0)
         return -1;
     return 0;
@@ -475,7 +510,7 @@ int gt_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *c, ch
     if (family == GT_FAM_FAULT) {
         if (gt_gen_fault_from_json(cfg, &gc->fault, err, errlen) != 0 ||
             build_image(ctx, gc, gt_gen_fault_src, gc->fault == GT_FAULT_OOB ? "gt_fault_oob" : "gt_fault_hang",
-                        NULL, NULL, 0, 0, err, errlen) != 0)
+                        NULL, NULL, 0, 0, ctx->sm, err, errlen) != 0)
             goto out;
         gt_gen_ctx *g = ctx->gen;
         if (!g->flag && (gt_cuda_ck(ctx, cudaMalloc(&g->flag, 256), "cudaMalloc(flag)", err, errlen) ||
@@ -508,13 +543,14 @@ int gt_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *c, ch
         snprintf(err, errlen, "gemv: no encoding of this problem's types");
         goto out;
     }
-    if (build_image(ctx, gc, gt_gen_gemv_src, "gt_gemv", "gt_gemv_fin", opts, n, 0, err, errlen) != 0 ||
+    if (build_image(ctx, gc, gt_gen_gemv_src, "gt_gemv", "gt_gemv_fin", opts, n, 0, ctx->sm, err, errlen) != 0 ||
         workspace(pp, gc->cfg.reduction, &gc->geom, err, errlen) != 0)
         goto out;
     rc = 0;
 out:
     gc->build_ms = gt_mono_ms() - t0;
     if (rc != 0) {
+        free(gc->sets);
         free(gc);
         return -1;
     }
@@ -524,11 +560,46 @@ out:
 
 void gt_gen_release(gt_bk_cand *c)
 {
+    if (c->gen)
+        free(c->gen->sets);
     free(c->gen); /* modules stay loaded for the context: the next build of the key is free */
     c->gen = NULL;
 }
 
 /* ---- run ----------------------------------------------------------------------------------- */
+
+/* The tensor maps of the set's A and B (wgmma), encoded on first use. */
+static const gen_tmaps *tmaps_of(gt_gen_ctx *g, gt_gen_cand *gc, const void *a, const void *b, char *err,
+                                 size_t errlen)
+{
+    for (int i = 0; i < gc->nsets; i++)
+        if (gc->sets[i].a == a && gc->sets[i].b == b)
+            return &gc->sets[i];
+    /* more sets than slots (never in one run: the sets are few): reuse the last */
+    gen_tmaps *t = &gc->sets[gc->nsets < GEN_TMAP_SETS ? gc->nsets++ : GEN_TMAP_SETS - 1];
+    const void *ptr[2] = {a, b};
+    CUtensorMap *out[2] = {&t->ta, &t->tb};
+    t->a = t->b = NULL;
+    for (int i = 0; i < gc->ntmaps; i++) {
+        const gt_mma_tmap *m = &gc->tm[i];
+        const cuuint64_t dims[3] = {m->dims[0], m->dims[1], m->dims[2]}, str[2] = {m->strides[0], m->strides[1]};
+        const cuuint32_t box[3] = {m->box[0], m->box[1], m->box[2]}, es[3] = {1, 1, 1};
+        CUresult r = g->tmap(out[i], m->f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
+                             (void *)ptr[i], dims, str, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS) {
+            char what[64];
+            snprintf(what, sizeof what, "cuTensorMapEncodeTiled(%s)", m->operand);
+            drv_err(g, r, what, err, errlen);
+            if (t == &gc->sets[gc->nsets - 1])
+                gc->nsets--;
+            return NULL;
+        }
+    }
+    t->a = a, t->b = b;
+    return t;
+}
 
 int gt_gen_run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *err, size_t errlen)
 {
@@ -566,7 +637,14 @@ int gt_gen_run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *err, s
         .sc = batched ? p->stride_c : 0, .sd = batched ? p->stride_d : 0,
         .kper = gc->geom.kper, .alpha = p->alpha, .beta = p->beta,
     };
-    void *args[] = {&a};
+    void *args[3] = {&a, NULL, NULL};
+    if (gc->ntmaps) {
+        const gen_tmaps *t = tmaps_of(g, gc, s->a, s->b, err, errlen);
+        if (!t)
+            return -1;
+        args[1] = (void *)&t->ta;
+        args[2] = (void *)&t->tb;
+    }
     const gt_gen_geom *geo = &gc->geom;
     /* gemv's shared memory is static; mma's is dynamic */
     r = g->launch(gc->m->fn, geo->gx, geo->gy, geo->gz, geo->threads, 1, 1,

@@ -50,7 +50,8 @@ static void compile_pass(gt_bk_ctx *ctx, const gt_problem *ps, int np, int fresh
             int no = gt_mma_defines(&ps[i], &s.keep[c], defs);
             for (int o = 0; o < no; o++)
                 opts[o] = defs[o];
-            ents[n++] = gt_gen_request(gt_gen_mma_src, "gt_mma", opts, no, ctx->sm, 1, NULL);
+            ents[n++] = gt_gen_request(gt_mma_src_of(&s.keep[c]), "gt_mma", opts, no, gt_gen_mma_sm(ctx, &s.keep[c]),
+                                       1, NULL);
         }
         gt_mma_space_free(&s);
     }

@@ -1,0 +1,228 @@
+/* mma_wg_src.c: the "mma" family's Hopper template (inst "wgmma", sm_90a
+ * only), as source text NVRTC compiles at run time. It shares with the
+ * mma.sync template (gen/mma_src.c) the argument block, the raster, the
+ * split of k and the epilogue with its split-K reductions
+ * (gen/mma_src_parts.h); what differs is how tiles reach the tensor cores.
+ * Pure host C.
+ *
+ *   CTA      bm = 64 x warpgroups rows (warps_m = bm / 16 warps, 4 per
+ *            warpgroup) by bn columns; warpgroup w computes rows 64w..64w+63
+ *            of the tile with wgmma.mma_async m64 x bn x k16, both operands
+ *            read from shared memory through matrix descriptors, f32
+ *            accumulators in registers (bn / 2 per thread);
+ *   loads    the Tensor Memory Accelerator: thread 0 issues one
+ *            cp.async.bulk.tensor.3d per operand and k tile (64 k values of
+ *            bm rows of A, of bn columns of B) from tensor maps the host
+ *            encodes (dims k x rows x batch, box 64 x rows x 1, 128-byte
+ *            swizzle, out-of-bounds elements zero-filled: m, n, k and batch
+ *            edges need no code); each lands in a ring of `stages` slots
+ *            whose "full" mbarrier counts its bytes;
+ *   pipeline thread 0 keeps stages - 1 tiles in flight: at iteration t it
+ *            refills the slot of tile t - 1 once every warpgroup has
+ *            released it (an "empty" mbarrier, one arrival per warpgroup
+ *            after wgmma.wait_group 1 shows its tile t - 1 math done), so
+ *            the math of tile t overlaps the loads of t + 1 .. t + stages - 1
+ *            and the wgmma of t - 1;
+ *   layout   a tile row is 64 k values = 128 bytes; the TMA's 128-byte
+ *            swizzle puts 16-byte chunk c of row r at chunk c ^ (r % 8), the
+ *            pattern the descriptors' swizzle mode 1 reads (8-row groups
+ *            1024 bytes apart, k step kk at +32 kk bytes); slots are
+ *            1024-byte aligned;
+ *   epilogue no split-K and D 16-byte aligned: each warpgroup's accumulators
+ *            go through the epilogue into shared memory (the idle ring), the
+ *            tile is written back column by column in 16-byte stores; else,
+ *            and with split-K, element by element as the mma.sync template.
+ *
+ * The kernel takes the argument block and the two tensor maps by value
+ * (__grid_constant__: the TMA reads them from parameter space). */
+#include <stdio.h>
+#include <string.h>
+
+#include "gen_mma.h"
+#include "mma_src_parts.h"
+#include "src_common.h"
+
+const char gt_gen_mma_wg_src[] =
+    GT_GEN_SRC_TYPES
+    "#define GT_THREADS (GT_WGM * 32)\n"
+    "#define GT_STG ((GT_BM + GT_BN) * 128)\n" /* bytes of one ring slot */
+    "#if GT_AB == 0\n"
+    "#define GT_WGT \"bf16\"\n"
+    "#else\n"
+    "#define GT_WGT \"f16\"\n"
+    "#endif\n"
+    GT_MMA_SRC_ARGS
+    GT_GEN_SRC_F16_CUDA
+    GT_GEN_SRC_GET_PUT
+    GT_GEN_SRC_EPI(gt_mma_args)
+    "struct __align__(64) gt_tmap { u64 w[16]; };\n"
+    "__device__ __forceinline__ u32 gt_saddr(const void *p) {\n"
+    "  u64 a; asm(\"cvta.to.shared.u64 %0, %1;\" : \"=l\"(a) : \"l\"(p)); return (u32)a;\n"
+    "}\n"
+    "__device__ __forceinline__ void gt_bar_init(u32 b, u32 n) {\n"
+    "  asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(b), \"r\"(n) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void gt_bar_expect(u32 b, u32 bytes) {\n"
+    "  asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"(b), \"r\"(bytes) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void gt_bar_arrive(u32 b) {\n"
+    "  asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"(b) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void gt_bar_wait(u32 b, u32 parity) {\n"
+    "  u32 ok;\n"
+    "  do {\n"
+    "    asm volatile(\"{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\n\"\n"
+    "                 \"selp.u32 %0, 1, 0, p;\\n}\\n\" : \"=r\"(ok) : \"r\"(b), \"r\"(parity) : \"memory\");\n"
+    "  } while (!ok);\n"
+    "}\n"
+    "__device__ __forceinline__ void gt_tma(u32 dst, const gt_tmap *map, int c0, int c1, int c2, u32 bar) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes\"\n"
+    "               \" [%0], [%1, {%2, %3, %4}], [%5];\"\n"
+    "               :: \"r\"(dst), \"l\"((u64)map), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(bar) : \"memory\");\n"
+    "}\n"
+    /* a K-major operand in shared memory, 128-byte swizzle: start >> 4,
+     * leading offset unused (1), 8-row groups 1024 bytes apart, mode 1 */
+    "__device__ __forceinline__ u64 gt_desc(u32 a) {\n"
+    "  return (u64)((a & 0x3ffffu) >> 4) | ((u64)1 << 16) | ((u64)(1024 >> 4) << 32) | ((u64)1 << 62);\n"
+    "}\n"
+    /* keeps the compiler from moving accumulator reads or writes across
+     * the asynchronous wgmma that owns the registers */
+    "__device__ __forceinline__ void gt_fence_acc(float *d) {\n"
+    "#pragma unroll\n"
+    "  for (int i = 0; i < GT_BN / 2; i++) asm volatile(\"\" : \"+f\"(d[i]) :: \"memory\");\n"
+    "}\n"
+    /* wgmma m64 x GT_BN x k16 and its bn / 2 accumulators: the operand numbers
+     * in groups of 16 (GT_WR0..7), the constraints 16 at a time (GT_WC) */
+    "#define GT_S_(x) #x\n"
+    "#define GT_S(x) GT_S_(x)\n"
+    "#define GT_WR0 \"%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15\"\n"
+    "#define GT_WR1 \"%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31\"\n"
+    "#define GT_WR2 \"%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47\"\n"
+    "#define GT_WR3 \"%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63\"\n"
+    "#define GT_WR4 \"%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79\"\n"
+    "#define GT_WR5 \"%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95\"\n"
+    "#define GT_WR6 \"%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111\"\n"
+    "#define GT_WR7 \"%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127\"\n"
+    "#define GT_WC(i) \"+f\"(d[(i) + 0]), \"+f\"(d[(i) + 1]), \"+f\"(d[(i) + 2]), \"+f\"(d[(i) + 3]), \"+f\"(d[(i) + 4]), \"+f\"(d[(i) + 5]), \"+f\"(d[(i) + 6]), \"+f\"(d[(i) + 7]), \"+f\"(d[(i) + 8]), \"+f\"(d[(i) + 9]), \"+f\"(d[(i) + 10]), \"+f\"(d[(i) + 11]), \"+f\"(d[(i) + 12]), \"+f\"(d[(i) + 13]), \"+f\"(d[(i) + 14]), \"+f\"(d[(i) + 15])\n"
+    "#if GT_BN == 64\n"
+    "#define GT_WREGS GT_WR0 \",\" GT_WR1\n"
+    "#define GT_WOUT GT_WC(0), GT_WC(16)\n"
+    "#define GT_WIN \"%32, %33\"\n"
+    "#define GT_WP \"%34\"\n"
+    "#elif GT_BN == 128\n"
+    "#define GT_WREGS GT_WR0 \",\" GT_WR1 \",\" GT_WR2 \",\" GT_WR3\n"
+    "#define GT_WOUT GT_WC(0), GT_WC(16), GT_WC(32), GT_WC(48)\n"
+    "#define GT_WIN \"%64, %65\"\n"
+    "#define GT_WP \"%66\"\n"
+    "#elif GT_BN == 256\n"
+    "#define GT_WREGS GT_WR0 \",\" GT_WR1 \",\" GT_WR2 \",\" GT_WR3 \",\" GT_WR4 \",\" GT_WR5 \",\" GT_WR6 \",\" GT_WR7\n"
+    "#define GT_WOUT GT_WC(0), GT_WC(16), GT_WC(32), GT_WC(48), GT_WC(64), GT_WC(80), GT_WC(96), GT_WC(112)\n"
+    "#define GT_WIN \"%128, %129\"\n"
+    "#define GT_WP \"%130\"\n"
+    "#endif\n"
+    "__device__ __forceinline__ void gt_wg_mma(float *d, u64 da, u64 db) {\n"
+    "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, \" GT_WP \", 0;\\n\"\n"
+    "               \"wgmma.mma_async.sync.aligned.m64n\" GT_S(GT_BN) \"k16.f32.\" GT_WGT \".\" GT_WGT\n"
+    "               \" {\" GT_WREGS \"}, \" GT_WIN \", p, 1, 1, 0, 0;\\n}\\n\"\n"
+    "               : GT_WOUT : \"l\"(da), \"l\"(db), \"r\"(1));\n"
+    "}\n"
+    "extern \"C\" __global__ void __launch_bounds__(GT_THREADS, 1)\n"
+    "gt_mma(gt_mma_args g, const __grid_constant__ gt_tmap ta, const __grid_constant__ gt_tmap tb) {\n"
+    "  extern __shared__ __align__(128) unsigned char gt_dyn[];\n"
+    "  __shared__ __align__(8) u64 gt_bars[2 * GT_ST];\n"
+    "  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = tid >> 7, wtid = tid & 127;\n"
+    GT_MMA_SRC_CTA
+    "  (void)wm; (void)wn; (void)A; (void)B; (void)mleft; (void)nleft;\n"
+    "  const u32 s0 = (gt_saddr(gt_dyn) + 1023u) & ~1023u;\n" /* the swizzle needs 1024-byte slots */
+    "  const u32 full0 = gt_saddr(gt_bars), empty0 = full0 + 8 * GT_ST;\n"
+    "  if (tid == 0) {\n"
+    "    for (int s = 0; s < GT_ST; s++) { gt_bar_init(full0 + 8 * s, 1); gt_bar_init(empty0 + 8 * s, GT_WGM / 4); }\n"
+    "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
+    "  }\n"
+    "  __syncthreads();\n"
+    /* tile t of this split into slot t % ST (thread 0) */
+    "  const int ir = (int)row0, ic = (int)col0, iz = (int)zb;\n"
+    "  auto issue = [&](int t) {\n"
+    "    const int s = t % GT_ST, k0 = (int)(kb + (i64)t * 64);\n"
+    "    const u32 st = s0 + s * GT_STG, fb = full0 + 8 * s;\n"
+    "    gt_bar_expect(fb, GT_STG);\n"
+    "    gt_tma(st, &ta, k0, ir, iz, fb);\n"
+    "    gt_tma(st + GT_BM * 128, &tb, k0, ic, iz, fb);\n"
+    "  };\n"
+    "  if (tid == 0)\n"
+    "    for (int t = 0; t < GT_ST - 1 && t < nk; t++) issue(t);\n"
+    "  float acc[1][GT_BN / 8][4];\n"
+    "  float *d = &acc[0][0][0];\n"
+    "#pragma unroll\n"
+    "  for (int i = 0; i < GT_BN / 2; i++) d[i] = 0.f;\n"
+    "  for (int t = 0; t < nk; t++) {\n"
+    "    const int s = t % GT_ST;\n"
+    "    gt_bar_wait(full0 + 8 * s, (t / GT_ST) & 1);\n"
+    "    const u32 st = s0 + s * GT_STG;\n"
+    "    gt_fence_acc(d);\n"
+    "    asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n"
+    "#pragma unroll\n"
+    "    for (int kk = 0; kk < 4; kk++)\n"
+    "      gt_wg_mma(d, gt_desc(st + wg * 64 * 128 + kk * 32), gt_desc(st + GT_BM * 128 + kk * 32));\n"
+    "    asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");\n"
+    "    gt_fence_acc(d);\n"
+    "    asm volatile(\"wgmma.wait_group.sync.aligned 1;\" ::: \"memory\");\n"
+    "    gt_fence_acc(d);\n"
+    /* this warpgroup is done with tile t - 1: its slot may be refilled */
+    "    if (t >= 1 && wtid == 0) gt_bar_arrive(empty0 + 8 * ((t - 1) % GT_ST));\n"
+    "    if (tid == 0 && t + GT_ST - 1 < nk) {\n"
+    "      if (t >= 1) gt_bar_wait(empty0 + 8 * ((t - 1) % GT_ST), ((t - 1) / GT_ST) & 1);\n"
+    "      issue(t + GT_ST - 1);\n"
+    "    }\n"
+    "  }\n"
+    "  asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");\n"
+    "  gt_fence_acc(d);\n"
+    "  const int wi = warp & 3, gq = lane >> 2, t4 = lane & 3;\n"
+    "#if GT_SPLITK == 1\n"
+    /* coalesced: through the ring (idle once every warpgroup waited for its
+     * last wgmma), columns of bm elements padded by 16 bytes */
+    "  {\n"
+    "    const int ds = GT_DKT == 0 ? 4 : 2, ev = 16 / ds, lds = GT_BM + ev;\n"
+    "    if (((u64)g.d & 15) == 0 && (g.ldd * ds) % 16 == 0 && (g.sd * ds) % 16 == 0) {\n"
+    "      unsigned char *sd = gt_dyn + (s0 - gt_saddr(gt_dyn));\n"
+    "      __syncthreads();\n"
+    "#pragma unroll\n"
+    "      for (int j = 0; j < GT_BN / 8; j++)\n"
+    "#pragma unroll\n"
+    "        for (int e = 0; e < 4; e++) {\n"
+    "          const int r = wg * 64 + wi * 16 + gq + 8 * (e >> 1), c = 8 * j + 2 * t4 + (e & 1);\n"
+    "          const i64 ii = row0 + r, jj = col0 + c;\n"
+    "          gt_put<GT_DKT>(sd, (i64)c * lds + r, ii < g.m && jj < g.n ? gt_epi(g, zb, ii, jj, acc[0][j][e]) : 0.f);\n"
+    "        }\n"
+    "      __syncthreads();\n"
+    "      const int cpc = GT_BM / ev;\n" /* 16-byte chunks per column */
+    "      unsigned char *dz = (unsigned char *)g.d + zb * g.sd * ds;\n"
+    "      for (int x = tid; x < GT_BN * cpc; x += GT_THREADS) {\n"
+    "        const int c = x / cpc, rc = x % cpc;\n"
+    "        const i64 ii = row0 + (i64)rc * ev, jj = col0 + c;\n"
+    "        if (jj >= g.n || ii >= g.m) continue;\n"
+    "        const unsigned char *src = sd + ((i64)c * lds + (i64)rc * ev) * ds;\n"
+    "        unsigned char *dst = dz + (jj * g.ldd + ii) * ds;\n"
+    "        if (ii + ev <= g.m) *(uint4 *)dst = *(const uint4 *)src;\n"
+    "        else for (int e = 0; ii + e < g.m; e++)\n"
+    "          for (int b = 0; b < ds; b++) dst[e * ds + b] = src[e * ds + b];\n"
+    "      }\n"
+    "      return;\n"
+    "    }\n"
+    "  }\n"
+    "#endif\n"
+    GT_MMA_SRC_NBATCH
+    /* accumulator (j, e) of thread t: row 64 wg + 16 wi + gq (+ 8 for e >= 2),
+     * column 8 j + 2 t4 (+ 1 for odd e), as an m16n8 fragment per warp */
+    "  {\n"
+    "    const int i = 0;\n"
+    "#pragma unroll\n"
+    "    for (int j = 0; j < GT_BN / 8; j++)\n"
+    "#pragma unroll\n"
+    "      for (int e = 0; e < 4; e++) {\n"
+    "        const i64 ii = row0 + wg * 64 + wi * 16 + gq + 8 * (e >> 1);\n"
+    "        const i64 jj = col0 + 8 * j + 2 * t4 + (e & 1);\n"
+    GT_MMA_SRC_OUT
+    "  }\n"
+    GT_MMA_SRC_LAST
+    GT_GEN_SRC_FIN(gt_mma_fin, gt_mma_args);
