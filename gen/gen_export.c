@@ -278,8 +278,16 @@ static int mma_runnable(const gt_problem *p, const gt_mma_cfg *c, const gt_gen_g
     gt_gen_dev_default(&d, sm > 0 ? sm : 90, 0);
     long long optin = d.smem_optin > 0 ? d.smem_optin : d.smem_block;
     int threads = c->warps_m * c->warps_n * 32;
-    if (c->bm < 16 || c->bn < 16 || c->bk < 16 || c->warps_m < 1 || c->warps_n < 1 ||
-        c->bm % (16 * c->warps_m) || c->bn % (16 * c->warps_n))
+    if (c->inst == GT_MMA_INST_WGMMA && sm > 0 && sm != 90)
+        snprintf(why, len, "inst wgmma: sm_90a instructions (wgmma, TMA); the target is sm_%d", sm);
+    else if (c->inst == GT_MMA_INST_WGMMA && (p->m >= (1LL << 31) || p->n >= (1LL << 31) ||
+                                               p->k >= (1LL << 31) || batch >= (1LL << 31)))
+        snprintf(why, len, "tma: m, n, k and batch must be below 2^31");
+    else if (c->inst == GT_MMA_INST_WGMMA && batch > 1 &&
+             (p->stride_a < p->lda * p->m || p->stride_b < p->ldb * p->n))
+        snprintf(why, len, "tma: batch strides overlap the matrices");
+    else if (c->bm < 16 || c->bn < 16 || c->bk < 16 || c->warps_m < 1 || c->warps_n < 1 ||
+             c->bm % (16 * c->warps_m) || c->bn % (16 * c->warps_n))
         snprintf(why, len, "shape: warp tile (bm/warps_m x bn/warps_n) is not a multiple of 16x16");
     else if ((c->splitk > 1) != (c->reduction != GT_GEN_RED_NONE))
         snprintf(why, len, "shape: reduction=%s with splitk=%d (a reduction exactly when splitk > 1)",
@@ -328,7 +336,18 @@ static int mma_kernel(const gt_problem *p, const cJSON *cfg, int sm, gt_gen_kern
         snprintf(err, errlen, "mma: config text too long");
         return GT_GEN_EXPORT_BAD;
     }
-    return finish(k, &k_mma_desc, p, &g, text, c.splitk, c.reduction, err, errlen);
+    /* the template by inst; wgmma runs on sm_90a only and takes the tensor
+     * maps of A and B after its argument struct */
+    fam_desc f = k_mma_desc;
+    f.tmpl = gt_mma_src_of(&c);
+    int rc = finish(k, &f, p, &g, text, c.splitk, c.reduction, err, errlen);
+    if (rc == GT_GEN_EXPORT_OK && c.inst == GT_MMA_INST_WGMMA) {
+        k->min_sm = 90;
+        k->arch_specific = 1;
+        snprintf(k->arch, sizeof k->arch, "sm_90a");
+        k->ntmaps = gt_mma_tmaps(p, &c, k->tmaps);
+    }
+    return rc;
 }
 
 /* ---- dispatcher --------------------------------------------------------------------- */
@@ -475,6 +494,11 @@ static cJSON *launch_json(const gt_gen_kernel *k, const gt_gen_launch *l)
         !(params = cJSON_AddArrayToObject(o, "params")) || push(params, p = cJSON_CreateObject()) ||
         !cJSON_AddStringToObject(p, "type", st) || !cJSON_AddStringToObject(p, "passed", "by value"))
         goto fail;
+    for (int i = 0; l == &k->launch[0] && i < k->ntmaps; i++)
+        if (push(params, p = cJSON_CreateObject()) || !cJSON_AddStringToObject(p, "type", "CUtensorMap") ||
+            !cJSON_AddStringToObject(p, "passed", "by value (__grid_constant__)") ||
+            !cJSON_AddNumberToObject(p, "tensor_map", i))
+            goto fail;
     if (l->extra_name &&
         (push(params, p = cJSON_CreateObject()) || !cJSON_AddStringToObject(p, "name", l->extra_name) ||
          !cJSON_AddStringToObject(p, "type", "long long") ||
@@ -508,6 +532,40 @@ static cJSON *workspace_json(const gt_gen_kernel *k)
 fail:
     cJSON_Delete(o);
     return NULL;
+}
+
+static cJSON *u64s(const unsigned long long *v, int n)
+{
+    double x[3];
+    for (int i = 0; i < n; i++)
+        x[i] = (double)v[i];
+    return cJSON_CreateDoubleArray(x, n);
+}
+
+/* cuTensorMapEncodeTiled's arguments for each map (gen_mma.h: gt_mma_tmap) */
+static cJSON *tmaps_json(const gt_gen_kernel *k)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; arr && i < k->ntmaps; i++) {
+        const gt_mma_tmap *t = &k->tmaps[i];
+        unsigned long long box[3] = {t->box[0], t->box[1], t->box[2]}, es[3] = {1, 1, 1};
+        cJSON *e = cJSON_CreateObject();
+        if (push(arr, e) != 0 || !cJSON_AddStringToObject(e, "operand", t->operand) ||
+            !cJSON_AddStringToObject(e, "data_type", t->f16 ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"
+                                                            : "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16") ||
+            !cJSON_AddNumberToObject(e, "rank", 3) || add(e, "global_dim", u64s(t->dims, 3)) ||
+            add(e, "global_strides_bytes", u64s(t->strides, 2)) || add(e, "box_dim", u64s(box, 3)) ||
+            add(e, "element_strides", u64s(es, 3)) ||
+            !cJSON_AddStringToObject(e, "interleave", "CU_TENSOR_MAP_INTERLEAVE_NONE") ||
+            !cJSON_AddStringToObject(e, "swizzle", "CU_TENSOR_MAP_SWIZZLE_128B") ||
+            !cJSON_AddStringToObject(e, "l2_promotion", "CU_TENSOR_MAP_L2_PROMOTION_L2_256B") ||
+            !cJSON_AddStringToObject(e, "oob_fill", "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE") ||
+            !cJSON_AddStringToObject(e, "global_address", "the call's pointer of this operand (16-byte aligned)")) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    }
+    return arr;
 }
 
 static cJSON *args_json(const gt_gen_kernel *k)
@@ -552,7 +610,8 @@ cJSON *gt_gen_kernel_json(const gt_gen_kernel *k)
         !(wo = cJSON_AddArrayToObject(o, "worker_nvrtc_options")) ||
         !(defs = cJSON_AddArrayToObject(o, "defines")) ||
         !(launches = cJSON_AddArrayToObject(o, "launches")) ||
-        add(o, "workspace", workspace_json(k)) || add(o, "args", args_json(k)))
+        add(o, "workspace", workspace_json(k)) || add(o, "args", args_json(k)) ||
+        add(o, "tensor_maps", tmaps_json(k)))
         goto fail;
     for (int i = 0; i < k->nlaunch; i++)
         if (push(kern, cJSON_CreateString(k->launch[i].kernel)) ||
@@ -588,7 +647,10 @@ char *gt_gen_kernel_cuh(const gt_gen_kernel *k, const char *about)
     }
     sb_printf(&b, " * config    ");
     sb_comment(&b, k->config);
-    if (k->arch[0])
+    if (k->arch[0] && k->arch_specific)
+        sb_printf(&b, "\n * target    %s: nvrtc --gpu-architecture=%s, nvcc -arch=%s (sm_%d only)\n",
+                  k->arch, k->arch, k->arch, k->min_sm);
+    else if (k->arch[0])
         sb_printf(&b, "\n * target    %s: nvrtc --gpu-architecture=%s, nvcc -arch=%s (needs sm_%d+)\n",
                   k->arch, k->arch, k->arch, k->min_sm);
     else
@@ -597,10 +659,11 @@ char *gt_gen_kernel_cuh(const gt_gen_kernel *k, const char *about)
     sb_printf(&b, " *\n * Launches, in this order on one stream:\n");
     for (int i = 0; i < k->nlaunch; i++) {
         const gt_gen_launch *l = &k->launch[i];
-        sb_printf(&b, " *   %d. %s<<<dim3(%u, %u, %u), dim3(%u, %u, %u), %zu>>>(struct %s args%s%s)\n",
+        sb_printf(&b, " *   %d. %s<<<dim3(%u, %u, %u), dim3(%u, %u, %u), %zu>>>(struct %s args%s%s%s)\n",
                   i + 1, l->kernel, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
-                  l->block[2], l->smem_dynamic, k->args_struct, l->extra_name ? ", long long " : "",
-                  l->extra_name ? l->extra_name : "");
+                  l->block[2], l->smem_dynamic, k->args_struct,
+                  i == 0 && k->ntmaps ? ", CUtensorMap map0, CUtensorMap map1" : "",
+                  l->extra_name ? ", long long " : "", l->extra_name ? l->extra_name : "");
         if (l->extra_name)
             sb_printf(&b, " *      with %s = %lld\n", l->extra_name, l->extra_value);
         if (l->smem_dynamic > 48 * 1024)
@@ -608,6 +671,18 @@ char *gt_gen_kernel_cuh(const gt_gen_kernel *k, const char *about)
                           "cudaFuncAttributeMaxDynamicSharedMemorySize, %zu)\n",
                       l->kernel, l->smem_dynamic);
         sb_printf(&b, " *      (static shared memory %zu bytes)\n", l->smem_static);
+    }
+    for (int i = 0; i < k->ntmaps; i++) {
+        const gt_mma_tmap *t = &k->tmaps[i];
+        if (i == 0)
+            sb_printf(&b, " *\n * Launch 1 takes %d CUtensorMap after the struct (by value), encoded for each\n"
+                          " * call's pointers: cuTensorMapEncodeTiled(&map, %s, 3, pointer, dims, strides,\n"
+                          " * box, {1, 1, 1}, INTERLEAVE_NONE, SWIZZLE_128B, L2_PROMOTION_L2_256B,\n"
+                          " * FLOAT_OOB_FILL_NONE) with:\n", k->ntmaps,
+                      t->f16 ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT16" : "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16");
+        sb_printf(&b, " *   map %d: pointer %s, dims {%llu, %llu, %llu}, strides {%llu, %llu} bytes, "
+                      "box {%u, %u, %u}\n", i, t->operand, t->dims[0], t->dims[1], t->dims[2], t->strides[0],
+                  t->strides[1], t->box[0], t->box[1], t->box[2]);
     }
     sb_printf(&b, " *\n * Workspace: %zu bytes, one allocation; launches sharing it must not overlap\n",
               k->workspace_bytes);

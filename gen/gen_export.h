@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "gen_gemv.h"
+#include "gen_mma.h"
 #include "gt_problem.h"
 
 struct cJSON;
@@ -77,7 +78,13 @@ typedef struct gt_gen_kernel {
     char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN]; /* the -D options the worker passes with the
                                                    template instead of the #defines */
     int ndefs;
-    char arch[16];             /* "sm_90": the target the worker compiled for; "" unknown */
+    char arch[16];             /* "sm_90": the target the worker compiled for; "" unknown;
+                                  "sm_90a" for an arch-specific kernel */
+    int arch_specific;         /* 1: compiles and runs for sm_<min_sm>a only (wgmma, TMA) */
+    int ntmaps;                /* tensor maps launch[0] takes after the struct (mma inst
+                                  wgmma: 2, for "a" and "b"); the caller encodes them for
+                                  the call's pointers with cuTensorMapEncodeTiled */
+    gt_mma_tmap tmaps[GT_MMA_MAX_TMAPS];
     const char *opts[GT_GEN_MAX_OPTS]; /* NVRTC options besides the architecture (static) */
     int nopts;
     int min_sm;                /* the oldest compute capability it compiles for (80) */

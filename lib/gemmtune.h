@@ -192,6 +192,11 @@ typedef struct gt_db_kernel {
     int workspace_zero;            /* 1: zero the workspace once before the first launch (the
                                       kernels leave it zero); 0: no initialisation. Launches
                                       sharing one workspace must not overlap (one stream). */
+    int arch_specific;             /* 1: compile for sm_<min_sm>a and run there only (the Hopper
+                                      "mma" kernels: wgmma, TMA) */
+    int tensor_maps;               /* CUtensorMap parameters launch[0] takes after the struct
+                                      (0 or 2: A and B); gt_db_kernel_cuda_launch encodes them,
+                                      the export's "tensor_maps" says how */
 } gt_db_kernel;
 
 /* The generated kernel tuned for d (backend "cuda") on device_model, as a new

@@ -73,6 +73,8 @@ int gt_db_kernel_get_key(const gt_db *db, const char *key, const char *device_mo
     k->options = g->opts;
     k->noptions = g->nopts;
     k->min_sm = g->min_sm;
+    k->arch_specific = g->arch_specific;
+    k->tensor_maps = g->ntmaps;
     /* two slots in the public struct: a family with more launches is one
      * this library cannot describe */
     if (g->nlaunch > 2)
@@ -112,6 +114,11 @@ int gt_db_kernel_get(const gt_db *db, const gt_gemm_desc *d, const char *device_
     if (n < 0 || (size_t)n >= sizeof key)
         return GT_DB_EINVAL;
     return gt_db_kernel_get_key(db, key, device_model, out);
+}
+
+const gt_gen_kernel *gt_db_kernel_gen(const gt_db_kernel *k)
+{
+    return k ? &((const kern *)k)->g : NULL;
 }
 
 int gt_db_kernel_args(const gt_db_kernel *k, const void *a, const void *b, const void *c,

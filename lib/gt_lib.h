@@ -153,4 +153,9 @@ GT_HIDDEN int gt_db_gen_entry(const struct gt_db *db, const char *key, const cha
 GT_HIDDEN uint64_t gt_lt_hash(const void *data, size_t n, uint64_t h);
 #define GT_LT_HASH_INIT 1469598103934665603ULL
 
+/* The exported-kernel description behind a gt_db_kernel (its tensor maps). */
+struct gt_gen_kernel;
+struct gt_db_kernel;
+GT_HIDDEN const struct gt_gen_kernel *gt_db_kernel_gen(const struct gt_db_kernel *k);
+
 #endif

@@ -14,6 +14,8 @@
 /* This file exists in CUDA builds only: declare their part of the API. */
 #define GEMMTUNE_CUBLASLT 1
 #include "gemmtune.h"
+#include "gen_export.h"
+#include "gt_lib.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -34,6 +36,10 @@ typedef CUresult(CUDAAPI *pfn_setattr)(CUfunction, CUfunction_attribute, int);
 typedef CUresult(CUDAAPI *pfn_launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                                       unsigned, unsigned, CUstream, void **, void **);
 typedef CUresult(CUDAAPI *pfn_errname)(CUresult, const char **);
+typedef CUresult(CUDAAPI *pfn_tmap)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
+                                    CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                    CUtensorMapFloatOOBfill);
 
 static struct drv {
     pthread_once_t once;
@@ -46,6 +52,7 @@ static struct drv {
     pfn_setattr setattr;
     pfn_launch launch;
     pfn_errname errname;
+    pfn_tmap tmap;            /* cuTensorMapEncodeTiled: the wgmma kernels' maps */
 } g_drv = {.once = PTHREAD_ONCE_INIT};
 
 static void drv_open(void)
@@ -72,7 +79,8 @@ static void drv_open(void)
              {"cuModuleGetFunction", (void **)&g_drv.getfn},
              {"cuFuncSetAttribute", (void **)&g_drv.setattr},
              {"cuLaunchKernel", (void **)&g_drv.launch},
-             {"cuGetErrorName", (void **)&g_drv.errname}};
+             {"cuGetErrorName", (void **)&g_drv.errname},
+             {"cuTensorMapEncodeTiled", (void **)&g_drv.tmap}};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
         if (proc(t[i].name, t[i].fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||
@@ -208,10 +216,17 @@ int gt_db_kernel_cuda_load(const gt_db_kernel *k, gt_db_module *m, char *err, si
                  k->min_sm);
         return -1;
     }
-    if (pick_target(sm, m->target, sizeof m->target, &cubin) != 0) {
+    if (k->arch_specific && sm != k->min_sm) {
+        snprintf(err, errlen, "device sm_%d: the %s kernel runs on sm_%d only (sm_%da instructions)", sm,
+                 k->family, k->min_sm, k->min_sm);
+        return -1;
+    }
+    if (pick_target(sm, m->target, sizeof m->target, &cubin) != 0 || (k->arch_specific && !cubin)) {
         snprintf(err, errlen, "this NVRTC cannot target sm_%d", sm);
         return -1;
     }
+    if (k->arch_specific) /* the cubin of the arch-specific target */
+        snprintf(m->target, sizeof m->target, "sm_%da", sm);
     if (compile(k, m->target, cubin, &img, err, errlen) != 0)
         goto fail;
     if ((r = g_drv.load(&mod, img)) != CUDA_SUCCESS) {
@@ -262,10 +277,28 @@ int gt_db_kernel_cuda_launch(const gt_db_kernel *k, const gt_db_module *m,
                  k->workspace_bytes);
         return -1;
     }
+    /* wgmma: the tensor maps of this call's A and B, after the struct of launch 1 */
+    const gt_gen_kernel *g = gt_db_kernel_gen(k);
+    CUtensorMap maps[GT_MMA_MAX_TMAPS];
+    for (int i = 0; g && i < g->ntmaps && i < GT_MMA_MAX_TMAPS; i++) {
+        const gt_mma_tmap *t = &g->tmaps[i];
+        const cuuint64_t dims[3] = {t->dims[0], t->dims[1], t->dims[2]}, str[2] = {t->strides[0], t->strides[1]};
+        const cuuint32_t box[3] = {t->box[0], t->box[1], t->box[2]}, es[3] = {1, 1, 1};
+        CUresult r = g_drv.tmap(&maps[i], t->f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                                3, (void *)(i ? b : a), dims, str, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS)
+            return drv_fail(r, i ? "cuTensorMapEncodeTiled(B)" : "cuTensorMapEncodeTiled(A)", err, errlen);
+    }
     for (int i = 0; i < k->nlaunch; i++) {
         const gt_db_launch *l = &k->launch[i];
         long long extra = l->extra_value;
-        void *params[] = {args, &extra};
+        void *params[4] = {args, &extra, NULL, NULL};
+        if (i == 0 && g && g->ntmaps == 2) {
+            params[1] = &maps[0];
+            params[2] = &maps[1];
+        }
         CUresult r = g_drv.launch((CUfunction)m->function[i], l->grid[0], l->grid[1], l->grid[2],
                                   l->block[0], l->block[1], l->block[2], (unsigned)l->shared_bytes,
                                   (CUstream)stream, params, NULL);

@@ -290,11 +290,11 @@ static void check_nvrtc_of(const gt_problem *p, const char *cfg, const char *tmp
     int ok = nvrtcCreateProgram(&prog, k.source, GT_GEN_PROGRAM_NAME, 0, NULL, NULL) == NVRTC_SUCCESS &&
              nvrtcCompileProgram(prog, n, opts) == NVRTC_SUCCESS &&
              nvrtcGetCUBINSize(prog, &cub) == NVRTC_SUCCESS && cub > 1000;
-    CHECK_MSG(ok, "%s: the exported source does not compile for sm_90", cfg);
+    CHECK_MSG(ok, "%s: the exported source does not compile for %s", cfg, k.arch);
     if (prog)
         nvrtcDestroyProgram(&prog);
     /* same PTX as the worker's compile of the template with -D options */
-    const char *ptxarch = "--gpu-architecture=compute_90";
+    const char *ptxarch = k.arch_specific ? "--gpu-architecture=compute_90a" : "--gpu-architecture=compute_90";
     wopts[0] = ptxarch;
     for (int i = 0; i < k.ndefs; i++)
         wopts[i + 1] = k.defs[i];
@@ -358,7 +358,7 @@ static void test_nvrtc(void)
 
 /* The best kept mma config of p's space on an H100 whose reduction is red
  * (-1: any), as canonical text in buf; 0, or -1 when there is none. */
-static int mma_pick(const gt_problem *p, int red, char *buf, size_t len)
+static int mma_pick(const gt_problem *p, int red, int inst, char *buf, size_t len)
 {
     gt_gen_dev d;
     gt_mma_space s;
@@ -367,7 +367,7 @@ static int mma_pick(const gt_problem *p, int red, char *buf, size_t len)
         return -1;
     int rc = -1;
     for (int i = 0; i < s.nkeep && rc; i++)
-        if (red < 0 || s.keep[i].reduction == red)
+        if ((red < 0 || s.keep[i].reduction == red) && s.keep[i].inst == inst)
             rc = gt_mma_cfg_text(&s.keep[i], buf, len) > 0 ? 0 : -1;
     gt_mma_space_free(&s);
     return rc;
@@ -406,26 +406,65 @@ static void check_mma(const gt_problem *p, const char *cfg)
     CHECK(nd == k.ndefs && nd > 0);
     for (int i = 0; i < nd && i < k.ndefs; i++)
         CHECK(!strcmp(defs[i], k.defs[i]));
-    size_t sl = strlen(k.source), tl = strlen(gt_gen_mma_src);
-    CHECK(sl > tl && !strcmp(k.source + sl - tl, gt_gen_mma_src));
+    const char *tmpl = gt_mma_src_of(&c);
+    size_t sl = strlen(k.source), tl = strlen(tmpl);
+    CHECK(sl > tl && !strcmp(k.source + sl - tl, tmpl));
+    /* wgmma: sm_90a only, the maps of A and B after the struct */
+    int wg = c.inst == GT_MMA_INST_WGMMA;
+    CHECK(k.arch_specific == wg && k.ntmaps == 2 * wg && k.min_sm == (wg ? 90 : 80) &&
+          !strcmp(k.arch, wg ? "sm_90a" : "sm_90"));
+    cJSON *js = gt_gen_kernel_json(&k);
+    const cJSON *tm = cJSON_GetObjectItemCaseSensitive(js, "tensor_maps");
+    const cJSON *l0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(js, "launches"), 0);
+    CHECK(cJSON_GetArraySize(tm) == 2 * wg &&
+          cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(l0, "params")) == 1 + 2 * wg);
+    if (wg) {
+        const cJSON *a = cJSON_GetArrayItem(tm, 0), *b = cJSON_GetArrayItem(tm, 1);
+        const cJSON *ad = cJSON_GetObjectItemCaseSensitive(a, "global_dim");
+        const cJSON *bb = cJSON_GetObjectItemCaseSensitive(b, "box_dim");
+        const cJSON *as = cJSON_GetObjectItemCaseSensitive(a, "global_strides_bytes");
+        CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "operand")), "a") &&
+              cJSON_GetArrayItem(ad, 0)->valuedouble == (double)p->k &&
+              cJSON_GetArrayItem(ad, 1)->valuedouble == (double)p->m &&
+              cJSON_GetArrayItem(as, 0)->valuedouble == 2.0 * p->lda &&
+              cJSON_GetArrayItem(bb, 0)->valuedouble == 64 && cJSON_GetArrayItem(bb, 1)->valuedouble == c.bn &&
+              !strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "swizzle")),
+                      "CU_TENSOR_MAP_SWIZZLE_128B"));
+        char *cuh = gt_gen_kernel_cuh(&k, "test");
+        CHECK(cuh && strstr(cuh, "CUtensorMap map0, CUtensorMap map1") && strstr(cuh, "(sm_90 only)"));
+        free(cuh);
+        /* another target is refused */
+        gt_gen_kernel k80;
+        char e80[256];
+        CHECK(make(p, cfg, 80, &k80, e80, sizeof e80) == GT_GEN_EXPORT_BAD && strstr(e80, "inst wgmma"));
+        gt_gen_kernel_free(&k80);
+    }
+    cJSON_Delete(js);
     gt_gen_kernel_free(&k);
 #ifdef GT_WITH_CUDA
-    check_nvrtc_of(p, cfg, gt_gen_mma_src, "gt_mma", "gt_mma_fin");
+    check_nvrtc_of(p, cfg, tmpl, "gt_mma", "gt_mma_fin");
 #endif
 }
 
 static void test_mma(void)
 {
     char cfg[512];
-    gt_problem pre = decode(4096, 2048, 4096), mid = decode(4096, 16, 14336);
-    CHECK(mma_pick(&pre, -1, cfg, sizeof cfg) == 0);
-    check_mma(&pre, cfg);
-    CHECK(mma_pick(&mid, GT_GEN_RED_ATOMIC, cfg, sizeof cfg) == 0);
+    gt_problem pre = decode(4096, 2048, 4096), mid = decode(4096, 16, 14336), n128 = decode(4096, 128, 14336);
+    for (int inst = 0; inst < 2; inst++) {
+        CHECK(mma_pick(&pre, -1, inst, cfg, sizeof cfg) == 0);
+        check_mma(&pre, cfg);
+    }
+    CHECK(mma_pick(&mid, GT_GEN_RED_ATOMIC, GT_MMA_INST_SYNC, cfg, sizeof cfg) == 0);
     check_mma(&mid, cfg);
-    CHECK(mma_pick(&mid, GT_GEN_RED_TWOPASS, cfg, sizeof cfg) == 0);
+    CHECK(mma_pick(&mid, GT_GEN_RED_TWOPASS, GT_MMA_INST_SYNC, cfg, sizeof cfg) == 0);
     check_mma(&mid, cfg);
+    /* wgmma with split-K of both kinds */
+    CHECK(mma_pick(&n128, GT_GEN_RED_ATOMIC, GT_MMA_INST_WGMMA, cfg, sizeof cfg) == 0);
+    check_mma(&n128, cfg);
+    CHECK(mma_pick(&n128, GT_GEN_RED_TWOPASS, GT_MMA_INST_WGMMA, cfg, sizeof cfg) == 0);
+    check_mma(&n128, cfg);
     /* a config the target cannot run is refused with the rule */
-    CHECK(mma_pick(&pre, -1, cfg, sizeof cfg) == 0);
+    CHECK(mma_pick(&pre, -1, GT_MMA_INST_SYNC, cfg, sizeof cfg) == 0);
     gt_problem q = pre;
     q.lda = 4100;
     expect_refused(&q, cfg, GT_GEN_EXPORT_BAD, "alignment");

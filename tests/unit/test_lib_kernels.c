@@ -19,6 +19,7 @@
  *     differs). */
 #include "gemmtune.h"
 #include "gen_export.h"
+#include "gen_mma.h"
 #include "gt_export.h"
 #include "gt_store.h"
 #include "gen_test_util.h"
@@ -53,6 +54,10 @@ static const char k_twopass[] =
     "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":1,\"n_tile\":16,"
     "\"pipe\":\"reg\",\"reduction\":\"twopass\",\"rows_per_cta\":32,\"splitk\":4,\"vec\":8,"
     "\"warps\":2}";
+/* the Hopper "mma" kernel: sm_90a only, two tensor maps after the struct */
+static const char k_wg[] =
+    "{\"bk\":64,\"bm\":64,\"bn\":128,\"family\":\"mma\",\"inst\":\"wgmma\",\"reduction\":\"none\","
+    "\"splitk\":1,\"stages\":4,\"swizzle\":1,\"warps_m\":4,\"warps_n\":1}";
 static const char k_lt[] = "{\"algo_id\":66,\"cluster\":2,\"custom\":0,\"inner_shape\":0,"
                            "\"reduction\":0,\"splitk\":1,\"stages\":35,\"swizzle\":0,\"tile\":20}";
 
@@ -90,14 +95,15 @@ static const char *make_export(void)
     const char log[] =
         "4096,1,4096,bf16,T,N,1,10\n"
         "6144,1,4096,bf16,T,N,1,10\n"
-        "1024,16,2048,bf16,T,N,1,10\n";
+        "1024,16,2048,bf16,T,N,1,10\n"
+        "2048,128,2048,bf16,T,N,1,10\n";
     gt_run_opts o;
     gt_log_result res;
     gt_run_created cr;
     gt_run_opts_default(&o);
     snprintf(o.backend, sizeof o.backend, "cuda");
     int ok = gt_log_parse(log, sizeof log - 1, &o.log, &res) == 0 &&
-             gt_store_create_run(s, &o, &res, &cr, err, sizeof err) == 0 && cr.problems == 3;
+             gt_store_create_run(s, &o, &res, &cr, err, sizeof err) == 0 && cr.problems == 4;
     CHECK_MSG(ok, "%s", err);
     gt_log_result_free(&res);
     gt_run_opts_fini(&o);
@@ -110,8 +116,10 @@ static const char *make_export(void)
              "  UNION ALL SELECT 4096, '%s', '00000000000000b1', 1, 15.0"
              "  UNION ALL SELECT 6144, '%s', '00000000000000b2', 0, 20.0"
              "  UNION ALL SELECT 1024, '%s', '00000000000000c3', 0, 8.0"
-             "  UNION ALL SELECT 1024, '%s', '00000000000000b3', 1, 10.0) v ON v.m = p.m",
-             k_none, k_lt, k_lt, k_twopass, k_lt);
+             "  UNION ALL SELECT 1024, '%s', '00000000000000b3', 1, 10.0"
+             "  UNION ALL SELECT 2048, '%s', '00000000000000d4', 0, 9.0"
+             "  UNION ALL SELECT 2048, '%s', '00000000000000b4', 1, 10.0) v ON v.m = p.m",
+             k_none, k_lt, k_lt, k_twopass, k_lt, k_wg, k_lt);
     gt_store_lock(s);
     ok = ok && gt_test_sql(gt_store_db(s), sql) == 0 &&
          gt_export_run(gt_store_db(s), cr.id, "test/run/1", tpath("a.db"), err, sizeof err) == 0;
@@ -132,13 +140,13 @@ static const char *make_export(void)
             while (sqlite3_step(st) == SQLITE_ROW) {
                 const char *c = (const char *)sqlite3_column_text(st, 0);
                 int m = sqlite3_column_int(st, 1);
-                const char *want = m == 4096 ? k_none : m == 1024 ? k_twopass : k_lt;
+                const char *want = m == 4096 ? k_none : m == 1024 ? k_twopass : m == 2048 ? k_wg : k_lt;
                 n++;
                 same += c && !strcmp(c, want);
             }
         sqlite3_finalize(st);
         sqlite3_close(db);
-        CHECK_MSG(n == 3 && same == 3, "%s: %d best rows, %d configs unchanged", f ? "merge" : "export",
+        CHECK_MSG(n == 4 && same == 4, "%s: %d best rows, %d configs unchanged", f ? "merge" : "export",
                   n, same);
     }
     return tpath("m.db");
@@ -178,7 +186,7 @@ static void test_lookups(void)
     CHECK_MSG(db, "%s", err);
     if (!db)
         return;
-    CHECK(gt_db_size(db) == 3);
+    CHECK(gt_db_size(db) == 4);
     gt_gemm_desc d1, d2, d3;
     desc_of(&d1, 4096, 1, 4096);
     desc_of(&d2, 6144, 1, 4096);
@@ -226,6 +234,30 @@ static void test_lookups(void)
         check_args(k, &p, k_twopass);
     }
     gt_db_kernel_free(k);
+    /* the wgmma kernel: arch-specific, two tensor maps */
+    k = NULL;
+    gt_gemm_desc d4;
+    desc_of(&d4, 2048, 128, 2048);
+    CHECK(gt_db_kernel_get(db, &d4, MODEL, &k) == GT_DB_OK && k);
+    if (k) {
+        gt_problem p = problem_of(2048, 128, 2048);
+        CHECK(!strcmp(k->family, "mma") && k->min_sm == 90 && k->arch_specific == 1 && k->tensor_maps == 2 &&
+              k->nlaunch == 1 && k->launch[0].block[0] == 128 && k->launch[0].shared_bytes == 4 * 192 * 128 + 1024);
+        gt_mma_cfg c;
+        gt_gen_geom g;
+        char A, B, D;
+        unsigned char got[256];
+        cJSON *j = cJSON_Parse(k_wg);
+        CHECK(gt_mma_cfg_from_json(j, &c, err, sizeof err) == 0);
+        cJSON_Delete(j);
+        gt_mma_geometry(&p, &c, &g);
+        gt_gen_args want = {.a = &A, .b = &B, .d = &D, .m = p.m, .n = p.n, .k = p.k, .lda = p.lda, .ldb = p.ldb,
+                            .ldc = p.ldc, .ldd = p.ldd, .kper = g.kper, .alpha = 1.0, .beta = 0.0};
+        CHECK(k->launch[0].grid[0] == g.gx && k->launch[0].grid[2] == g.gz && !strcmp(k->launch[0].kernel, "gt_mma"));
+        CHECK(gt_db_kernel_args(k, &A, &B, NULL, NULL, &D, NULL, got, sizeof got) == 0 &&
+              memcmp(got, &want, sizeof want) == 0 && k->workspace_bytes == 0);
+    }
+    gt_db_kernel_free(k);
     /* not a generated kernel, not tuned, bad arguments */
     k = (gt_db_kernel *)(uintptr_t)1;
     CHECK(gt_db_kernel_get(db, &d2, MODEL, &k) == GT_DB_REJECTED && k == NULL);
@@ -267,7 +299,7 @@ static long run_on_gpu(const gt_db_kernel *k, int64_t m, int64_t n, int64_t kk)
     CHECK_MSG(ok, "load: %s", err);
     if (!ok)
         goto out;
-    CHECK(mod.nfunction == k->nlaunch && mod.module && !strcmp(mod.target, "sm_90"));
+    CHECK(mod.nfunction == k->nlaunch && mod.module && !strcmp(mod.target, k->arch_specific ? "sm_90a" : "sm_90"));
     ok = cudaMalloc(&da, na * 2) == cudaSuccess && cudaMalloc(&db, nb * 2) == cudaSuccess &&
          cudaMalloc(&dd, nd * 2) == cudaSuccess &&
          (!k->workspace_bytes || cudaMalloc(&ws, k->workspace_bytes) == cudaSuccess) &&
@@ -314,8 +346,8 @@ static void test_cuda(void)
     CHECK_MSG(db, "%s", err);
     if (!db)
         return;
-    const int64_t shapes[2][3] = {{4096, 1, 4096}, {1024, 16, 2048}};
-    for (int s = 0; s < 2; s++) {
+    const int64_t shapes[3][3] = {{4096, 1, 4096}, {1024, 16, 2048}, {2048, 128, 2048}};
+    for (int s = 0; s < 3; s++) {
         gt_gemm_desc d;
         gt_db_kernel *k = NULL;
         desc_of(&d, shapes[s][0], shapes[s][1], shapes[s][2]);
@@ -323,7 +355,7 @@ static void test_cuda(void)
         if (!k)
             continue;
         /* the source as returned, with the returned options, for sm_90 */
-        const char *opts[8] = {"--gpu-architecture=sm_90"};
+        const char *opts[8] = {k->arch_specific ? "--gpu-architecture=sm_90a" : "--gpu-architecture=sm_90"};
         for (int i = 0; i < k->noptions && i < 7; i++)
             opts[i + 1] = k->options[i];
         nvrtcProgram prog = NULL;
