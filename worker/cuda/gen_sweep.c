@@ -1,6 +1,7 @@
 /* gen_sweep.c: the self-test's --sweep section (gt-cuda-selftest --sweep N
  * [--csv FILE]): the measurements the generated families' ranking models
- * are calibrated on. For each decode shape (n = 1 and 16, or --tokens) and
+ * are calibrated on. For each decode shape (n = 1 and 16, or --tokens, which
+ * also takes 128 and 2048) and
  * each family that applies ("gemv"; "mma" for n >= 16) it takes every
  * config the rules keep (no rank cap), a deterministic sample of N of them
  * spread over the model's ranking (always including the model's top 16),
@@ -92,7 +93,7 @@ static int sweep_shape(const gt_backend *bk, gt_bk_ctx *ctx, const char *name, c
     for (int i = 0; i < s.nkeep && i < 16 && np < per_shape; i++)
         pick[np++] = i;
     int rest = per_shape - np, span = s.nkeep - 16;
-    const char *src = mma ? gt_gen_mma_src : gt_gen_gemv_src, *fn = mma ? "gt_mma" : "gt_gemv";
+    const char *fn = mma ? "gt_mma" : "gt_gemv";
     for (int j = 0; span > 0 && j < rest && j < span; j++)
         pick[np++] = 16 + (int)((long long)j * span / (rest < span ? rest : span));
     /* queue every compile first: the pool works while the GPU times */
@@ -103,7 +104,8 @@ static int sweep_shape(const gt_backend *bk, gt_bk_ctx *ctx, const char *name, c
         for (int o = 0; o < no; o++)
             opts[o] = defs[o];
         if (no > 0)
-            (void)gt_gen_request(src, fn, opts, no, ctx->sm, 1, NULL);
+            (void)gt_gen_request(mma ? gt_mma_src_of(&s.m.keep[pick[i]]) : gt_gen_gemv_src, fn, opts, no,
+                                 mma ? gt_gen_mma_sm(ctx, &s.m.keep[pick[i]]) : ctx->sm, 1, NULL);
     }
     gt_timing_opts quick = {.min_time_ms = 0.5, .warmup = 1, .repeats = 3};
     double tol = gt_bk_tolerance(p);
@@ -171,10 +173,12 @@ out:
 
 int gt_gen_sweep(const gt_backend *bk, gt_bk_ctx *ctx, int tokens, int per_shape, const char *csv_path)
 {
-    static const int toks[] = {1, 16};
+    /* the decode shapes by default; --tokens 128 or 2048 also sweeps the
+     * prefill shapes (the "mma" family alone applies there) */
+    static const int toks[] = {1, 16, 128, 2048};
     gt_problem ps[GT_GEN_BENCH_MAX_SHAPES];
     char names[GT_GEN_BENCH_MAX_SHAPES][32];
-    int np = gt_gen_bench_shapes(toks, 2, tokens, ps, names), failures = 0;
+    int np = gt_gen_bench_shapes(toks, tokens ? 4 : 2, tokens, ps, names), failures = 0;
     FILE *csv = NULL;
     if (csv_path && !(csv = fopen(csv_path, "w"))) {
         printf("FAIL sweep: cannot write %s\n", csv_path);
