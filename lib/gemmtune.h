@@ -177,7 +177,7 @@ typedef struct gt_db_launch {
 } gt_db_launch;
 
 typedef struct gt_db_kernel {
-    const char *family;            /* "gemv" */
+    const char *family;            /* "gemv" or "mma" */
     const char *key, *device_model, *config; /* the tuned entry (config: canonical JSON) */
     double time_us, baseline_us, uplift;
     const char *source;            /* self-contained CUDA C++: compiles with NVRTC or nvcc */
