@@ -280,12 +280,8 @@ static int mma_runnable(const gt_problem *p, const gt_mma_cfg *c, const gt_gen_g
     int threads = c->warps_m * c->warps_n * 32;
     if (c->inst == GT_MMA_INST_WGMMA && sm > 0 && sm != 90)
         snprintf(why, len, "inst wgmma: sm_90a instructions (wgmma, TMA); the target is sm_%d", sm);
-    else if (c->inst == GT_MMA_INST_WGMMA && (p->m >= (1LL << 31) || p->n >= (1LL << 31) ||
-                                               p->k >= (1LL << 31) || batch >= (1LL << 31)))
-        snprintf(why, len, "tma: m, n, k and batch must be below 2^31");
-    else if (c->inst == GT_MMA_INST_WGMMA && batch > 1 &&
-             (p->stride_a < p->lda * p->m || p->stride_b < p->ldb * p->n))
-        snprintf(why, len, "tma: batch strides overlap the matrices");
+    else if (c->inst == GT_MMA_INST_WGMMA && gt_mma_tma_check(p, why, len) != 0)
+        ; /* why says which */
     else if (c->bm < 16 || c->bn < 16 || c->bk < 16 || c->warps_m < 1 || c->warps_n < 1 ||
              c->bm % (16 * c->warps_m) || c->bn % (16 * c->warps_n))
         snprintf(why, len, "shape: warp tile (bm/warps_m x bn/warps_n) is not a multiple of 16x16");

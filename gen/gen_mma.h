@@ -71,6 +71,10 @@ int gt_mma_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_
  * looked at). */
 int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, char *why,
                  size_t len);
+/* The rules the tensor maps of inst wgmma put on p (32-bit coordinates,
+ * batch strides spanning whole matrices): 0, or 1 with the reason (into
+ * why, unless NULL). gt_mma_check applies them; the export too. */
+int gt_mma_tma_check(const gt_problem *p, char *why, size_t len);
 /* The model's estimate of one call in microseconds (ranking only). */
 double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c);
 /* Estimated registers per thread (the resource rule's number): CUDA; and

@@ -299,6 +299,19 @@ static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c
         x->res = 32;
 }
 
+int gt_mma_tma_check(const gt_problem *p, char *why, size_t len)
+{
+    const int64_t i31 = (int64_t)1 << 31, batch = p->batch > 0 ? p->batch : 1;
+    if (p->m >= i31 || p->n >= i31 || p->k >= i31 || batch >= i31)
+        GT_WHY(why, len, "tma: m, n, k and batch must be below 2^31 (32-bit tensor-map coordinates)");
+    else if (batch > 1 && (p->stride_a < p->lda * p->m || p->stride_b < p->ldb * p->n))
+        GT_WHY(why, len, "tma: batch strides %lld, %lld overlap the matrices (a tensor map's batch stride "
+                           "must span a whole matrix)", (long long)p->stride_a, (long long)p->stride_b);
+    else
+        return 0;
+    return 1;
+}
+
 int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, char *why, size_t len)
 {
     derived x;
@@ -314,15 +327,11 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
     int al = p->lda % 8 == 0 && p->ldb % 8 == 0 &&
              (batch == 1 || (p->stride_a % 8 == 0 && p->stride_b % 8 == 0));
     int wg = c->inst == GT_MMA_INST_WGMMA;
-    const long long i31 = 1LL << 31;
     if (wg && (d->hip || d->sm != 90))
         GT_WHY(why, len, "inst: wgmma and the TMA are sm_90a instructions; this device is %s%d", d->hip ? "HIP, not CUDA " : "sm_",
                  d->hip ? 0 : d->sm);
-    else if (wg && (p->m >= i31 || p->n >= i31 || p->k >= i31 || batch >= i31))
-        GT_WHY(why, len, "tma: m, n, k and batch must be below 2^31 (32-bit tensor-map coordinates)");
-    else if (wg && batch > 1 && (p->stride_a < p->lda * p->m || p->stride_b < p->ldb * p->n))
-        GT_WHY(why, len, "tma: batch strides %lld, %lld overlap the matrices (a tensor map's batch stride "
-                           "must span a whole matrix)", (long long)p->stride_a, (long long)p->stride_b);
+    else if (wg && gt_mma_tma_check(p, why, len) != 0)
+        ; /* why says which */
     else if (c->bm % (16 * c->warps_m) || c->bn % (16 * c->warps_n))
         GT_WHY(why, len, "shape: warp tile %dx%d (bm/warps_m x bn/warps_n) is not a multiple of 16x16",
                  c->bm / c->warps_m, c->bn / c->warps_n);

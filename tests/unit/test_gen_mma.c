@@ -283,6 +283,9 @@ static void test_wgmma(void)
     gt_gen_dev_hip(&hip, 104);
     gen_test_mma_pruned(p, &hip, k_wg, "inst: wgmma and the TMA are sm_90a instructions; this device is HIP");
     gen_test_mma_pruned(gen_test_prob(4096, 2048, 4100, GT_DT_BF16, GT_DT_BF16), &d, k_wg, "alignment: lda=4100");
+    gt_problem q = p;
+    q.batch = 2, q.stride_a = 4096LL * 4096 - 8, q.stride_b = 4096LL * 2048, q.stride_c = q.stride_d = 4096LL * 2048;
+    gen_test_mma_pruned(q, &d, k_wg, "tma: batch strides 16777208, 8388608 overlap the matrices");
     gt_mma_cfg c = k_wg;
     c.stages = 8; /* 8 x 384 x 128 + 1024 bytes */
     gen_test_mma_pruned(p, &d, c, "resources: 394240 bytes of dynamic shared memory (8 stages x (128 + 256) x 128");
