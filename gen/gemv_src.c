@@ -121,7 +121,15 @@ const char gt_gen_gemv_src[] =
     "#define GT_AOP \"ld.global.nc\"\n"
     "#endif\n"
     "__device__ __forceinline__ void gt_lda(const u16 *p, u32 *w) { GT_LDV(GT_AOP, p, w); }\n"
+    /* B through the coherent path on sm_90+: a chained launch may start
+     * while the kernel before it still writes B, and .nc promises data that
+     * is read-only for the kernel's whole life (ptxas may then hoist the
+     * load above griddepcontrol.wait; on the H100 it did) */
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+    "__device__ __forceinline__ void gt_ldb(const u16 *p, u32 *w) { GT_LDV(\"ld.global\", p, w); }\n"
+    "#else\n"
     "__device__ __forceinline__ void gt_ldb(const u16 *p, u32 *w) { GT_LDV(\"ld.global.nc\", p, w); }\n"
+    "#endif\n"
     "#if GT_PIPE == 1\n"
     /* cp.async ring: bytes < size zero-fill the rest (tail, columns past n) */
     "#if GT_VEC == 8\n"
@@ -211,6 +219,19 @@ const char gt_gen_gemv_src[] =
     "    for (int x = 0; x < GT_NBC; x++) gt_ldb(bc[x] + k0 + u * GT_CH, bv[u][x]);\n"
     "  }\n"
     "}\n"
+    /* the same block's A or B alone (dbuf's first block straddles the wait) */
+    "__device__ __forceinline__ void gt_ldblk_a(const u16 *const *ar, i64 k0, u32 (*av)[GT_NAR][GT_NV]) {\n"
+    "#pragma unroll\n"
+    "  for (int u = 0; u < GT_U; u++)\n"
+    "#pragma unroll\n"
+    "    for (int x = 0; x < GT_NAR; x++) gt_lda(ar[x] + k0 + u * GT_CH, av[u][x]);\n"
+    "}\n"
+    "__device__ __forceinline__ void gt_ldblk_b(const u16 *const *bc, i64 k0, u32 (*bv)[GT_NBC][GT_NV]) {\n"
+    "#pragma unroll\n"
+    "  for (int u = 0; u < GT_U; u++)\n"
+    "#pragma unroll\n"
+    "    for (int x = 0; x < GT_NBC; x++) gt_ldb(bc[x] + k0 + u * GT_CH, bv[u][x]);\n"
+    "}\n"
     /* one chunk of 4*vec k values: av[GT_NAR][GT_NV], bv[GT_NBC][GT_NV] */
     "__device__ __forceinline__ void gt_step(float *acc, u32 (*av)[GT_NV], u32 (*bv)[GT_NV]) {\n"
     "#if GT_MMA\n"
@@ -245,7 +266,29 @@ const char gt_gen_gemv_src[] =
     "#else\n"
     "#define GT_BOUNDS __launch_bounds__(GT_THREADS)\n"
     "#endif\n"
+    /* programmatic dependent launch (sm_90+): the kernel lets the next one
+     * launch at once, and waits for the one before it to finish (and its
+     * writes to be visible) before it reads B, C or bias or writes anything.
+     * dbuf issues its first block of A before the wait: A is the weights,
+     * which the kernel before does not write (the contract of a chained
+     * launch, README "Chained launch"). Launched without the attribute both
+     * instructions return at once. */
+    "#if !GT_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+    "#define GT_PDL_LAUNCH() asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\")\n"
+    "#define GT_PDL_WAIT() asm volatile(\"griddepcontrol.wait;\" ::: \"memory\")\n"
+    /* the loads of reg and async are not volatile asm: a pointer passed
+     * through a volatile asm after the wait keeps them below it */
+    "#define GT_PDL_FENCE(p) asm volatile(\"\" : \"+l\"(p))\n"
+    "#else\n"
+    "#define GT_PDL_LAUNCH()\n"
+    "#define GT_PDL_WAIT()\n"
+    "#define GT_PDL_FENCE(p)\n"
+    "#endif\n"
     "extern \"C\" __global__ void GT_BOUNDS gt_gemv(gt_gemv_args g) {\n"
+    "  GT_PDL_LAUNCH();\n"
+    "#if GT_PIPE != 2\n"
+    "  GT_PDL_WAIT();\n"
+    "#endif\n"
     "  const int lane = threadIdx.x % GT_WS, warp = threadIdx.x / GT_WS;\n"
     "  const int wm = warp % GT_WM, wk = warp / GT_WM, gq = lane >> 2, t4 = lane & 3;\n"
     "  const i64 zb = blockIdx.z / GT_SPLITK;\n"
@@ -253,6 +296,10 @@ const char gt_gen_gemv_src[] =
     "  const i64 row0 = (i64)blockIdx.x * GT_RPC + wm * GT_RW, col0 = (i64)blockIdx.y * GT_NTILE;\n"
     "  const i64 kb = (i64)sk * g.kper, ke = kb + g.kper < g.k ? kb + g.kper : g.k;\n"
     "  const u16 *A = (const u16 *)g.a + zb * g.sa, *B = (const u16 *)g.b + zb * g.sb;\n"
+    "#if GT_PIPE != 2\n"
+    "  GT_PDL_FENCE(A);\n"
+    "  GT_PDL_FENCE(B);\n"
+    "#endif\n"
     "  const u16 *ar[GT_NAR], *bc[GT_NBC];\n"
     "  bool bok[GT_NBC];\n"
     "#pragma unroll\n"
@@ -315,7 +362,9 @@ const char gt_gen_gemv_src[] =
      * of this one, so a warp always has a block in flight; the last round
      * reloads its own block (an L2 hit, never used): no branch in the loop */
     "  u32 av[GT_U][GT_NAR][GT_NV], bv[GT_U][GT_NBC][GT_NV];\n"
-    "  if (wk < nb) gt_ldblk(ar, bc, kb + (i64)wk * GT_WB + GT_LOFF, av, bv);\n"
+    "  if (wk < nb) gt_ldblk_a(ar, kb + (i64)wk * GT_WB + GT_LOFF, av);\n"
+    "  GT_PDL_WAIT();\n"
+    "  if (wk < nb) gt_ldblk_b(bc, kb + (i64)wk * GT_WB + GT_LOFF, bv);\n"
     "  for (i64 blk = wk; blk < nb; blk += GT_KW) {\n"
     "    u32 an[GT_U][GT_NAR][GT_NV], bn[GT_U][GT_NBC][GT_NV];\n"
     "    gt_ldblk(ar, bc, kb + (blk + GT_KW < nb ? blk + GT_KW : blk) * GT_WB + GT_LOFF, an, bn);\n"
@@ -446,6 +495,19 @@ const char gt_gen_fault_src[] =
     "}\n"
     "extern \"C\" __global__ void gt_fault_hang(volatile unsigned *flag) {\n"
     "  while (*flag == 0u) __nanosleep(1000);\n"
+    "}\n"
+    /* the chained-launch check's producer: lets its dependent launch at
+     * once, then sleeps `ns` before it writes dst (what a kernel producing
+     * B looks like to a chained gemv that did not wait) */
+    "extern \"C\" __global__ void gt_chain_producer(unsigned *dst, const unsigned *src, long long n, long long ns) {\n"
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+    "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
+    "#endif\n"
+    "  unsigned long long t0, t;\n"
+    "  asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n"
+    "  do { __nanosleep(1000); asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t)); } while (t - t0 < (unsigned long long)ns);\n"
+    "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)\n"
+    "    dst[i] = src[i];\n"
     "}\n";
 
 int gt_gen_defines(const gt_problem *p, const gt_gen_cfg *c, int hip,

@@ -182,7 +182,8 @@ void gt_gen_space_free(gt_gen_space *s);
 /* The kernel template (CUDA C++ that NVRTC and hipRTC both compile):
  * extern "C" gt_gemv (main), gt_gemv_fin (second pass of "twopass"). */
 extern const char gt_gen_gemv_src[];
-/* The fault kernels: gt_fault_oob, gt_fault_hang. */
+/* The fault kernels: gt_fault_oob, gt_fault_hang; and gt_chain_producer,
+ * the chained-launch check's slow producer of B (test-only too). */
 extern const char gt_gen_fault_src[];
 
 #define GT_GEN_MAX_DEFS 24

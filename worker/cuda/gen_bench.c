@@ -125,10 +125,10 @@ static void gemv_row(const gt_gen_bench_row *r, void *arg)
     double copy_bw = *(const double *)arg, g = r->fam_us, lt_best = r->lt_best_us;
     const gt_problem *p = r->p;
 #define PCT(us) (copy_bw > 0 ? 100.0 * p->bytes / ((us) * 1e-6) / copy_bw : 0.0)
-    printf("%-12s %6lld %3lld %6lld %9.2f %9.2f %9.2f %8.0f %6.1f %6.1f %+7.1f%% %+7.1f%% %4d/%-4d\n",
+    printf("%-12s %6lld %3lld %6lld %9.2f %9.2f %9.2f %8.0f %6.1f %6.1f %+7.1f%% %+7.1f%% %4d/%-4d %9.2f %6.1f\n",
            r->name, (long long)p->m, (long long)p->n, (long long)p->k, r->heur_us, lt_best, g,
            p->bytes / (g * 1e-6) / 1e9, PCT(g), PCT(lt_best), (r->heur_us / g - 1) * 100,
-           (lt_best / g - 1) * 100, r->timed, r->all);
+           (lt_best / g - 1) * 100, r->timed, r->all, r->chain_us, PCT(r->chain_us));
 #undef PCT
 }
 
@@ -144,10 +144,10 @@ int gt_gen_bench(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_opts *
     double bw = gt_cuda_alive(ctx, NULL, 0) == 0 ? gt_gen_copy_bandwidth(ctx) : 0;
     printf("copy bandwidth %.3f TB/s (1 GiB device-to-device, read + written, median of 10)\n", bw / 1e12);
     compile_passes(ctx, ps, np, o->fresh_cache);
-    printf("%-12s %6s %3s %6s %9s %9s %9s %8s %6s %6s %8s %8s %9s\n", "shape", "m", "n", "k", "heur_us",
-           "lt_best", "gen_best", "gen_GB/s", "%copy", "%c_lt", "vs_heur", "vs_lt", "gen_valid");
+    printf("%-12s %6s %3s %6s %9s %9s %9s %8s %6s %6s %8s %8s %9s %9s %6s\n", "shape", "m", "n", "k", "heur_us",
+           "lt_best", "gen_best", "gen_GB/s", "%copy", "%c_lt", "vs_heur", "vs_lt", "gen_valid", "chain_us", "%copy");
     gt_gen_bench_family f = {
-        .label = "gen", .check_s = 120, .side = gemv_side, .print_row = gemv_row, .arg = &bw};
+        .label = "gen", .check_s = 120, .side = gemv_side, .chain = 1, .print_row = gemv_row, .arg = &bw};
     for (int i = 0; i < np; i++) {
         failures += gt_gen_bench_shape(bk, ctx, &f, names[i], &ps[i], o);
         fflush(stdout);

@@ -33,6 +33,7 @@ typedef struct gt_gen_bench_row {
     int all;           /* the family's configs in the enumeration */
     int wrong;         /* ... that ran but failed validation */
     double worst;      /* the family's largest relative error among those that ran */
+    double chain_us;   /* the fastest re-timed gemv config launched chained; NAN when not measured */
 } gt_gen_bench_row;
 
 /* How a section measures its family against cuBLASLt. */
@@ -41,6 +42,7 @@ typedef struct gt_gen_bench_family {
     double check_s;      /* cuBLASLt AlgoCheck budget per shape, seconds */
     int (*side)(int fam); /* GT_GEN_BENCH_* of a gt_gen_family() value */
     int need_all;        /* a family config that did not time is a failure */
+    int chain;           /* also time the re-timed gemv configs chained (sm_90+) */
     void (*print_row)(const gt_gen_bench_row *r, void *arg);
     void *arg;
 } gt_gen_bench_family;

@@ -103,6 +103,18 @@ int gt_gen_run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *err, s
 /* validate, exactly as gt_cuda_validate: poison D, run on the validation
  * set, the GPU comparison (gt_cuda_check), one synchronization. */
 int gt_gen_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen);
+/* Chained launch (programmatic dependent launch, sm_90+): while on, gemv
+ * kernels launch with the programmatic-stream-serialization attribute, so a
+ * call's launch and ramp overlap the end of the call before it, as in an
+ * application whose kernels all launch that way. Off by default; refused
+ * (-1 with the reason) below sm_90 or without cuLaunchKernelEx. err may be
+ * NULL when turning it off. */
+int gt_gen_set_chain(gt_bk_ctx *ctx, int on, char *err, size_t errlen);
+/* validate of a gemv kernel launched chained after a kernel that writes B:
+ * B poisoned, a producer that lets the gemv launch at once and restores B
+ * 50 us later, the gemv chained, the GPU comparison. A kernel that read B
+ * before its wait fails (NaN). Leaves chaining off. */
+int gt_gen_validate_chained(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen);
 /* What building c cost and what it uses: {"family","compile_ms","cache",
  * "registers","spill_bytes","local_bytes","smem_bytes","grid","threads",
  * "ws_bytes"}; NULL for a cuBLASLt candidate. */

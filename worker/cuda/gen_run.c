@@ -20,6 +20,7 @@ typedef CUresult(CUDAAPI *pfn_unload)(CUmodule);
 typedef CUresult(CUDAAPI *pfn_getfn)(CUfunction *, CUmodule, const char *);
 typedef CUresult(CUDAAPI *pfn_launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                                       unsigned, unsigned, CUstream, void **, void **);
+typedef CUresult(CUDAAPI *pfn_launch_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
 typedef CUresult(CUDAAPI *pfn_attr)(int *, CUfunction_attribute, CUfunction);
 typedef CUresult(CUDAAPI *pfn_errname)(CUresult, const char **);
 typedef CUresult(CUDAAPI *pfn_setattr)(CUfunction, CUfunction_attribute, int);
@@ -42,6 +43,8 @@ struct gt_gen_ctx {
     pfn_unload unload;
     pfn_getfn getfn;
     pfn_launch launch;
+    pfn_launch_ex launch_ex;  /* cuLaunchKernelEx (chained launches); NULL before CUDA 12 drivers */
+    int chain;                /* gemv kernels launch chained (gt_gen_set_chain) */
     pfn_attr attr;
     pfn_errname errname;
     pfn_setattr setattr;
@@ -118,6 +121,8 @@ static gt_gen_ctx *gctx(gt_bk_ctx *ctx, char *err, size_t errlen)
     char terr[160];
     if (entry("cuTensorMapEncodeTiled", (void **)&g->tmap, terr, sizeof terr) != 0)
         g->tmap = NULL; /* a wgmma build then fails with the reason, nothing else needs it */
+    if (entry("cuLaunchKernelEx", (void **)&g->launch_ex, terr, sizeof terr) != 0)
+        g->launch_ex = NULL; /* chained launches are then refused with the reason */
     ctx->gen = g;
     return g;
 }
@@ -646,9 +651,21 @@ int gt_gen_run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *err, s
         args[2] = (void *)&t->tb;
     }
     const gt_gen_geom *geo = &gc->geom;
-    /* gemv's shared memory is static; mma's is dynamic */
-    r = g->launch(gc->m->fn, geo->gx, geo->gy, geo->gz, geo->threads, 1, 1,
-                  mma ? (unsigned)geo->smem_bytes : 0, st, args, NULL);
+    if (g->chain && !mma) {
+        /* programmatic dependent launch: the kernel may start before the
+         * one before it ends; it waits (griddepcontrol.wait) before it reads
+         * B, C or bias or writes anything (the fin kernel launches plainly) */
+        CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
+        at.value.programmaticStreamSerializationAllowed = 1;
+        CUlaunchConfig lc = {.gridDimX = geo->gx, .gridDimY = geo->gy, .gridDimZ = geo->gz,
+                             .blockDimX = geo->threads, .blockDimY = 1, .blockDimZ = 1,
+                             .sharedMemBytes = 0, .hStream = st, .attrs = &at, .numAttrs = 1};
+        r = g->launch_ex(&lc, gc->m->fn, args, NULL);
+    } else {
+        /* gemv's shared memory is static; mma's is dynamic */
+        r = g->launch(gc->m->fn, geo->gx, geo->gy, geo->gz, geo->threads, 1, 1,
+                      mma ? (unsigned)geo->smem_bytes : 0, st, args, NULL);
+    }
     if (r == CUDA_SUCCESS && geo->fin_blocks) {
         long long nbatch = p->batch;
         void *fargs[] = {&a, &nbatch};
@@ -673,6 +690,88 @@ int gt_gen_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, s
         gt_gen_run(pp, c, &pp->val, err, errlen))
         return -1;
     return gt_cuda_check(pp, rel_err, err, errlen);
+}
+
+int gt_gen_set_chain(gt_bk_ctx *ctx, int on, char *err, size_t errlen)
+{
+    gt_gen_ctx *g = gctx(ctx, err, errlen);
+    if (!g)
+        return -1;
+    if (on && ctx->sm < 90) {
+        snprintf(err, errlen, "cuda: chained launch needs sm_90 or newer (griddepcontrol); this device is sm_%d",
+                 ctx->sm);
+        return -1;
+    }
+    if (on && !g->launch_ex) {
+        snprintf(err, errlen, "cuda: chained launch needs the driver's cuLaunchKernelEx (CUDA 12 or newer)");
+        return -1;
+    }
+    g->chain = on != 0;
+    return 0;
+}
+
+/* The producer kernel of the chained check, loaded once per context. */
+static CUfunction producer_fn(gt_bk_ctx *ctx, char *err, size_t errlen)
+{
+    gt_gen_ctx *g = ctx->gen;
+    const gt_gen_image *img = NULL;
+    int hit = 0;
+    gt_gen_entry *e = gt_gen_request(gt_gen_fault_src, "gt_chain_producer", NULL, 0, ctx->sm, 0, &hit);
+    if (!e) {
+        snprintf(err, errlen, "cuda: out of host memory");
+        return NULL;
+    }
+    if (gt_gen_wait(e, &img, err, errlen) != 0)
+        return NULL;
+    const gen_mod *m = module(g, gt_gen_entry_key(e), img, "gt_chain_producer", NULL, 0, err, errlen);
+    return m ? m->fn : NULL;
+}
+
+int gt_gen_validate_chained(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen)
+{
+    gt_bk_ctx *ctx = pp->ctx;
+    gt_gen_ctx *g = ctx->gen;
+    void *save = NULL;
+    int rc = -1;
+    *rel_err = 0.0 / 0.0;
+    if (!c->gen || c->gen->family != GT_FAM_GEMV) {
+        snprintf(err, errlen, "cuda: only gemv kernels launch chained");
+        return -1;
+    }
+    if (gt_cuda_alive(ctx, err, errlen) != 0 || gt_gen_set_chain(ctx, 1, err, errlen) != 0)
+        return -1;
+    CUfunction pf = producer_fn(ctx, err, errlen);
+    if (!pf)
+        goto out;
+    /* B poisoned (0xffff: NaN in bf16 and f16), then restored by a producer
+     * that lets the gemv launch at once and writes 50 us later: a gemv that
+     * read B before its wait would see NaN */
+    unsigned *dst = pp->val.b;
+    long long words = (long long)(pp->b_sz / 4), ns = 50000;
+    int poison = (pp->map.dkt == GT_KT_I8 || pp->map.dkt == GT_KT_I32) ? 0x80 : 0xff;
+    if (gt_cuda_ck(ctx, cudaMalloc(&save, pp->b_sz), "cudaMalloc(B copy)", err, errlen) ||
+        gt_cuda_ck(ctx, cudaMemcpyAsync(save, pp->val.b, pp->b_sz, cudaMemcpyDeviceToDevice, ctx->stream),
+                   "copy B", err, errlen) ||
+        gt_cuda_ck(ctx, cudaMemsetAsync(pp->val.b, 0xff, pp->b_sz, ctx->stream), "poison B", err, errlen) ||
+        gt_cuda_ck(ctx, cudaMemsetAsync(pp->val.d, poison, pp->d_sz, ctx->stream), "poison D", err, errlen))
+        goto out;
+    const unsigned *src = save;
+    void *pargs[] = {&dst, &src, &words, &ns};
+    CUresult r = g->launch(pf, (unsigned)(ctx->sms > 0 ? ctx->sms : 1), 1, 1, 256, 1, 1, 0,
+                           (CUstream)ctx->stream, pargs, NULL);
+    if (r != CUDA_SUCCESS) {
+        drv_err(g, r, "launch gt_chain_producer", err, errlen);
+        goto out;
+    }
+    if (gt_gen_run(pp, c, &pp->val, err, errlen) != 0)
+        goto out;
+    rc = gt_cuda_check(pp, rel_err, err, errlen);
+out:
+    (void)gt_gen_set_chain(ctx, 0, NULL, 0);
+    if (save && (gt_cuda_ck(ctx, cudaStreamSynchronize(ctx->stream), "synchronize", err, errlen) ||
+                 gt_cuda_ck(ctx, cudaFree(save), "cudaFree(B copy)", err, errlen)))
+        rc = -1;
+    return rc;
 }
 
 cJSON *gt_gen_cand_info(const gt_bk_cand *c)
