@@ -263,6 +263,10 @@ static int gemv_kernel(const gt_problem *p, const cJSON *cfg, gt_gen_kernel *k, 
         snprintf(err, errlen, "gemv: config text too long");
         return GT_GEN_EXPORT_BAD;
     }
+    /* the template's griddepcontrol (sm_90+); dbuf's first block of A
+     * comes before the wait */
+    k->chain_min_sm = 90;
+    k->chain_reads_a = c.pipe == GT_GEN_PIPE_DBUF;
     return finish(k, &k_gemv_desc, p, &g, text, c.splitk, c.reduction, err, errlen);
 }
 
@@ -588,6 +592,28 @@ fail:
     return NULL;
 }
 
+/* How launch 1 may launch chained; JSON null when it may not. */
+static cJSON *chained_json(const gt_gen_kernel *k)
+{
+    if (!k->chain_min_sm)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject(), *rb = NULL;
+    if (!o || !cJSON_AddNumberToObject(o, "min_sm", k->chain_min_sm) ||
+        !cJSON_AddNumberToObject(o, "launch", 0) ||
+        !cJSON_AddStringToObject(o, "attribute", "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION") ||
+        !(rb = cJSON_AddArrayToObject(o, "reads_before_wait")) ||
+        (k->chain_reads_a && push(rb, cJSON_CreateString("a"))) ||
+        !cJSON_AddStringToObject(o, "rule", k->chain_reads_a
+            ? "launch 1 may start before the kernel before it ends; it waits for it before it reads b, c "
+              "or bias or writes anything, but reads a first: the kernel before it must not write a"
+            : "launch 1 may start before the kernel before it ends; it waits for it before it reads or "
+              "writes anything")) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
 cJSON *gt_gen_kernel_json(const gt_gen_kernel *k)
 {
     char arch[48];
@@ -607,7 +633,7 @@ cJSON *gt_gen_kernel_json(const gt_gen_kernel *k)
         !(defs = cJSON_AddArrayToObject(o, "defines")) ||
         !(launches = cJSON_AddArrayToObject(o, "launches")) ||
         add(o, "workspace", workspace_json(k)) || add(o, "args", args_json(k)) ||
-        add(o, "tensor_maps", tmaps_json(k)))
+        add(o, "tensor_maps", tmaps_json(k)) || add(o, "chained", chained_json(k)))
         goto fail;
     for (int i = 0; i < k->nlaunch; i++)
         if (push(kern, cJSON_CreateString(k->launch[i].kernel)) ||
@@ -680,6 +706,12 @@ char *gt_gen_kernel_cuh(const gt_gen_kernel *k, const char *about)
                       "box {%u, %u, %u}\n", i, t->operand, t->dims[0], t->dims[1], t->dims[2], t->strides[0],
                   t->strides[1], t->box[0], t->box[1], t->box[2]);
     }
+    if (k->chain_min_sm)
+        sb_printf(&b, " *\n * Chained launch (sm_%d+): launch 1 may take the attribute\n"
+                      " * cudaLaunchAttributeProgrammaticStreamSerialization; it waits for the kernel\n"
+                      " * before it (griddepcontrol.wait) before it reads %s or writes anything%s.\n",
+                  k->chain_min_sm, k->chain_reads_a ? "b, c or bias" : "anything",
+                  k->chain_reads_a ? "; it reads a\n * first: the kernel before it must not write a" : "");
     sb_printf(&b, " *\n * Workspace: %zu bytes, one allocation; launches sharing it must not overlap\n",
               k->workspace_bytes);
     for (int i = 0; i < k->nbufs; i++)

@@ -85,6 +85,10 @@ typedef struct gt_gen_kernel {
                                   wgmma: 2, for "a" and "b"); the caller encodes them for
                                   the call's pointers with cuTensorMapEncodeTiled */
     gt_mma_tmap tmaps[GT_MMA_MAX_TMAPS];
+    int chain_min_sm;          /* launch[0] may launch chained (programmatic dependent launch)
+                                  on sm_<chain_min_sm> and newer; 0: never (gemv: 90) */
+    int chain_reads_a;         /* 1: it reads A before its griddepcontrol.wait (gemv pipe
+                                  dbuf): the kernel before it must not write A */
     const char *opts[GT_GEN_MAX_OPTS]; /* NVRTC options besides the architecture (static) */
     int nopts;
     int min_sm;                /* the oldest compute capability it compiles for (80) */

@@ -197,6 +197,11 @@ typedef struct gt_db_kernel {
     int tensor_maps;               /* CUtensorMap parameters launch[0] takes after the struct
                                       (0 or 2: A and B); gt_db_kernel_cuda_launch encodes them,
                                       the export's "tensor_maps" says how */
+    int chain_min_sm;              /* launch[0] may launch chained (programmatic dependent
+                                      launch) when compiled for sm_<chain_min_sm> or newer:
+                                      GT_DB_LAUNCH_CHAINED; 0: never (the "gemv" kernels: 90) */
+    int chain_reads_a;             /* 1: chained, it reads A before it waits for the kernel
+                                      before it, which must therefore not write A (weights) */
 } gt_db_kernel;
 
 /* The generated kernel tuned for d (backend "cuda") on device_model, as a new
@@ -247,6 +252,21 @@ GT_DB_API int gt_db_kernel_cuda_launch(const gt_db_kernel *k, const gt_db_module
                                        struct CUstream_st *stream, const void *a, const void *b,
                                        const void *c, const void *bias, void *d, void *workspace,
                                        char *err, size_t errlen);
+/* flags of gt_db_kernel_cuda_launch_ex. CHAINED: launch[0] with programmatic
+ * dependent launch (cudaLaunchAttributeProgrammaticStreamSerialization) when
+ * k->chain_min_sm allows it for the module's target, else plainly (the result
+ * is the same either way). A chained kernel may start before the kernel
+ * before it on the stream ends, overlapping its launch with that kernel's
+ * tail; it waits for it before it reads B, C or bias or writes (and, when
+ * k->chain_reads_a, reads A first: the kernel before must not write A). The
+ * gain needs the kernels before to launch early too, as in a decode step
+ * whose kernels all launch chained. */
+#define GT_DB_LAUNCH_CHAINED 1u
+/* gt_db_kernel_cuda_launch with flags (GT_DB_LAUNCH_*; 0: the same). */
+GT_DB_API int gt_db_kernel_cuda_launch_ex(const gt_db_kernel *k, const gt_db_module *m,
+                                          struct CUstream_st *stream, const void *a, const void *b,
+                                          const void *c, const void *bias, void *d, void *workspace,
+                                          unsigned flags, char *err, size_t errlen);
 #endif
 
 #if defined(GEMMTUNE_CUBLASLT) && !defined(CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA)

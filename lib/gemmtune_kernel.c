@@ -75,6 +75,8 @@ int gt_db_kernel_get_key(const gt_db *db, const char *key, const char *device_mo
     k->min_sm = g->min_sm;
     k->arch_specific = g->arch_specific;
     k->tensor_maps = g->ntmaps;
+    k->chain_min_sm = g->chain_min_sm;
+    k->chain_reads_a = g->chain_reads_a;
     /* two slots in the public struct: a family with more launches is one
      * this library cannot describe */
     if (g->nlaunch > 2)

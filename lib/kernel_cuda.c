@@ -35,6 +35,7 @@ typedef CUresult(CUDAAPI *pfn_getfn)(CUfunction *, CUmodule, const char *);
 typedef CUresult(CUDAAPI *pfn_setattr)(CUfunction, CUfunction_attribute, int);
 typedef CUresult(CUDAAPI *pfn_launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                                       unsigned, unsigned, CUstream, void **, void **);
+typedef CUresult(CUDAAPI *pfn_launch_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
 typedef CUresult(CUDAAPI *pfn_errname)(CUresult, const char **);
 typedef CUresult(CUDAAPI *pfn_tmap)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
                                     const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
@@ -51,6 +52,7 @@ static struct drv {
     pfn_getfn getfn;
     pfn_setattr setattr;
     pfn_launch launch;
+    pfn_launch_ex launch_ex;  /* cuLaunchKernelEx: chained launches; NULL: they launch plainly */
     pfn_errname errname;
     pfn_tmap tmap;            /* cuTensorMapEncodeTiled: the wgmma kernels' maps */
 } g_drv = {.once = PTHREAD_ONCE_INIT};
@@ -90,6 +92,11 @@ static void drv_open(void)
             return;
         }
     }
+    /* optional: without it chained launches launch plainly */
+    CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (proc("cuLaunchKernelEx", (void **)&g_drv.launch_ex, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &q) !=
+            CUDA_SUCCESS || q != CU_GET_PROC_ADDRESS_SUCCESS)
+        g_drv.launch_ex = NULL;
 }
 
 static int drv_ready(char *err, size_t errlen)
@@ -260,10 +267,26 @@ fail:
     return -1;
 }
 
+/* The compute capability a module was compiled for ("sm_90", "sm_90a",
+ * "compute_120"), 0 when unknown. */
+static int target_sm(const char *t)
+{
+    const char *u = strchr(t, '_');
+    return u ? atoi(u + 1) : 0;
+}
+
 int gt_db_kernel_cuda_launch(const gt_db_kernel *k, const gt_db_module *m,
                              struct CUstream_st *stream, const void *a, const void *b,
                              const void *c, const void *bias, void *d, void *workspace, char *err,
                              size_t errlen)
+{
+    return gt_db_kernel_cuda_launch_ex(k, m, stream, a, b, c, bias, d, workspace, 0, err, errlen);
+}
+
+int gt_db_kernel_cuda_launch_ex(const gt_db_kernel *k, const gt_db_module *m,
+                                struct CUstream_st *stream, const void *a, const void *b,
+                                const void *c, const void *bias, void *d, void *workspace,
+                                unsigned flags, char *err, size_t errlen)
 {
     /* 8 bytes per member of the struct; 8-aligned for the driver's copy */
     unsigned long long args[32];
@@ -299,9 +322,21 @@ int gt_db_kernel_cuda_launch(const gt_db_kernel *k, const gt_db_module *m,
             params[1] = &maps[0];
             params[2] = &maps[1];
         }
-        CUresult r = g_drv.launch((CUfunction)m->function[i], l->grid[0], l->grid[1], l->grid[2],
-                                  l->block[0], l->block[1], l->block[2], (unsigned)l->shared_bytes,
-                                  (CUstream)stream, params, NULL);
+        CUresult r;
+        if (i == 0 && (flags & GT_DB_LAUNCH_CHAINED) && k->chain_min_sm && g_drv.launch_ex &&
+            target_sm(m->target) >= k->chain_min_sm) {
+            CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
+            at.value.programmaticStreamSerializationAllowed = 1;
+            CUlaunchConfig lc = {.gridDimX = l->grid[0], .gridDimY = l->grid[1], .gridDimZ = l->grid[2],
+                                 .blockDimX = l->block[0], .blockDimY = l->block[1], .blockDimZ = l->block[2],
+                                 .sharedMemBytes = (unsigned)l->shared_bytes, .hStream = (CUstream)stream,
+                                 .attrs = &at, .numAttrs = 1};
+            r = g_drv.launch_ex(&lc, (CUfunction)m->function[i], params, NULL);
+        } else {
+            r = g_drv.launch((CUfunction)m->function[i], l->grid[0], l->grid[1], l->grid[2], l->block[0],
+                             l->block[1], l->block[2], (unsigned)l->shared_bytes, (CUstream)stream, params,
+                             NULL);
+        }
         if (r != CUDA_SUCCESS)
             return drv_fail(r, l->kernel, err, errlen);
     }

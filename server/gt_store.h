@@ -54,6 +54,8 @@ typedef struct gt_run_opts {
     double min_time_ms;         /* timing: per repeat */
     int repeats;
     int warmup;
+    int chained;                /* "launch": "chained": generated gemv kernels timed with
+                                   programmatic dependent launch (cuda, sm_90+) */
     gt_log_opts log;            /* format, skip_invalid, threshold */
     char *candidates;           /* JSON array of configs added to every problem's
                                    space ("candidates" in a JSON POST); owned */
@@ -66,6 +68,9 @@ void gt_run_opts_fini(gt_run_opts *o);
 int gt_run_opts_from_json(gt_run_opts *o, const struct cJSON *j, char *err, size_t errlen);
 /* Same, from "key=value" pairs (query string of a text POST). */
 int gt_run_opts_set(gt_run_opts *o, const char *key, const char *value, char *err, size_t errlen);
+/* The rules between options, once all are read (launch=chained needs backend
+ * cuda). 0, or -1 with the reason. */
+int gt_run_opts_check(const gt_run_opts *o, char *err, size_t errlen);
 
 typedef struct gt_run_created {
     int64_t id;
@@ -163,6 +168,7 @@ typedef struct gt_kernel_row {
     char phase[8];              /* screen, final */
     char arch[64];              /* the measuring worker's ("sm_90"), "" unknown */
     int valid, winner;          /* winner: the problem's best valid result */
+    int chained;                /* the run's option launch=chained */
     double time_us, baseline_us, rel_err; /* NAN when unknown */
 } gt_kernel_row;
 enum { GT_STORE_NO_RUN = 1, GT_STORE_NO_PROBLEM = 2, GT_STORE_NO_RESULT = 3 };

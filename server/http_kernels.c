@@ -43,6 +43,14 @@ static int add_num_or_null(cJSON *o, const char *name, double v)
            NULL;
 }
 
+/* Whether the worker timed the kernel with chained launches (gen_run.c's
+ * gt_gen_chain_begin: a kernel that may launch chained, on sm_90+). */
+static int timed_chained(const gt_kernel_row *r, const gt_gen_kernel *k)
+{
+    int sm = gt_gen_dev_sm_of(r->arch);
+    return r->chained && k->chain_min_sm && sm >= k->chain_min_sm;
+}
+
 /* The kernel's JSON with where it came from and what it measured. */
 static cJSON *kernel_json(int64_t run_id, const gt_kernel_row *r, const gt_gen_kernel *k)
 {
@@ -61,7 +69,10 @@ static cJSON *kernel_json(int64_t run_id, const gt_kernel_row *r, const gt_gen_k
         !cJSON_AddBoolToObject(j, "winner", r->winner) ||
         !cJSON_AddBoolToObject(j, "valid", r->valid) || !add_num_or_null(j, "time_us", r->time_us) ||
         !add_num_or_null(j, "baseline_us", r->baseline_us) || !add_num_or_null(j, "uplift", up) ||
-        !add_num_or_null(j, "rel_err", r->rel_err))
+        !add_num_or_null(j, "rel_err", r->rel_err) ||
+        /* how time_us was measured: chained when the run said launch=chained
+         * and the kernel can be (gemv on sm_90+) */
+        !cJSON_AddStringToObject(j, "timed", timed_chained(r, k) ? "chained" : "plain"))
         goto fail;
     return j;
 fail:
@@ -84,11 +95,12 @@ static enum MHD_Result send_cuh(gt_req *q, int64_t run_id, const gt_kernel_row *
              "run %lld, problem %lld: %s\n"
              "key       %s\n"
              "device    %s (backend %s)\n"
-             "measured  %s (%s phase%s%s), baseline %s%s\n"
+             "measured  %s (%s phase%s%s%s), baseline %s%s\n"
              "rel_err   %.3g",
              (long long)run_id, (long long)r->problem_id, r->label, r->key, r->device_model,
              r->backend, t, r->phase, r->winner ? ", the winner" : ", not the winner",
-             r->valid ? "" : ", INVALID", b, up, r->rel_err);
+             r->valid ? "" : ", INVALID", timed_chained(r, k) ? ", launched chained" : "", b, up,
+             r->rel_err);
     char *txt = gt_gen_kernel_cuh(k, about);
     if (!txt)
         return MHD_NO;

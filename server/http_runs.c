@@ -98,6 +98,11 @@ enum MHD_Result gt_http_post_run(gt_req *q)
         if (qo.bad)
             return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL, "%s", qo.err);
     }
+    if (gt_run_opts_check(&o, err, sizeof err) != 0) {
+        cJSON_Delete(body);
+        gt_run_opts_fini(&o);
+        return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL, "%s", err);
+    }
     o.log.max_lines = h->o.max_log_lines;
     gt_log_result res;
     int prc = gt_log_parse(text, len, &o.log, &res);

@@ -30,7 +30,8 @@ static const char k_usage[] =
     "commands:\n"
     "  submit LOG [--name N] [--format F] [--backend B] [--strategy S] [--budget N]\n"
     "         [--shard-size N] [--threshold X] [--final-k N] [--skip-invalid]\n"
-    "         [--device-model M]          submit a workload log (- for stdin) as a run\n"
+    "         [--device-model M] [--launch plain|chained]\n"
+    "                                     submit a workload log (- for stdin) as a run\n"
     "  status [RUN] [--wait]              list runs, or show one run's progress (a live\n"
     "                                     bar on a terminal; --wait polls until it ends)\n"
     "  results RUN [--csv] [--all]        best configuration per problem; --csv: every\n"
@@ -103,7 +104,7 @@ static int cmd_submit(gt_cli *c, int argc, char **argv)
     /* Option name -> JSON field; strings are passed through, the server validates. */
     static const char *const str_opts[][2] = {
         {"--name", "name"},         {"--format", "format"},           {"--backend", "backend"},
-        {"--strategy", "strategy"}, {"--device-model", "device_model"},
+        {"--strategy", "strategy"}, {"--device-model", "device_model"}, {"--launch", "launch"},
     };
     static const char *const int_opts[][2] = {
         {"--budget", "budget"}, {"--shard-size", "shard_size"}, {"--final-k", "final_k"},

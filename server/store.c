@@ -318,6 +318,12 @@ int gt_run_opts_set(gt_run_opts *o, const char *key, const char *v, char *err, s
         if (parse_int_opt(key, v, 0, INT64_MAX, &x, err, errlen))
             return -1;
         o->seed = (uint64_t)x;
+    } else if (!strcmp(key, "launch")) {
+        if (strcmp(v, "plain") && strcmp(v, "chained")) {
+            snprintf(err, errlen, "option launch=%s: must be plain or chained", v);
+            return -1;
+        }
+        o->chained = !strcmp(v, "chained");
     } else if (!strcmp(key, "skip_invalid")) {
         return parse_bool_opt(key, v, &o->log.skip_invalid, err, errlen);
     } else if (!strcmp(key, "threshold") || !strcmp(key, "min_time_ms")) {
@@ -339,6 +345,17 @@ int gt_run_opts_set(gt_run_opts *o, const char *key, const char *v, char *err, s
         }
     } else {
         snprintf(err, errlen, "unknown option %s", key);
+        return -1;
+    }
+    return 0;
+}
+
+int gt_run_opts_check(const gt_run_opts *o, char *err, size_t errlen)
+{
+    if (o->chained && strcmp(o->backend, "cuda")) {
+        snprintf(err, errlen, "option launch=chained: only backend cuda launches chained "
+                              "(programmatic dependent launch, sm_90 or newer); this run's backend is %s",
+                 o->backend);
         return -1;
     }
     return 0;
@@ -413,7 +430,8 @@ static cJSON *opts_json(const gt_run_opts *o)
              cJSON_AddNumberToObject(j, "population", o->population) &&
              cJSON_AddNumberToObject(j, "generations", o->generations) &&
              cJSON_AddNumberToObject(j, "threshold", o->log.threshold) &&
-             cJSON_AddBoolToObject(j, "skip_invalid", o->log.skip_invalid);
+             cJSON_AddBoolToObject(j, "skip_invalid", o->log.skip_invalid) &&
+             cJSON_AddStringToObject(j, "launch", o->chained ? "chained" : "plain");
     if (ok && o->candidates) {
         cJSON *c = cJSON_Parse(o->candidates);
         ok = c != NULL;

@@ -153,13 +153,16 @@ static char *timing_json(const char *options, const char *kind)
         repeats = v->valuedouble;
     if (o && (v = cJSON_GetObjectItemCaseSensitive(o, "warmup")) && cJSON_IsNumber(v))
         warmup = v->valuedouble;
+    int chained = o && (v = cJSON_GetObjectItemCaseSensitive(o, "launch")) && cJSON_IsString(v) &&
+                  !strcmp(v->valuestring, "chained");
     if (!strcmp(kind, "final")) {
         min_ms *= 4;
         repeats = repeats * 2 < 9 ? 9 : repeats * 2;
     }
     if (cJSON_AddNumberToObject(t, "min_time_ms", min_ms) &&
         cJSON_AddNumberToObject(t, "repeats", repeats) &&
-        cJSON_AddNumberToObject(t, "warmup", warmup))
+        cJSON_AddNumberToObject(t, "warmup", warmup) &&
+        (!chained || cJSON_AddTrueToObject(t, "chained")))
         txt = cJSON_PrintUnformatted(t);
 out:
     cJSON_Delete(o);

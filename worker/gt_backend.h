@@ -43,6 +43,8 @@ typedef struct gt_timing_opts {
     int warmup;              /* untimed calls first */
     int repeats;             /* timed repeats, median reported */
     int64_t rotating_bytes;  /* total size of rotating input sets, 0 = backend default */
+    int chained;             /* cuda: generated gemv kernels launch chained (programmatic
+                                dependent launch, sm_90+), after a chained validation */
 } gt_timing_opts;
 
 typedef struct gt_timing {

@@ -342,6 +342,7 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
     j.timing.repeats = (int)gt_proto_int_or(t, "repeats", 1, 1000, 5);
     j.timing.warmup = (int)gt_proto_int_or(t, "warmup", 0, 1000, 2);
     j.timing.rotating_bytes = j.prob.rotating_mb * (1 << 20);
+    j.timing.chained = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "chained"));
     j.tol = gt_bk_tolerance(&j.prob);
     const cJSON *cands = cJSON_GetObjectItemCaseSensitive(job, "candidates");
     const cJSON *baseline = cJSON_GetObjectItemCaseSensitive(job, "baseline");

@@ -102,6 +102,35 @@ check ".cuh ends with the same source as the JSON" \
 code=$(get "/v1/runs/$RUN/kernels/$P1?format=cuh" "$T/k1b.cuh")
 check "format=cuh is the same header" bash -c "[ $code = 200 ] && cmp -s '$T/k1.cuh' '$T/k1b.cuh'"
 
+# --- chained launch: what the kernel allows, and how the run timed it
+check "gemv: may launch chained on sm_90+, reads nothing before its wait (pipe async); timed plain" \
+  [ "$(jsonq "$T/k1.json" "SELECT json_extract(x,'$.chained.min_sm') || ' ' || json_extract(x,'$.chained.attribute') || ' ' || json_array_length(json_extract(x,'$.chained.reads_before_wait')) || ' ' || json_extract(x,'$.timed') FROM j;")" = "90 CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 0 plain" ]
+code=$(curl -s -o "$T/sc.json" -w '%{http_code}' "${AUTH[@]}" -X POST --data-binary @"$T/decode.log" \
+  -H 'Content-Type: text/plain' "$HTTP/v1/runs?backend=cuda&launch=chained&device_model=NVIDIA%20H100%2080GB%20HBM3")
+check "launch=chained run submitted (HTTP $code)" [ "$code" = 201 ]
+RUNC=$(json "$T/sc.json" '$.id')
+check "the run's options say launch chained, jobs time chained" \
+  [ "$(sqlite3 "$DB" "SELECT json_extract(options, '\$.launch') FROM runs WHERE id = $RUNC")" = chained ]
+PC=$(sqlite3 "$DB" "SELECT id FROM problems WHERE run_id = $RUNC AND m = 4096")
+sqlite3 "$DB" "INSERT INTO results (run_id, problem_id, job_id, backend, phase, config, config_hash, is_baseline,
+  time_us, spread, tflops, rel_err, valid, reason, worker_id, device_model, created_ms)
+  VALUES ($RUNC, $PC, (SELECT MIN(id) FROM jobs WHERE problem_id = $PC), 'cuda', 'final', '$GEMV',
+          '00000000000000a1', 0, 11.0, 0.01, 1.0, 0.002, 1, NULL, (SELECT MAX(id) FROM workers), '$H100', $now)"
+code=$(get "/v1/runs/$RUNC/kernels/$PC" "$T/kc.json")
+check "a launch=chained run's gemv winner was timed chained (HTTP $code)" \
+  [ "$(json "$T/kc.json" '$.timed')" = chained ]
+code=$(get "/v1/runs/$RUNC/kernels/$PC.cuh" "$T/kc.cuh")
+check ".cuh: measured launched chained, and how to launch it so" \
+  bash -c "grep -q 'the winner, launched chained)' '$T/kc.cuh' && grep -q 'Chained launch (sm_90+): launch 1 may take the attribute' '$T/kc.cuh'"
+code=$(curl -s -o "$T/e0.json" -w '%{http_code}' "${AUTH[@]}" -X POST --data-binary @"$T/decode.log" \
+  -H 'Content-Type: text/plain' "$HTTP/v1/runs?backend=cpu&launch=chained")
+check "launch=chained on the cpu backend: 400 with the reason (got $code)" \
+  bash -c "[ $code = 400 ] && grep -q 'only backend cuda launches chained' '$T/e0.json'"
+code=$(curl -s -o "$T/e0b.json" -w '%{http_code}' "${AUTH[@]}" -X POST --data-binary @"$T/decode.log" \
+  -H 'Content-Type: text/plain' "$HTTP/v1/runs?backend=cuda&launch=pdl")
+check "launch=pdl: 400 naming the values (got $code)" \
+  bash -c "[ $code = 400 ] && grep -q 'launch=pdl: must be plain or chained' '$T/e0b.json'"
+
 # --- a non-winning candidate by config hash: two-pass split-K
 code=$(get "/v1/runs/$RUN/kernels/$P1?config_hash=00000000000000c1" "$T/k2.json")
 check "config_hash: 200, not the winner (got $code)" \

@@ -225,6 +225,9 @@ static void test_renderings(void)
     CHECK(txt && strstr(txt, "\"worker_nvrtc_options\":[\"--gpu-architecture=sm_90\",\"--ptxas-options=-v\",\"-DGT_HIP=0\""));
     CHECK(txt && strstr(txt, "{\"name\":\"nbatch\",\"type\":\"long long\",\"value\":1}"));
     CHECK(txt && strstr(txt, "\"program_name\":\"gt_gen.cu\"") && strstr(txt, "\"smem_optin\":false"));
+    /* a reg-pipe gemv launches chained on sm_90+ and reads nothing before its wait */
+    CHECK(txt && strstr(txt, "\"chained\":{\"min_sm\":90,\"launch\":0,\"attribute\":"
+                             "\"CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION\",\"reads_before_wait\":[]"));
     const cJSON *members = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "args"), "members");
     CHECK(cJSON_GetArraySize(members) == 21);
     const cJSON *m18 = cJSON_GetArrayItem(members, 18);
@@ -241,6 +244,7 @@ static void test_renderings(void)
     CHECK(h && strstr(h, "sneaky * / text") && !strstr(h, "sneaky */"));
     CHECK(h && strstr(h, "2. gt_gemv_fin<<<dim3(16, 1, 1), dim3(256, 1, 1), 0>>>(struct gt_gemv_args args, long long nbatch)"));
     CHECK(h && strstr(h, "with nbatch = 1") && strstr(h, "ws   offset 0, 65536 bytes: none"));
+    CHECK(h && strstr(h, "Chained launch (sm_90+): launch 1 may take the attribute\n"));
     CHECK(h && strstr(h, "+144  long long    kper = 1024"));
     CHECK(h && strstr(h, " */\n#pragma once\n/* gemmtune generated kernel: family gemv"));
     free(h);
@@ -249,6 +253,21 @@ static void test_renderings(void)
     free(hu);
     gt_gen_kernel_free(&k);
     gt_gen_kernel_free(&u);
+    /* dbuf reads its first block of A before the wait: the export says so */
+    gt_gen_kernel dk;
+    CHECK(make(&p, "{\"a_load\":\"na256\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":4,\"n_tile\":8,"
+                   "\"pipe\":\"dbuf\",\"reduction\":\"none\",\"rows_per_cta\":32,\"splitk\":1,\"vec\":8,"
+                   "\"warps\":4}", 90, &dk, err, sizeof err) == GT_GEN_EXPORT_OK);
+    CHECK(dk.chain_min_sm == 90 && dk.chain_reads_a == 1);
+    cJSON *jd = gt_gen_kernel_json(&dk);
+    char *td = jd ? cJSON_PrintUnformatted(jd) : NULL;
+    CHECK(td && strstr(td, "\"reads_before_wait\":[\"a\"],\"rule\":\"launch 1 may start before the kernel"));
+    char *hd = gt_gen_kernel_cuh(&dk, NULL);
+    CHECK(hd && strstr(hd, "reads a\n * first: the kernel before it must not write a"));
+    free(hd);
+    free(td);
+    cJSON_Delete(jd);
+    gt_gen_kernel_free(&dk);
 }
 
 #ifdef GT_WITH_CUDA

@@ -211,6 +211,8 @@ static void test_lookups(void)
         CHECK(g.source && !strcmp(k->source, g.source) && !strcmp(k->config, k_none));
         CHECK(!strcmp(k->family, "gemv") && !strcmp(k->program_name, "gt_gen.cu"));
         CHECK(k->noptions == 0 && k->min_sm == 80 && k->nlaunch == 1 && !k->launch[0].extra_param);
+        /* chained on sm_90+; a pipe other than dbuf reads nothing before its wait */
+        CHECK(k->chain_min_sm == 90 && k->chain_reads_a == (strstr(k_none, "dbuf") != NULL));
         CHECK(!strcmp(k->device_model, MODEL) && k->time_us == 12.0 && k->baseline_us == 15.0);
         char key[512];
         CHECK(gt_db_key(&d1, key, sizeof key, err, sizeof err) > 0 && !strcmp(k->key, key));
@@ -242,6 +244,7 @@ static void test_lookups(void)
     if (k) {
         gt_problem p = problem_of(2048, 128, 2048);
         CHECK(!strcmp(k->family, "mma") && k->min_sm == 90 && k->arch_specific == 1 && k->tensor_maps == 2 &&
+              k->chain_min_sm == 0 &&
               k->nlaunch == 1 && k->launch[0].block[0] == 128 && k->launch[0].shared_bytes == 4 * 192 * 128 + 1024);
         gt_mma_cfg c;
         gt_gen_geom g;
@@ -326,6 +329,38 @@ static long run_on_gpu(const gt_db_kernel *k, int64_t m, int64_t n, int64_t kk)
                 double got = gt_cpu_bf16_to_f32(hd[j * m + i]);
                 bad += !(fabs(got - ref) <= fabs(ref) / 128 + 1e-6);
             }
+    }
+    /* chained (a square gemv): D2 = A D1 launched chained right after the
+     * launch that writes D1 (poisoned before): a kernel that read its B
+     * before waiting for the one before it would see NaN */
+    if (ok && m == kk && n == 1 && k->chain_min_sm) {
+        void *dd2 = NULL;
+        uint16_t *hd2 = malloc(nd * 2);
+        ok = hd2 && cudaMalloc(&dd2, nd * 2) == cudaSuccess && cudaMemset(dd, 0xff, nd * 2) == cudaSuccess &&
+             cudaMemset(dd2, 0xff, nd * 2) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess;
+        CHECK(ok);
+        ok = ok && gt_db_kernel_cuda_launch(k, &mod, NULL, da, db, NULL, NULL, dd, ws, err, sizeof err) == 0 &&
+             gt_db_kernel_cuda_launch_ex(k, &mod, NULL, da, dd, NULL, NULL, dd2, ws, GT_DB_LAUNCH_CHAINED, err,
+                                         sizeof err) == 0;
+        CHECK_MSG(ok, "chained launch: %s", err);
+        ok = ok && cudaDeviceSynchronize() == cudaSuccess &&
+             cudaMemcpy(hd, dd, nd * 2, cudaMemcpyDeviceToHost) == cudaSuccess &&
+             cudaMemcpy(hd2, dd2, nd * 2, cudaMemcpyDeviceToHost) == cudaSuccess;
+        CHECK(ok);
+        long bad2 = 0;
+        for (int64_t i = 0; ok && i < m; i++) {
+            double ref = 0;
+            for (int64_t q = 0; q < kk; q++)
+                ref += (double)gt_cpu_bf16_to_f32(ha[i * kk + q]) * gt_cpu_bf16_to_f32(hd[q]);
+            double got = gt_cpu_bf16_to_f32(hd2[i]);
+            bad2 += !(fabs(got - ref) <= fabs(ref) / 128 + 1e-3);
+        }
+        CHECK_MSG(bad2 == 0, "chained: %ld of %lld elements wrong", bad2, (long long)m);
+        fprintf(stderr, "     chained launch after the kernel writing its B: %s\n", bad2 ? "WRONG" : "ok");
+        if (bad2)
+            bad += bad2;
+        cudaFree(dd2);
+        free(hd2);
     }
     gt_db_kernel_cuda_unload(&mod);
 out:

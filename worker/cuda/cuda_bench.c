@@ -383,7 +383,11 @@ int gt_cuda_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timi
         snprintf(err, errlen, "cuda: out of host memory");
         return -1;
     }
-    int rc = -1;
+    int rc = -1, chained = 0;
+    /* launch=chained: a generated gemv kernel (sm_90+) is validated chained
+     * once, then timed with every call launched chained; the rest plainly */
+    if (o->chained && c->gen && (chained = gt_gen_chain_begin(pp, c, err, errlen)) < 0)
+        goto out;
     /* Calibration, at most two synchronizations: the warm-up calls are
      * timed (validate has run the candidate once already, so its kernel is
      * loaded); when they last less than a quarter of min_time, one round of
@@ -430,6 +434,8 @@ int gt_cuda_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timi
     t->repeats = repeats;
     rc = 0;
 out:
+    if (chained > 0)
+        gt_gen_chain_end(ctx);
     if (us != us_small)
         free(us);
     return rc;

@@ -115,6 +115,12 @@ int gt_gen_set_chain(gt_bk_ctx *ctx, int on, char *err, size_t errlen);
  * 50 us later, the gemv chained, the GPU comparison. A kernel that read B
  * before its wait fails (NaN). Leaves chaining off. */
 int gt_gen_validate_chained(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen);
+/* A timing with launch=chained: 1 when c's calls launch chained until
+ * gt_gen_chain_end (a gemv kernel on sm_90+ with cuLaunchKernelEx; validated
+ * chained at its first such timing), 0 when c times plainly (cuBLASLt, mma,
+ * older GPUs), -1 with the reason when its chained result is wrong. */
+int gt_gen_chain_begin(gt_bk_prob *pp, gt_bk_cand *c, char *err, size_t errlen);
+void gt_gen_chain_end(gt_bk_ctx *ctx);
 /* What building c cost and what it uses: {"family","compile_ms","cache",
  * "registers","spill_bytes","local_bytes","smem_bytes","grid","threads",
  * "ws_bytes"}; NULL for a cuBLASLt candidate. */

@@ -7,6 +7,7 @@
  * events in time() (cuda_bench.c calls gt_gen_run where it would call
  * cublasLtMatmul). */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,8 @@ struct gt_gen_cand {
     const gen_mod *m;
     double compile_ms, build_ms;
     int cache;                /* 0 compiled now, 1 disk, 2 memory */
+    int chain_ok;             /* validated chained (gt_gen_chain_begin) */
+    int timed_chained;        /* timed with chained launches */
     int spill_st, spill_ld;
 };
 
@@ -774,6 +777,34 @@ out:
     return rc;
 }
 
+int gt_gen_chain_begin(gt_bk_prob *pp, gt_bk_cand *c, char *err, size_t errlen)
+{
+    gt_gen_cand *gc = c->gen;
+    gt_gen_ctx *g = pp->ctx->gen;
+    if (!gc || gc->family != GT_FAM_GEMV || pp->ctx->sm < 90 || !g || !g->launch_ex)
+        return 0;
+    if (!gc->chain_ok) {
+        double e = NAN;
+        if (gt_gen_validate_chained(pp, c, &e, err, errlen) != 0)
+            return -1;
+        if (!(e <= gt_bk_tolerance(&pp->p))) {
+            snprintf(err, errlen, "chained launch: result wrong (rel err %.3g, tolerance %.3g)", e,
+                     gt_bk_tolerance(&pp->p));
+            return -1;
+        }
+        gc->chain_ok = 1;
+    }
+    if (gt_gen_set_chain(pp->ctx, 1, err, errlen) != 0)
+        return -1;
+    gc->timed_chained = 1;
+    return 1;
+}
+
+void gt_gen_chain_end(gt_bk_ctx *ctx)
+{
+    (void)gt_gen_set_chain(ctx, 0, NULL, 0);
+}
+
 cJSON *gt_gen_cand_info(const gt_bk_cand *c)
 {
     const gt_gen_cand *gc = c ? c->gen : NULL;
@@ -801,5 +832,7 @@ cJSON *gt_gen_cand_info(const gt_bk_cand *c)
         cJSON_AddNumberToObject(j, "threads", gc->geom.threads);
         cJSON_AddNumberToObject(j, "ws_bytes", (double)gc->geom.ws_bytes);
     }
+    if (gc->timed_chained)
+        cJSON_AddStringToObject(j, "launch", "chained");
     return j;
 }
