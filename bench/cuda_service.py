@@ -12,8 +12,14 @@ The roofline is measured on the same GPU before the run (PyTorch: a large
 device-to-device copy counting bytes read + written, and an 8192^3 bf16
 matmul); a GEMM's floor is max(bytes / copy bandwidth, flops / matmul rate).
 
+With --launch chained the run times generated gemv kernels with programmatic
+dependent launch (each call may start before the one before it ends, as in
+an application whose kernels all launch that way); cuBLASLt and the baseline
+are timed plainly, so the uplift then includes that overlap.
+
 Usage (repository built in build/ with CUDA):
   python3 bench/cuda_service.py [--log FILE] [--budget N] [--gpus N] [--out DIR]
+                                [--launch plain|chained]
 """
 import argparse
 import json
@@ -89,6 +95,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--final-k", type=int, default=5)
     ap.add_argument("--gpus", default="all", help="'all' or a device index")
+    ap.add_argument("--launch", default="plain", choices=["plain", "chained"],
+                    help="the run's launch option: chained times generated gemv kernels with "
+                         "programmatic dependent launch (sm_90+); the baseline stays plain")
     ap.add_argument("--timeout", type=float, default=480)
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
     a = ap.parse_args()
@@ -148,9 +157,9 @@ def main():
                 "log": text, "name": os.path.basename(logf), "backend": "cuda",
                 "budget": a.budget, "strategy": a.strategy, "shard_size": a.shard,
                 "final_k": a.final_k, "min_time_ms": a.min_time_ms, "repeats": a.repeats,
-                "warmup": 1})
+                "warmup": 1, "launch": a.launch})
             rid = sub["id"]
-            print(f"\nrun {rid}: {logf}: {sub['problems']} GEMMs", flush=True)
+            print(f"\nrun {rid}: {logf}: {sub['problems']} GEMMs, launch {a.launch}", flush=True)
             last = 0.0
             while True:
                 run = get(f"{http}/v1/runs/{rid}")
