@@ -21,9 +21,10 @@
  *   pdl      the best stream kernel launched with programmatic dependent
  *            launch (sm_90): it waits on griddepcontrol.wait before its first
  *            load and lets the next call start at once, so a call's launch
- *            and ramp overlap the previous one's drain. A diagnostic only:
- *            no candidate is timed this way, and in an application the gain
- *            needs the kernel before it to cooperate.
+ *            and ramp overlap the previous one's drain: the ceiling of the
+ *            run option launch=chained, which times the gemv family this
+ *            way. In an application the gain needs the kernel before it to
+ *            launch its dependents early too.
  *
  * The kernels are compiled by NVRTC (the family's pool and caches) and run
  * through the runtime's library API, which takes a cubin without linking
