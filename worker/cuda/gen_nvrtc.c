@@ -213,6 +213,16 @@ static void parse_spills(const char *log, const char *kernel, int *st, int *ld)
     }
 }
 
+/* 1 when this NVRTC (12.9 or newer) has its own compile cache and the
+ * --no-cache option that turns it off. */
+static int nvrtc_caches(void)
+{
+    int maj = 0, min = 0;
+    if (nvrtcVersion(&maj, &min) != NVRTC_SUCCESS)
+        return 0;
+    return maj > 12 || (maj == 12 && min >= 9);
+}
+
 static void compile_entry(gt_gen_entry *e)
 {
     nvrtcProgram prog = NULL;
@@ -229,8 +239,16 @@ static void compile_entry(gt_gen_entry *e)
     }
     snprintf(arch, sizeof arch, "--gpu-architecture=%s", e->img.target);
     opts[n++] = arch;
-    if (cubin)
+    if (cubin) {
         opts[n++] = "--ptxas-options=-v";
+        /* NVRTC 12.9+ keeps its own cache in the driver's compute cache
+         * (through libcuda, so only where a driver is installed) and a hit
+         * there prints no ptxas report: the spill counts would be lost for
+         * a kernel compiled by an earlier process on the node. This cache
+         * (memory + GEMMTUNE_CACHE_DIR) already stores them with the cubin. */
+        if (nvrtc_caches())
+            opts[n++] = "--no-cache";
+    }
     for (int i = 0; i < e->nopts; i++)
         opts[n++] = e->opts[i];
     nvrtcResult r = nvrtcCreateProgram(&prog, e->src, "gt_gen.cu", 0, NULL, NULL);
