@@ -134,11 +134,15 @@ static void gemv_row(const gt_gen_bench_row *r, void *arg)
 
 int gt_gen_bench(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_opts *o)
 {
-    static const int tokens[] = {1, 16};
+    /* n = 1 and 16 (the issue's targets), or any other --tokens: how the
+     * family scales with the batch between and around them. */
+    int tokens[2] = {1, 16}, nt = 2;
+    if (o->tokens > 0 && o->tokens != 1 && o->tokens != 16)
+        tokens[0] = o->tokens, nt = 1;
     int failures = 0;
     gt_problem ps[GT_GEN_BENCH_MAX_SHAPES];
     char names[GT_GEN_BENCH_MAX_SHAPES][32];
-    int np = gt_gen_bench_shapes(tokens, 2, o->tokens, ps, names);
+    int np = gt_gen_bench_shapes(tokens, nt, o->tokens, ps, names);
     printf("\n== gen: the generated gemv family vs cuBLASLt, bf16 TN Llama-3-8B decode shapes ==\n");
     gt_cuda_set_exit_on_sticky(ctx, 0);
     double bw = gt_cuda_alive(ctx, NULL, 0) == 0 ? gt_gen_copy_bandwidth(ctx) : 0;
