@@ -24,6 +24,8 @@
  *                         fragments on CUDA, quads of FMAs on HIP), 1 "warp"
  *                         (every lane of the warp along one row, FMAs, a
  *                         shuffle reduction across the warp; GT_MMA 0)
+ *   GT_NOCHAIN            (the self-test's A/B only) compiled without chained
+ *                         launch: no griddepcontrol, B through .nc
  *
  * The k order inside a chunk of 4*vec is permuted for the mma path: lane
  * (g = lane/4, t4 = lane%4) loads vec contiguous elements at t4*vec of row
@@ -125,7 +127,7 @@ const char gt_gen_gemv_src[] =
      * while the kernel before it still writes B, and .nc promises data that
      * is read-only for the kernel's whole life (ptxas may then hoist the
      * load above griddepcontrol.wait; on the H100 it did) */
-    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(GT_NOCHAIN)\n"
     "__device__ __forceinline__ void gt_ldb(const u16 *p, u32 *w) { GT_LDV(\"ld.global\", p, w); }\n"
     "#else\n"
     "__device__ __forceinline__ void gt_ldb(const u16 *p, u32 *w) { GT_LDV(\"ld.global.nc\", p, w); }\n"
@@ -273,7 +275,7 @@ const char gt_gen_gemv_src[] =
      * which the kernel before does not write (the contract of a chained
      * launch, README "Chained launch"). Launched without the attribute both
      * instructions return at once. */
-    "#if !GT_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+    "#if !GT_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(GT_NOCHAIN)\n"
     "#define GT_PDL_LAUNCH() asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\")\n"
     "#define GT_PDL_WAIT() asm volatile(\"griddepcontrol.wait;\" ::: \"memory\")\n"
     /* the loads of reg and async are not volatile asm: a pointer passed

@@ -625,6 +625,71 @@ static void test_nvrtc_all(void)
     CHECK(system(cmd) == 0);
 }
 
+/* The chained-launch switch of the template, read off PTX (an arch newer
+ * than NVRTC knows is compiled to PTX for the newest one, >= sm_90): every
+ * pipe and lanes layout lets the next kernel launch and waits, and loads B
+ * through the coherent path (a_load "cs" so that A's loads are not .nc
+ * either; pipe "async" copies both with cp.async); -DGT_NOCHAIN (the
+ * self-test's A/B) drops the griddepcontrol instructions and loads B with
+ * .nc again. */
+static int has(const char *s, const char *what) { return strstr(s, what) != NULL; }
+
+static void test_chain_ptx(void)
+{
+    char err[512], dir[] = "/tmp/gt-gen-chain.XXXXXX", cmd[256];
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("GEMMTUNE_CACHE_DIR", dir, 1);
+    gt_gen_dev d;
+    gt_gen_dev_default(&d, 90, 132);
+    gt_gen_cache_forget();
+    const gt_problem ps[] = {gen_test_prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16),
+                             gen_test_prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16)};
+    int seen[3] = {0}, warp = 0;
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+        gt_gen_space s;
+        CHECK(gt_gen_prune(&ps[i], &d, 0, &s) == 0 && s.nkeep > 0);
+        for (int c = 0; c < s.nkeep; c++) {
+            gt_gen_cfg cfg = s.keep[c];
+            int lw = cfg.lanes == GT_GEN_LANES_WARP;
+            if (seen[cfg.pipe] >= 2 && !(lw && !warp))
+                continue; /* two of each pipe and one lanes=warp config */
+            seen[cfg.pipe]++;
+            warp += lw;
+            cfg.a_load = GT_GEN_LD_CS;
+            for (int nochain = 0; nochain < 2; nochain++) {
+                char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+                const char *opts[GT_GEN_MAX_DEFS];
+                const gt_gen_image *img = NULL;
+                int n = gt_gen_defines(&ps[i], &cfg, 0, defs);
+                CHECK(n > 0 && n < GT_GEN_MAX_DEFS);
+                for (int o = 0; o < n; o++)
+                    opts[o] = defs[o];
+                if (nochain)
+                    opts[n++] = "-DGT_NOCHAIN=1";
+                gt_gen_entry *e = gt_gen_request(gt_gen_gemv_src, "gt_gemv", opts, n, 999, 0, NULL);
+                CHECK_MSG(e && gt_gen_wait(e, &img, err, sizeof err) == 0, "%s", err);
+                if (!img)
+                    continue;
+                const char *ptx = (const char *)img->data;
+                CHECK(!img->cubin && !strncmp(img->target, "compute_", 8) && atoi(img->target + 8) >= 90);
+                CHECK_MSG(has(ptx, "griddepcontrol.wait") == !nochain &&
+                              has(ptx, "griddepcontrol.launch_dependents") == !nochain,
+                          "pipe %d lanes %d nochain %d", cfg.pipe, cfg.lanes, nochain);
+                /* async copies A and B with cp.async after the wait either way */
+                int nc = nochain && cfg.pipe != GT_GEN_PIPE_ASYNC;
+                CHECK_MSG(has(ptx, "ld.global.nc") == nc, "pipe %d lanes %d nochain %d: B loads", cfg.pipe,
+                          cfg.lanes, nochain);
+                CHECK(has(ptx, "cp.async.") == (cfg.pipe == GT_GEN_PIPE_ASYNC));
+            }
+        }
+        gt_gen_space_free(&s);
+    }
+    CHECK(seen[GT_GEN_PIPE_REG] > 0 && seen[GT_GEN_PIPE_ASYNC] > 0 && seen[GT_GEN_PIPE_DBUF] > 0 && warp == 1);
+    gt_gen_cache_forget();
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 /* A BLAS-style problem with tight leading dimensions. */
 static gt_problem prob4(int64_t m, int64_t n, int64_t k, char ta, char tb, gt_dtype in, gt_dtype out)
 {
@@ -863,6 +928,7 @@ int main(void)
 #endif
 #ifdef GT_WITH_CUDA
     RUN(test_nvrtc_all);
+    RUN(test_chain_ptx);
     RUN(test_gpu);
 #else
     fprintf(stderr, "     SKIP nvrtc: built without CUDA\n");

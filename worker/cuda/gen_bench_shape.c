@@ -211,6 +211,37 @@ int gt_gen_bench_shape(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_
                 chain_us = cres[i][o->rounds / 2];
         }
     }
+    /* A/B: what being built for chained launch (griddepcontrol, coherent B
+     * loads) costs a plain launch: the best gemv config built again without
+     * it (GT_NOCHAIN), both timed plainly, interleaved */
+    double ab_us[2] = {NAN, NAN};
+    if (f->chain && ctx->sm >= 90 && best < nre && gt_gen_family(cfgs[best]) == GT_FAM_GEMV) {
+        gt_bk_cand *nc = NULL, *pair[2];
+        double e = NAN, abr[2][32];
+        int bad = gt_gen_set_nochain(ctx, 1) != 0 || bk->build(pp, cfgs[best], &nc, err, sizeof err) != 0;
+        (void)gt_gen_set_nochain(ctx, 0);
+        if (!bad && (bk->validate(pp, nc, &e, err, sizeof err) != 0 || !(e <= tol)))
+            bad = 1;
+        pair[0] = re[best], pair[1] = nc;
+        for (int r = 0; r < o->rounds && !bad; r++)
+            for (int i = 0; i < 2 && !bad; i++) {
+                gt_timing t;
+                bad = bk->time(pp, pair[i], &full, &t, err, sizeof err) != 0;
+                if (!bad)
+                    abr[i][r] = t.median_us;
+            }
+        if (nc)
+            bk->release(nc);
+        if (bad) {
+            printf("FAIL %s A/B without chained launch: %s (rel err %.3g)\n", name, err, e);
+            failures++;
+            goto out;
+        }
+        for (int i = 0; i < 2; i++) {
+            qsort(abr[i], (size_t)o->rounds, sizeof(double), gt_gen_bench_cmp_dbl);
+            ab_us[i] = abr[i][o->rounds / 2];
+        }
+    }
     gt_gen_bench_row row = {
         .chain_us = chain_us,
         .name = name,
@@ -229,6 +260,10 @@ int gt_gen_bench_shape(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_
         cJSON *info = gt_gen_cand_info(re[best]);
         char *it = info ? cJSON_PrintUnformatted(info) : NULL;
         printf("     best %s %s\n     %s\n", f->label, txt ? txt : "", it ? it : "");
+        if (!isnan(ab_us[0]))
+            printf("     A/B, launched plainly: %.2f us built for chained launch, %.2f us without "
+                   "(GT_NOCHAIN): %+.2f %%\n",
+                   ab_us[0], ab_us[1], (ab_us[0] / ab_us[1] - 1) * 100);
         free(txt);
         free(it);
         cJSON_Delete(info);

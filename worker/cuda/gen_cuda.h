@@ -110,6 +110,11 @@ int gt_gen_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, s
  * (-1 with the reason) below sm_90 or without cuLaunchKernelEx. err may be
  * NULL when turning it off. */
 int gt_gen_set_chain(gt_bk_ctx *ctx, int on, char *err, size_t errlen);
+/* The self-test's A/B of what chained-launch support costs a plain launch:
+ * while on, gemv configs build without it (-DGT_NOCHAIN: no griddepcontrol,
+ * B through the non-coherent path), a separate cache entry. Such a kernel
+ * must never launch chained; the worker never turns this on. */
+int gt_gen_set_nochain(gt_bk_ctx *ctx, int on);
 /* validate of a gemv kernel launched chained after a kernel that writes B:
  * B poisoned, a producer that lets the gemv launch at once and restores B
  * 50 us later, the gemv chained, the GPU comparison. A kernel that read B

@@ -46,6 +46,7 @@ struct gt_gen_ctx {
     pfn_launch launch;
     pfn_launch_ex launch_ex;  /* cuLaunchKernelEx (chained launches); NULL before CUDA 12 drivers */
     int chain;                /* gemv kernels launch chained (gt_gen_set_chain) */
+    int nochain;              /* gemv builds without chained launch (gt_gen_set_nochain) */
     pfn_attr attr;
     pfn_errname errname;
     pfn_setattr setattr;
@@ -85,6 +86,7 @@ struct gt_gen_cand {
     int cache;                /* 0 compiled now, 1 disk, 2 memory */
     int chain_ok;             /* validated chained (gt_gen_chain_begin) */
     int timed_chained;        /* timed with chained launches */
+    int nochain;              /* built with -DGT_NOCHAIN: never launched chained */
     int spill_st, spill_ld;
 };
 
@@ -551,6 +553,17 @@ int gt_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *c, ch
         snprintf(err, errlen, "gemv: no encoding of this problem's types");
         goto out;
     }
+    gt_gen_ctx *g = gctx(ctx, err, errlen);
+    if (!g)
+        goto out;
+    if (g->nochain) {
+        if (n >= GT_GEN_MAX_DEFS) {
+            snprintf(err, errlen, "gemv: no room for -DGT_NOCHAIN");
+            goto out;
+        }
+        opts[n++] = "-DGT_NOCHAIN=1";
+        gc->nochain = 1;
+    }
     if (build_image(ctx, gc, gt_gen_gemv_src, "gt_gemv", "gt_gemv_fin", opts, n, 0, ctx->sm, err, errlen) != 0 ||
         workspace(pp, gc->cfg.reduction, &gc->geom, err, errlen) != 0)
         goto out;
@@ -654,7 +667,7 @@ int gt_gen_run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *err, s
         args[2] = (void *)&t->tb;
     }
     const gt_gen_geom *geo = &gc->geom;
-    if (g->chain && !mma) {
+    if (g->chain && !mma && !gc->nochain) {
         /* programmatic dependent launch: the kernel may start before the
          * one before it ends; it waits (griddepcontrol.wait) before it reads
          * B, C or bias or writes anything (the fin kernel launches plainly) */
@@ -713,6 +726,16 @@ int gt_gen_set_chain(gt_bk_ctx *ctx, int on, char *err, size_t errlen)
     return 0;
 }
 
+int gt_gen_set_nochain(gt_bk_ctx *ctx, int on)
+{
+    char err[160];
+    gt_gen_ctx *g = gctx(ctx, err, sizeof err);
+    if (!g)
+        return -1;
+    g->nochain = on != 0;
+    return 0;
+}
+
 /* The producer kernel of the chained check, loaded once per context. */
 static CUfunction producer_fn(gt_bk_ctx *ctx, char *err, size_t errlen)
 {
@@ -737,8 +760,8 @@ int gt_gen_validate_chained(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char
     void *save = NULL;
     int rc = -1;
     *rel_err = 0.0 / 0.0;
-    if (!c->gen || c->gen->family != GT_FAM_GEMV) {
-        snprintf(err, errlen, "cuda: only gemv kernels launch chained");
+    if (!c->gen || c->gen->family != GT_FAM_GEMV || c->gen->nochain) {
+        snprintf(err, errlen, "cuda: only gemv kernels built for it launch chained");
         return -1;
     }
     if (gt_cuda_alive(ctx, err, errlen) != 0 || gt_gen_set_chain(ctx, 1, err, errlen) != 0)
@@ -781,7 +804,7 @@ int gt_gen_chain_begin(gt_bk_prob *pp, gt_bk_cand *c, char *err, size_t errlen)
 {
     gt_gen_cand *gc = c->gen;
     gt_gen_ctx *g = pp->ctx->gen;
-    if (!gc || gc->family != GT_FAM_GEMV || pp->ctx->sm < 90 || !g || !g->launch_ex)
+    if (!gc || gc->family != GT_FAM_GEMV || gc->nochain || pp->ctx->sm < 90 || !g || !g->launch_ex)
         return 0;
     if (!gc->chain_ok) {
         double e = NAN;
