@@ -5,7 +5,7 @@
  * k-permutation that feeds mma.sync fragments straight from 16-byte loads
  * (emulated on the host with the PTX fragment layout), NVRTC compiles of
  * every generated config through the thread pool and both caches (CUDA
- * builds), and hipRTC compiles of every config of the HIP port for gfx90a
+ * builds), the chained-launch instructions in the PTX of every pipe, and hipRTC compiles of every config of the HIP port for gfx90a
  * (and gfx942 when the compiler knows it) where hipRTC is installed; without
  * it the skip is asserted with its reason. */
 #include <math.h>
