@@ -706,7 +706,7 @@ static void usage(void)
             "  --sweep N      N kept gemv configs per decode shape quick-timed (model calibration);\n"
             "                 --csv FILE writes them\n"
             "  --mma          only the generated mma family vs cuBLASLt (n = 16, 128, 2048, or --tokens)\n"
-            "  --tokens N     only the Llama-3-8B shapes with n = N tokens (--gen: any N)\n"
+            "  --tokens N     only the Llama-3-8B shapes with n = N tokens (--gen, --mma: any N)\n"
             "  --shapes       bf16 TN shapes (BLAS m x n x k) instead of Llama-3-8B\n"
             "  --max-cands    enumeration cap per shape (default 4000)\n"
             "  --min-time     quick-screen ms per repeat (default 0.5), --repeats (default 3)\n"

@@ -30,7 +30,8 @@
  *   workspace  split-K workspace within 256 MiB
  *   rank       beyond the cap of the model's ranking
  *
- * inst "wgmma" (gen/mma_wg_src.c) adds, first:
+ * inst "wgmma" (gen/mma_wg_src.c; bm 64 or 128, bn 16 to 256: wgmma's n,
+ * 16 and 32 for skinny problems) adds, first:
  *   inst       the device is sm_90 (wgmma and the TMA are sm_90a features;
  *              nothing else runs the cubin), not HIP
  *   tma        m, n, k and batch below 2^31 (tensor-map coordinates are
@@ -166,10 +167,11 @@ int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen
     /* wgmma: one warpgroup (4 warps) per 64 rows, the whole bn per warpgroup
      * (wgmma's n), k tiles of one 128-byte swizzle row */
     if (c->inst == GT_MMA_INST_WGMMA &&
-        ((c->bm != 64 && c->bm != 128) || (c->bn != 64 && c->bn != 128 && c->bn != 256) || c->bk != 64 ||
+        ((c->bm != 64 && c->bm != 128) ||
+         (c->bn != 16 && c->bn != 32 && c->bn != 64 && c->bn != 128 && c->bn != 256) || c->bk != 64 ||
          c->warps_m != c->bm / 16 || c->warps_n != 1 || c->stages < 3)) {
-        snprintf(err, errlen, "mma: config inst wgmma: needs bm 64 or 128 with warps_m = bm/16, bn 64, 128 "
-                              "or 256 with warps_n 1, bk 64 and stages 3 to 8 (got bm=%d bn=%d bk=%d "
+        snprintf(err, errlen, "mma: config inst wgmma: needs bm 64 or 128 with warps_m = bm/16, bn 16, 32, "
+                              "64, 128 or 256 with warps_n 1, bk 64 and stages 3 to 8 (got bm=%d bn=%d bk=%d "
                               "warps %dx%d stages %d)", c->bm, c->bn, c->bk, c->warps_m, c->warps_n, c->stages);
         return -1;
     }
@@ -501,8 +503,9 @@ static const int k_bks[] = {32, 64}, k_wgs[] = {1, 2, 4}, k_sks[] = {1, 2, 4, 8,
 #define NT_ 5
 #define NRAW_SYNC (NT_ * NT_ * 2 * 3 * 3 * 4 * 9 * 4)
 /* inst wgmma: bm x bn x stages x split x raster */
-static const int k_wg_bm[] = {64, 128}, k_wg_bn[] = {64, 128, 256}, k_wg_st[] = {3, 4, 6, 8};
-#define NRAW_WG (2 * 3 * 4 * 9 * 4)
+static const int k_wg_bm[] = {64, 128}, k_wg_bn[] = {16, 32, 64, 128, 256}, k_wg_st[] = {3, 4, 6, 8};
+#define NWG_BN 5
+#define NRAW_WG (2 * NWG_BN * 4 * 9 * 4)
 #define NRAW (NRAW_SYNC + NRAW_WG)
 
 static int index_of(const int *v, int n, int x)
@@ -526,7 +529,7 @@ static int interleave(gt_gen_ranked *ok, int nok)
 {
     /* per combination: rasters seen so far; per (tile shape, raster round):
      * configs seen so far */
-    enum { NCOMB_SYNC = NT_ * NT_ * 2 * 3 * 3 * 4 * 9, NCOMB = NCOMB_SYNC + 2 * 3 * 4 * 9 };
+    enum { NCOMB_SYNC = NT_ * NT_ * 2 * 3 * 3 * 4 * 9, NCOMB = NCOMB_SYNC + 2 * NWG_BN * 4 * 9 };
     unsigned short *comb = calloc(NCOMB, sizeof *comb);
     int cls[NT_][NT_][4] = {{{0}}};
     double best_of[NT_][NT_];
@@ -543,7 +546,7 @@ static int interleave(gt_gen_ranked *ok, int nok)
         int a = index_of(k_tiles, NT_, c->bm), b = index_of(k_tiles, NT_, c->bn);
         int sk = c->splitk == 1 ? 0 : 1 + 2 * index_of(k_sks + 1, 4, c->splitk) + (c->reduction - 1);
         int code = c->inst == GT_MMA_INST_WGMMA
-                       ? NCOMB_SYNC + ((index_of(k_wg_bm, 2, c->bm) * 3 + index_of(k_wg_bn, 3, c->bn)) * 4 +
+                       ? NCOMB_SYNC + ((index_of(k_wg_bm, 2, c->bm) * NWG_BN + index_of(k_wg_bn, NWG_BN, c->bn)) * 4 +
                                        index_of(k_wg_st, 4, c->stages)) * 9 + sk
                        : ((((a * NT_ + b) * 2 + index_of(k_bks, 2, c->bk)) * 3 + index_of(k_wgs, 3, c->warps_m)) * 3 +
                           index_of(k_wgs, 3, c->warps_n)) * 36 + (c->stages - 2) * 9 + sk;
@@ -569,7 +572,8 @@ static int interleave(gt_gen_ranked *ok, int nok)
 static int raw_cfg(int i, gt_gen_anycfg *out)
 {
     if (i >= NRAW_SYNC) {
-        int j = i - NRAW_SYNC, sw = j % 4, skr = j / 4 % 9, st = j / 36 % 4, bn = j / 144 % 3, bm = j / 432 % 2;
+        int j = i - NRAW_SYNC, sw = j % 4, skr = j / 4 % 9, st = j / 36 % 4, bn = j / 144 % NWG_BN,
+            bm = j / (144 * NWG_BN) % 2;
         int sk = skr ? 1 + (skr - 1) / 2 : 0, red = skr ? 1 + (skr - 1) % 2 : GT_GEN_RED_NONE;
         out->mma = (gt_mma_cfg){.bm = k_wg_bm[bm], .bn = k_wg_bn[bn], .bk = 64, .warps_m = k_wg_bm[bm] / 16,
                                 .warps_n = 1, .stages = k_wg_st[st], .splitk = k_sks[sk], .reduction = red,

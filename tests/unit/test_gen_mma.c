@@ -306,8 +306,10 @@ static void test_wgmma(void)
         CHECK(wg80 == 0);
         if (k_tokens[t] >= 128)
             CHECK_MSG(wg > 0 && s.keep[0].inst == GT_MMA_INST_WGMMA, "n=%d: %d wgmma kept", (int)k_tokens[t], wg);
-        else
-            CHECK_MSG(wg == 0, "n=%d: %d wgmma kept (bn >= 64 is pruned for n = 16)", (int)k_tokens[t], wg);
+        else /* n = 16: the tile rule leaves wgmma's bn = 16 alone */
+            for (int k = 0; k < s.nkeep; k++)
+                CHECK(s.keep[k].inst != GT_MMA_INST_WGMMA || s.keep[k].bn == 16);
+        CHECK_MSG(k_tokens[t] >= 128 || wg > 0, "n=%d: %d wgmma kept", (int)k_tokens[t], wg);
         gt_mma_space_free(&s);
         gt_mma_space_free(&s80);
     }
@@ -342,7 +344,7 @@ static void test_prune(void)
                 CHECK(gt_mma_prune(&p, dev, GT_MMA_DEFAULT_CAP, &s) == 0);
                 CHECK_MSG(s.why[0] == 0 && s.nkeep == GT_MMA_DEFAULT_CAP, "%s: %d kept (%s)", label, s.nkeep,
                           s.why);
-                CHECK(s.nkeep + s.npruned == s.raw && s.raw == 64800 + 864);
+                CHECK(s.nkeep + s.npruned == s.raw && s.raw == 64800 + 1440);
                 int bad = 0, ranked = 0, tiles = 0;
                 for (int k = 0; k < s.npruned; k++) {
                     bad += strlen(s.pruned[k].reason) < 10 || !strchr(s.pruned[k].reason, ':');
@@ -367,7 +369,7 @@ static void test_prune(void)
                     CHECK(s.keep[0].bn == 16);
                 gt_mma_space_free(&s);
             }
-    fprintf(stderr, "     30 spaces of %d configs pruned in %.0f ms\n", 64800 + 864, gt_mono_ms() - t0);
+    fprintf(stderr, "     30 spaces of %d configs pruned in %.0f ms\n", 64800 + 1440, gt_mono_ms() - t0);
     /* unaligned leading dimensions: nothing kept, every config says why */
     gt_problem p = gen_test_prob(4096, 512, 4100, GT_DT_F16, GT_DT_F32);
     gt_mma_space s;
@@ -556,6 +558,10 @@ static void test_nvrtc(void)
     add_cfg(&set, &c);
     c = k_wg, c.splitk = 3, c.reduction = GT_GEN_RED_TWOPASS, c.stages = 3;
     add_cfg(&set, &c);
+    c = k_wg, c.bn = 16, c.bm = 64, c.warps_m = 4, c.splitk = 4, c.reduction = GT_GEN_RED_ATOMIC;
+    add_cfg(&set, &c);
+    c = k_wg, c.bn = 32, c.stages = 6;
+    add_cfg(&set, &c);
     CHECK(compile_set(&e, &set, 90, "f16 in, f32 out, bias, gelu, split-K") == 0);
     free(set.v);
     gt_gen_cache_forget();
@@ -653,6 +659,14 @@ static void test_gpu(void)
     static const char *const skinny[] = {
         MMA_CFG(64, 16, 32, 2, 1, 3, 4, "atomic", 1), MMA_CFG(32, 16, 64, 1, 1, 2, 3, "twopass", 1),
         MMA_CFG(128, 16, 64, 4, 1, 5, 2, "atomic", 1), NULL};
+    /* wgmma with its narrowest n on skinny problems: bn 16 at n = 16 and
+     * n = 1 (the tensor map's box is wider than B), bn 32 at n = 32 with
+     * m, n, k tails; split-K of both kinds */
+    static const char *const wg_skinny[] = {
+        WG_CFG(64, 16, 4, 4, 1, "none", 1), WG_CFG(64, 16, 4, 6, 4, "atomic", 1),
+        WG_CFG(128, 16, 8, 3, 2, "twopass", 1), WG_CFG(128, 16, 8, 8, 4, "atomic", 1), NULL};
+    static const char *const wg_n32[] = {WG_CFG(64, 32, 4, 4, 1, "none", 1), WG_CFG(64, 32, 4, 3, 2, "atomic", 1),
+                                         WG_CFG(128, 32, 8, 6, 2, "twopass", 1), NULL};
     static const char *const raster[] = {MMA_CFG(64, 64, 64, 2, 2, 4, 1, "none", 4),
                                          MMA_CFG(64, 128, 32, 1, 4, 3, 1, "none", 8),
                                          WG_CFG(128, 128, 8, 4, 1, "none", 1), WG_CFG(64, 256, 4, 3, 1, "none", 4),
@@ -676,6 +690,11 @@ static void test_gpu(void)
     p.bias = 1;
     snprintf(p.activation, sizeof p.activation, "gelu");
     smoke(bk, ctx, p, skinny);
+    smoke(bk, ctx, p, wg_skinny);
+    p = gen_test_prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16);
+    smoke(bk, ctx, p, wg_skinny);
+    p = gen_test_prob(1000, 30, 1000, GT_DT_BF16, GT_DT_F32);
+    smoke(bk, ctx, p, wg_n32);
     p = gen_test_prob(4096, 512, 2048, GT_DT_F16, GT_DT_F16);
     p.batch = 3;
     snprintf(p.activation, sizeof p.activation, "relu");

@@ -99,11 +99,14 @@ static void mma_row(const gt_gen_bench_row *r, void *arg)
 
 int gt_mma_bench(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_opts *o)
 {
-    static const int tokens[] = {16, 128, 2048};
+    /* n = 16, 128, 2048, or any other --tokens */
+    int tokens[3] = {16, 128, 2048}, nt = 3;
+    if (o->tokens > 0 && o->tokens != 16 && o->tokens != 128 && o->tokens != 2048)
+        tokens[0] = o->tokens, nt = 1;
     int failures = 0;
     gt_problem ps[GT_GEN_BENCH_MAX_SHAPES];
     char names[GT_GEN_BENCH_MAX_SHAPES][32];
-    int np = gt_gen_bench_shapes(tokens, 3, o->tokens, ps, names);
+    int np = gt_gen_bench_shapes(tokens, nt, o->tokens, ps, names);
     printf("\n== mma: the generated tensor-core family vs cuBLASLt, bf16 TN Llama-3-8B shapes ==\n");
     gt_cuda_set_exit_on_sticky(ctx, 0);
     compile_pass(ctx, ps, np, o->fresh_cache);
