@@ -218,7 +218,7 @@ def report(run, res, bw, rate, ngpu, wall):
     # problem metadata from the best table
     print(f"\n{'GEMM (m x n x k)':<28}{'base us':>10}{'tuned us':>10}{'uplift':>8}{'TFLOP/s':>9}"
           f"{'%roof':>7}{'cands':>7}{'tune s':>8}")
-    ups, wsum, wup = [], 0.0, 0.0
+    ups, wsum, wup, suspect = [], 0.0, 0.0, []
     small_c, small_s = 0, 0.0
     for b in sorted(run["best"], key=lambda b: b["problem_id"]):
         lab = b["label"].replace("bf16 TN ", "")
@@ -230,9 +230,6 @@ def report(run, res, bw, rate, ngpu, wall):
         flops = 2.0 * m * n * k
         byts = 2.0 * (m * k + k * n + m * n)
         up = bu / t
-        ups.append(up)
-        wsum += b["weight"]
-        wup += b["weight"] * up
         roof = ""
         if bw and rate:
             floor = max(byts / bw, flops / rate)
@@ -246,7 +243,16 @@ def report(run, res, bw, rate, ngpu, wall):
         if n <= 16 and bw:
             copy_at = f"   {byts / (t * 1e-6) / 1e9:6.0f} GB/s = {100 * byts / (t * 1e-6) / bw:5.1f} % of copy"
 
-        print(f"{lab:<28}{bu:10.2f}{t:10.2f}{up:8.3f}{flops / (t * 1e-6) / 1e12:9.1f}{roof:>7}"
+        # the final phase's baseline far from the screen jobs' (baseline_suspect):
+        # that uplift is flagged and left out of the geomean below
+        sus = b.get("baseline_suspect") is True
+        if sus:
+            suspect.append(f"{lab} (final baseline {bu:.2f} us, screen jobs {b.get('baseline_screen_us') or 0:.2f})")
+        else:
+            ups.append(up)
+            wsum += b["weight"]
+            wup += b["weight"] * up
+        print(f"{lab:<28}{bu:10.2f}{t:10.2f}{up:8.3f}{'!' if sus else ' '}{flops / (t * 1e-6) / 1e12:8.1f}{roof:>7}"
               f"{d['screen']:7d}{span:8.2f}{copy_at}")
     # Library vs generated: the best valid time of each family per GEMM (a
     # family's best may come from the quick screen, the winner's from the
@@ -267,6 +273,9 @@ def report(run, res, bw, rate, ngpu, wall):
             ratio = f"{lib / gbest:9.3f}" if lib and gbest else f"{'-':>9}"
             print(f"{lab:<28}{lib if lib else float('nan'):10.2f}{cols}{ratio}  {win}")
         print("winners by family: " + ", ".join(f"{k} {v}" for k, v in sorted(wins.items())))
+    if suspect:
+        print(f"\n! {len(suspect)} GEMM(s) whose final baseline is more than 25 % from their screen jobs' "
+              f"(left out of the geomean): " + "; ".join(suspect))
     if ups:
         geo = math.exp(sum(math.log(u) for u in ups) / len(ups))
         ncand = sum(d["screen"] for d in per.values())

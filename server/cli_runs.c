@@ -216,16 +216,19 @@ static int results_best(const gt_cli *c, int64_t id)
                                        "UPLIFT",  "TFLOP/S", "CONFIG"};
     gt_cli_table t = {.ncols = 8, .head = head, .align = "lrrrrrrl"};
     const cJSON *best = gt_cli_jget(j, "best"), *b;
+    int suspect = 0;
     cJSON_ArrayForEach(b, best)
     {
         char b1[32], b2[32], b3[32], b4[32], b5[32];
+        int sus = cJSON_IsTrue(gt_cli_jget(b, "baseline_suspect"));
+        suspect += sus;
         char *cfg = config_text(b);
         gt_cli_table_cell(&t, "%s", gt_cli_jstr(b, "label", "?"));
         gt_cli_table_cell(&t, "%.0f", gt_cli_jnum_or(b, "call_count", 0));
         gt_cli_table_cell(&t, "%s", gt_cli_fnum(b1, sizeof b1, b, "weight", "%.1f", 100.0));
         gt_cli_table_cell(&t, "%s", gt_cli_fnum(b2, sizeof b2, b, "baseline_us", "%.2f", 1.0));
         gt_cli_table_cell(&t, "%s", gt_cli_fnum(b3, sizeof b3, b, "time_us", "%.2f", 1.0));
-        gt_cli_table_cell(&t, "%s", gt_cli_fnum(b4, sizeof b4, b, "uplift", "%.3fx", 1.0));
+        gt_cli_table_cell(&t, "%s%s", gt_cli_fnum(b4, sizeof b4, b, "uplift", "%.3fx", 1.0), sus ? "!" : "");
         gt_cli_table_cell(&t, "%s", gt_cli_fnum(b5, sizeof b5, b, "tflops", "%.2f", 1.0));
         if (cfg)
             gt_cli_table_cell(&t, "%s", cfg);
@@ -238,6 +241,10 @@ static int results_best(const gt_cli *c, int64_t id)
     char u[32];
     printf("FLOP-weighted uplift: %s\n",
            gt_cli_fnum(u, sizeof u, j, "weighted_uplift", "%.3fx", 1.0));
+    if (suspect)
+        printf("%d GEMM(s) marked !: the final phase timed the baseline more than 25 %% away from its screen "
+               "jobs (baseline_drift): that uplift is not to be trusted; tune them again\n",
+               suspect);
     cJSON_Delete(j);
     return rc == 0 ? 0 : GT_CLI_EXIT_ERR;
 }

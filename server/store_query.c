@@ -112,6 +112,33 @@ cJSON *gt_store_runs_json(gt_store *s, char *err, size_t errlen)
                     NULL, fill_run, 0, err, errlen);
 }
 
+/* A final phase's uplift divides by the baseline it re-timed next to the
+ * winner. On the H100 that baseline once measured twice what every screen
+ * job of the same GEMM measured (16.8 against 33.6 us: a disturbed machine,
+ * bench/results/h100_25_service_gen.txt), which doubled the GEMM's uplift.
+ * baseline_drift = final baseline / the screen jobs' mean; outside
+ * [1/GT_DRIFT_MAX, GT_DRIFT_MAX] the entry says baseline_suspect: its uplift
+ * is not to be trusted, tune the GEMM again. */
+#define GT_DRIFT_MAX 1.25
+
+static int add_drift(cJSON *b, sqlite3_stmt *st, int *suspect_n)
+{
+    int final = sqlite3_column_type(st, 5) != SQLITE_NULL &&
+                !strcmp((const char *)sqlite3_column_text(st, 5), "final");
+    double fb = sqlite3_column_double(st, 8), sb = sqlite3_column_double(st, 13);
+    if (!final || sqlite3_column_type(st, 8) == SQLITE_NULL || sqlite3_column_type(st, 13) == SQLITE_NULL ||
+        !(fb > 0) || !(sb > 0))
+        return cJSON_AddNullToObject(b, "baseline_drift") && cJSON_AddFalseToObject(b, "baseline_suspect")
+                   ? 0
+                   : -1;
+    double d = fb / sb;
+    int suspect = d > GT_DRIFT_MAX || d < 1 / GT_DRIFT_MAX;
+    *suspect_n += suspect;
+    return cJSON_AddNumberToObject(b, "baseline_drift", d) && cJSON_AddBoolToObject(b, "baseline_suspect", suspect)
+               ? 0
+               : -1;
+}
+
 /* The best entry of every problem of a run, heaviest first, and the two
  * workload-level summaries: the speedup of the whole workload
  * (sum calls*baseline / sum calls*tuned) and the FLOP-weighted mean uplift. */
@@ -131,7 +158,11 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
         "    AND b.device_model = r.device_model)"
         " ELSE (SELECT AVG(bl.time_us) FROM baselines bl WHERE bl.problem_id = p.id"
         "    AND bl.backend = r.backend AND bl.device_model = r.device_model) END,"
-        " r.tflops, r.rel_err, p.error, p.flops"
+        " r.tflops, r.rel_err, p.error, p.flops,"
+        /* the baseline as the screen jobs timed it, next to their candidates */
+        " (SELECT AVG(bl.time_us) FROM baselines bl JOIN jobs jb ON jb.id = bl.job_id"
+        "   WHERE bl.problem_id = p.id AND jb.kind = 'screen' AND bl.backend = r.backend"
+        "   AND bl.device_model = r.device_model)"
         " FROM problems p LEFT JOIN results r ON r.id = COALESCE("
         "  (SELECT r2.id FROM results r2 WHERE r2.problem_id = p.id AND r2.phase = 'final'"
         "    AND r2.valid = 1 AND r2.time_us IS NOT NULL ORDER BY r2.time_us, r2.id LIMIT 1),"
@@ -143,6 +174,7 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     double base_sum = 0, tuned_sum = 0, wsum = 0, wup = 0;
+    int suspect_n = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         cJSON *b = cJSON_CreateObject();
         if (!b || !cJSON_AddItemToArray(arr, b)) {
@@ -161,7 +193,8 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
             !add_num_col(b, "time_us", st, 7) || !add_num_col(b, "baseline_us", st, 8) ||
             !(known ? cJSON_AddNumberToObject(b, "uplift", bu / t) : cJSON_AddNullToObject(b, "uplift")) ||
             !add_num_col(b, "tflops", st, 9) || !add_num_col(b, "rel_err", st, 10) ||
-            !add_str_col(b, "error", st, 11)) {
+            !add_str_col(b, "error", st, 11) || !add_num_col(b, "baseline_screen_us", st, 13) ||
+            add_drift(b, st, &suspect_n) != 0) {
             sqlite3_finalize(st);
             return -1;
         }
@@ -176,7 +209,8 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
     if (!(tuned_sum > 0 ? cJSON_AddNumberToObject(root, "weighted_uplift", base_sum / tuned_sum)
                         : cJSON_AddNullToObject(root, "weighted_uplift")) ||
         !(wsum > 0 ? cJSON_AddNumberToObject(root, "flop_weighted_uplift", wup / wsum)
-                   : cJSON_AddNullToObject(root, "flop_weighted_uplift")))
+                   : cJSON_AddNullToObject(root, "flop_weighted_uplift")) ||
+        !cJSON_AddNumberToObject(root, "baseline_suspect", suspect_n))
         return -1;
     return 0;
 }
