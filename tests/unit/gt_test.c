@@ -17,6 +17,27 @@ int gt_test_done(void)
     return gt_test_failures ? 1 : 0;
 }
 
+int gt_test_tmpdir(char *buf, size_t len, const char *tag)
+{
+    if (snprintf(buf, len, "/tmp/gt-%s.XXXXXX", tag) >= (int)len || !mkdtemp(buf)) {
+        perror("gt_test_tmpdir");
+        return -1;
+    }
+    return 0;
+}
+
+int gt_test_done_rm(const char *dir)
+{
+    int rc = gt_test_done();
+    if (rc == 0) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", dir);
+    }
+    return rc;
+}
+
 const char *gt_test_data(const char *name)
 {
     static char buf[4096];

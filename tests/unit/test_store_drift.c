@@ -167,20 +167,10 @@ static void test_disturbed(void)
 
 int main(void)
 {
-    snprintf(g_dir, sizeof g_dir, "/tmp/gt-drift.XXXXXX");
-    if (!mkdtemp(g_dir)) {
-        perror("mkdtemp");
+    if (gt_test_tmpdir(g_dir, sizeof g_dir, "drift") != 0)
         return 1;
-    }
     gt_log_set_level(GT_LOG_WARN);
     RUN(test_noise);
     RUN(test_disturbed);
-    int rc = gt_test_done();
-    if (rc == 0) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", g_dir);
-    }
-    return rc;
+    return gt_test_done_rm(g_dir);
 }

@@ -534,23 +534,13 @@ static void test_options(void)
 
 int main(void)
 {
-    snprintf(g_dir, sizeof g_dir, "/tmp/gt-evo.XXXXXX");
-    if (!mkdtemp(g_dir)) {
-        perror("mkdtemp");
+    if (gt_test_tmpdir(g_dir, sizeof g_dir, "evo") != 0)
         return 1;
-    }
     gt_log_set_level(GT_LOG_WARN);
     RUN(test_options);
     RUN(test_cpu);
     RUN(test_other_seed_and_poison);
     RUN(test_cuda);
     RUN(test_corrupt_space);
-    int rc = gt_test_done();
-    if (rc == 0) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", g_dir);
-    }
-    return rc;
+    return gt_test_done_rm(g_dir);
 }
