@@ -477,6 +477,13 @@ static void test_mma(void)
     check_mma(&mid, cfg);
     CHECK(mma_pick(&mid, GT_GEN_RED_TWOPASS, GT_MMA_INST_SYNC, cfg, sizeof cfg) == 0);
     check_mma(&mid, cfg);
+    /* wgmma's bn 16 at n = 16 and n = 1 (a box wider than B): the winner
+     * of gate_up n = 16 on the H100 is one */
+    gt_problem one = decode(28672, 1, 4096);
+    CHECK(mma_pick(&mid, -1, GT_MMA_INST_WGMMA, cfg, sizeof cfg) == 0 && strstr(cfg, "\"bn\":16,"));
+    check_mma(&mid, cfg);
+    CHECK(mma_pick(&one, -1, GT_MMA_INST_WGMMA, cfg, sizeof cfg) == 0 && strstr(cfg, "\"bn\":16,"));
+    check_mma(&one, cfg);
     /* wgmma with split-K of both kinds */
     CHECK(mma_pick(&n128, GT_GEN_RED_ATOMIC, GT_MMA_INST_WGMMA, cfg, sizeof cfg) == 0);
     check_mma(&n128, cfg);
