@@ -138,7 +138,7 @@ out:
 
 /* Timing settings a job is run with. The final phase measures few configs
  * precisely, so it gets longer repeats and more of them than the screen. */
-static char *timing_json(const char *options, const char *kind)
+static char *timing_json(const char *options, const char *kind, double baseline_ref_us)
 {
     cJSON *o = cJSON_Parse(options);
     cJSON *t = cJSON_CreateObject();
@@ -162,7 +162,9 @@ static char *timing_json(const char *options, const char *kind)
     if (cJSON_AddNumberToObject(t, "min_time_ms", min_ms) &&
         cJSON_AddNumberToObject(t, "repeats", repeats) &&
         cJSON_AddNumberToObject(t, "warmup", warmup) &&
-        (!chained || cJSON_AddTrueToObject(t, "chained")))
+        (!chained || cJSON_AddTrueToObject(t, "chained")) &&
+        (strcmp(kind, "final") || !(baseline_ref_us > 0) ||
+         cJSON_AddNumberToObject(t, "baseline_ref_us", baseline_ref_us)))
         txt = cJSON_PrintUnformatted(t);
 out:
     cJSON_Delete(o);
@@ -262,7 +264,11 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
     st = gt_store_prep(
         s,
         "SELECT j.id, j.run_id, j.problem_id, j.kind, j.backend, j.attempts, p.spec, j.candidates,"
-        " j.baseline, r.options, r.device_model IS NULL"
+        " j.baseline, r.options, r.device_model IS NULL,"
+        /* a final job's reference: the baseline as its screen jobs timed it */
+        " CASE j.kind WHEN 'final' THEN (SELECT AVG(bl.time_us) FROM baselines bl"
+        "   JOIN jobs jb ON jb.id = bl.job_id WHERE bl.problem_id = j.problem_id"
+        "   AND jb.kind = 'screen' AND bl.device_model = ?2) END"
         " FROM jobs j JOIN runs r ON r.id = j.run_id JOIN problems p ON p.id = j.problem_id"
         " WHERE j.state = 'queued' AND r.state = 'running' AND j.backend = ?1"
         " AND (r.device_model IS NULL OR r.device_model = ?2)"
@@ -293,7 +299,7 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
     job->problem = dup_col(st, 6);
     job->candidates = dup_col(st, 7);
     job->baseline = dup_col(st, 8);
-    job->timing = timing_json(gt_store_col_text(st, 9), job->kind);
+    job->timing = timing_json(gt_store_col_text(st, 9), job->kind, sqlite3_column_double(st, 11));
     int bind_model = sqlite3_column_int(st, 10);
     sqlite3_finalize(st);
     if (!job->problem || !job->candidates || !job->timing) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gt_proto.h"
 #include "gt_util.h"
 #include "store_priv.h"
 
@@ -117,9 +118,9 @@ cJSON *gt_store_runs_json(gt_store *s, char *err, size_t errlen)
  * job of the same GEMM measured (16.8 against 33.6 us: a disturbed machine,
  * bench/results/h100_25_service_gen.txt), which doubled the GEMM's uplift.
  * baseline_drift = final baseline / the screen jobs' mean; outside
- * [1/GT_DRIFT_MAX, GT_DRIFT_MAX] the entry says baseline_suspect: its uplift
+ * [1/GT_BASELINE_DRIFT_MAX, GT_BASELINE_DRIFT_MAX] the entry says
+ * baseline_suspect (the worker re-timed the rounds once already): its uplift
  * is not to be trusted, tune the GEMM again. */
-#define GT_DRIFT_MAX 1.25
 
 static int add_drift(cJSON *b, sqlite3_stmt *st, int *suspect_n)
 {
@@ -132,7 +133,7 @@ static int add_drift(cJSON *b, sqlite3_stmt *st, int *suspect_n)
                    ? 0
                    : -1;
     double d = fb / sb;
-    int suspect = d > GT_DRIFT_MAX || d < 1 / GT_DRIFT_MAX;
+    int suspect = d > GT_BASELINE_DRIFT_MAX || d < 1 / GT_BASELINE_DRIFT_MAX;
     *suspect_n += suspect;
     return cJSON_AddNumberToObject(b, "baseline_drift", d) && cJSON_AddBoolToObject(b, "baseline_suspect", suspect)
                ? 0

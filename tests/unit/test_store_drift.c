@@ -3,7 +3,8 @@
  * makes (register, lease, report) on a real SQLite store.
  *
  * A simulated worker times the baseline at 60 us in every screen job and at
- * a chosen time in the final job. At 63 us (a 5 % drift: machine noise) the
+ * a chosen time in the final job, whose lease carries the screen jobs' mean
+ * (timing baseline_ref_us, what the worker checks its final rounds by). At 63 us (a 5 % drift: machine noise) the
  * run reports baseline_drift 1.05 and nothing suspect; at 130 us (what a
  * disturbed H100 once measured: bench/results/h100_25_service_gen.txt) every
  * GEMM says baseline_suspect, the run counts them, and the uplift it shows
@@ -88,6 +89,12 @@ static cJSON *run_with(const char *name, double final_base_us)
             break;
         int final = !strcmp(job.kind, "final");
         finals += final;
+        /* a final job carries the screen jobs' baseline as its reference
+         * (the worker re-times the rounds once when its own drifts) */
+        cJSON *timing = cJSON_Parse(job.timing);
+        const cJSON *ref = cJSON_GetObjectItemCaseSensitive(timing, "baseline_ref_us");
+        CHECK(final ? cJSON_IsNumber(ref) && fabs(ref->valuedouble - 60) < 1e-9 : ref == NULL);
+        cJSON_Delete(timing);
         double base_us = final ? final_base_us : 60;
         cJSON *msg = cJSON_CreateObject(), *results = cJSON_CreateArray();
         cJSON_AddNumberToObject(msg, "job_id", (double)job.id);

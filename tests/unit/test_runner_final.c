@@ -1,0 +1,188 @@
+/* test_runner_final.c: the final phase of worker/runner.c against a fake
+ * backend whose timings the test scripts: the baseline and the candidates
+ * are timed in interleaved rounds, the medians reported; when the baseline's
+ * median is more than GT_BASELINE_DRIFT_MAX away from the screen jobs'
+ * (timing "baseline_ref_us"), the rounds run once more and the second set is
+ * reported; never a third time; without a reference, or within it, once.
+ * (On the H100 a disturbed final once timed cuBLASLt's default at 2x its
+ * screen time: bench/results/h100_25_service_gen.txt.) */
+#include "gen_test_util.h"
+#include "gt_proto.h"
+#include "gt_runner.h"
+#include "gt_test.h"
+#include "gt_util.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The fake device: config {"id":0} is the baseline; a time call of the
+ * baseline returns slow_us while slow_calls of them are left, else base_us;
+ * candidate i returns 10 + i us. */
+static struct {
+    int base_calls, cand_calls, slow_calls;
+    double base_us, slow_us;
+} g;
+
+struct gt_bk_cand {
+    int id;
+};
+
+static int fake_prepare(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **pp, char *err, size_t errlen)
+{
+    (void)ctx, (void)p, (void)err, (void)errlen;
+    *pp = (gt_bk_prob *)&g; /* any non-NULL handle */
+    return 0;
+}
+
+static void fake_unprepare(gt_bk_prob *pp) { (void)pp; }
+
+static int fake_build(gt_bk_prob *pp, const cJSON *cfg, gt_bk_cand **c, char *err, size_t errlen)
+{
+    (void)pp;
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(cfg, "id");
+    if (!cJSON_IsNumber(id) || !(*c = malloc(sizeof **c))) {
+        snprintf(err, errlen, "no id");
+        return -1;
+    }
+    (*c)->id = id->valueint;
+    return 0;
+}
+
+static void fake_release(gt_bk_cand *c) { free(c); }
+
+static int fake_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen)
+{
+    (void)pp, (void)c, (void)err, (void)errlen;
+    *rel_err = 1e-7;
+    return 0;
+}
+
+static int fake_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timing *t, char *err,
+                     size_t errlen)
+{
+    (void)pp, (void)o, (void)err, (void)errlen;
+    double us;
+    if (c->id == 0) {
+        g.base_calls++;
+        us = g.slow_calls > 0 ? (g.slow_calls--, g.slow_us) : g.base_us;
+    } else {
+        g.cand_calls++;
+        us = 10 + c->id;
+    }
+    memset(t, 0, sizeof *t);
+    t->median_us = t->min_us = t->max_us = us;
+    t->iters = 1;
+    t->repeats = 1;
+    return 0;
+}
+
+static const gt_backend k_fake = {
+    .name = "fake",
+    .prepare = fake_prepare,
+    .unprepare = fake_unprepare,
+    .build = fake_build,
+    .release = fake_release,
+    .validate = fake_validate,
+    .time = fake_time,
+};
+
+/* What the runner emitted: the reported times by config id, the baseline
+ * event's time, whether "done" came without an error. */
+typedef struct seen {
+    double time_of[4], baseline_us;
+    int done_ok, results;
+} seen;
+
+static int collect(void *ctx, cJSON *ev)
+{
+    seen *s = ctx;
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ev, "ev"));
+    if (name && !strcmp(name, "result")) {
+        gt_result r;
+        char err[128];
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(ev, "result");
+        if (gt_proto_result_from_json(o, &r, err, sizeof err) == 0 && r.valid) {
+            int id = cJSON_GetObjectItemCaseSensitive(r.config, "id")->valueint;
+            if (id >= 0 && id < 4)
+                s->time_of[id] = r.time_us;
+            s->results++;
+        }
+    } else if (name && !strcmp(name, "baseline")) {
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(ev, "baseline");
+        s->baseline_us = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(b, "time_us"));
+    } else if (name && !strcmp(name, "done")) {
+        s->done_ok = cJSON_GetObjectItemCaseSensitive(ev, "error") == NULL;
+    }
+    cJSON_Delete(ev);
+    return 0;
+}
+
+/* Runs a final job of the baseline and two candidates, 9 rounds, with the
+ * reference ref_us (0: none); the fake's baseline takes base_us, the first
+ * slow of its calls slow_us. */
+static seen run_final(double ref_us, double base_us, int slow, double slow_us)
+{
+    memset(&g, 0, sizeof g);
+    g.base_us = base_us, g.slow_calls = slow, g.slow_us = slow_us;
+    seen s;
+    memset(&s, 0, sizeof s);
+    char job[1024];
+    gt_problem p = gen_test_prob(64, 16, 64, GT_DT_BF16, GT_DT_BF16);
+    cJSON *pj = gt_problem_to_json(&p);
+    char *ptxt = pj ? cJSON_PrintUnformatted(pj) : NULL;
+    char ref[64] = "";
+    if (ref_us > 0)
+        snprintf(ref, sizeof ref, ",\"baseline_ref_us\":%g", ref_us);
+    snprintf(job, sizeof job,
+             "{\"id\":5,\"kind\":\"final\",\"problem\":%s,\"candidates\":[{\"id\":1},{\"id\":2}],"
+             "\"baseline\":{\"id\":0},\"timing\":{\"min_time_ms\":1,\"repeats\":9,\"warmup\":1%s}}",
+             ptxt ? ptxt : "null", ref);
+    cJSON *j = cJSON_Parse(job);
+    CHECK(j != NULL);
+    gt_runner r = {.bk = &k_fake, .emit = collect, .emit_ctx = &s};
+    CHECK(j && gt_runner_run(&r, j) == 0);
+    cJSON_Delete(j);
+    cJSON_Delete(pj);
+    cJSON_free(ptxt);
+    return s;
+}
+
+static void test_steady(void)
+{
+    /* no reference: one set of rounds, medians reported */
+    seen s = run_final(0, 20, 0, 0);
+    CHECK(s.done_ok && s.results == 3 && g.base_calls == 9 && g.cand_calls == 18);
+    CHECK(s.time_of[0] == 20 && s.time_of[1] == 11 && s.time_of[2] == 12 && s.baseline_us == 20);
+    /* within the reference's factor (20 against 17: 1.18x): once */
+    s = run_final(17, 20, 0, 0);
+    CHECK(s.done_ok && g.base_calls == 9 && s.baseline_us == 20);
+    /* four slow rounds of nine do not move the median: once */
+    s = run_final(20, 20, 4, 40);
+    CHECK(s.done_ok && g.base_calls == 9 && s.time_of[0] == 20);
+}
+
+static void test_drift(void)
+{
+    /* the first set's baseline at 2x the screen's: the rounds run again, the
+     * second set is reported, the candidates' times too */
+    seen s = run_final(20, 20, 9, 40);
+    CHECK_MSG(s.done_ok && g.base_calls == 18 && g.cand_calls == 36, "%d %d", g.base_calls, g.cand_calls);
+    CHECK(s.time_of[0] == 20 && s.baseline_us == 20 && s.time_of[1] == 11 && s.results == 3);
+    /* far below it: the same */
+    s = run_final(20, 20, 9, 10);
+    CHECK(s.done_ok && g.base_calls == 18 && s.baseline_us == 20);
+    /* a drift that lasts: twice, never three times, the second set reported
+     * (the coordinator then flags it baseline_suspect) */
+    s = run_final(20, 20, 100, 40);
+    CHECK(s.done_ok && g.base_calls == 18 && s.baseline_us == 40);
+}
+
+int main(void)
+{
+    gt_log_set_level(GT_LOG_ERR);
+    RUN(test_steady);
+    RUN(test_drift);
+    return gt_test_done();
+}
