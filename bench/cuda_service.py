@@ -274,7 +274,7 @@ def report(run, res, bw, rate, ngpu, wall):
             print(f"{lab:<28}{lib if lib else float('nan'):10.2f}{cols}{ratio}  {win}")
         print("winners by family: " + ", ".join(f"{k} {v}" for k, v in sorted(wins.items())))
     if suspect:
-        print(f"\n! {len(suspect)} GEMM(s) whose final baseline is more than 25 % from their screen jobs' "
+        print(f"\n! {len(suspect)} GEMM(s) whose final baseline is more than 1.25x from their screen jobs' "
               f"(left out of the geomean): " + "; ".join(suspect))
     if ups:
         geo = math.exp(sum(math.log(u) for u in ups) / len(ups))

@@ -3,6 +3,7 @@
  * coordinator restarts) and `results` (the best configuration per problem,
  * every result as a table or as CSV). */
 #include "gt_cli.h"
+#include "gt_proto.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -242,9 +243,9 @@ static int results_best(const gt_cli *c, int64_t id)
     printf("FLOP-weighted uplift: %s\n",
            gt_cli_fnum(u, sizeof u, j, "weighted_uplift", "%.3fx", 1.0));
     if (suspect)
-        printf("%d GEMM(s) marked !: the final phase timed the baseline more than 25 %% away from its screen "
-               "jobs (baseline_drift): that uplift is not to be trusted; tune them again\n",
-               suspect);
+        printf("%d GEMM(s) marked !: the final phase timed the baseline more than %.2fx away from its screen "
+               "jobs (baseline_drift), also when re-timed: that uplift is not to be trusted; tune them again\n",
+               suspect, GT_BASELINE_DRIFT_MAX);
     cJSON_Delete(j);
     return rc == 0 ? 0 : GT_CLI_EXIT_ERR;
 }

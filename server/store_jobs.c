@@ -266,9 +266,8 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
         "SELECT j.id, j.run_id, j.problem_id, j.kind, j.backend, j.attempts, p.spec, j.candidates,"
         " j.baseline, r.options, r.device_model IS NULL,"
         /* a final job's reference: the baseline as its screen jobs timed it */
-        " CASE j.kind WHEN 'final' THEN (SELECT AVG(bl.time_us) FROM baselines bl"
-        "   JOIN jobs jb ON jb.id = bl.job_id WHERE bl.problem_id = j.problem_id"
-        "   AND jb.kind = 'screen' AND bl.device_model = ?2) END"
+        " CASE j.kind WHEN 'final' THEN " GT_STORE_SCREEN_BASELINE_SQL("j.problem_id", "j.backend", "?2")
+        " END"
         " FROM jobs j JOIN runs r ON r.id = j.run_id JOIN problems p ON p.id = j.problem_id"
         " WHERE j.state = 'queued' AND r.state = 'running' AND j.backend = ?1"
         " AND (r.device_model IS NULL OR r.device_model = ?2)"

@@ -161,9 +161,7 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
         "    AND bl.backend = r.backend AND bl.device_model = r.device_model) END,"
         " r.tflops, r.rel_err, p.error, p.flops,"
         /* the baseline as the screen jobs timed it, next to their candidates */
-        " (SELECT AVG(bl.time_us) FROM baselines bl JOIN jobs jb ON jb.id = bl.job_id"
-        "   WHERE bl.problem_id = p.id AND jb.kind = 'screen' AND bl.backend = r.backend"
-        "   AND bl.device_model = r.device_model)"
+        " " GT_STORE_SCREEN_BASELINE_SQL("p.id", "r.backend", "r.device_model")
         " FROM problems p LEFT JOIN results r ON r.id = COALESCE("
         "  (SELECT r2.id FROM results r2 WHERE r2.problem_id = p.id AND r2.phase = 'final'"
         "    AND r2.valid = 1 AND r2.time_us IS NOT NULL ORDER BY r2.time_us, r2.id LIMIT 1),"

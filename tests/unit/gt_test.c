@@ -26,15 +26,22 @@ int gt_test_tmpdir(char *buf, size_t len, const char *tag)
     return 0;
 }
 
+int gt_test_rmdir(const char *dir)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "could not remove %s\n", dir);
+        return -1;
+    }
+    return 0;
+}
+
 int gt_test_done_rm(const char *dir)
 {
     int rc = gt_test_done();
-    if (rc == 0) {
-        char cmd[256];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", dir);
-    }
+    if (rc == 0)
+        (void)gt_test_rmdir(dir);
     return rc;
 }
 

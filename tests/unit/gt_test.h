@@ -40,9 +40,11 @@ extern int gt_test_checks;
 /* Prints the summary; returns the process exit code. Fails when nothing was checked. */
 int gt_test_done(void);
 /* A fresh folder /tmp/gt-<tag>.XXXXXX in buf (len >= 32): 0, or -1 after
- * printing why. gt_test_done_rm: gt_test_done, and the folder removed when
- * every check passed (kept to look at otherwise). */
+ * printing why. gt_test_rmdir removes it (0, or -1 after printing why);
+ * gt_test_done_rm: gt_test_done, and the folder removed when every check
+ * passed (kept to look at otherwise). */
 int gt_test_tmpdir(char *buf, size_t len, const char *tag);
+int gt_test_rmdir(const char *dir);
 int gt_test_done_rm(const char *dir);
 /* Path of a file in tests/data (GT_TEST_DATA), in a static buffer. */
 const char *gt_test_data(const char *name);

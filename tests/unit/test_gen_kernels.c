@@ -636,8 +636,8 @@ static int has(const char *s, const char *what) { return strstr(s, what) != NULL
 
 static void test_chain_ptx(void)
 {
-    char err[512], dir[] = "/tmp/gt-gen-chain.XXXXXX", cmd[256];
-    CHECK(mkdtemp(dir) != NULL);
+    char err[512], dir[64];
+    CHECK(gt_test_tmpdir(dir, sizeof dir, "gen-chain") == 0);
     setenv("GEMMTUNE_CACHE_DIR", dir, 1);
     gt_gen_dev d;
     gt_gen_dev_default(&d, 90, 132);
@@ -686,8 +686,7 @@ static void test_chain_ptx(void)
     }
     CHECK(seen[GT_GEN_PIPE_REG] > 0 && seen[GT_GEN_PIPE_ASYNC] > 0 && seen[GT_GEN_PIPE_DBUF] > 0 && warp == 1);
     gt_gen_cache_forget();
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(gt_test_rmdir(dir) == 0);
 }
 
 /* A BLAS-style problem with tight leading dimensions. */

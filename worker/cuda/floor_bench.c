@@ -162,8 +162,7 @@ static int time_calls(floor_run *r, const launch *l, int repeats, double min_ms,
             return -1;
         t[rep] = ms * 1000.0 / iters;
     }
-    qsort(t, (size_t)repeats, sizeof t[0], gt_gen_bench_cmp_dbl);
-    *us = t[repeats / 2];
+    *us = gt_gen_bench_mid(t, repeats);
     return 0;
 }
 

@@ -11,6 +11,9 @@
 
 /* qsort comparator of doubles, ascending. */
 int gt_gen_bench_cmp_dbl(const void *a, const void *b);
+/* Sorts the n times in v and returns the middle one (v[n / 2]): the median
+ * the self-test's sections report. */
+double gt_gen_bench_mid(double *v, int n);
 
 /* The section's shapes: the Llama-3-8B bf16 TN projections (qkv, o,
  * gate_up, down, lm_head) at each of the ntokens token counts, or at only

@@ -18,6 +18,12 @@ int gt_gen_bench_cmp_dbl(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+double gt_gen_bench_mid(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, gt_gen_bench_cmp_dbl);
+    return v[n / 2];
+}
+
 static gt_problem shape(int64_t m, int64_t n, int64_t k)
 {
     gt_problem p;
@@ -162,8 +168,7 @@ int gt_gen_bench_shape(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_
         }
     int best = fam0;
     for (int i = 0; i < nre; i++) {
-        qsort(res[i], (size_t)o->rounds, sizeof(double), gt_gen_bench_cmp_dbl);
-        med[i] = res[i][o->rounds / 2];
+        med[i] = gt_gen_bench_mid(res[i], o->rounds);
         if (i >= fam0 && med[i] < med[best])
             best = i;
     }
@@ -206,9 +211,9 @@ int gt_gen_bench_shape(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_
         for (int i = fam0; i < nre; i++) {
             if (!chained[i])
                 continue;
-            qsort(cres[i], (size_t)o->rounds, sizeof(double), gt_gen_bench_cmp_dbl);
-            if (!(cres[i][o->rounds / 2] >= chain_us))
-                chain_us = cres[i][o->rounds / 2];
+            double mid = gt_gen_bench_mid(cres[i], o->rounds);
+            if (!(mid >= chain_us))
+                chain_us = mid;
         }
     }
     /* A/B: what being built for chained launch (griddepcontrol, coherent B
@@ -237,10 +242,8 @@ int gt_gen_bench_shape(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_
             failures++;
             goto out;
         }
-        for (int i = 0; i < 2; i++) {
-            qsort(abr[i], (size_t)o->rounds, sizeof(double), gt_gen_bench_cmp_dbl);
-            ab_us[i] = abr[i][o->rounds / 2];
-        }
+        for (int i = 0; i < 2; i++)
+            ab_us[i] = gt_gen_bench_mid(abr[i], o->rounds);
     }
     gt_gen_bench_row row = {
         .chain_us = chain_us,
