@@ -98,6 +98,7 @@ typedef struct worker {
     int batch;
     uint64_t rng;
     long long wid;
+    char session[64];    /* the credential registration gave (PROTOCOL.md, Sessions) */
     gt_client c;
     wstat st;
 } worker;
@@ -155,9 +156,13 @@ static int do_register(worker *w)
     if (!r)
         return -1;
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(r, "worker_id");
-    int ok = !strcmp(type, GT_MSG_REGISTERED) && cJSON_IsNumber(id);
-    if (ok)
+    const cJSON *sess = cJSON_GetObjectItemCaseSensitive(r, "session");
+    int ok = !strcmp(type, GT_MSG_REGISTERED) && cJSON_IsNumber(id) && cJSON_IsString(sess) &&
+             strlen(sess->valuestring) < sizeof w->session;
+    if (ok) {
         w->wid = (long long)id->valuedouble;
+        snprintf(w->session, sizeof w->session, "%s", sess->valuestring);
+    }
     else
         fprintf(stderr, "worker %d: register refused\n", w->idx);
     cJSON_Delete(r);
@@ -214,6 +219,7 @@ static int do_job(worker *w, const cJSON *job)
         double t0 = now_ms();
         cJSON *m = gt_proto_new(GT_MSG_RESULTS), *arr = cJSON_CreateArray();
         cJSON_AddNumberToObject(m, "worker_id", (double)w->wid);
+        cJSON_AddStringToObject(m, "session", w->session);
         cJSON_AddNumberToObject(m, "job_id", (double)job_id);
         int k = 0;
         for (; k < w->batch && i < n; k++, i++) {
@@ -279,6 +285,7 @@ static void *worker_main(void *arg)
     while (!g_stop) {
         cJSON *m = gt_proto_new(GT_MSG_LEASE);
         cJSON_AddNumberToObject(m, "worker_id", (double)w->wid);
+        cJSON_AddStringToObject(m, "session", w->session);
         const char *type = NULL;
         cJSON *r = call(w, m, RQ_LEASE_JOB, &type);
         cJSON_Delete(m);
@@ -499,6 +506,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nworkers; i++) {
         cJSON *m = gt_proto_new(GT_MSG_BYE);
         cJSON_AddNumberToObject(m, "worker_id", (double)ws[i].wid);
+        cJSON_AddStringToObject(m, "session", ws[i].session);
         const char *type;
         char err[256];
         cJSON *r = gt_client_call(&ws[i].c, m, &type, 2000, err, sizeof err);

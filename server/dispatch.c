@@ -1,13 +1,18 @@
 /* dispatch.c: answers workers over nng req/rep. One thread owns the socket
  * and handles requests in arrival order; every request is one store
  * transaction, so the order of state changes is the order of arrival and a
- * crash between two requests loses nothing that was acknowledged. */
+ * crash between two requests loses nothing that was acknowledged.
+ *
+ * Every request but register must come on a connection bound to a worker
+ * session and carry its credential (gt_session.h): the worker id in a
+ * message is only checked against the session, never trusted. */
 #include "gt_dispatch.h"
 
 #include <cjson/cJSON.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +20,8 @@
 
 #include "gen_dev.h"
 #include "gt_proto.h"
+#include "gt_secret.h"
+#include "gt_session.h"
 #include "gt_util.h"
 
 struct gt_dispatch {
@@ -26,9 +33,57 @@ struct gt_dispatch {
     pthread_t thread;
     atomic_int stop;
     atomic_uint_least64_t requests;
+    gt_session_table *sessions;
+    /* Refused requests by reason (gt_dispatch_refusal) and results stored
+     * invalid or dropped as physically impossible. */
+    atomic_uint_least64_t refused[GT_DISPATCH_REFUSALS];
+    atomic_uint_least64_t implausible;
 };
 
 uint64_t gt_dispatch_requests(const gt_dispatch *d) { return atomic_load(&d->requests); }
+
+uint64_t gt_dispatch_refused(const gt_dispatch *d, gt_dispatch_refusal why)
+{
+    return why < GT_DISPATCH_REFUSALS ? atomic_load(&d->refused[why]) : 0;
+}
+
+const char *gt_dispatch_refusal_name(gt_dispatch_refusal why)
+{
+    static const char *names[GT_DISPATCH_REFUSALS] = {
+        [GT_REFUSED_TOKEN] = "bad_token",          [GT_REFUSED_NO_SESSION] = "no_session",
+        [GT_REFUSED_NO_CREDENTIAL] = "no_credential", [GT_REFUSED_BAD_CREDENTIAL] = "bad_credential",
+        [GT_REFUSED_WRONG_WORKER] = "wrong_worker", [GT_REFUSED_UNKNOWN_SESSION] = "unknown_session",
+        [GT_REFUSED_NOT_LEASED] = "not_leased",
+    };
+    return why < GT_DISPATCH_REFUSALS ? names[why] : "unknown";
+}
+
+uint64_t gt_dispatch_implausible(const gt_dispatch *d) { return atomic_load(&d->implausible); }
+
+size_t gt_dispatch_sessions(const gt_dispatch *d) { return gt_session_count(d->sessions); }
+
+/* A refusal: counted, logged once per request, and answered with
+ * reregister so an honest worker whose connection was replaced (a
+ * reconnect, a coordinator restart) attaches again. */
+static cJSON *refuse(gt_dispatch *d, gt_dispatch_refusal why, int reregister, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static cJSON *refuse(gt_dispatch *d, gt_dispatch_refusal why, int reregister, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    atomic_fetch_add(&d->refused[why], 1);
+    gt_warn("dispatch: refused (%s): %s", gt_dispatch_refusal_name(why), msg);
+    cJSON *r = gt_proto_error("%s", msg);
+    if (r && (!cJSON_AddStringToObject(r, "refused", gt_dispatch_refusal_name(why)) ||
+              (reregister && !cJSON_AddBoolToObject(r, "reregister", 1)))) {
+        cJSON_Delete(r);
+        return NULL;
+    }
+    return r;
+}
 const char *gt_dispatch_url(const gt_dispatch *d) { return d->url; }
 
 static void copy_str(char *dst, size_t n, const cJSON *j, const char *name)
@@ -46,17 +101,6 @@ static long long get_ll(const cJSON *j, const char *name, long long dflt)
     if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 9007199254740992.0))
         return dflt;
     return (long long)v->valuedouble;
-}
-
-/* Compares in time independent of where the first difference is, so the
- * token cannot be guessed byte by byte from response times. */
-static int token_ok(const char *want, const char *got)
-{
-    size_t a = strlen(want), b = strlen(got);
-    unsigned char diff = (unsigned char)(a != b);
-    for (size_t i = 0; i < a; i++)
-        diff |= (unsigned char)(want[i] ^ (i < b ? got[i] : 0));
-    return diff == 0;
 }
 
 static cJSON *unknown_worker(long long id)
@@ -92,15 +136,54 @@ static int gen_device_text(const cJSON *m, char *buf, size_t len, char *err, siz
     return 0;
 }
 
-static cJSON *on_register(gt_dispatch *d, const cJSON *m)
+static cJSON *registered_reply(gt_dispatch *d, int64_t id, const char *credential)
+{
+    cJSON *r = gt_proto_new(GT_MSG_REGISTERED);
+    if (r && (!cJSON_AddNumberToObject(r, "worker_id", (double)id) ||
+              !cJSON_AddStringToObject(r, "session", credential) ||
+              !cJSON_AddNumberToObject(r, "heartbeat_ms", (double)d->o.heartbeat_ms) ||
+              !cJSON_AddNumberToObject(r, "lease_ms", (double)d->o.lease_ms))) {
+        cJSON_Delete(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* register with "session": a worker's further connection (its heartbeat
+ * socket, or any connection after a reconnect or a coordinator restart)
+ * joins the session it already has, keeping its id and leases. */
+static cJSON *on_attach(gt_dispatch *d, const char *credential, uint32_t pipe)
+{
+    char err[256], digest[GT_SHA256_HEX + 1];
+    int64_t id = 0;
+    gt_session_digest(credential, d->token, digest);
+    int rc = gt_store_worker_by_session(d->store, digest, &id, err, sizeof err);
+    if (rc < 0)
+        return gt_proto_error("register: %s", err);
+    if (rc == 1)
+        return refuse(d, GT_REFUSED_UNKNOWN_SESSION, 1,
+                      "unknown session (the coordinator's database or token changed, or the worker "
+                      "left): register without one");
+    if (gt_session_bind(d->sessions, pipe, id, digest))
+        return NULL;
+    gt_debug("worker %lld attached a connection", (long long)id);
+    return registered_reply(d, id, credential);
+}
+
+static cJSON *on_register(gt_dispatch *d, const cJSON *m, uint32_t pipe)
 {
     char err[256];
     if (d->token[0]) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(m, "token");
-        if (!cJSON_IsString(t) || !token_ok(d->token, t->valuestring)) {
-            gt_warn("dispatch: refused a worker registration with a missing or wrong token");
-            return gt_proto_error("unauthorized: wrong or missing worker token");
-        }
+        if (!cJSON_IsString(t) || !gt_secret_equal(d->token, t->valuestring))
+            return refuse(d, GT_REFUSED_TOKEN, 0, "unauthorized: wrong or missing worker token");
+    }
+    const cJSON *sess = cJSON_GetObjectItemCaseSensitive(m, "session");
+    if (sess && !cJSON_IsNull(sess)) {
+        if (!cJSON_IsString(sess) || strlen(sess->valuestring) != GT_SECRET_HEX)
+            return refuse(d, GT_REFUSED_BAD_CREDENTIAL, 1, "register: session must be %d hex digits",
+                          GT_SECRET_HEX);
+        return on_attach(d, sess->valuestring, pipe);
     }
     gt_worker_info w;
     memset(&w, 0, sizeof w);
@@ -119,19 +202,18 @@ static cJSON *on_register(gt_dispatch *d, const cJSON *m)
     if (gen_device_text(m, w.gen_device, sizeof w.gen_device, err, sizeof err) != 0)
         gt_warn("dispatch: worker %s pid %d registers without its %s (the space view uses default "
                 "limits for it)", w.host, w.pid, err);
+    char credential[GT_SECRET_HEX + 1];
+    if (gt_secret_new(credential))
+        return gt_proto_error("register: no randomness for a session credential");
+    gt_session_digest(credential, d->token, w.session_digest);
     int64_t id;
     if (gt_store_register_worker(d->store, &w, gt_wall_ms(), &id, err, sizeof err))
         return gt_proto_error("register: %s", err);
+    if (gt_session_bind(d->sessions, pipe, id, w.session_digest))
+        return NULL;
     gt_info("worker %lld registered: %s pid %d %s[%d] %s", (long long)id, w.host, w.pid, w.backend,
             w.device_index, w.device_model);
-    cJSON *r = gt_proto_new(GT_MSG_REGISTERED);
-    if (r && (!cJSON_AddNumberToObject(r, "worker_id", (double)id) ||
-              !cJSON_AddNumberToObject(r, "heartbeat_ms", (double)d->o.heartbeat_ms) ||
-              !cJSON_AddNumberToObject(r, "lease_ms", (double)d->o.lease_ms))) {
-        cJSON_Delete(r);
-        return NULL;
-    }
-    return r;
+    return registered_reply(d, id, credential);
 }
 
 static cJSON *on_heartbeat(gt_dispatch *d, const cJSON *m, long long wid)
@@ -202,14 +284,17 @@ static cJSON *on_results(gt_dispatch *d, const cJSON *m, long long wid)
 {
     char err[256];
     int cancelled = 0;
-    size_t accepted = 0;
-    if (gt_store_report(d->store, wid, m, gt_wall_ms(), d->o.lease_ms, &cancelled, &accepted, err,
-                        sizeof err)) {
+    size_t accepted = 0, rejected = 0;
+    if (gt_store_report(d->store, wid, m, gt_wall_ms(), d->o.lease_ms, &cancelled, &accepted,
+                        &rejected, err, sizeof err)) {
         if (strstr(err, "unknown worker"))
             return unknown_worker(wid);
+        if (strstr(err, "was not leased"))
+            return refuse(d, GT_REFUSED_NOT_LEASED, 0, "results: %s", err);
         gt_warn("results from worker %lld refused: %s", wid, err);
         return gt_proto_error("results: %s", err);
     }
+    atomic_fetch_add(&d->implausible, rejected);
     cJSON *r = gt_proto_new(GT_MSG_ACK);
     if (r && (!cJSON_AddNumberToObject(r, "accepted", (double)accepted) ||
               !cJSON_AddBoolToObject(r, "cancelled", cancelled))) {
@@ -224,11 +309,12 @@ static cJSON *on_bye(gt_dispatch *d, long long wid)
     char err[256];
     if (gt_store_worker_bye(d->store, wid, gt_wall_ms(), err, sizeof err))
         return gt_proto_error("bye: %s", err);
+    gt_session_unbind_worker(d->sessions, wid);
     gt_info("worker %lld left", wid);
     return gt_proto_new(GT_MSG_ACK);
 }
 
-static cJSON *handle(gt_dispatch *d, const void *buf, size_t len)
+static cJSON *handle(gt_dispatch *d, const void *buf, size_t len, uint32_t pipe)
 {
     char err[256];
     const char *type = NULL;
@@ -237,11 +323,38 @@ static cJSON *handle(gt_dispatch *d, const void *buf, size_t len)
         return gt_proto_error("bad message: %s", err);
     cJSON *reply = NULL;
     if (!strcmp(type, GT_MSG_REGISTER)) {
-        reply = on_register(d, m);
+        reply = on_register(d, m, pipe);
     } else {
-        long long wid;
-        if (gt_proto_get_int(m, "worker_id", &wid, err, sizeof err))
-            reply = gt_proto_error("%s: %s", type, err);
+        /* The session decides who is asking; a worker_id in the message
+         * must name the same worker (older field, kept for logs). */
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(m, "session");
+        const cJSON *idj = cJSON_GetObjectItemCaseSensitive(m, "worker_id");
+        long long claimed = -1;
+        if (idj && gt_proto_get_int(m, "worker_id", &claimed, err, sizeof err))
+            claimed = -2; /* present but not an id: never a session's */
+        int64_t wid = 0;
+        gt_session_check chk = gt_session_verify(d->sessions, pipe, cJSON_IsString(c) ? c->valuestring : NULL,
+                                                 d->token, claimed, &wid);
+        switch (chk) {
+        case GT_SESSION_OK: break;
+        case GT_SESSION_NO_BINDING:
+            reply = refuse(d, GT_REFUSED_NO_SESSION, 1,
+                           "%s: unauthenticated connection: register (or attach) first", type);
+            break;
+        case GT_SESSION_NO_CREDENTIAL:
+            reply = refuse(d, GT_REFUSED_NO_CREDENTIAL, 1, "%s: the request carries no session", type);
+            break;
+        case GT_SESSION_MISMATCH:
+            reply = refuse(d, GT_REFUSED_BAD_CREDENTIAL, 1,
+                           "%s: the session is not this connection's", type);
+            break;
+        case GT_SESSION_WRONG_WORKER:
+            reply = refuse(d, GT_REFUSED_WRONG_WORKER, 1,
+                           "%s: worker_id %lld is not this session's worker", type, claimed);
+            break;
+        }
+        if (chk != GT_SESSION_OK)
+            ;
         else if (!strcmp(type, GT_MSG_HEARTBEAT))
             reply = on_heartbeat(d, m, wid);
         else if (!strcmp(type, GT_MSG_LEASE))
@@ -255,6 +368,14 @@ static cJSON *handle(gt_dispatch *d, const void *buf, size_t len)
     }
     cJSON_Delete(m);
     return reply ? reply : gt_proto_error("out of memory");
+}
+
+/* nng calls this on its own thread when a connection closes. */
+static void on_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+    (void)ev;
+    gt_dispatch *d = arg;
+    gt_session_unbind_pipe(d->sessions, (uint32_t)nng_pipe_id(p));
 }
 
 static void *loop(void *arg)
@@ -273,9 +394,8 @@ static void *loop(void *arg)
                                 d->o.lease_ms > 10000 ? d->o.lease_ms : 10000, err, sizeof err) < 0)
                 gt_err("lease sweep: %s", err);
         }
-        char *buf = NULL;
-        size_t len = 0;
-        int rv = nng_recv(d->sock, &buf, &len, NNG_FLAG_ALLOC);
+        nng_msg *msg = NULL;
+        int rv = nng_recvmsg(d->sock, &msg, 0);
         if (rv == NNG_ETIMEDOUT)
             continue;
         if (rv == NNG_ECLOSED)
@@ -284,8 +404,10 @@ static void *loop(void *arg)
             gt_warn("dispatch receive: %s", nng_strerror(rv));
             continue;
         }
-        cJSON *reply = handle(d, buf, len);
-        nng_free(buf, len);
+        /* The connection the request came on: sessions are bound to it. */
+        uint32_t pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(msg));
+        cJSON *reply = handle(d, nng_msg_body(msg), nng_msg_len(msg), pipe);
+        nng_msg_free(msg);
         atomic_fetch_add(&d->requests, 1);
         if (reply) {
             rv = gt_proto_send(d->sock, reply);
@@ -306,6 +428,11 @@ gt_dispatch *gt_dispatch_start(gt_store *s, const gt_dispatch_opts *o, char *err
     }
     d->store = s;
     d->o = *o;
+    if (!(d->sessions = gt_session_table_new())) {
+        snprintf(err, errlen, "out of memory");
+        free(d);
+        return NULL;
+    }
     snprintf(d->url, sizeof d->url, "%s", o->url);
     snprintf(d->token, sizeof d->token, "%s", o->token ? o->token : "");
     d->o.url = d->url;
@@ -313,11 +440,13 @@ gt_dispatch *gt_dispatch_start(gt_store *s, const gt_dispatch_opts *o, char *err
     int rv = nng_rep0_open(&d->sock);
     if (rv != 0) {
         snprintf(err, errlen, "nng rep socket: %s", nng_strerror(rv));
+        gt_session_table_free(d->sessions);
         free(d);
         return NULL;
     }
     if ((rv = nng_setopt_ms(d->sock, NNG_OPT_RECVTIMEO, 200)) != 0 ||
-        (rv = nng_setopt_size(d->sock, NNG_OPT_RECVMAXSZ, GT_PROTO_MAX_MSG)) != 0) {
+        (rv = nng_setopt_size(d->sock, NNG_OPT_RECVMAXSZ, GT_PROTO_MAX_MSG)) != 0 ||
+        (rv = nng_pipe_notify(d->sock, NNG_PIPE_EV_REM_POST, on_pipe_gone, d)) != 0) {
         snprintf(err, errlen, "nng options: %s", nng_strerror(rv));
         goto fail;
     }
@@ -350,6 +479,7 @@ gt_dispatch *gt_dispatch_start(gt_store *s, const gt_dispatch_opts *o, char *err
     return d;
 fail:
     nng_close(d->sock);
+    gt_session_table_free(d->sessions);
     free(d);
     return NULL;
 }
@@ -361,5 +491,6 @@ void gt_dispatch_stop(gt_dispatch *d)
     atomic_store(&d->stop, 1);
     pthread_join(d->thread, NULL);
     nng_close(d->sock);
+    gt_session_table_free(d->sessions);
     free(d);
 }

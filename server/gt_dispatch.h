@@ -26,6 +26,24 @@ gt_dispatch *gt_dispatch_start(gt_store *s, const gt_dispatch_opts *o, char *err
 void gt_dispatch_stop(gt_dispatch *d);
 /* Requests answered so far (for metrics and tests). */
 uint64_t gt_dispatch_requests(const gt_dispatch *d);
+
+/* Why a worker request was refused (gemmtune_worker_refused_total). */
+typedef enum gt_dispatch_refusal {
+    GT_REFUSED_TOKEN = 0,       /* register with a wrong or missing token */
+    GT_REFUSED_NO_SESSION,      /* a request on a connection that never registered */
+    GT_REFUSED_NO_CREDENTIAL,   /* a request without its session credential */
+    GT_REFUSED_BAD_CREDENTIAL,  /* a credential that is not the connection's */
+    GT_REFUSED_WRONG_WORKER,    /* worker_id naming another worker than the session's */
+    GT_REFUSED_UNKNOWN_SESSION, /* attach with a session the store does not know */
+    GT_REFUSED_NOT_LEASED,      /* results for a job never leased to the sender */
+    GT_DISPATCH_REFUSALS
+} gt_dispatch_refusal;
+uint64_t gt_dispatch_refused(const gt_dispatch *d, gt_dispatch_refusal why);
+const char *gt_dispatch_refusal_name(gt_dispatch_refusal why);
+/* Results stored invalid, and baselines dropped, as physically impossible. */
+uint64_t gt_dispatch_implausible(const gt_dispatch *d);
+/* Connections bound to a session now. */
+size_t gt_dispatch_sessions(const gt_dispatch *d);
 /* The URL listened on, with the port the system chose when asked for 0. */
 const char *gt_dispatch_url(const gt_dispatch *d);
 

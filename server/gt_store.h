@@ -35,8 +35,56 @@ gt_store *gt_store_open_reader(gt_store *s, char *err, size_t errlen);
 sqlite3 *gt_store_db(gt_store *s);
 void gt_store_lock(gt_store *s);
 void gt_store_unlock(gt_store *s);
-/* Checkpoints the WAL into the main file (graceful shutdown). */
+/* Checkpoints the WAL into the main file (graceful shutdown). Checks the
+ * files first (gt_store_check_files) and checkpoints even when they were
+ * removed: it writes only into the files the connection holds open, and
+ * with a removed WAL it is what moves the work acknowledged before into the
+ * database file a restart reads. */
 int gt_store_checkpoint(gt_store *s);
+
+/* ---- write health (/readyz, gemmtune_store_* on /metrics) ----
+ *
+ * Every write transaction of the store (BEGIN ... COMMIT/ROLLBACK, all of
+ * them run through one helper) is one write attempt: it succeeds when its
+ * COMMIT does, and fails with the kind of its first SQLite error. A
+ * transaction rolled back for a reason of the caller's (a malformed message)
+ * is neither. */
+enum {
+    GT_STORE_ERR_FULL,     /* SQLITE_FULL: database or disk is full */
+    GT_STORE_ERR_IO,       /* SQLITE_IOERR, CANTOPEN, CORRUPT, NOTADB */
+    GT_STORE_ERR_BUSY,     /* SQLITE_BUSY, LOCKED: another process holds the file */
+    GT_STORE_ERR_READONLY, /* SQLITE_READONLY, PERM */
+    GT_STORE_ERR_LOST,     /* refused: the database or WAL file was removed or replaced */
+    GT_STORE_ERR_OTHER,
+    GT_STORE_ERR_KINDS
+};
+/* The kind's label value: full, io, busy, readonly, lost, other. */
+const char *gt_store_err_kind_name(int kind);
+
+typedef struct gt_store_health {
+    uint64_t errors[GT_STORE_ERR_KINDS]; /* failed write attempts since open, by kind */
+    int writable;          /* 1 until a write attempt fails, again after one succeeds;
+                              0 for good once lost */
+    int lost;              /* the files were removed or replaced: writes refused */
+    int64_t last_write_ms; /* wall time of the last committed write; 0 none yet */
+    int64_t last_error_ms; /* wall time of the last failed attempt; 0 none */
+    char last_error[256];  /* its message, no file paths (/readyz is open) */
+} gt_store_health;
+/* A consistent copy; never waits for a transaction in progress. */
+void gt_store_health_get(gt_store *s, gt_store_health *h);
+
+/* Called once, from the thread whose commit noticed it, when the database
+ * file or its WAL was removed or replaced under the store: every write from
+ * then on is refused (the refused commit included), since what would be
+ * acknowledged could not survive a restart. fn must only flag and wake (it
+ * runs inside SQLite's commit, with the store's lock held). */
+typedef void (*gt_store_lost_fn)(void *ctx, const char *why);
+void gt_store_on_lost(gt_store *s, gt_store_lost_fn fn, void *ctx);
+/* stat()s the database file and its WAL against the device and inode
+ * recorded at open: 0 when both are still the ones the connection writes,
+ * -1 when not (the store is then lost, see above). Runs before every commit
+ * and checkpoint; a file-less (in-memory) store always passes. */
+int gt_store_check_files(gt_store *s);
 
 /* ---- runs ---- */
 typedef struct gt_run_opts {
@@ -100,10 +148,17 @@ typedef struct gt_worker_info {
     /* gen/gen_dev.h's JSON text of the limits the worker's generated
      * families prune with (checked by the caller); "" when it sent none. */
     char gen_device[512];
+    /* gt_session_digest of the credential the worker is given (never the
+     * credential itself). */
+    char session_digest[65];
 } gt_worker_info;
 
 int gt_store_register_worker(gt_store *s, const gt_worker_info *w, int64_t now_ms,
                              int64_t *worker_id, char *err, size_t errlen);
+/* The worker whose session has this digest (and has not left): 0 with its
+ * id, 1 when none, -1 on a store error. */
+int gt_store_worker_by_session(gt_store *s, const char *digest, int64_t *worker_id, char *err,
+                               size_t errlen);
 /* Records a heartbeat and extends the worker's leases to now + lease_ms.
  * Returns 0, 1 when the worker is unknown or gone (it must register again). */
 int gt_store_heartbeat(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease_ms,
@@ -132,10 +187,15 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
 /* A batch of results for a job, idempotent (re-sent batches add nothing).
  * msg is the worker's "results" message: results[], optional baseline{},
  * optional candidates[]/baseline_config{} (enumerate jobs), done, error.
- * Sets *cancelled when the job's run was cancelled (the worker drops it).
- * Returns 0, or -1 with err for a malformed message. */
+ * Only a worker the job was leased to may report for it. A time below what
+ * the worker's registered device can physically reach (gt_plausible.h) is
+ * stored invalid with the reason, an impossible baseline dropped; *rejected
+ * counts both. Sets *cancelled when the job's run was cancelled (the worker
+ * drops it). Returns 0, or -1 with err for a malformed message or a job the
+ * worker never held. */
 int gt_store_report(gt_store *s, int64_t worker_id, const struct cJSON *msg, int64_t now_ms,
-                    int64_t lease_ms, int *cancelled, size_t *accepted, char *err, size_t errlen);
+                    int64_t lease_ms, int *cancelled, size_t *accepted, size_t *rejected, char *err,
+                    size_t errlen);
 
 /* Requeues jobs whose lease deadline passed (failing those that reached
  * max_attempts) and marks workers silent for lost_ms as lost. Returns the

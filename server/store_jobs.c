@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gt_plausible.h"
 #include "gt_proto.h"
 #include "gt_util.h"
 #include "store_priv.h"
@@ -66,8 +67,8 @@ int gt_store_register_worker(gt_store *s, const gt_worker_info *w, int64_t now_m
     st = gt_store_prep(s,
                        "INSERT INTO workers(host, pid, device_index, backend, device_model, arch,"
                        " mem_bytes, units, driver, version, state, registered_ms, last_heartbeat_ms,"
-                       " gen_device)"
-                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'idle', ?, ?, ?)",
+                       " gen_device, session_digest)"
+                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'idle', ?, ?, ?, ?)",
                        err, errlen);
     if (!st)
         goto out;
@@ -84,12 +85,34 @@ int gt_store_register_worker(gt_store *s, const gt_worker_info *w, int64_t now_m
     sqlite3_bind_int64(st, 11, now_ms);
     sqlite3_bind_int64(st, 12, now_ms);
     gt_store_bind_text(st, 13, w->gen_device[0] ? w->gen_device : NULL);
+    gt_store_bind_text(st, 14, w->session_digest[0] ? w->session_digest : NULL);
     if (gt_store_step_done(s, st, err, errlen))
         goto out;
     *worker_id = sqlite3_last_insert_rowid(s->db);
     rc = 0;
 out:
     return tx_end(s, rc, err, errlen);
+}
+
+int gt_store_worker_by_session(gt_store *s, const char *digest, int64_t *worker_id, char *err,
+                               size_t errlen)
+{
+    sqlite3_stmt *st = gt_store_prep(
+        s, "SELECT id FROM workers WHERE session_digest = ? AND state != 'gone' ORDER BY id DESC",
+        err, errlen);
+    if (!st)
+        return -1;
+    gt_store_bind_text(st, 1, digest);
+    int r = sqlite3_step(st), rc = 1;
+    if (r == SQLITE_ROW) {
+        *worker_id = sqlite3_column_int64(st, 0);
+        rc = 0;
+    } else if (r != SQLITE_DONE) {
+        snprintf(err, errlen, "sqlite: %s", sqlite3_errmsg(s->db));
+        rc = -1;
+    }
+    sqlite3_finalize(st);
+    return rc;
 }
 
 int gt_store_heartbeat(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease_ms, char *err,
@@ -312,12 +335,14 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
          " attempts = attempts + 1, updated_ms = ?3 WHERE id = ?1"),
         "UPDATE runs SET started_ms = COALESCE(started_ms, ?3) WHERE id = ?5",
         "UPDATE workers SET state = 'busy', last_heartbeat_ms = ?3 WHERE id = ?2",
+        /* Who held the job: only they may report results for it. */
+        "INSERT OR IGNORE INTO job_leases(job_id, worker_id, leased_ms) VALUES (?1, ?2, ?3)",
         /* The run is tuned for the model of the first worker that takes a
          * job: results of different models are never mixed. */
         "UPDATE runs SET device_model = ?6 WHERE id = ?5 AND device_model IS NULL",
     };
     for (size_t i = 0; i < sizeof sqls / sizeof sqls[0]; i++) {
-        if (i == 3 && !bind_model)
+        if (i == 4 && !bind_model)
             break;
         st = gt_store_prep(s, sqls[i], err, errlen);
         if (!st)
@@ -393,6 +418,31 @@ static int create_final_job(gt_store *s, int64_t pid, int64_t run_id, int64_t no
         rc = set_problem_state(s, pid, "failed", "no baseline configuration known", err, errlen);
         goto out;
     }
+    /* A screen in which nothing ran (no valid candidate, no baseline
+     * timed) leaves nothing to re-time: the problem fails with the screen's
+     * reason instead of queueing a final job that would fail the same way. */
+    st = gt_store_prep(s,
+                       "SELECT (SELECT COUNT(*) FROM results WHERE problem_id = ?1 AND phase = 'screen'"
+                       " AND valid = 1) + (SELECT COUNT(*) FROM baselines WHERE problem_id = ?1),"
+                       " (SELECT reason FROM results WHERE problem_id = ?1 AND phase = 'screen'"
+                       " AND valid = 0 AND reason IS NOT NULL ORDER BY id LIMIT 1),"
+                       " (SELECT error FROM jobs WHERE problem_id = ?1 AND state = 'failed'"
+                       " AND error IS NOT NULL ORDER BY id DESC LIMIT 1)",
+                       err, errlen);
+    if (!st)
+        goto out;
+    sqlite3_bind_int64(st, 1, pid);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 0) {
+        char why[300];
+        const char *jerr = (const char *)sqlite3_column_text(st, 2);
+        const char *rerr = (const char *)sqlite3_column_text(st, 1);
+        snprintf(why, sizeof why, "screen: nothing valid to re-time (%s)",
+                 jerr ? jerr : rerr ? rerr : "no candidate passed validation");
+        sqlite3_finalize(st);
+        rc = set_problem_state(s, pid, "failed", why, err, errlen);
+        goto out;
+    }
+    sqlite3_finalize(st);
     char base_hash[17];
     if (gt_cfg_hash(base, base_hash))
         goto oom;
@@ -755,7 +805,8 @@ static int finish_enumerate(gt_store *s, const job_row *j, const cJSON *msg, int
 }
 
 static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t now_ms,
-                     int64_t lease_ms, int *cancelled, size_t *accepted, char *err, size_t errlen)
+                     int64_t lease_ms, int *cancelled, size_t *accepted, size_t *rejected, char *err,
+                     size_t errlen)
 {
     int rc = -1;
     job_row j = {0};
@@ -765,7 +816,9 @@ static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t n
     if (load_job(s, job_id, &j, err, errlen))
         goto out;
     char model[128] = "";
-    sqlite3_stmt *st = gt_store_prep(s, "SELECT device_model FROM workers WHERE id = ?", err, errlen);
+    gt_plausible_dev dev;
+    sqlite3_stmt *st = gt_store_prep(
+        s, "SELECT device_model, backend, units, gen_device FROM workers WHERE id = ?", err, errlen);
     if (!st)
         goto out;
     sqlite3_bind_int64(st, 1, worker_id);
@@ -775,6 +828,29 @@ static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t n
         goto out;
     }
     snprintf(model, sizeof model, "%s", gt_store_col_text(st, 0));
+    gt_plausible_dev_init(&dev, gt_store_col_text(st, 1), sqlite3_column_int(st, 2),
+                          gt_store_col_text(st, 3));
+    sqlite3_finalize(st);
+    /* Only a worker the job was leased to may report for it: an
+     * authenticated worker must not fill in another's job. */
+    st = gt_store_prep(s,
+                       "SELECT p.flops, p.bytes, p.a_type,"
+                       " EXISTS (SELECT 1 FROM job_leases WHERE job_id = ?1 AND worker_id = ?2)"
+                       " FROM jobs j JOIN problems p ON p.id = j.problem_id WHERE j.id = ?1",
+                       err, errlen);
+    if (!st)
+        goto out;
+    sqlite3_bind_int64(st, 1, job_id);
+    sqlite3_bind_int64(st, 2, worker_id);
+    if (sqlite3_step(st) != SQLITE_ROW || !sqlite3_column_int(st, 3)) {
+        sqlite3_finalize(st);
+        snprintf(err, errlen, "job %lld was not leased to worker %lld", job_id, (long long)worker_id);
+        goto out;
+    }
+    char why[160];
+    double min_us = gt_plausible_min_time_us(&dev, sqlite3_column_double(st, 0),
+                                             sqlite3_column_double(st, 1),
+                                             gt_dtype_parse(gt_store_col_text(st, 2)), why, sizeof why);
     sqlite3_finalize(st);
 
     *cancelled = !strcmp(j.run_state, "cancelled") || !strcmp(j.state, "cancelled");
@@ -785,13 +861,31 @@ static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t n
         gt_result r;
         if (gt_proto_result_from_json(it, &r, err, errlen))
             goto out;
+        if (r.valid && r.time_us > 0 && r.time_us < min_us) {
+            /* Faster than the device can run it: stored, so the claim is
+             * visible, but never a winner. */
+            r.valid = 0;
+            snprintf(r.reason, sizeof r.reason,
+                     "implausible: %.4g us is below the physical bound %.4g us (%s)", r.time_us,
+                     min_us, why);
+            (*rejected)++;
+            gt_warn("worker %lld job %lld: %s", (long long)worker_id, job_id, r.reason);
+        }
         if (insert_result(s, &j, job_id, worker_id, model, &r, now_ms, err, errlen))
             goto out;
         *accepted += (size_t)sqlite3_changes(s->db);
     }
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(msg, "baseline");
-    if (cJSON_IsObject(b) && insert_baseline(s, &j, job_id, worker_id, model, b, now_ms, err, errlen))
+    const cJSON *bt = cJSON_GetObjectItemCaseSensitive(b, "time_us");
+    if (cJSON_IsNumber(bt) && bt->valuedouble > 0 && bt->valuedouble < min_us) {
+        /* An impossible baseline would inflate every uplift of the job. */
+        gt_warn("worker %lld job %lld: baseline of %.4g us dropped, below the physical bound %.4g us "
+                "(%s)", (long long)worker_id, job_id, bt->valuedouble, min_us, why);
+        (*rejected)++;
+    } else if (cJSON_IsObject(b) &&
+               insert_baseline(s, &j, job_id, worker_id, model, b, now_ms, err, errlen)) {
         goto out;
+    }
     if (gt_store_exec_i64(s,
                           "UPDATE workers SET results = results + ?2, last_heartbeat_ms = ?3,"
                           " state = CASE WHEN state = 'lost' THEN 'busy' ELSE state END"
@@ -845,14 +939,17 @@ out:
 }
 
 int gt_store_report(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t now_ms,
-                    int64_t lease_ms, int *cancelled, size_t *accepted, char *err, size_t errlen)
+                    int64_t lease_ms, int *cancelled, size_t *accepted, size_t *rejected, char *err,
+                    size_t errlen)
 {
     *cancelled = 0;
     *accepted = 0;
+    *rejected = 0;
     TX_BEGIN(s, err, errlen);
-    int rc = report_tx(s, worker_id, msg, now_ms, lease_ms, cancelled, accepted, err, errlen);
+    int rc = report_tx(s, worker_id, msg, now_ms, lease_ms, cancelled, accepted, rejected, err,
+                       errlen);
     if (rc)
-        *accepted = 0;
+        *accepted = *rejected = 0;
     return tx_end(s, rc, err, errlen);
 }
 

@@ -44,10 +44,8 @@ typedef struct worker {
     gt_sup sup;                  /* the bench child and the device it opened */
     gt_bk_device dev;
     gt_client main;
-    volatile int64_t worker_id;
-    int heartbeat_ms;
-    volatile int reregister;
-    pthread_mutex_t mu;
+    gt_client_session sess;      /* shared by the main and heartbeat connections */
+    volatile int reregister;     /* the coordinator refused a session we could not restore */
 } worker;
 
 static void usage(FILE *f)
@@ -68,8 +66,9 @@ static void usage(FILE *f)
             GT_DEFAULT_WORKER_URL);
 }
 
-static cJSON *register_msg(worker *w)
+static cJSON *register_msg(void *ctx)
 {
+    worker *w = ctx;
     char host[128] = "localhost";
     gethostname(host, sizeof host - 1);
     cJSON *m = gt_proto_new(GT_MSG_REGISTER);
@@ -100,37 +99,22 @@ static cJSON *register_msg(worker *w)
     return m;
 }
 
-/* Registers (again); 0, or -1 when refused for good (bad token) or stopping. */
+/* Binds the main connection to a session: attaches to ours, or registers
+ * anew when the coordinator no longer knows it. 0, or -1 when refused for
+ * good (bad token) or stopping. */
 static int do_register(worker *w)
 {
     char err[256];
-    cJSON *m = register_msg(w);
-    if (!m)
-        return -1;
-    const char *type;
-    cJSON *r = gt_client_call(&w->main, m, &type, 0, err, sizeof err);
-    cJSON_Delete(m);
-    if (!r)
-        return -1;
-    int rc = -1;
-    if (!strcmp(type, GT_MSG_REGISTERED)) {
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(r, "worker_id");
-        if (cJSON_IsNumber(id)) {
-            pthread_mutex_lock(&w->mu);
-            w->worker_id = gt_proto_int_or(r, "worker_id", 0, 1LL << 53, 0);
-            w->heartbeat_ms = (int)gt_proto_int_or(r, "heartbeat_ms", 100, 600000, 5000);
-            w->reregister = 0;
-            pthread_mutex_unlock(&w->mu);
-            gt_info("registered as worker %lld with %s (%s %s)", (long long)w->worker_id, w->url,
-                    w->bk->name, w->dev.model);
-            rc = 0;
-        }
-    } else {
-        const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
-        gt_err("registration refused: %s", cJSON_IsString(e) ? e->valuestring : type);
+    int rc = gt_client_authenticate(&w->main, err, sizeof err);
+    if (rc == 0) {
+        w->reregister = 0;
+        gt_info("session with %s as worker %lld (%s %s)", w->url, (long long)w->sess.worker_id,
+                w->bk->name, w->dev.model);
+        return 0;
     }
-    cJSON_Delete(r);
-    return rc;
+    if (rc == -2)
+        gt_err("%s", err);
+    return -1;
 }
 
 /* Heartbeats on a socket of their own, so a long candidate on the main
@@ -144,11 +128,13 @@ static void *heartbeat_loop(void *arg)
         gt_err("heartbeat: %s", err);
         return NULL;
     }
+    /* This connection attaches to the main one's session (the client does
+     * it on the first refusal); only the main connection registers. */
+    hb.session = &w->sess;
     while (!g_stop) {
-        pthread_mutex_lock(&w->mu);
-        int64_t id = w->worker_id;
-        int every = w->heartbeat_ms;
-        pthread_mutex_unlock(&w->mu);
+        pthread_mutex_lock(&w->sess.mu);
+        int every = w->sess.heartbeat_ms;
+        pthread_mutex_unlock(&w->sess.mu);
         for (int slept = 0; slept < every && !g_stop; slept += 100) {
             struct timespec ts = {0, 100 * 1000000L};
             nanosleep(&ts, NULL);
@@ -156,10 +142,8 @@ static void *heartbeat_loop(void *arg)
         if (g_stop)
             break;
         cJSON *m = gt_proto_new(GT_MSG_HEARTBEAT);
-        if (!m || !cJSON_AddNumberToObject(m, "worker_id", (double)id)) {
-            cJSON_Delete(m);
+        if (!m)
             continue;
-        }
         const char *type;
         cJSON *r = gt_client_call(&hb, m, &type, every, err, sizeof err);
         cJSON_Delete(m);
@@ -176,10 +160,8 @@ static void send_bye(worker *w)
 {
     char err[256];
     cJSON *m = gt_proto_new(GT_MSG_BYE);
-    if (!m || !cJSON_AddNumberToObject(m, "worker_id", (double)w->worker_id)) {
-        cJSON_Delete(m);
+    if (!m)
         return;
-    }
     const char *type;
     /* Bounded: on shutdown a coordinator that is gone must not hold us. */
     sig_atomic_t saved = g_stop;
@@ -197,10 +179,15 @@ static int serve(worker *w)
         gt_err("%s", err);
         return 1;
     }
-    if (pthread_mutex_init(&w->mu, NULL) != 0) {
+    if (pthread_mutex_init(&w->sess.mu, NULL) != 0) {
         gt_client_close(&w->main);
         return 1;
     }
+    w->sess.heartbeat_ms = 5000;
+    w->sess.register_msg = register_msg;
+    w->sess.ctx = w;
+    w->main.session = &w->sess;
+    w->main.may_register = 1;
     int rc = 1;
     pthread_t hb;
     int hb_started = 0;
@@ -213,13 +200,13 @@ static int serve(worker *w)
     hb_started = 1;
     double idle_since = gt_mono_ms();
     while (!g_stop) {
+        /* A session the coordinator refuses and that cannot be restored
+         * (its token changed): nothing to say goodbye with; exit 1. */
         if (w->reregister && do_register(w))
-            break;
+            goto out;
         cJSON *m = gt_proto_new(GT_MSG_LEASE);
-        if (!m || !cJSON_AddNumberToObject(m, "worker_id", (double)w->worker_id)) {
-            cJSON_Delete(m);
+        if (!m)
             break;
-        }
         const char *type;
         cJSON *r = gt_client_call(&w->main, m, &type, 0, err, sizeof err);
         cJSON_Delete(m);
@@ -227,7 +214,7 @@ static int serve(worker *w)
             break;
         if (!strcmp(type, GT_MSG_JOB)) {
             if (gt_sup_run_job(&w->sup, cJSON_GetObjectItemCaseSensitive(r, "job"), &w->main,
-                               w->worker_id, w->batch, &g_stop) < 0)
+                               w->sess.worker_id, w->batch, &g_stop) < 0)
                 gt_warn("job abandoned: coordinator or bench process unreachable");
             idle_since = gt_mono_ms();
         } else if (!strcmp(type, GT_MSG_NONE)) {
@@ -256,7 +243,7 @@ out:
     if (hb_started)
         pthread_join(hb, NULL);
     gt_client_close(&w->main);
-    pthread_mutex_destroy(&w->mu);
+    pthread_mutex_destroy(&w->sess.mu);
     return rc;
 }
 

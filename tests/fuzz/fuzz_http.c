@@ -166,8 +166,8 @@ static void prefill(void)
     cJSON_AddItemToObject(msg, "baseline", b);
     cJSON_AddBoolToObject(msg, "done", 1);
     int cancelled = 0;
-    size_t accepted = 0;
-    if (gt_store_report(g.store, wid, msg, now, 30000, &cancelled, &accepted, err, sizeof err))
+    size_t accepted = 0, rejected = 0;
+    if (gt_store_report(g.store, wid, msg, now, 30000, &cancelled, &accepted, &rejected, err, sizeof err))
         FUZZ_DIE("prefill: report: %s", err);
     cJSON_Delete(msg);
     cJSON_Delete(cands);

@@ -27,4 +27,25 @@ check "CLI with the token can submit" \
   "$GT_BIN"/gemmtune --token s3cret-token submit "$GT_TEST_DATA/cpu_two.log" --budget 1 >/dev/null
 check "CLI without the token is refused" bash -c "! GEMMTUNE_TOKEN= '$GT_BIN'/gemmtune submit '$GT_TEST_DATA/cpu_two.log' 2>/dev/null"
 
+# The coordinator restarted with another token on the same port and
+# database: the worker's session (and token) are void, it is refused and
+# exits instead of leasing; metrics count the refusals.
+W1=${PIDS[-1]}
+wport=${WURL##*:}
+kill -9 "$COORD"; wait "$COORD" 2>/dev/null || true
+GEMMTUNE_TOKEN=n3w-token "$GT_BIN"/gemmtuned --db "$DB" --http 127.0.0.1:0 \
+  --listen "tcp://127.0.0.1:$wport" --port-file "$T/ports2" 2>>"$T/gemmtuned2.log" &
+COORD=$!
+PIDS+=("$COORD")
+for _ in $(seq 100); do [ -s "$T/ports2" ] && break; sleep 0.1; done
+HTTP="http://127.0.0.1:$(sed -n 's/^http=//p' "$T/ports2")"
+for _ in $(seq 200); do kill -0 "$W1" 2>/dev/null || break; sleep 0.1; done
+check "the worker with the old token left" bash -c "! kill -0 $W1 2>/dev/null"
+check "it says it was refused" grep -q 'registration refused: unauthorized' "$T/w1.log"
+check "no job was leased under the new token" \
+  [ "$(sqlite3 "$DB" "SELECT COUNT(*) FROM jobs WHERE state = 'leased'")" = 0 ]
+curl -s "$HTTP/metrics" >"$T/metrics.txt"
+check "metrics count the refusals" \
+  grep -Eq '^gemmtune_worker_refused_total\{reason="bad_token"\} [1-9]' "$T/metrics.txt"
+
 finish

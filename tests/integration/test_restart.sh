@@ -41,6 +41,10 @@ check "every problem has a final best" \
 check "no duplicate results" [ "$(sqlite3 "$DB" "SELECT COUNT(*) FROM (SELECT 1 FROM results
   GROUP BY problem_id, backend, config_hash, device_model, phase HAVING COUNT(*) > 1)")" = 0 ]
 check "the workers re-attached without a restart" kill -0 "${PIDS[1]}"
+check "with their sessions: no worker registered anew" \
+  [ "$(sqlite3 "$DB" "SELECT COUNT(*) FROM workers")" = 2 ]
+check "and no request was refused for want of one" \
+  bash -c "! grep -q 'refused (unknown_session\|refused (bad_' '$T/gemmtuned2.log'"
 
 # A worker that stops heartbeating but keeps its connection.
 submit "$GT_TEST_DATA/cpu_small.log" "name=stopped&budget=8&shard_size=8&ncpu=1&min_time_ms=3&repeats=3"

@@ -239,8 +239,8 @@ static void drive(sim *m)
             cJSON_AddItemToObject(msg, "baseline", b);
         }
         int cancelled = 0;
-        size_t acc = 0;
-        r = gt_store_report(m->s, m->wid, msg, now, 30000, &cancelled, &acc, err, sizeof err);
+        size_t acc = 0, rejected = 0;
+        r = gt_store_report(m->s, m->wid, msg, now, 30000, &cancelled, &acc, &rejected, err, sizeof err);
         CHECK_MSG(r == 0, "report: %s", err);
         cJSON_Delete(msg);
         cJSON_Delete(cands);

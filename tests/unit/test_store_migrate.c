@@ -65,15 +65,20 @@ static void upgrades_v3(void)
     CHECK_MSG(s, "%s", err);
     if (!s)
         return;
-    CHECK(user_version(gt_store_db(s)) == 4);
+    CHECK(user_version(gt_store_db(s)) == 5);
     gt_worker_info w;
     memset(&w, 0, sizeof w);
     snprintf(w.host, sizeof w.host, "new");
     snprintf(w.backend, sizeof w.backend, "cuda");
     snprintf(w.device_model, sizeof w.device_model, "H100");
     snprintf(w.gen_device, sizeof w.gen_device, "{\"x\":1}"); /* the store keeps text as given */
-    int64_t id = 0;
+    snprintf(w.session_digest, sizeof w.session_digest, "%064d", 7);
+    int64_t id = 0, found = 0;
     CHECK(gt_store_register_worker(s, &w, 5, &id, err, sizeof err) == 0 && id == 2);
+    /* 005: the new worker's session is found by its digest; the old one
+     * (no session) by none, so it must register again */
+    CHECK(gt_store_worker_by_session(s, w.session_digest, &found, err, sizeof err) == 0 && found == 2);
+    CHECK(gt_store_worker_by_session(s, "", &found, err, sizeof err) == 1);
     cJSON *ws = gt_store_workers_json(s, 10, err, sizeof err);
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(ws, "workers");
     const cJSON *old = cJSON_GetArrayItem(rows, 0), *neu = cJSON_GetArrayItem(rows, 1);
@@ -88,7 +93,7 @@ static void upgrades_v3(void)
     s = gt_store_open(path, err, sizeof err);
     CHECK_MSG(s, "%s", err);
     if (s) {
-        CHECK(user_version(gt_store_db(s)) == 4);
+        CHECK(user_version(gt_store_db(s)) == 5);
         ws = gt_store_workers_json(s, 10, err, sizeof err);
         CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ws, "workers")) == 2);
         cJSON_Delete(ws);

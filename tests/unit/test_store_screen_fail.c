@@ -1,0 +1,111 @@
+/* test_store_screen_fail.c: a problem whose screen produced nothing valid
+ * fails with the screen's reason and gets no final job (it would only fail
+ * again: 17 failed jobs for 10 failed problems before), while a problem
+ * with one valid candidate in the same run goes on to its final phase.
+ * Driven through the store calls the dispatcher makes (register, lease,
+ * report) on a real SQLite file. */
+#include <cjson/cJSON.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gt_store.h"
+#include "gt_test.h"
+#include "gt_util.h"
+
+static long long q1(gt_store *s, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    long long n = -1;
+    if (sqlite3_prepare_v2(gt_store_db(s), sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+int main(void)
+{
+    char dir[64], path[128], err[512];
+    if (gt_test_tmpdir(dir, sizeof dir, "screenfail"))
+        return 1;
+    snprintf(path, sizeof path, "%s/c.db", dir);
+    gt_store *s = gt_store_open(path, err, sizeof err);
+    CHECK_MSG(s, "%s", err);
+    if (!s)
+        return gt_test_done();
+    gt_run_opts o;
+    gt_run_opts_default(&o);
+    CHECK(gt_run_opts_set(&o, "backend", "cpu", err, sizeof err) == 0);
+    CHECK(gt_run_opts_set(&o, "budget", "4", err, sizeof err) == 0);
+    CHECK(gt_run_opts_set(&o, "shard_size", "8", err, sizeof err) == 0);
+    /* the bigger GEMM is problem 1 (heaviest first) */
+    const char *log = "M,N,K\n64,64,64\n16,16,16\n";
+    gt_log_result res;
+    gt_run_created cr;
+    int rc = gt_log_parse(log, strlen(log), &o.log, &res);
+    if (rc == 0)
+        rc = gt_store_create_run(s, &o, &res, &cr, err, sizeof err);
+    CHECK_MSG(rc == 0, "create run: %s", err);
+    gt_log_result_free(&res);
+    gt_run_opts_fini(&o);
+    gt_worker_info w;
+    memset(&w, 0, sizeof w);
+    snprintf(w.host, sizeof w.host, "sim");
+    snprintf(w.backend, sizeof w.backend, "cpu");
+    snprintf(w.device_model, sizeof w.device_model, "Sim CPU");
+    w.units = 2;
+    int64_t wid = 0;
+    CHECK(gt_store_register_worker(s, &w, gt_wall_ms(), &wid, err, sizeof err) == 0);
+    for (int step = 0; rc == 0 && step < 20; step++) {
+        gt_job job;
+        int r = gt_store_lease(s, wid, gt_wall_ms(), 30000, &job, err, sizeof err);
+        CHECK_MSG(r >= 0, "lease: %s", err);
+        if (r <= 0)
+            break;
+        cJSON *msg = cJSON_CreateObject(), *results = cJSON_CreateArray();
+        cJSON *cands = cJSON_Parse(job.candidates);
+        const cJSON *c;
+        /* problem 1: every candidate valid; problem 2: every one wrong, the
+         * baseline never timed */
+        int good = job.problem_id == 1;
+        cJSON_ArrayForEach(c, cands)
+        {
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddItemToObject(x, "config", cJSON_Duplicate(c, 1));
+            cJSON_AddBoolToObject(x, "valid", good);
+            cJSON_AddNumberToObject(x, "time_us", good ? 50 : -1);
+            if (good)
+                cJSON_AddNumberToObject(x, "rel_err", 1e-6);
+            else
+                cJSON_AddNullToObject(x, "rel_err");
+            cJSON_AddStringToObject(x, "reason", good ? "" : "wrong result: rel_err 0.9");
+            cJSON_AddItemToArray(results, x);
+        }
+        cJSON_AddNumberToObject(msg, "job_id", (double)job.id);
+        cJSON_AddItemToObject(msg, "results", results);
+        cJSON_AddTrueToObject(msg, "done");
+        if (good && job.baseline) {
+            cJSON *b = cJSON_CreateObject();
+            cJSON_AddItemToObject(b, "config", cJSON_Parse(job.baseline));
+            cJSON_AddNumberToObject(b, "time_us", 60);
+            cJSON_AddItemToObject(msg, "baseline", b);
+        }
+        int cancelled = 0;
+        size_t acc = 0, rej = 0;
+        CHECK_MSG(gt_store_report(s, wid, msg, gt_wall_ms(), 30000, &cancelled, &acc, &rej, err,
+                                  sizeof err) == 0,
+                  "report: %s", err);
+        cJSON_Delete(msg);
+        cJSON_Delete(cands);
+        gt_job_free(&job);
+    }
+    CHECK(q1(s, "SELECT COUNT(*) FROM jobs WHERE problem_id = 2 AND kind = 'final'") == 0);
+    CHECK(q1(s, "SELECT COUNT(*) FROM problems WHERE id = 2 AND state = 'failed'"
+                " AND error LIKE 'screen: nothing valid to re-time (wrong result%'") == 1);
+    CHECK(q1(s, "SELECT COUNT(*) FROM jobs WHERE problem_id = 1 AND kind = 'final'") == 1);
+    CHECK(q1(s, "SELECT COUNT(*) FROM problems WHERE id = 1 AND state = 'done'") == 1);
+    CHECK(q1(s, "SELECT COUNT(*) FROM jobs WHERE state = 'failed'") == 0);
+    CHECK(q1(s, "SELECT state = 'done' FROM runs") == 1);
+    gt_store_close(s);
+    return gt_test_done_rm(dir);
+}
