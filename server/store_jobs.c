@@ -681,14 +681,66 @@ static int insert_result(gt_store *s, const job_row *j, int64_t job_id, int64_t 
     return 0;
 }
 
+/* A screen job's baseline that disagrees (beyond GT_BASELINE_DRIFT_MAX
+ * either way) with what at least two other workers timed for the same GEMM
+ * on the same device model, while agreeing with none of them, is not taken
+ * on trust: every uplift of the problem divides by these. With one other
+ * worker the two are only in doubt, and both stay (the final phase's
+ * baseline_drift still tells). 1 when b is such an outlier (*others: the
+ * first disagreeing worker's mean), 0 when not, -1 on a store error. */
+static int baseline_outlier(gt_store *s, const job_row *j, int64_t worker_id, const char *model,
+                            double t, double *others, char *err, size_t errlen)
+{
+    if (strcmp(j->kind, "screen") != 0)
+        return 0; /* a final's baseline is checked against the screens' (baseline_drift) */
+    sqlite3_stmt *st = gt_store_prep(
+        s,
+        "SELECT AVG(bl.time_us) FROM baselines bl JOIN jobs jb ON jb.id = bl.job_id"
+        " WHERE bl.problem_id = ?1 AND jb.kind = 'screen' AND bl.backend = ?2"
+        " AND bl.device_model = ?3 AND bl.worker_id != ?4 GROUP BY bl.worker_id",
+        err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, j->problem_id);
+    gt_store_bind_text(st, 2, j->backend);
+    gt_store_bind_text(st, 3, model);
+    sqlite3_bind_int64(st, 4, worker_id);
+    int agree = 0, disagree = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        double o = sqlite3_column_double(st, 0);
+        if (!(o > 0))
+            continue;
+        if (t > o * GT_BASELINE_DRIFT_MAX || t < o / GT_BASELINE_DRIFT_MAX) {
+            if (!disagree++)
+                *others = o;
+        } else {
+            agree++;
+        }
+    }
+    sqlite3_finalize(st);
+    return disagree >= 2 && agree == 0;
+}
+
 static int insert_baseline(gt_store *s, const job_row *j, int64_t job_id, int64_t worker_id,
-                           const char *model, const cJSON *b, int64_t now_ms, char *err, size_t errlen)
+                           const char *model, const cJSON *b, int64_t now_ms, size_t *rejected,
+                           char *err, size_t errlen)
 {
     const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(b, "config");
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(b, "time_us");
     const cJSON *sp = cJSON_GetObjectItemCaseSensitive(b, "spread");
     if (!cJSON_IsObject(cfg) || !cJSON_IsNumber(t) || !(t->valuedouble > 0))
         return 0; /* the baseline did not run (its failure is in the results) */
+    double others = 0;
+    int out = baseline_outlier(s, j, worker_id, model, t->valuedouble, &others, err, errlen);
+    if (out < 0)
+        return -1;
+    if (out) {
+        gt_warn("worker %lld job %lld: baseline of %.4g us dropped: the other workers timed it "
+                "beyond %.2fx away (e.g. %.4g us)", (long long)worker_id, (long long)job_id,
+                t->valuedouble, GT_BASELINE_DRIFT_MAX, others);
+        (*rejected)++;
+        return 0;
+    }
     char *txt = gt_cfg_canonical(cfg);
     if (!txt) {
         snprintf(err, errlen, "out of memory");
@@ -883,7 +935,7 @@ static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t n
                 "(%s)", (long long)worker_id, job_id, bt->valuedouble, min_us, why);
         (*rejected)++;
     } else if (cJSON_IsObject(b) &&
-               insert_baseline(s, &j, job_id, worker_id, model, b, now_ms, err, errlen)) {
+               insert_baseline(s, &j, job_id, worker_id, model, b, now_ms, rejected, err, errlen)) {
         goto out;
     }
     if (gt_store_exec_i64(s,
