@@ -26,6 +26,21 @@ int gt_log_format_parse(const char *s, gt_log_format *f);
  * cannot tell (the caller reports that as an error). */
 gt_log_format gt_log_detect(const char *text, size_t len);
 
+/* How to read the fp8 type names that do not say their encoding:
+ * hipBLASLt's f8_r/bf8_r (FNUZ in the logs of gfx942 and of hipBLASLt
+ * releases that predate the OCP types, OCP on gfx950; newer releases print
+ * FNUZ as f8_fnuz_r/bf8_fnuz_r) and "fp8"/"bf8" in the size lists. OCP is
+ * the default: what NVIDIA GPUs and gfx950 use. Names that say it
+ * (float8_e4m3fnuz, Float8_e4m3fn, R_8F_E4M3, ...) never change. */
+typedef enum gt_log_fp8 {
+    GT_LOG_FP8_OCP = 0,
+    GT_LOG_FP8_FNUZ,
+} gt_log_fp8;
+
+const char *gt_log_fp8_name(gt_log_fp8 e);           /* "ocp", "fnuz" */
+/* Returns 0 and sets *e for "ocp" or "fnuz" (any case), -1 otherwise. */
+int gt_log_fp8_parse(const char *s, gt_log_fp8 *e);
+
 #define GT_LOG_MAX_ERRORS 50     /* errors kept in full; the rest are only counted */
 #define GT_LOG_MSG_LEN 256
 
@@ -40,6 +55,7 @@ typedef struct gt_log_opts {
     int skip_invalid;            /* accept the log, skipping bad lines */
     double threshold;            /* keep problems up to this cumulative flop share (0 or >= 1: keep all) */
     size_t max_lines;            /* 0 = unlimited */
+    gt_log_fp8 fp8_encoding;     /* f8_r/bf8_r/fp8/bf8: OCP (default) or FNUZ */
 } gt_log_opts;
 
 typedef struct gt_log_result {
@@ -64,7 +80,8 @@ void gt_log_result_free(gt_log_result *res);
 
 /* Internal to common/: one parser per format. Each is fed one line (without
  * the newline) and either returns 1 with *p filled (a GEMM), 0 for a line that
- * carries no GEMM (comments, other API lines), or -1 with an error filled in. */
+ * carries no GEMM (comments, other API lines), or -1 with an error filled in.
+ * These read ambiguous fp8 names as OCP; gt_log_parse applies fp8_encoding. */
 int gt_log_line_hipblaslt(const char *line, gt_problem *p, gt_log_error *e);
 int gt_log_line_tunableop(const char *line, gt_problem *p, gt_log_error *e);
 int gt_log_line_cublaslt(const char *line, gt_problem *p, gt_log_error *e);

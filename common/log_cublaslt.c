@@ -9,7 +9,9 @@
  * heuristics queries, version and context lines) carries no GEMM. Each Trace
  * line is one call. Descriptors describe the stored matrices: op(A) is m x k,
  * so A is rows=m cols=k when not transposed and rows=k cols=m when it is;
- * n comes from D. */
+ * n comes from D. Type names say their fp8 encoding (cuBLASLt has OCP
+ * only), so the run's fp8_encoding does not apply; aScalePointer and
+ * bScalePointer in computeDesc are per-tensor scales. */
 #include "gt_log.h"
 #include "log_internal.h"
 
@@ -121,7 +123,7 @@ static int parse_desc(const tok *all, size_t nall, desc *d, gt_log_error *e)
         }
     const tok *ty = find(t, n, "type");
     snprintf(field, sizeof field, "%s.type", d->name);
-    if (gt_log_dtype_field(field, ty->v, ty->vl, &d->type, e))
+    if (gt_log_dtype_field(field, ty->v, ty->vl, GT_LOG_FP8_OCP, &d->type, e))
         return -1;
     d->ld = -1;
     d->batch = 1;
@@ -174,6 +176,39 @@ static const struct {
     {"EPILOGUE_RELU_BIAS", 1, "relu"}, {"EPILOGUE_GELU_BIAS", 1, "gelu"},
 };
 
+/* A pointer value that is no pointer: cuBLASLt prints unset ones as 0x0. */
+static int null_ptr(const tok *v)
+{
+    size_t i = v->vl > 2 && v->v[0] == '0' && (v->v[1] == 'x' || v->v[1] == 'X') ? 2 : 0;
+    if (v->vl == 0 || gt_log_eq(v->v, v->vl, "(nil)"))
+        return 1;
+    for (; i < v->vl; i++)
+        if (v->v[i] != '0')
+            return 0;
+    return 1;
+}
+
+/* One operand's scale: a set scale pointer is one f32 per tensor unless a
+ * scale mode says otherwise (cuBLASLt 12.8+ prints aScaleMode=VEC32_UE8M0
+ * for MXFP8 blocks, OUTER_VEC_32F for per-row scales, ...); those are not
+ * modelled and refused by name. No pointer: the type's usual mode. */
+static int parse_scale(const tok *t, size_t n, const char *ptr_key, const char *mode_key,
+                       gt_scale_mode *out, gt_log_error *e)
+{
+    *out = GT_SCALE_AUTO;
+    const tok *v = find(t, n, mode_key);
+    if (v && !gt_log_eq(v->v, v->vl, "SCALAR_32F")) {
+        char show[64];
+        gt_log_show(show, sizeof show, v->v, v->vl);
+        gt_log_seterr(e, mode_key, "%s=%s: only one f32 scale per tensor (SCALAR_32F) is "
+                                   "modelled", mode_key, show);
+        return -1;
+    }
+    if ((v = find(t, n, ptr_key)) && !null_ptr(v))
+        *out = GT_SCALE_SCALAR;
+    return 0;
+}
+
 static int parse_compute(const tok *all, size_t nall, gt_problem *p, gt_log_error *e)
 {
     const tok *cd = find(all, nall, "computeDesc");
@@ -189,12 +224,12 @@ static int parse_compute(const tok *all, size_t nall, gt_problem *p, gt_log_erro
         return -1;
     const tok *v;
     if ((v = find(t, n, "computeType"))) {
-        if (gt_log_dtype_field("computeType", v->v, v->vl, &p->compute_type, e))
+        if (gt_log_dtype_field("computeType", v->v, v->vl, GT_LOG_FP8_OCP, &p->compute_type, e))
             return -1;
         p->scale_type = p->compute_type == GT_DT_TF32 ? GT_DT_F32 : p->compute_type;
     }
     if ((v = find(t, n, "scaleType")) &&
-        gt_log_dtype_field("scaleType", v->v, v->vl, &p->scale_type, e))
+        gt_log_dtype_field("scaleType", v->v, v->vl, GT_LOG_FP8_OCP, &p->scale_type, e))
         return -1;
     size_t epi = 0;
     if ((v = find(t, n, "epilogue"))) {
@@ -213,7 +248,10 @@ static int parse_compute(const tok *all, size_t nall, gt_problem *p, gt_log_erro
     p->bias = k_epilogues[epi].bias;
     p->bias_type = p->bias ? p->d_type : GT_DT_INVALID;
     if (p->bias && (v = find(t, n, "biasDataType")) &&
-        gt_log_dtype_field("biasDataType", v->v, v->vl, &p->bias_type, e))
+        gt_log_dtype_field("biasDataType", v->v, v->vl, GT_LOG_FP8_OCP, &p->bias_type, e))
+        return -1;
+    if (parse_scale(t, n, "aScalePointer", "aScaleMode", &p->scale_a, e) ||
+        parse_scale(t, n, "bScalePointer", "bScaleMode", &p->scale_b, e))
         return -1;
     return 0;
 }
@@ -318,6 +356,20 @@ int gt_log_line_cublaslt(const char *line, gt_problem *p, gt_log_error *e)
     p->b_type = b.type;
     p->c_type = c.type;
     p->d_type = d.type;
+    /* cuBLASLt refuses scale pointers on other types: such a line is a
+     * failed call, not a GEMM to tune. */
+    if (p->scale_a == GT_SCALE_SCALAR && !gt_dtype_is_f8(p->a_type)) {
+        gt_log_seterr(e, "aScalePointer", "aScalePointer: a per-tensor scale is modelled for "
+                                          "fp8 operands only (Adesc.type %s)",
+                      gt_dtype_name(p->a_type));
+        return -1;
+    }
+    if (p->scale_b == GT_SCALE_SCALAR && !gt_dtype_is_f8(p->b_type)) {
+        gt_log_seterr(e, "bScalePointer", "bScalePointer: a per-tensor scale is modelled for "
+                                          "fp8 operands only (Bdesc.type %s)",
+                      gt_dtype_name(p->b_type));
+        return -1;
+    }
     const tok *v;
     if ((v = find(t, n, "alpha")) && gt_log_double("alpha", v->v, v->vl, &p->alpha, e))
         return -1;

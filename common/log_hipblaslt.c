@@ -3,9 +3,11 @@
  *   - {function: matmul, M: 16032, N: 109, K: 16384, lda: 16384, ...}
  * into a gt_problem. M, N, K, lda.. are BLAS column-major, exactly the
  * problem model's convention. Every field hipBLASLt prints is validated;
- * fields added by newer versions are ignored. Also home of the one-line
- * "- { key: value, ... }" reader (gt_log_flowmap) that the tune_gemm YAML
- * parser shares. */
+ * fields added by newer versions are ignored. An entry whose function reads
+ * "matmul" and more (a comma missing) is a bad line, not another API call.
+ * f8_r/bf8_r do not say their fp8 encoding: the run's fp8_encoding does.
+ * Also home of the one-line "- { key: value, ... }" reader (gt_log_flowmap)
+ * that the tune_gemm YAML parser shares. */
 #include "gt_log.h"
 #include "log_internal.h"
 
@@ -142,6 +144,7 @@ const gt_log_kv *gt_log_kv_find(const gt_log_kv *kv, size_t n, const char *key)
 typedef struct {
     const gt_log_kv *kv;
     size_t n;
+    gt_log_fp8 fp8; /* how f8_r/bf8_r read (gt_log.h) */
     gt_log_error *e;
 } fields;
 
@@ -172,7 +175,7 @@ static int opt_type(const fields *f, const char *key, gt_dtype *out)
 {
     const gt_log_kv *v = get(f, key);
     *out = GT_DT_INVALID;
-    return v ? gt_log_dtype_field(key, v->val, v->vlen, out, f->e) : 0;
+    return v ? gt_log_dtype_field(key, v->val, v->vlen, f->fp8, out, f->e) : 0;
 }
 
 static int opt_bool(const fields *f, const char *key, int *out)
@@ -199,16 +202,73 @@ static int opt_enum(const fields *f, const char *key, const char *const *words, 
     return -1;
 }
 
-/* scaleA/scaleB: hipBLASLt prints its scaling mode as a small integer,
- * PyTorch's scaled GEMM signature prints the scale's type instead. Neither
- * is modelled (see the report); both are checked. */
-static int check_scale(const fields *f, const char *key)
+/* scaleA/scaleB. hipBLASLt prints its scaling mode as a small integer
+ * (hipblaslt-bench --scaleA: 0 none, 1 scalar, 2 vector, 3 block); PyTorch's
+ * scaled GEMM signature prints the scale's type instead, f32_r, for its
+ * per-tensor scales (it leaves its row-wise flag out of the signature, so
+ * such calls cannot be told apart here; their TunableOp rows can, rw_1).
+ * Only none and one f32 scale per tensor are modelled: everything else is
+ * refused by name rather than tuned as a GEMM it is not. Absent: the type's
+ * usual mode (gt_problem.h). */
+static int parse_scale(const fields *f, const char *key, gt_scale_mode *out)
 {
     const gt_log_kv *v = get(f, key);
-    if (!v || gt_log_dtype(v->val, v->vlen) != GT_DT_INVALID)
+    *out = GT_SCALE_AUTO;
+    if (!v)
         return 0;
+    char show[64];
+    gt_log_show(show, sizeof show, v->val, v->vlen);
+    gt_dtype t = gt_log_dtype(v->val, v->vlen, f->fp8);
+    if (t != GT_DT_INVALID) {
+        if (t != GT_DT_F32) {
+            gt_log_seterr(f->e, key, "%s=%s: only f32 per-tensor scales are modelled", key,
+                          show);
+            return -1;
+        }
+        *out = GT_SCALE_SCALAR;
+        return 0;
+    }
     int64_t mode;
-    return gt_log_int(key, v->val, v->vlen, 255, &mode, f->e);
+    if (gt_log_int(key, v->val, v->vlen, 255, &mode, f->e))
+        return -1;
+    switch (mode) {
+    case 0: *out = GT_SCALE_NONE; return 0;
+    case 1: *out = GT_SCALE_SCALAR; return 0;
+    case 2:
+        gt_log_seterr(f->e, key, "%s=2: vector (per-row/per-column) scaling is not modelled, "
+                                 "only none (0) or one scale per tensor (1)", key);
+        return -1;
+    case 3:
+        gt_log_seterr(f->e, key, "%s=3: block scaling is not modelled, only none (0) or one "
+                                 "scale per tensor (1)", key);
+        return -1;
+    default:
+        gt_log_seterr(f->e, key, "%s=%s: unknown scaling mode (0 none, 1 scalar)", key, show);
+        return -1;
+    }
+}
+
+/* After the types: a per-tensor scale on an operand that is not fp8 is
+ * refused here, naming the log's field (gt_problem_check would name the
+ * model's). */
+static int parse_scales(const fields *f, gt_problem *p)
+{
+    if (parse_scale(f, "scaleA", &p->scale_a) || parse_scale(f, "scaleB", &p->scale_b))
+        return -1;
+    const struct {
+        const char *key, *type_key;
+        gt_scale_mode m;
+        gt_dtype t;
+    } ops[] = {{"scaleA", "a_type", p->scale_a, p->a_type},
+               {"scaleB", "b_type", p->scale_b, p->b_type}};
+    for (size_t i = 0; i < 2; i++)
+        if (ops[i].m == GT_SCALE_SCALAR && !gt_dtype_is_f8(ops[i].t)) {
+            gt_log_seterr(f->e, ops[i].key,
+                          "%s: a per-tensor scale is modelled for fp8 operands only (%s %s)",
+                          ops[i].key, ops[i].type_key, gt_dtype_name(ops[i].t));
+            return -1;
+        }
+    return 0;
 }
 
 static int no_duplicates(const fields *f)
@@ -269,13 +329,26 @@ static int parse_epilogue(const fields *f, gt_problem *p)
     snprintf(p->activation, sizeof p->activation, "%s", acts[act]);
     int flag;
     if (opt_bool(f, "scaleAlpha_vector", &flag) || opt_bool(f, "gradient", &flag) ||
-        opt_bool(f, "use_e", &flag) || opt_bool(f, "flush", &flag) ||
-        check_scale(f, "scaleA") || check_scale(f, "scaleB"))
+        opt_bool(f, "use_e", &flag) || opt_bool(f, "flush", &flag))
         return -1;
     return 0;
 }
 
+/* Whether a "function:" value begins with the word matmul: "matmul M: 16"
+ * is a matmul entry whose comma went missing (the reader runs the next
+ * field into the value), not some other API call to skip. */
+static int starts_matmul(const gt_log_kv *fn)
+{
+    return fn->vlen > 6 && !memcmp(fn->val, "matmul", 6) &&
+           (fn->val[6] == ' ' || fn->val[6] == '\t' || fn->val[6] == ':');
+}
+
 int gt_log_line_hipblaslt(const char *line, gt_problem *p, gt_log_error *e)
+{
+    return gt_log_line_hipblaslt_fp8(line, GT_LOG_FP8_OCP, p, e);
+}
+
+int gt_log_line_hipblaslt_fp8(const char *line, gt_log_fp8 fp8, gt_problem *p, gt_log_error *e)
 {
     const char *s = line;
     while (*s == ' ' || *s == '\t')
@@ -291,11 +364,19 @@ int gt_log_line_hipblaslt(const char *line, gt_problem *p, gt_log_error *e)
     gt_log_kv kv[GT_LOG_MAX_KV];
     size_t n = 0;
     int r = gt_log_flowmap(line, kv, GT_LOG_MAX_KV, &n, e);
-    fields f = {kv, n, e};
+    fields f = {kv, n, fp8, e};
     const gt_log_kv *fn = get(&f, "function");
-    /* Other hipBLASLt API calls are logged in the same shape. */
-    if (fn && !gt_log_eq(fn->val, fn->vlen, "matmul"))
-        return 0;
+    if (fn && !gt_log_eq(fn->val, fn->vlen, "matmul")) {
+        /* Other hipBLASLt API calls are logged in the same shape. */
+        if (!starts_matmul(fn))
+            return 0;
+        /* Before any error of the reader: this is the first thing wrong. */
+        char show[64];
+        gt_log_show(show, sizeof show, fn->val, fn->vlen);
+        gt_log_seterr(e, "function", "function=%s: a matmul entry needs ',' after 'matmul' "
+                                     "(a missing comma runs the next field into it)", show);
+        return -1;
+    }
     if (r)
         return -1;
     if (!fn) {
@@ -345,7 +426,7 @@ int gt_log_line_hipblaslt(const char *line, gt_problem *p, gt_log_error *e)
         return -1;
     if ((v = get(&f, "beta")) && gt_log_double("beta", v->val, v->vlen, &p->beta, e))
         return -1;
-    if (parse_types(&f, p) || parse_epilogue(&f, p))
+    if (parse_types(&f, p) || parse_scales(&f, p) || parse_epilogue(&f, p))
         return -1;
     int64_t ignored;
     if (opt_int(&f, "rotating", GT_LOG_SIZE_MAX, &p->rotating_mb, NULL) ||

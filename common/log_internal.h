@@ -47,11 +47,18 @@ int gt_log_bool(const char *field, const char *v, size_t vlen, int *out, gt_log_
 /* N/T (any case); C is an error because every supported type is real. */
 int gt_log_trans(const char *field, const char *v, size_t vlen, char *out, gt_log_error *e);
 /* gt_dtype_parse on a counted string, plus spellings problem.c lacks
- * (hipBLASLt "f8_fnuz_r"/"bf8_fnuz_r", Triton "fp32"). */
-gt_dtype gt_log_dtype(const char *v, size_t vlen);
+ * (Triton "fp32"); the fp8 names that do not say their encoding (f8_r,
+ * bf8_r, fp8, bf8) give the FNUZ type when fp8 is GT_LOG_FP8_FNUZ. */
+gt_dtype gt_log_dtype(const char *v, size_t vlen, gt_log_fp8 fp8);
 /* As gt_log_dtype; an unknown name is an error naming field and value. */
-int gt_log_dtype_field(const char *field, const char *v, size_t vlen, gt_dtype *out,
-                       gt_log_error *e);
+int gt_log_dtype_field(const char *field, const char *v, size_t vlen, gt_log_fp8 fp8,
+                       gt_dtype *out, gt_log_error *e);
+
+/* The line parsers whose formats spell fp8 ambiguously, with the run's
+ * choice; gt_log.h's gt_log_line_* are these with GT_LOG_FP8_OCP. */
+int gt_log_line_hipblaslt_fp8(const char *line, gt_log_fp8 fp8, gt_problem *p, gt_log_error *e);
+int gt_log_line_csv_fp8(const char *line, gt_log_fp8 fp8, gt_problem *p, gt_log_error *e);
+int gt_log_line_yaml_fp8(const char *line, gt_log_fp8 fp8, gt_problem *p, gt_log_error *e);
 
 /* Reads a "- { key: value, ... }" line (keys and values optionally quoted,
  * a trailing "# comment" allowed). Fills up to cap pairs and *n.

@@ -171,30 +171,35 @@ int gt_log_trans(const char *field, const char *v, size_t vlen, char *out, gt_lo
     return -1;
 }
 
-gt_dtype gt_log_dtype(const char *v, size_t vlen)
+/* The fp8 names that say nothing about the encoding: gt_dtype_parse reads
+ * them as OCP, the run's fp8_encoding may say FNUZ (gt_log.h). */
+static const char *const k_fp8_unsaid[] = {"f8_r", "bf8_r", "fp8", "bf8"};
+
+gt_dtype gt_log_dtype(const char *v, size_t vlen, gt_log_fp8 fp8)
 {
     char buf[40];
     if (vlen == 0 || vlen >= sizeof buf)
         return GT_DT_INVALID;
     memcpy(buf, v, vlen);
     buf[vlen] = '\0';
-    /* problem.c already maps float8_e4m3fnuz onto f8e4m3; these are the
-     * hipBLASLt and Triton names of the same types. */
-    if (!strcasecmp(buf, "f8_fnuz_r"))
-        return GT_DT_F8E4M3;
-    if (!strcasecmp(buf, "bf8_fnuz_r"))
-        return GT_DT_F8E5M2;
+    /* Triton's names of types problem.c knows by others. */
     if (!strcasecmp(buf, "fp32"))
         return GT_DT_F32;
     if (!strcasecmp(buf, "fp64"))
         return GT_DT_F64;
-    return gt_dtype_parse(buf);
+    gt_dtype t = gt_dtype_parse(buf);
+    if (fp8 != GT_LOG_FP8_FNUZ)
+        return t;
+    for (size_t i = 0; i < sizeof k_fp8_unsaid / sizeof k_fp8_unsaid[0]; i++)
+        if (!strcasecmp(buf, k_fp8_unsaid[i]))
+            return t == GT_DT_F8E4M3 ? GT_DT_F8E4M3FNUZ : GT_DT_F8E5M2FNUZ;
+    return t;
 }
 
-int gt_log_dtype_field(const char *field, const char *v, size_t vlen, gt_dtype *out,
-                       gt_log_error *e)
+int gt_log_dtype_field(const char *field, const char *v, size_t vlen, gt_log_fp8 fp8,
+                       gt_dtype *out, gt_log_error *e)
 {
-    gt_dtype t = gt_log_dtype(v, vlen);
+    gt_dtype t = gt_log_dtype(v, vlen, fp8);
     if (t == GT_DT_INVALID) {
         char show[64];
         gt_log_show(show, sizeof show, v, vlen);
@@ -254,6 +259,24 @@ int gt_log_format_parse(const char *s, gt_log_format *f)
             *f = k_formats[i].f;
             return 0;
         }
+    return -1;
+}
+
+const char *gt_log_fp8_name(gt_log_fp8 e)
+{
+    return e == GT_LOG_FP8_FNUZ ? "fnuz" : e == GT_LOG_FP8_OCP ? "ocp" : "unknown";
+}
+
+int gt_log_fp8_parse(const char *s, gt_log_fp8 *e)
+{
+    if (s && !strcasecmp(s, "ocp")) {
+        *e = GT_LOG_FP8_OCP;
+        return 0;
+    }
+    if (s && !strcasecmp(s, "fnuz")) {
+        *e = GT_LOG_FP8_FNUZ;
+        return 0;
+    }
     return -1;
 }
 
@@ -610,16 +633,30 @@ static int finish_problems(gt_log_result *res, double threshold)
     return 0;
 }
 
-typedef int (*line_fn)(const char *, gt_problem *, gt_log_error *);
+typedef int (*line_fn)(const char *, gt_log_fp8, gt_problem *, gt_log_error *);
+
+/* TunableOp and cuBLASLt name both fp8 encodings explicitly: the run's
+ * fp8_encoding has nothing to say there. */
+static int line_tunableop(const char *line, gt_log_fp8 fp8, gt_problem *p, gt_log_error *e)
+{
+    (void)fp8;
+    return gt_log_line_tunableop(line, p, e);
+}
+
+static int line_cublaslt(const char *line, gt_log_fp8 fp8, gt_problem *p, gt_log_error *e)
+{
+    (void)fp8;
+    return gt_log_line_cublaslt(line, p, e);
+}
 
 static line_fn parser_for(gt_log_format f)
 {
     switch (f) {
-    case GT_LOG_HIPBLASLT: return gt_log_line_hipblaslt;
-    case GT_LOG_TUNABLEOP: return gt_log_line_tunableop;
-    case GT_LOG_CUBLASLT: return gt_log_line_cublaslt;
-    case GT_LOG_CSV: return gt_log_line_csv;
-    case GT_LOG_YAML: return gt_log_line_yaml;
+    case GT_LOG_HIPBLASLT: return gt_log_line_hipblaslt_fp8;
+    case GT_LOG_TUNABLEOP: return line_tunableop;
+    case GT_LOG_CUBLASLT: return line_cublaslt;
+    case GT_LOG_CSV: return gt_log_line_csv_fp8;
+    case GT_LOG_YAML: return gt_log_line_yaml_fp8;
     default: return NULL;
     }
 }
@@ -650,6 +687,11 @@ int gt_log_parse(const char *text, size_t len, const gt_log_opts *opts, gt_log_r
         }
     }
     res->format = f;
+    if (o.fp8_encoding != GT_LOG_FP8_OCP && o.fp8_encoding != GT_LOG_FP8_FNUZ) {
+        snprintf(msg, sizeof msg, "unknown fp8 encoding %d (ocp or fnuz)", (int)o.fp8_encoding);
+        add_error(res, 0, "fp8_encoding", msg);
+        return -1;
+    }
     line_fn fn = parser_for(f);
     if (!fn) {
         snprintf(msg, sizeof msg, "unknown log format %d", (int)f);
@@ -695,7 +737,7 @@ int gt_log_parse(const char *text, size_t len, const gt_log_opts *opts, gt_log_r
         gt_problem p;
         gt_log_error e;
         memset(&e, 0, sizeof e);
-        int r = fn(buf, &p, &e);
+        int r = fn(buf, o.fp8_encoding, &p, &e);
         if (r == 0)
             continue;
         if (r < 0) {

@@ -19,7 +19,8 @@
  * ldd = M. transA/transB are accepted as well and must agree when both are
  * given. Types: dtype (all operands), dtype_a, dtype_b, dtype_c; the default
  * is fp16, tune_gemm's own default. batch/batch_count and count/call_count
- * default to 1. */
+ * default to 1. tune_gemm's "fp8"/"bf8" are FNUZ on gfx942 and OCP
+ * elsewhere: both formats read them by the run's fp8_encoding. */
 #include "gt_log.h"
 #include "log_internal.h"
 
@@ -58,6 +59,11 @@ static void build(gt_problem *p, const int64_t mnk[3], char ta, char tb, int64_t
 }
 
 int gt_log_line_csv(const char *line, gt_problem *p, gt_log_error *e)
+{
+    return gt_log_line_csv_fp8(line, GT_LOG_FP8_OCP, p, e);
+}
+
+int gt_log_line_csv_fp8(const char *line, gt_log_fp8 fp8, gt_problem *p, gt_log_error *e)
 {
     size_t len = strlen(line);
     const char *hash = memchr(line, '#', len);
@@ -103,7 +109,7 @@ int gt_log_line_csv(const char *line, gt_problem *p, gt_log_error *e)
     if (size_field("M", col[0], cl[0], &mnk[0], e) || size_field("N", col[1], cl[1], &mnk[1], e) ||
         size_field("K", col[2], cl[2], &mnk[2], e))
         return -1;
-    if (cl[3] && gt_log_dtype_field("dtype", col[3], cl[3], &t, e))
+    if (cl[3] && gt_log_dtype_field("dtype", col[3], cl[3], fp8, &t, e))
         return -1;
     if ((cl[4] && gt_log_trans("transA", col[4], cl[4], &ta, e)) ||
         (cl[5] && gt_log_trans("transB", col[5], cl[5], &tb, e)))
@@ -145,14 +151,19 @@ static int yaml_int(const gt_log_kv *kv, size_t n, const char *k1, const char *k
     return v ? gt_log_int(key, v->val, v->vlen, max, out, e) : 0;
 }
 
-static int yaml_type(const gt_log_kv *kv, size_t n, const char *key, gt_dtype *out,
-                     gt_log_error *e)
+static int yaml_type(const gt_log_kv *kv, size_t n, const char *key, gt_log_fp8 fp8,
+                     gt_dtype *out, gt_log_error *e)
 {
     const gt_log_kv *v = gt_log_kv_find(kv, n, key);
-    return v ? gt_log_dtype_field(key, v->val, v->vlen, out, e) : 0;
+    return v ? gt_log_dtype_field(key, v->val, v->vlen, fp8, out, e) : 0;
 }
 
 int gt_log_line_yaml(const char *line, gt_problem *p, gt_log_error *e)
+{
+    return gt_log_line_yaml_fp8(line, GT_LOG_FP8_OCP, p, e);
+}
+
+int gt_log_line_yaml_fp8(const char *line, gt_log_fp8 fp8, gt_problem *p, gt_log_error *e)
 {
     const char *s = line;
     while (*s == ' ' || *s == '\t')
@@ -198,8 +209,8 @@ int gt_log_line_yaml(const char *line, gt_problem *p, gt_log_error *e)
         yaml_int(kv, n, "count", "call_count", GT_LOG_CALLS_MAX, &count, e))
         return -1;
     gt_dtype t = GT_DT_F16, ta_t = GT_DT_INVALID, tb_t = GT_DT_INVALID, tc = GT_DT_INVALID;
-    if (yaml_type(kv, n, "dtype", &t, e) || yaml_type(kv, n, "dtype_a", &ta_t, e) ||
-        yaml_type(kv, n, "dtype_b", &tb_t, e) || yaml_type(kv, n, "dtype_c", &tc, e))
+    if (yaml_type(kv, n, "dtype", fp8, &t, e) || yaml_type(kv, n, "dtype_a", fp8, &ta_t, e) ||
+        yaml_type(kv, n, "dtype_b", fp8, &tb_t, e) || yaml_type(kv, n, "dtype_c", fp8, &tc, e))
         return -1;
     build(p, mnk, ta, tb, batch, count, ta_t != GT_DT_INVALID ? ta_t : t, tc);
     if (tb_t != GT_DT_INVALID)

@@ -15,8 +15,11 @@
  * m, n, k and the leading dimensions are BLAS column-major (PyTorch passes
  * them straight to gemm), as in the problem model. What the signature does
  * not carry gets a documented default: strided-batch strides are tight for
- * the given leading dimensions, beta is 0, GemmAndBias has no activation,
- * and the scaled GEMM's row-wise scaling flag is accepted but not modelled. */
+ * the given leading dimensions, beta is 0, GemmAndBias has no activation.
+ * A scaled GEMM with rw_0 scales A and B by one f32 each (per-tensor, the
+ * problem's GT_SCALE_SCALAR); rw_1 (row-wise: one scale per row of A and
+ * per column of B) is not modelled by any backend and is refused. The fp8
+ * type names say their encoding (Float8_e4m3fn OCP, Float8_e4m3fnuz FNUZ). */
 #include "gt_log.h"
 #include "log_internal.h"
 
@@ -40,8 +43,8 @@ static const struct {
     const char *name;
     gt_dtype t;
 } k_types[] = {
-    {"Float8_e4m3fnuz", GT_DT_F8E4M3}, {"Float8_e5m2fnuz", GT_DT_F8E5M2},
-    {"Float8_e4m3fn", GT_DT_F8E4M3},   {"Float8_e5m2", GT_DT_F8E5M2},
+    {"Float8_e4m3fnuz", GT_DT_F8E4M3FNUZ}, {"Float8_e5m2fnuz", GT_DT_F8E5M2FNUZ},
+    {"Float8_e4m3fn", GT_DT_F8E4M3},       {"Float8_e5m2", GT_DT_F8E5M2},
     {"BFloat16", GT_DT_BF16},          {"double", GT_DT_F64},
     {"Double", GT_DT_F64},             {"float", GT_DT_F32},
     {"Float", GT_DT_F32},              {"Half", GT_DT_F16},
@@ -217,6 +220,12 @@ static int parse_params(const char *s, size_t n, op_kind kind, const char lay[2]
         }
         if (tok_int(&c, "rw", 1, &rw, e))
             return -1;
+        if (rw) {
+            gt_log_seterr(e, "rw", "rw=1: row-wise scaling (a scale per row of A and per "
+                                   "column of B) is not modelled, only per-tensor scales (rw_0)");
+            return -1;
+        }
+        p->scale_a = p->scale_b = GT_SCALE_SCALAR;
         if (!tok_word(&c, "bias") || c.done) {
             gt_log_seterr(e, "", "signature %s: scaled GEMM needs _bias_<type> last", show);
             return -1;

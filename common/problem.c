@@ -16,6 +16,7 @@ static const struct {
     {GT_DT_F32, "f32", 4},       {GT_DT_F64, "f64", 8},         {GT_DT_F16, "f16", 2},
     {GT_DT_BF16, "bf16", 2},     {GT_DT_TF32, "tf32", 4},       {GT_DT_F8E4M3, "f8e4m3", 1},
     {GT_DT_F8E5M2, "f8e5m2", 1}, {GT_DT_I8, "i8", 1},           {GT_DT_I32, "i32", 4},
+    {GT_DT_F8E4M3FNUZ, "f8e4m3fnuz", 1}, {GT_DT_F8E5M2FNUZ, "f8e5m2fnuz", 1},
 };
 
 /* Every spelling the supported logs use, mapped to one type. */
@@ -36,10 +37,17 @@ static const struct {
     {"r_16bf", GT_DT_BF16},      {"b", GT_DT_BF16},
     {"tf32", GT_DT_TF32},        {"xf32_r", GT_DT_TF32},       {"c_xf32_r", GT_DT_TF32},
     {"compute_32f_fast_tf32", GT_DT_TF32},
+    /* fp8, OCP: f8_r/bf8_r/fp8/bf8 do not say their encoding and read as
+     * OCP here (gt_problem.h); the log parsers map them by fp8_encoding. */
     {"f8e4m3", GT_DT_F8E4M3},    {"f8_r", GT_DT_F8E4M3},       {"r_8f_e4m3", GT_DT_F8E4M3},
-    {"float8_e4m3fn", GT_DT_F8E4M3}, {"float8_e4m3fnuz", GT_DT_F8E4M3}, {"fp8", GT_DT_F8E4M3},
+    {"float8_e4m3fn", GT_DT_F8E4M3}, {"fp8", GT_DT_F8E4M3},
     {"f8e5m2", GT_DT_F8E5M2},    {"bf8_r", GT_DT_F8E5M2},      {"r_8f_e5m2", GT_DT_F8E5M2},
-    {"float8_e5m2", GT_DT_F8E5M2}, {"float8_e5m2fnuz", GT_DT_F8E5M2}, {"bf8", GT_DT_F8E5M2},
+    {"float8_e5m2", GT_DT_F8E5M2}, {"bf8", GT_DT_F8E5M2},
+    /* fp8, FNUZ: hipBLASLt's newer names, PyTorch's, hipDataType's. */
+    {"f8e4m3fnuz", GT_DT_F8E4M3FNUZ}, {"f8_fnuz_r", GT_DT_F8E4M3FNUZ},
+    {"float8_e4m3fnuz", GT_DT_F8E4M3FNUZ}, {"r_8f_e4m3_fnuz", GT_DT_F8E4M3FNUZ},
+    {"f8e5m2fnuz", GT_DT_F8E5M2FNUZ}, {"bf8_fnuz_r", GT_DT_F8E5M2FNUZ},
+    {"float8_e5m2fnuz", GT_DT_F8E5M2FNUZ}, {"r_8f_e5m2_fnuz", GT_DT_F8E5M2FNUZ},
     {"i8", GT_DT_I8},            {"int8", GT_DT_I8},           {"i8_r", GT_DT_I8},
     {"r_8i", GT_DT_I8},
     {"i32", GT_DT_I32},          {"int32", GT_DT_I32},         {"i32_r", GT_DT_I32},
@@ -70,6 +78,43 @@ size_t gt_dtype_size(gt_dtype t)
         if (k_types[i].t == t)
             return k_types[i].size;
     return 0;
+}
+
+int gt_dtype_is_f8(gt_dtype t)
+{
+    return t == GT_DT_F8E4M3 || t == GT_DT_F8E5M2 || t == GT_DT_F8E4M3FNUZ ||
+           t == GT_DT_F8E5M2FNUZ;
+}
+
+const char *gt_scale_name(gt_scale_mode m)
+{
+    switch (m) {
+    case GT_SCALE_AUTO: return "auto";
+    case GT_SCALE_NONE: return "none";
+    case GT_SCALE_SCALAR: return "scalar";
+    default: return "invalid";
+    }
+}
+
+/* The mode an operand of type t has when nothing says otherwise. */
+static gt_scale_mode usual_scale(gt_dtype t)
+{
+    return gt_dtype_is_f8(t) ? GT_SCALE_SCALAR : GT_SCALE_NONE;
+}
+
+gt_scale_mode gt_problem_scale(const gt_problem *p, char operand)
+{
+    gt_scale_mode m = operand == 'a' ? p->scale_a : p->scale_b;
+    gt_dtype t = operand == 'a' ? p->a_type : p->b_type;
+    return m == GT_SCALE_AUTO ? usual_scale(t) : m;
+}
+
+/* Whether the scale modes differ from the types' usual ones: only then do
+ * they show in the key and the JSON. */
+static int unusual_scales(const gt_problem *p)
+{
+    return gt_problem_scale(p, 'a') != usual_scale(p->a_type) ||
+           gt_problem_scale(p, 'b') != usual_scale(p->b_type);
 }
 
 void gt_problem_init(gt_problem *p, int64_t m, int64_t n, int64_t k)
@@ -181,6 +226,21 @@ int gt_problem_check(const gt_problem *p, char *err, size_t errlen)
     for (size_t i = 0; i < 6; i++)
         if (types[i].t == GT_DT_INVALID)
             FAIL("%s: unknown data type", types[i].name);
+    const struct {
+        const char *name, *type_name;
+        gt_scale_mode m;
+        gt_dtype t;
+    } scales[] = {{"scale_a", "a_type", gt_problem_scale(p, 'a'), p->a_type},
+                  {"scale_b", "b_type", gt_problem_scale(p, 'b'), p->b_type}};
+    for (size_t i = 0; i < 2; i++) {
+        if (scales[i].m != GT_SCALE_NONE && scales[i].m != GT_SCALE_SCALAR)
+            FAIL("%s=%d: unknown scaling mode", scales[i].name, (int)scales[i].m);
+        /* cuBLASLt refuses scale pointers on other types and libgemmtune
+         * never maps such a call: a scale there would be tuned as if absent. */
+        if (scales[i].m == GT_SCALE_SCALAR && !gt_dtype_is_f8(scales[i].t))
+            FAIL("%s=scalar: per-tensor scales are modelled for fp8 operands only (%s %s)",
+                 scales[i].name, scales[i].type_name, gt_dtype_name(scales[i].t));
+    }
     if (p->call_count < 1)
         FAIL("call_count=%lld: must be >= 1", (long long)p->call_count);
     if (!isfinite(p->alpha) || !isfinite(p->beta))
@@ -191,9 +251,16 @@ int gt_problem_check(const gt_problem *p, char *err, size_t errlen)
 
 int gt_problem_key(const gt_problem *p, char *buf, size_t len)
 {
+    /* The scale modes go last and only when unusual: every key written
+     * before they were modelled stays the same text. */
+    char scales[48] = "";
+    if (unusual_scales(p))
+        snprintf(scales, sizeof scales, ",scale=%s/%s", gt_scale_name(gt_problem_scale(p, 'a')),
+                 gt_scale_name(gt_problem_scale(p, 'b')));
     return snprintf(buf, len,
                     "m=%lld,n=%lld,k=%lld,b=%lld,op=%c%c,ld=%lld/%lld/%lld/%lld,"
-                    "st=%lld/%lld/%lld/%lld,t=%s/%s/%s/%s,ct=%s,st=%s,ab=%.17g/%.17g,bias=%d:%s,act=%s",
+                    "st=%lld/%lld/%lld/%lld,t=%s/%s/%s/%s,ct=%s,st=%s,ab=%.17g/%.17g,bias=%d:%s,"
+                    "act=%s%s",
                     (long long)p->m, (long long)p->n, (long long)p->k, (long long)p->batch,
                     p->trans_a, p->trans_b, (long long)p->lda, (long long)p->ldb,
                     (long long)p->ldc, (long long)p->ldd, (long long)p->stride_a,
@@ -201,7 +268,7 @@ int gt_problem_key(const gt_problem *p, char *buf, size_t len)
                     gt_dtype_name(p->a_type), gt_dtype_name(p->b_type), gt_dtype_name(p->c_type),
                     gt_dtype_name(p->d_type), gt_dtype_name(p->compute_type),
                     gt_dtype_name(p->scale_type), p->alpha, p->beta, p->bias,
-                    p->bias ? gt_dtype_name(p->bias_type) : "-", p->activation);
+                    p->bias ? gt_dtype_name(p->bias_type) : "-", p->activation, scales);
 }
 
 int gt_problem_label(const gt_problem *p, char *buf, size_t len)
@@ -250,6 +317,11 @@ cJSON *gt_problem_to_json(const gt_problem *p)
              cJSON_AddNumberToObject(j, "flops", p->flops) &&
              cJSON_AddNumberToObject(j, "bytes", p->bytes) &&
              cJSON_AddNumberToObject(j, "weight", p->weight);
+    /* Like the key: only unusual modes are written, so the specs of
+     * problems without them stay what they were. */
+    if (ok && unusual_scales(p))
+        ok = cJSON_AddStringToObject(j, "scale_a", gt_scale_name(gt_problem_scale(p, 'a'))) &&
+             cJSON_AddStringToObject(j, "scale_b", gt_scale_name(gt_problem_scale(p, 'b')));
     if (!ok) {
         cJSON_Delete(j);
         return NULL;
@@ -293,6 +365,25 @@ static int get_type(const cJSON *j, const char *name, gt_dtype *out, int require
     }
     *out = t;
     return 0;
+}
+
+static int get_scale(const cJSON *j, const char *name, gt_scale_mode *out, char *err,
+                     size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+    if (!v)
+        return 0;
+    if (cJSON_IsString(v) && !strcmp(v->valuestring, "none")) {
+        *out = GT_SCALE_NONE;
+        return 0;
+    }
+    if (cJSON_IsString(v) && !strcmp(v->valuestring, "scalar")) {
+        *out = GT_SCALE_SCALAR;
+        return 0;
+    }
+    snprintf(err, errlen, "%s: must be \"none\" or \"scalar\" (per-row, vector and block "
+                          "scales are not modelled)", name);
+    return -1;
 }
 
 static int get_trans(const cJSON *j, const char *name, char *out, char *err, size_t errlen)
@@ -364,6 +455,9 @@ int gt_problem_from_json(const cJSON *j, gt_problem *p, char *err, size_t errlen
     if ((v = cJSON_GetObjectItemCaseSensitive(j, "bias")))
         p->bias = cJSON_IsTrue(v);
     if (p->bias && get_type(j, "bias_type", &p->bias_type, 1, err, errlen))
+        return -1;
+    if (get_scale(j, "scale_a", &p->scale_a, err, errlen) ||
+        get_scale(j, "scale_b", &p->scale_b, err, errlen))
         return -1;
     if ((v = cJSON_GetObjectItemCaseSensitive(j, "activation")) && cJSON_IsString(v))
         snprintf(p->activation, sizeof p->activation, "%s", v->valuestring);

@@ -23,6 +23,36 @@ typedef struct query_opts {
     int bad;
 } query_opts;
 
+/* fp8_encoding only says how the log parser reads f8_r/bf8_r (gt_log.h):
+ * the problems' types carry the choice, so it is no stored run option and
+ * is read here, before gt_run_opts_set sees the rest. 0, or -1 with err. */
+static int fp8_opt(gt_run_opts *o, const char *v, char *err, size_t errlen)
+{
+    if (gt_log_fp8_parse(v, &o->log.fp8_encoding) == 0)
+        return 0;
+    snprintf(err, errlen, "option fp8_encoding=%s: must be ocp (NVIDIA, gfx950) or fnuz (gfx942)",
+             v);
+    return -1;
+}
+
+/* Takes every "fp8_encoding" out of a JSON body (the last one counts), so
+ * that gt_run_opts_from_json, which refuses unknown fields, never sees it. */
+static int fp8_opt_json(cJSON *body, gt_run_opts *o, char *err, size_t errlen)
+{
+    cJSON *v;
+    while ((v = cJSON_DetachItemFromObjectCaseSensitive(body, "fp8_encoding"))) {
+        int rc = -1;
+        if (cJSON_IsString(v))
+            rc = fp8_opt(o, v->valuestring, err, errlen);
+        else
+            snprintf(err, errlen, "option fp8_encoding: must be the string ocp or fnuz");
+        cJSON_Delete(v);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
 static enum MHD_Result query_opt(void *cls, enum MHD_ValueKind kind, const char *key,
                                  const char *value)
 {
@@ -30,6 +60,13 @@ static enum MHD_Result query_opt(void *cls, enum MHD_ValueKind kind, const char 
     query_opts *q = cls;
     if (q->bad)
         return MHD_NO;
+    if (!strcmp(key, "fp8_encoding")) {
+        if (fp8_opt(q->o, value ? value : "", q->err, sizeof q->err)) {
+            q->bad = 1;
+            return MHD_NO;
+        }
+        return MHD_YES;
+    }
     if (gt_run_opts_set(q->o, key, value ? value : "", q->err, sizeof q->err)) {
         q->bad = 1;
         return MHD_NO;
@@ -85,7 +122,8 @@ enum MHD_Result gt_http_post_run(gt_req *q)
             return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL,
                                       "field log: missing or not a string");
         }
-        if (gt_run_opts_from_json(&o, body, err, sizeof err)) {
+        if (fp8_opt_json(body, &o, err, sizeof err) ||
+            gt_run_opts_from_json(&o, body, err, sizeof err)) {
             cJSON_Delete(body);
             gt_run_opts_fini(&o);
             return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL, "%s", err);
@@ -131,6 +169,7 @@ enum MHD_Result gt_http_post_run(gt_req *q)
     cJSON *sk = errors_json(&res);
     if (!j || !sk || !cJSON_AddNumberToObject(j, "id", (double)cr.id) ||
         !cJSON_AddStringToObject(j, "format", gt_log_format_name(res.format)) ||
+        !cJSON_AddStringToObject(j, "fp8_encoding", gt_log_fp8_name(o.log.fp8_encoding)) ||
         !cJSON_AddStringToObject(j, "backend", o.backend) ||
         !cJSON_AddNumberToObject(j, "problems", (double)cr.problems) ||
         !cJSON_AddNumberToObject(j, "dropped", (double)res.dropped) ||

@@ -30,8 +30,10 @@ static const char k_usage[] =
     "commands:\n"
     "  submit LOG [--name N] [--format F] [--backend B] [--strategy S] [--budget N]\n"
     "         [--shard-size N] [--threshold X] [--final-k N] [--skip-invalid]\n"
-    "         [--device-model M] [--launch plain|chained]\n"
-    "                                     submit a workload log (- for stdin) as a run\n"
+    "         [--device-model M] [--launch plain|chained] [--fp8-encoding ocp|fnuz]\n"
+    "                                     submit a workload log (- for stdin) as a run;\n"
+    "                                     --fp8-encoding: what hipBLASLt's f8_r/bf8_r mean\n"
+    "                                     (ocp, default: NVIDIA, gfx950; fnuz: gfx942)\n"
     "  status [RUN] [--wait]              list runs, or show one run's progress (a live\n"
     "                                     bar on a terminal; --wait polls until it ends)\n"
     "  results RUN [--csv] [--all]        best configuration per problem; --csv: every\n"
@@ -105,6 +107,7 @@ static int cmd_submit(gt_cli *c, int argc, char **argv)
     static const char *const str_opts[][2] = {
         {"--name", "name"},         {"--format", "format"},           {"--backend", "backend"},
         {"--strategy", "strategy"}, {"--device-model", "device_model"}, {"--launch", "launch"},
+        {"--fp8-encoding", "fp8_encoding"},
     };
     static const char *const int_opts[][2] = {
         {"--budget", "budget"}, {"--shard-size", "shard_size"}, {"--final-k", "final_k"},

@@ -2,7 +2,8 @@
  * three real sample logs with exact counts and decoded fields, CSV and YAML
  * lists, the bad-line fixtures, binary input, empty and undetectable logs,
  * the error cap, skip_invalid, merging, weights, the threshold, format
- * override, line endings and max_lines. The per-format line parsers have
+ * override, line endings and max_lines; a matmul entry with a comma missing,
+ * fp8_encoding and what it changes (and does not). The per-format line parsers have
  * their own tests in test_log_lines.c. */
 #include "gt_log.h"
 #include "gt_test.h"
@@ -293,6 +294,120 @@ static void test_bad_file(void)
     free(t);
 }
 
+/* A matmul entry with a comma missing after "matmul" is a bad line with its
+ * number and field, whole-log: rejected, or skipped and listed. It used to
+ * read as another API call and vanish, the log accepted without it. */
+static void test_missing_comma(void)
+{
+    const char *text =
+        "- {function: matmul, M: 16, N: 16, K: 16}\n"
+        "- {function: matmul M: 16, N: 16, K: 16}\n"
+        "- {function: matmul M: 16, N: 16, K: 16\n"
+        "- {function: matmul_preference, M: 1}\n";
+    gt_log_result r;
+    CHECK(parse(text, GT_LOG_AUTO, 0, &r) == -1);
+    CHECK(r.format == GT_LOG_HIPBLASLT && r.nerrors == 2);
+    for (size_t i = 0; i < 2 && i < r.nerrors; i++) {
+        CHECK_MSG(r.errors[i].line == (int)i + 2, "error %zu on line %d", i, r.errors[i].line);
+        CHECK(!strcmp(r.errors[i].field, "function"));
+        CHECK_MSG(strstr(r.errors[i].msg, "function=matmul M: 16") != NULL, "%s",
+                  r.errors[i].msg);
+    }
+    gt_log_result_free(&r);
+    CHECK(parse(text, GT_LOG_AUTO, 1, &r) == 0);
+    CHECK(r.nerrors == 2 && r.nproblems == 1 && r.gemm_lines == 1 && r.errors[1].line == 3);
+    gt_log_result_free(&r);
+}
+
+/* The key of problem i of r, in one of two static buffers. */
+static const char *key_at(const gt_log_result *r, size_t i)
+{
+    static char k[2][512];
+    static int n;
+    n ^= 1;
+    gt_problem_key(&r->problems[i], k[n], sizeof k[n]);
+    return k[n];
+}
+
+static const gt_problem *find_types(const gt_log_result *r, int64_t m, gt_dtype a, gt_dtype b)
+{
+    for (size_t i = 0; i < r->nproblems; i++)
+        if (r->problems[i].m == m && r->problems[i].a_type == a && r->problems[i].b_type == b)
+            return &r->problems[i];
+    return NULL;
+}
+
+/* hipblaslt_fp8.log: f8_r/bf8_r lines (no encoding said), f8_fnuz_r lines
+ * (hipBLASLt's and PyTorch's signature), and an f8_r line without scales.
+ * OCP and FNUZ never merge; fp8_encoding=fnuz reads f8_r as FNUZ, so the
+ * first line joins the f8_fnuz_r GEMM; scaleA: 1 is fp8's usual mode, 0
+ * another GEMM. */
+static void test_fp8_encoding(void)
+{
+    gt_log_fp8 enc;
+    CHECK(gt_log_fp8_parse("ocp", &enc) == 0 && enc == GT_LOG_FP8_OCP);
+    CHECK(gt_log_fp8_parse("FNUZ", &enc) == 0 && enc == GT_LOG_FP8_FNUZ);
+    CHECK(gt_log_fp8_parse("e4m3", &enc) == -1 && gt_log_fp8_parse(NULL, &enc) == -1);
+    CHECK(!strcmp(gt_log_fp8_name(GT_LOG_FP8_OCP), "ocp"));
+    CHECK(!strcmp(gt_log_fp8_name(GT_LOG_FP8_FNUZ), "fnuz"));
+
+    size_t len;
+    char *t = load("hipblaslt_fp8.log", &len);
+    if (!t)
+        return;
+    const gt_dtype E4 = GT_DT_F8E4M3, E5 = GT_DT_F8E5M2, Z4 = GT_DT_F8E4M3FNUZ,
+                   Z5 = GT_DT_F8E5M2FNUZ;
+    gt_log_result r;
+    CHECK(gt_log_parse(t, len, NULL, &r) == 0); /* default: OCP */
+    CHECK_MSG(r.nproblems == 4 && r.nerrors == 0 && r.total_calls == 166, "%zu problems",
+              r.nproblems);
+    const gt_problem *p = find_types(&r, 4096, Z4, Z4);
+    CHECK(p && p->call_count == 51 && gt_problem_scale(p, 'a') == GT_SCALE_SCALAR);
+    CHECK(find_types(&r, 14336, E4, E5) != NULL);
+    int scaled = 0, unscaled = 0;
+    for (size_t i = 0; i < r.nproblems; i++) {
+        const gt_problem *q = &r.problems[i];
+        if (q->m != 4096 || q->a_type != E4)
+            continue;
+        if (q->scale_a == GT_SCALE_NONE)
+            unscaled += q->call_count == 5 && strstr(key_at(&r, i), ",scale=none/none") != NULL;
+        else
+            scaled += q->call_count == 100 && strstr(key_at(&r, i), "scale") == NULL;
+    }
+    CHECK(scaled == 1 && unscaled == 1);
+    gt_log_result_free(&r);
+
+    gt_log_opts o = {.fp8_encoding = GT_LOG_FP8_FNUZ};
+    CHECK(gt_log_parse(t, len, &o, &r) == 0);
+    CHECK_MSG(r.nproblems == 3 && r.total_calls == 166, "%zu problems", r.nproblems);
+    for (size_t i = 0; i < r.nproblems; i++)
+        CHECK(r.problems[i].a_type == Z4);
+    p = find_types(&r, 14336, Z4, Z5);
+    CHECK(p && p->call_count == 10);
+    CHECK(r.problems[0].m == 4096 && r.problems[0].call_count == 151);
+    gt_log_result_free(&r);
+    free(t);
+
+    /* Size lists: fp8/bf8 follow the option, names that say it do not. */
+    const char *csv = "16,16,16,fp8\n16,16,16,float8_e4m3fn\n32,32,32,bf8\n";
+    o.format = GT_LOG_CSV;
+    CHECK(gt_log_parse(csv, strlen(csv), &o, &r) == 0 && r.nproblems == 3);
+    CHECK(find_types(&r, 16, Z4, Z4) && find_types(&r, 16, E4, E4) && find_types(&r, 32, Z5, Z5));
+    gt_log_result_free(&r);
+    /* TunableOp names the encoding: the option changes nothing. */
+    const char *tun = "ScaledGemmTunableOp_Float8_e4m3fn_Float8_e4m3fn_Half_TN,"
+                      "tn_16_16_16_ld_16_16_16_rw_0_bias_None\n";
+    o.format = GT_LOG_AUTO;
+    CHECK(gt_log_parse(tun, strlen(tun), &o, &r) == 0 && r.nproblems == 1 &&
+          r.problems[0].a_type == E4);
+    gt_log_result_free(&r);
+    /* Not a value of the enum: the whole log is refused, nothing read. */
+    o.fp8_encoding = (gt_log_fp8)7;
+    CHECK(gt_log_parse(tun, strlen(tun), &o, &r) == -1);
+    CHECK(r.nerrors == 1 && r.errors[0].line == 0 && !strcmp(r.errors[0].field, "fp8_encoding"));
+    gt_log_result_free(&r);
+}
+
 static void test_binary(void)
 {
     size_t len;
@@ -496,6 +611,8 @@ int main(void)
     RUN(test_csv);
     RUN(test_yaml);
     RUN(test_bad_file);
+    RUN(test_missing_comma);
+    RUN(test_fp8_encoding);
     RUN(test_binary);
     RUN(test_empty_and_undetectable);
     RUN(test_error_cap);

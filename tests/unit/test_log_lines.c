@@ -1,8 +1,9 @@
 /* test_log_lines.c: the per-format line parsers (gt_log_line_*): decoded
  * fields of hand-written lines, every error class with the field it names,
- * lines that carry no GEMM, and a mutation loop that feeds truncated and
- * damaged real lines to every parser (memory safety under ASan). The
- * whole-log driver is tested in test_log.c. */
+ * lines that carry no GEMM, a matmul entry with a comma missing (a bad line,
+ * not another API call), fp8 encodings and scale modes, and a mutation loop
+ * that feeds truncated and damaged real lines to every parser (memory safety
+ * under ASan). The whole-log driver is tested in test_log.c. */
 #include "gt_log.h"
 #include "gt_test.h"
 #include "gt_util.h"
@@ -146,6 +147,109 @@ static void test_hipblaslt_errors(void)
     bad_hip("function: matmul, ", "", "function", "function: missing");
     bad_hip("lda: 16", "lda: 1", "lda", "lda=1: smaller than M=16");
     bad_hip("scaleA: 0", "scaleA: 999", "scaleA", "larger than 255");
+    /* Scaling modes no backend models, and scales on types that take none. */
+    bad_hip("scaleA: 0", "scaleA: 2", "scaleA", "vector (per-row/per-column) scaling");
+    bad_hip("scaleB: 0", "scaleB: 3", "scaleB", "block scaling");
+    bad_hip("scaleA: 0", "scaleA: 7", "scaleA", "scaleA=7: unknown scaling mode");
+    bad_hip("scaleB: 0", "scaleB: bf16_r", "scaleB", "only f32 per-tensor scales");
+    bad_hip("scaleA: 0", "scaleA: 1", "scaleA", "fp8 operands only (a_type f16)");
+    bad_hip("scaleB: 0", "scaleB: f32_r", "scaleB", "fp8 operands only (b_type f16)");
+}
+
+/* A matmul entry with a comma missing after "matmul" used to read as an
+ * unknown API call ("matmul M: 16") and vanish without a word. */
+static void test_hipblaslt_missing_comma(void)
+{
+    const bad_case bad[] = {
+        {"- {function: matmul M: 16, N: 16, K: 16}", "function", "needs ',' after 'matmul'"},
+        {"- {function: matmul M: 16, N: 16, K: 16", "function", "function=matmul M: 16"},
+        {"  - { function: matmul\tM: 16, N: 16, K: 16 }", "function", "missing comma"},
+        {"- {function: 'matmul' M: 16, N: 16, K: 16}", "", "unexpected 'M'"},
+        {"- {function: matmul: 16, N: 16, K: 16}", "function", "function=matmul: 16"},
+        /* Cut right after it: the reader's own error, still a bad line. */
+        {"- {function: matmul M: 16", "", "truncated line"},
+    };
+    expect_bad(gt_log_line_hipblaslt, "", bad, sizeof bad / sizeof bad[0]);
+    /* Other functions, even with a comma missing, stay other functions. */
+    gt_problem p;
+    gt_log_error e;
+    memset(&e, 0, sizeof e);
+    CHECK(gt_log_line_hipblaslt("- {function: matmul_preference M: 1, N: 1}", &p, &e) == 0);
+    CHECK(gt_log_line_hipblaslt("- {function: matmulx M: 1, N: 1}", &p, &e) == 0);
+    CHECK(gt_log_line_hipblaslt("- {function: other M: 1, N: 1", &p, &e) == 0);
+}
+
+/* fp8 a_type/b_type in k_hip's place, and scaleA/scaleB as given ("" to
+ * leave them out). */
+static int hip_fp8(const char *ta, const char *tb, const char *sa, const char *sb, gt_problem *p,
+                   gt_log_error *e)
+{
+    char line[2048];
+    snprintf(line, sizeof line,
+             "- {function: matmul, M: 64, N: 16, K: 32, lda: 32, ldb: 32, ldc: 64, ldd: 64, "
+             "transA: T, transB: N, batch_count: 1, %s%s%s%s%s%sa_type: %s, b_type: %s, "
+             "c_type: bf16_r, d_type: bf16_r, scale_type: f32_r, compute_type: c_f32_r}",
+             *sa ? "scaleA: " : "", sa, *sa ? ", " : "", *sb ? "scaleB: " : "", sb,
+             *sb ? ", " : "", ta, tb);
+    memset(e, 0, sizeof *e);
+    return gt_log_line_hipblaslt(line, p, e);
+}
+
+static const char *key_of(const gt_problem *p)
+{
+    static char k[2][512];
+    static int i;
+    i ^= 1;
+    gt_problem_key(p, k[i], sizeof k[i]);
+    return k[i];
+}
+
+/* fp8 encodings: the names that say one keep it; f8_r/bf8_r read as OCP
+ * here (the driver maps them by fp8_encoding: test_log.c). Scales: none
+ * and per-tensor modelled, the fp8 default being per-tensor. */
+static void test_fp8_and_scales(void)
+{
+    gt_problem p, q;
+    gt_log_error e;
+    CHECK(hip_fp8("f8_r", "bf8_r", "", "", &p, &e) == 1);
+    CHECK(p.a_type == GT_DT_F8E4M3 && p.b_type == GT_DT_F8E5M2 && p.scale_a == GT_SCALE_AUTO);
+    CHECK(hip_fp8("f8_fnuz_r", "bf8_fnuz_r", "", "", &q, &e) == 1);
+    CHECK(q.a_type == GT_DT_F8E4M3FNUZ && q.b_type == GT_DT_F8E5M2FNUZ);
+    CHECK(strcmp(key_of(&p), key_of(&q)) != 0);
+    CHECK(strstr(key_of(&q), "t=f8e4m3fnuz/f8e5m2fnuz/bf16/bf16,") != NULL);
+    /* Per-tensor scales on fp8 are its usual mode: same GEMM, same key as
+     * libgemmtune's (which never sets a mode), whatever the spelling. */
+    const char *scalar[] = {"1", "f32_r"};
+    for (int i = 0; i < 2; i++) {
+        CHECK(hip_fp8("f8_r", "bf8_r", scalar[i], scalar[i], &q, &e) == 1);
+        CHECK(q.scale_a == GT_SCALE_SCALAR && q.scale_b == GT_SCALE_SCALAR);
+        CHECK_MSG(!strcmp(key_of(&p), key_of(&q)), "%s vs %s", key_of(&p), key_of(&q));
+    }
+    /* No scale (hipBLASLt's scaleA: 0) is another GEMM for hipBLASLt. */
+    CHECK(hip_fp8("f8_r", "bf8_r", "0", "1", &q, &e) == 1);
+    CHECK(q.scale_a == GT_SCALE_NONE && q.scale_b == GT_SCALE_SCALAR);
+    CHECK(strcmp(key_of(&p), key_of(&q)) != 0);
+    CHECK(strstr(key_of(&q), ",scale=none/scalar") != NULL);
+    CHECK(hip_fp8("f8_r", "f8_r", "2", "", &q, &e) == -1 && !strcmp(e.field, "scaleA"));
+    /* Non-fp8 with scaleA: 0 (the sample logs): key without any scale. */
+    CHECK(gt_log_line_hipblaslt(k_hip, &p, &e) == 1 && p.scale_a == GT_SCALE_NONE);
+    CHECK(strstr(key_of(&p), "scale") == NULL);
+    /* PyTorch's scaled GEMM signature on ROCm: FNUZ by name, f32 scales. */
+    CHECK(gt_log_line_hipblaslt(
+              "- { function: matmul, M: 16, N: 16, K: 32, lda: 32, ldb: 32, ldc: 16, ldd: 16, "
+              "stride_a: 0, stride_b: 0, stride_c: 0, stride_d: 0, transA: T, transB: N, "
+              "batch_count: 1, scaleA: f32_r, scaleB: f32_r, a_type: f8_fnuz_r, b_type: "
+              "f8_fnuz_r, c_type: bf16_r, d_type: bf16_r, scale_type: f32_r, compute_type: "
+              "f32_r }",
+              &p, &e) == 1);
+    CHECK(p.a_type == GT_DT_F8E4M3FNUZ && p.scale_a == GT_SCALE_SCALAR &&
+          p.scale_b == GT_SCALE_SCALAR);
+    /* Size lists: explicit names keep their encoding, fp8 reads as OCP. */
+    CHECK(gt_log_line_csv("16,16,16,float8_e4m3fnuz", &p, &e) == 1 &&
+          p.a_type == GT_DT_F8E4M3FNUZ);
+    CHECK(gt_log_line_csv("16,16,16,fp8", &p, &e) == 1 && p.a_type == GT_DT_F8E4M3);
+    CHECK(gt_log_line_yaml("- {M: 16, N: 16, K: 16, dtype: float8_e5m2fnuz}", &p, &e) == 1 &&
+          p.a_type == GT_DT_F8E5M2FNUZ);
 }
 
 static void test_tunableop_variants(void)
@@ -159,15 +263,23 @@ static void test_tunableop_variants(void)
     CHECK(p.m == 128 && p.n == 96 && p.k == 64 && p.batch == 12 && p.a_type == GT_DT_F32);
     CHECK(p.trans_a == 'N' && p.trans_b == 'T' && p.lda == 128 && p.ldb == 96);
     CHECK(p.stride_a == 128 * 64 && p.stride_b == 96 * 64 && p.stride_d == 128 * 96);
+    /* Per-tensor scales (rw_0) are modelled; row-wise (rw_1) is refused
+     * below. */
     CHECK(gt_log_line_tunableop("ScaledGemmTunableOp_Float8_e4m3fn_Float8_e5m2_BFloat16_TN,"
-                                "tn_64_12288_2048_ld_2048_2048_64_rw_1_bias_Half",
+                                "tn_64_12288_2048_ld_2048_2048_64_rw_0_bias_Half",
                                 &p, &e) == 1);
     CHECK(p.a_type == GT_DT_F8E4M3 && p.b_type == GT_DT_F8E5M2 && p.d_type == GT_DT_BF16);
     CHECK(p.bias && p.bias_type == GT_DT_F16 && p.m == 64 && p.ldc == 64);
+    CHECK(p.scale_a == GT_SCALE_SCALAR && p.scale_b == GT_SCALE_SCALAR);
+    /* FNUZ is its own type, never OCP's. */
     CHECK(gt_log_line_tunableop("ScaledGemmTunableOp_Float8_e4m3fnuz_Float8_e4m3fnuz_Half_NN,"
                                 "nn_16_16_16_ld_16_16_16_rw_0_bias_None",
                                 &p, &e) == 1 &&
-          !p.bias && p.a_type == GT_DT_F8E4M3);
+          !p.bias && p.a_type == GT_DT_F8E4M3FNUZ && p.b_type == GT_DT_F8E4M3FNUZ);
+    CHECK(gt_log_line_tunableop("ScaledGemmTunableOp_Float8_e5m2fnuz_Float8_e4m3fnuz_Half_NN,"
+                                "nn_16_16_16_ld_16_16_16_rw_0_bias_None",
+                                &p, &e) == 1 &&
+          p.a_type == GT_DT_F8E5M2FNUZ && p.b_type == GT_DT_F8E4M3FNUZ);
     CHECK(gt_log_line_tunableop("GemmAndBiasTunableOp_Half_TN,tn_768_1024_768_ld_768_768_768",
                                 &p, &e) == 1);
     CHECK(p.bias && p.bias_type == GT_DT_F16 && p.a_type == GT_DT_F16);
@@ -201,6 +313,9 @@ static void test_tunableop_variants(void)
         {"ScaledGemmTunableOp_Float8_e4m3fn_Float8_e4m3fn_Half_NN,"
          "nn_1_1_1_ld_1_1_1_rw_0_bias_Quux",
          "bias_type", "Quux"},
+        {"ScaledGemmTunableOp_Float8_e4m3fn_Float8_e5m2_BFloat16_TN,"
+         "tn_64_12288_2048_ld_2048_2048_64_rw_1_bias_Half",
+         "rw", "rw=1: row-wise scaling"},
     };
     expect_bad(gt_log_line_tunableop, "", bad, sizeof bad / sizeof bad[0]);
 }
@@ -216,6 +331,10 @@ static int trace(const char *body, gt_problem *p, gt_log_error *e)
 #define DESCS_NN                                                                                   \
     "Adesc=[type=R_32F rows=64 cols=32 ld=64] Bdesc=[type=R_32F rows=32 cols=16 ld=32] "          \
     "Cdesc=[type=R_32F rows=64 cols=16 ld=64] Ddesc=[type=R_32F rows=64 cols=16 ld=64] "
+/* fp8 e4m3 x e5m2 TN (A stored k x m), bf16 out. */
+#define DESCS_F8                                                                                   \
+    "Adesc=[type=R_8F_E4M3 rows=32 cols=64 ld=32] Bdesc=[type=R_8F_E5M2 rows=32 cols=16 ld=32] "  \
+    "Cdesc=[type=R_16BF rows=64 cols=16 ld=64] Ddesc=[type=R_16BF rows=64 cols=16 ld=64] "
 
 
 static void test_cublaslt_variants(void)
@@ -260,7 +379,33 @@ static void test_cublaslt_variants(void)
         memset(&e, 0, sizeof e);
         CHECK_MSG(gt_log_line_cublaslt(other[i], &p, &e) == 0, "%s", other[i]);
     }
+    /* fp8 with scale pointers: per-tensor scales, the key of fp8 without. */
+    gt_problem q;
+    CHECK(trace(DESCS_F8 "computeDesc=[computeType=COMPUTE_32F scaleType=R_32F transa=OP_T "
+                         "aScalePointer=0x7ef80a005800 bScalePointer=0x7ef80a005880]",
+                &p, &e) == 1);
+    CHECK(p.a_type == GT_DT_F8E4M3 && p.b_type == GT_DT_F8E5M2);
+    CHECK(p.scale_a == GT_SCALE_SCALAR && p.scale_b == GT_SCALE_SCALAR);
+    CHECK(trace(DESCS_F8 "computeDesc=[computeType=COMPUTE_32F transa=OP_T aScaleMode=SCALAR_32F "
+                         "aScalePointer=0x0]",
+                &q, &e) == 1);
+    CHECK(q.scale_a == GT_SCALE_AUTO && q.scale_b == GT_SCALE_AUTO);
+    char k1[512], k2[512];
+    gt_problem_key(&p, k1, sizeof k1);
+    gt_problem_key(&q, k2, sizeof k2);
+    CHECK_MSG(!strcmp(k1, k2), "%s vs %s", k1, k2);
+    /* A null pointer on a non-fp8 type is no scale. */
+    CHECK(trace(DESCS_NN "computeDesc=[computeType=COMPUTE_32F aScalePointer=0X0]", &p, &e) == 1);
     bad_case bad[] = {
+        {DESCS_F8 "computeDesc=[computeType=COMPUTE_32F transa=OP_T aScalePointer=0x7e00 "
+                  "bScalePointer=0x7f00 aScaleMode=VEC32_UE8M0 bScaleMode=VEC32_UE8M0]",
+         "aScaleMode", "aScaleMode=VEC32_UE8M0: only one f32 scale per tensor"},
+        {DESCS_F8 "computeDesc=[computeType=COMPUTE_32F transa=OP_T bScaleMode=OUTER_VEC_32F]",
+         "bScaleMode", "OUTER_VEC_32F"},
+        {DESCS_NN "computeDesc=[computeType=COMPUTE_32F aScalePointer=0x7e00]", "aScalePointer",
+         "fp8 operands only (Adesc.type f32)"},
+        {DESCS_NN "computeDesc=[computeType=COMPUTE_32F bScalePointer=0x7e00]", "bScalePointer",
+         "fp8 operands only (Bdesc.type f32)"},
         {DESCS_NN "computeDesc=[computeType=COMPUTE_32F epilogue=EPILOGUE_DGELU]", "epilogue",
          "EPILOGUE_DGELU"},
         {DESCS_NN "computeDesc=[computeType=COMPUTE_32F_FAST_16BF]", "computeType",
@@ -397,6 +542,8 @@ int main(void)
 {
     RUN(test_hipblaslt_fields);
     RUN(test_hipblaslt_errors);
+    RUN(test_hipblaslt_missing_comma);
+    RUN(test_fp8_and_scales);
     RUN(test_tunableop_variants);
     RUN(test_cublaslt_variants);
     RUN(test_csv_lines);

@@ -1,0 +1,189 @@
+/* test_log_http.c: what POST /v1/runs makes of the ingest options and bad
+ * lines (server/http_runs.c over common/log_*.c), with the server in-process:
+ *   - fp8_encoding, in the query string or a JSON body: the default ocp
+ *     keeps hipBLASLt's f8_r apart from f8_fnuz_r; fnuz merges them; the
+ *     answer says which was used; a bad value or type is a 400 naming the
+ *     option, and JSON bodies still refuse unknown options;
+ *   - a matmul entry with a comma missing: 422 with its line and field,
+ *     or with skip_invalid a run whose "skipped" lists it. */
+#include "gt_http.h"
+#include "gt_httpc.h"
+#include "gt_store.h"
+#include "gt_test.h"
+#include "gt_util.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char g_dir[64];
+static char g_base[64];
+
+/* POSTs body with the content type; the parsed answer (NULL when it is no
+ * JSON) and its status in *status. */
+static cJSON *post(const char *path, const char *type, const char *body, int *status)
+{
+    char err[256];
+    gt_httpc_resp r;
+    memset(&r, 0, sizeof r);
+    *status = -1;
+    if (gt_httpc_request(g_base, "POST", path, type, body, strlen(body), NULL, &r, err,
+                         sizeof err)) {
+        fprintf(stderr, "  POST %s: %s\n", path, err);
+        return NULL;
+    }
+    *status = r.status;
+    cJSON *j = cJSON_Parse(r.body);
+    if (!j)
+        fprintf(stderr, "  POST %s: %d, not JSON: %s\n", path, r.status, r.body);
+    gt_httpc_resp_free(&r);
+    return j;
+}
+
+static const char *jstr(const cJSON *j, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static double jnum(const cJSON *j, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
+    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* How many GEMMs of run id have a label that starts with prefix. */
+static int labels(int64_t id, const char *prefix)
+{
+    char path[64], err[256];
+    gt_httpc_resp r;
+    memset(&r, 0, sizeof r);
+    snprintf(path, sizeof path, "/v1/runs/%lld", (long long)id);
+    if (gt_httpc_request(g_base, "GET", path, NULL, NULL, 0, NULL, &r, err, sizeof err)) {
+        fprintf(stderr, "  GET %s: %s\n", path, err);
+        return -1;
+    }
+    cJSON *j = cJSON_Parse(r.body);
+    gt_httpc_resp_free(&r);
+    int n = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(j, "best"))
+    {
+        n += !strncmp(jstr(it, "label"), prefix, strlen(prefix));
+    }
+    cJSON_Delete(j);
+    return n;
+}
+
+static char *fp8_log(void)
+{
+    size_t len;
+    char *t = gt_read_file(gt_test_data("hipblaslt_fp8.log"), &len, 0);
+    CHECK_MSG(t != NULL, "cannot read hipblaslt_fp8.log");
+    return t;
+}
+
+static void test_fp8_encoding(void)
+{
+    char *log = fp8_log();
+    if (!log)
+        return;
+    int st;
+    /* Default: OCP; f8_r and f8_fnuz_r lines stay apart (4 GEMMs). */
+    cJSON *j = post("/v1/runs?backend=cuda&budget=1", "text/plain", log, &st);
+    CHECK_MSG(st == 201, "status %d", st);
+    CHECK(!strcmp(jstr(j, "fp8_encoding"), "ocp") && jnum(j, "problems") == 4);
+    int64_t id = (int64_t)jnum(j, "id");
+    cJSON_Delete(j);
+    CHECK(labels(id, "f8e4m3fnuz ") == 1 && labels(id, "f8e4m3 ") == 3);
+
+    /* fnuz: every f8_r reads as FNUZ, the first line joins the f8_fnuz_r GEMM. */
+    j = post("/v1/runs?backend=cuda&budget=1&fp8_encoding=fnuz", "text/plain", log, &st);
+    CHECK_MSG(st == 201, "status %d", st);
+    CHECK(!strcmp(jstr(j, "fp8_encoding"), "fnuz") && jnum(j, "problems") == 3);
+    id = (int64_t)jnum(j, "id");
+    cJSON_Delete(j);
+    CHECK(labels(id, "f8e4m3fnuz ") == 3);
+
+    /* The same in a JSON body. */
+    cJSON *req = cJSON_CreateObject();
+    CHECK(req && cJSON_AddStringToObject(req, "log", log) &&
+          cJSON_AddStringToObject(req, "backend", "cuda") &&
+          cJSON_AddStringToObject(req, "fp8_encoding", "fnuz"));
+    char *body = cJSON_PrintUnformatted(req);
+    CHECK(body != NULL);
+    j = body ? post("/v1/runs", "application/json", body, &st) : NULL;
+    CHECK_MSG(st == 201, "status %d", st);
+    CHECK(!strcmp(jstr(j, "fp8_encoding"), "fnuz") && jnum(j, "problems") == 3);
+    cJSON_Delete(j);
+    free(body);
+
+    /* Bad values are 400s naming the option; other unknown options still are. */
+    cJSON_ReplaceItemInObjectCaseSensitive(req, "fp8_encoding", cJSON_CreateNumber(1));
+    body = cJSON_PrintUnformatted(req);
+    j = body ? post("/v1/runs", "application/json", body, &st) : NULL;
+    CHECK(st == 400 && strstr(jstr(j, "error"), "fp8_encoding"));
+    cJSON_Delete(j);
+    free(body);
+    cJSON_ReplaceItemInObjectCaseSensitive(req, "fp8_encoding", cJSON_CreateString("e4m3"));
+    CHECK(cJSON_AddStringToObject(req, "fp8_encodings", "ocp") != NULL);
+    body = cJSON_PrintUnformatted(req);
+    j = body ? post("/v1/runs", "application/json", body, &st) : NULL;
+    CHECK(st == 400 && strstr(jstr(j, "error"), "fp8_encoding=e4m3: must be ocp"));
+    cJSON_Delete(j);
+    free(body);
+    cJSON_DeleteItemFromObjectCaseSensitive(req, "fp8_encoding");
+    body = cJSON_PrintUnformatted(req);
+    j = body ? post("/v1/runs", "application/json", body, &st) : NULL;
+    CHECK(st == 400 && strstr(jstr(j, "error"), "unknown option fp8_encodings"));
+    cJSON_Delete(j);
+    free(body);
+    cJSON_Delete(req);
+    j = post("/v1/runs?fp8_encoding=FNUZ8", "text/plain", log, &st);
+    CHECK(st == 400 && strstr(jstr(j, "error"), "fp8_encoding=FNUZ8"));
+    cJSON_Delete(j);
+    free(log);
+}
+
+static void test_missing_comma(void)
+{
+    const char *log = "- {function: matmul, M: 64, N: 64, K: 64}\n"
+                      "- {function: matmul M: 64, N: 64, K: 64}\n";
+    int st;
+    cJSON *j = post("/v1/runs?budget=1&ncpu=1", "text/plain", log, &st);
+    CHECK_MSG(st == 422, "status %d", st);
+    const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "details"), 0);
+    CHECK(jnum(d, "line") == 2 && !strcmp(jstr(d, "field"), "function") &&
+          strstr(jstr(d, "error"), "function=matmul M: 64"));
+    cJSON_Delete(j);
+    j = post("/v1/runs?budget=1&ncpu=1&skip_invalid=true", "text/plain", log, &st);
+    CHECK_MSG(st == 201, "status %d", st);
+    d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "skipped"), 0);
+    CHECK(jnum(j, "problems") == 1 && jnum(j, "gemm_lines") == 1);
+    CHECK(jnum(d, "line") == 2 && !strcmp(jstr(d, "field"), "function"));
+    cJSON_Delete(j);
+}
+
+int main(void)
+{
+    if (gt_test_tmpdir(g_dir, sizeof g_dir, "loghttp"))
+        return 1;
+    char path[128], err[512];
+    snprintf(path, sizeof path, "%s/h.db", g_dir);
+    gt_store *s = gt_store_open(path, err, sizeof err);
+    CHECK_MSG(s != NULL, "%s", err);
+    gt_http_opts o = {.addr = "127.0.0.1", .port = 0, .max_body = 1 << 20,
+                      .max_log_lines = 1000, .data_dir = g_dir};
+    gt_http *h = s ? gt_http_start(s, &o, err, sizeof err) : NULL;
+    CHECK_MSG(h != NULL, "%s", err);
+    if (h) {
+        snprintf(g_base, sizeof g_base, "http://127.0.0.1:%d", gt_http_port(h));
+        RUN(test_fp8_encoding);
+        RUN(test_missing_comma);
+        gt_http_stop(h);
+    }
+    if (s)
+        gt_store_close(s);
+    return gt_test_done_rm(g_dir);
+}
