@@ -10,6 +10,7 @@
  * is built by gt_problem_key of gemmtune's common/problem.c, compiled into
  * this library with hidden visibility. */
 #include "gemmtune.h"
+#include "gt_caps.h"
 #include "gt_lib.h"
 
 #include <cjson/cJSON.h>
@@ -324,7 +325,7 @@ int gt_db_desc_problem(const gt_gemm_desc *d, gt_problem *p, char *err, size_t e
             if ((p->bias_type = type_of(d->bias_type)) == GT_DT_INVALID)
                 FAIL("bias_type '%s': unknown", d->bias_type);
         } else {
-            p->bias_type = gt_lt_default_bias(p);
+            p->bias_type = gt_caps_cuda_default_bias(p);
         }
     }
     gt_problem_finish(p);

@@ -118,8 +118,6 @@ GT_HIDDEN int gt_lt_to_problem(const gt_lt_desc *d, double alpha, double beta, g
  * GT_DT_INVALID when not modelled. */
 GT_HIDDEN gt_dtype gt_lt_dtype(int32_t cuda_type);
 GT_HIDDEN gt_dtype gt_lt_compute(int32_t compute);
-/* cuBLASLt's bias type when none is set (mirrors worker/cuda/cuda_map.c). */
-GT_HIDDEN gt_dtype gt_lt_default_bias(const gt_problem *p);
 
 /* One line of a hipBLASLt bench log (HIPBLASLT_LOG_MASK=32 format, the
  * format gemmtune ingests with every field: ld, strides, types, epilogue)

@@ -2,6 +2,7 @@
  * headers, so the GPU-less CI compiles and tests all of it): cuBLASLt
  * descriptor tuple -> gemmtune problem, the cuda config decoder, the
  * record-file line writer. See gt_lib.h. */
+#include "gt_caps.h"
 #include "gt_lib.h"
 
 #include <cjson/cJSON.h>
@@ -46,19 +47,6 @@ gt_dtype gt_lt_compute(int32_t c)
 }
 
 static int isf8(gt_dtype t) { return t == GT_DT_F8E4M3 || t == GT_DT_F8E5M2; }
-
-/* cuBLASLt's bias type when BIAS_DATA_TYPE is unset (mirrors default_bias of
- * worker/cuda/cuda_map.c). */
-gt_dtype gt_lt_default_bias(const gt_problem *p)
-{
-    if (isf8(p->a_type) && (p->d_type == GT_DT_F32 || p->d_type == GT_DT_TF32))
-        return GT_DT_BF16;
-    if (isf8(p->a_type) && isf8(p->d_type))
-        return p->c_type;
-    if (p->d_type == GT_DT_I8)
-        return GT_DT_F32;
-    return p->d_type;
-}
 
 #define FAIL(...)                                                                                  \
     do {                                                                                           \
@@ -179,7 +167,7 @@ int gt_lt_to_problem(const gt_lt_desc *d, double alpha, double beta, gt_problem 
     p->bias_type = GT_DT_INVALID;
     if (bias) {
         if (d->bias_type == -1)
-            p->bias_type = gt_lt_default_bias(p);
+            p->bias_type = gt_caps_cuda_default_bias(p);
         else if ((p->bias_type = gt_lt_dtype(d->bias_type)) == GT_DT_INVALID)
             FAIL("bias data type %d not modelled", (int)d->bias_type);
     }

@@ -213,7 +213,10 @@ void gt_cli_print_server_error(const gt_httpc_resp *r)
             double line;
             const char *field = gt_cli_jstr(it, "field", NULL);
             const char *msg = gt_cli_jstr(it, "error", "?");
-            if (gt_cli_jnum(it, "line", &line))
+            const char *problem = gt_cli_jstr(it, "problem", NULL);
+            if (problem) /* a GEMM the run's backend cannot run */
+                fprintf(stderr, "  %s", problem);
+            else if (gt_cli_jnum(it, "line", &line))
                 fprintf(stderr, "  line %.0f", line);
             else
                 fputs("  ", stderr);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gt_caps.h"
 #include "gt_export.h"
 #include "gt_log.h"
 #include "gt_store_stats.h"
@@ -96,6 +97,27 @@ static cJSON *errors_json(const gt_log_result *res)
     return arr;
 }
 
+/* The problems a backend refused: [{"problem": label, "calls": n, "error": why}]. */
+static cJSON *unsupported_json(const gt_caps_refusal *u, size_t n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; arr && i < n && i < GT_LOG_MAX_ERRORS; i++) {
+        cJSON *e = cJSON_CreateObject();
+        if (!e || !cJSON_AddItemToArray(arr, e)) {
+            cJSON_Delete(e);
+            cJSON_Delete(arr);
+            return NULL;
+        }
+        if (!cJSON_AddStringToObject(e, "problem", u[i].label) ||
+            !cJSON_AddNumberToObject(e, "calls", (double)u[i].calls) ||
+            !cJSON_AddStringToObject(e, "error", u[i].reason)) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
 enum MHD_Result gt_http_post_run(gt_req *q)
 {
     gt_http *h = q->h;
@@ -153,6 +175,20 @@ enum MHD_Result gt_http_post_run(gt_req *q)
                          res.nerrors > GT_LOG_MAX_ERRORS ? "; the first 50 are listed" : "");
         goto out;
     }
+    /* Every problem goes to a backend that can run it, or into the answer:
+     * a refused run lists them (like bad lines), a run with skip_invalid
+     * leaves them out and says which under "unsupported". */
+    gt_caps_refusal unsup[GT_LOG_MAX_ERRORS];
+    size_t nunsup = gt_caps_filter(o.backend, &res, unsup, GT_LOG_MAX_ERRORS);
+    if (nunsup && (!o.log.skip_invalid || res.nproblems == 0)) {
+        cJSON *details = unsupported_json(unsup, nunsup);
+        ret = gt_http_send_error(q, MHD_HTTP_UNPROCESSABLE_CONTENT, details,
+                                 "%zu problem%s the %s backend cannot run%s%s", nunsup,
+                                 nunsup == 1 ? "" : "s", o.backend,
+                                 res.nproblems ? " (skip_invalid=1 tunes the others)" : "",
+                                 nunsup > GT_LOG_MAX_ERRORS ? "; the first 50 are listed" : "");
+        goto out;
+    }
     gt_run_created cr;
     int created = gt_store_create_run(h->store, &o, &res, &cr, err, sizeof err);
     gt_http_cache_clear(&h->views); /* the submitter's next GET sees the new run */
@@ -182,6 +218,13 @@ enum MHD_Result gt_http_post_run(gt_req *q)
         goto out;
     }
     cJSON_AddItemToObject(j, "skipped", sk);
+    cJSON *us = unsupported_json(unsup, nunsup);
+    if (!us) {
+        cJSON_Delete(j);
+        ret = MHD_NO;
+        goto out;
+    }
+    cJSON_AddItemToObject(j, "unsupported", us);
     ret = gt_http_send_json(q, MHD_HTTP_CREATED, j);
 out:
     gt_log_result_free(&res);

@@ -242,6 +242,13 @@ static int cmd_submit(gt_cli *c, int argc, char **argv)
             printf(": %s\n", gt_cli_jstr(it, "error", "?"));
         }
     }
+    const cJSON *us = gt_cli_jget(resp_j, "unsupported");
+    if (cJSON_IsArray(us)) {
+        cJSON_ArrayForEach(it, us)
+        printf("  left out, the %s backend cannot run %s (%.0f calls): %s\n",
+               gt_cli_jstr(resp_j, "backend", "?"), gt_cli_jstr(it, "problem", "?"),
+               gt_cli_jnum_or(it, "calls", 0), gt_cli_jstr(it, "error", "?"));
+    }
     ret = 0;
     goto out;
 usage:

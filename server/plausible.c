@@ -37,15 +37,7 @@ void gt_plausible_dev_init(gt_plausible_dev *d, const char *backend, int units,
 }
 
 /* Tensor cores and vector units run 8-bit inputs at twice the 16-bit rate. */
-static double type_factor(gt_dtype a)
-{
-    switch (a) {
-    case GT_DT_F8E4M3:
-    case GT_DT_F8E5M2:
-    case GT_DT_I8: return 2.0;
-    default: return 1.0;
-    }
-}
+static double type_factor(gt_dtype a) { return gt_dtype_is_f8(a) || a == GT_DT_I8 ? 2.0 : 1.0; }
 
 double gt_plausible_min_time_us(const gt_plausible_dev *d, double flops, double bytes, gt_dtype a,
                                 char *why, size_t len)

@@ -16,6 +16,7 @@
 
 #include "gt_backend.h"
 #include "gt_bk_cpu.h"
+#include "gt_caps.h"
 
 #define MIB ((int64_t)1 << 20)
 #define ROT_MAX_BYTES ((int64_t)1 << 30) /* cap of all rotating sets together */
@@ -229,7 +230,7 @@ static int cpu_prepare(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **out, ch
         snprintf(err, errlen, "cpu backend: %s", perr);
         return -1;
     }
-    if (gt_cpu_problem_ok(p, err, errlen) != 0)
+    if (gt_caps_check("cpu", p, err, errlen) != 0)
         return -1;
     gt_bk_prob *pp = calloc(1, sizeof *pp);
     if (!pp)

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "gt_bk_cpu.h"
+#include "gt_caps.h"
 
 static const struct {
     const char *name;
@@ -88,44 +89,6 @@ int gt_cpu_cfg_parse(const cJSON *j, gt_cpu_cfg *c, char *err, size_t errlen)
     if (c->mr * c->nr > 512) {
         snprintf(err, errlen, "cpu backend: config micro-tile %dx%d larger than 512 elements",
                  c->mr, c->nr);
-        return -1;
-    }
-    return 0;
-}
-
-static int type_in(gt_dtype t, const gt_dtype *ok, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (ok[i] == t)
-            return 1;
-    return 0;
-}
-
-int gt_cpu_problem_ok(const gt_problem *p, char *err, size_t errlen)
-{
-    static const gt_dtype storage[] = {GT_DT_F32, GT_DT_F16, GT_DT_BF16};
-    /* f32 accumulation is at least as precise as any of these. */
-    static const gt_dtype compute[] = {GT_DT_F32, GT_DT_TF32, GT_DT_F16, GT_DT_BF16};
-    const struct {
-        const char *name;
-        gt_dtype t;
-        const gt_dtype *ok;
-        size_t n;
-    } chk[] = {
-        {"a_type", p->a_type, storage, 3},        {"b_type", p->b_type, storage, 3},
-        {"c_type", p->c_type, storage, 3},        {"d_type", p->d_type, storage, 3},
-        {"compute_type", p->compute_type, compute, 4}, {"scale_type", p->scale_type, compute, 4},
-    };
-    for (size_t i = 0; i < sizeof chk / sizeof chk[0]; i++) {
-        if (!type_in(chk[i].t, chk[i].ok, chk[i].n)) {
-            snprintf(err, errlen, "cpu backend: %s=%s not supported", chk[i].name,
-                     gt_dtype_name(chk[i].t));
-            return -1;
-        }
-    }
-    if (p->bias || (p->activation[0] && strcmp(p->activation, "none") != 0)) {
-        snprintf(err, errlen, "cpu backend: epilogue bias=%d activation=%s not supported", p->bias,
-                 p->activation);
         return -1;
     }
     return 0;
@@ -480,7 +443,7 @@ static void append_replaced(gt_str *o, const char *s, const char *from, const ch
 
 int gt_cpu_codegen(const gt_cpu_cfg *c, const gt_problem *p, gt_str *o, char *err, size_t errlen)
 {
-    if (gt_cpu_problem_ok(p, err, errlen) != 0)
+    if (gt_caps_check("cpu", p, err, errlen) != 0)
         return -1;
     /* Appends are checked once at the end through the sticky oom flag. */
     gt_str_printf(o,

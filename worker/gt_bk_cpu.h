@@ -51,8 +51,6 @@ typedef struct gt_cpu_cfg {
 } gt_cpu_cfg;
 /* Parses and range-checks a config object. -1 with a reason. */
 int gt_cpu_cfg_parse(const struct cJSON *j, gt_cpu_cfg *c, char *err, size_t errlen);
-/* 0 when the backend runs p's types and epilogue, else -1 with a reason. */
-int gt_cpu_problem_ok(const gt_problem *p, char *err, size_t errlen);
 /* Appends the kernel source for c and p's types/transposes to out. */
 int gt_cpu_codegen(const gt_cpu_cfg *c, const gt_problem *p, gt_str *out, char *err,
                    size_t errlen);

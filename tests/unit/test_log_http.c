@@ -76,6 +76,21 @@ static int labels(int64_t id, const char *prefix)
     return n;
 }
 
+/* Runs the coordinator holds (GET /v1/runs). */
+static long long count_runs(void)
+{
+    char err[256];
+    gt_httpc_resp r;
+    memset(&r, 0, sizeof r);
+    if (gt_httpc_request(g_base, "GET", "/v1/runs", NULL, NULL, 0, NULL, &r, err, sizeof err))
+        return -1;
+    cJSON *j = cJSON_Parse(r.body);
+    gt_httpc_resp_free(&r);
+    long long n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "runs"));
+    cJSON_Delete(j);
+    return n;
+}
+
 static char *fp8_log(void)
 {
     size_t len;
@@ -90,8 +105,10 @@ static void test_fp8_encoding(void)
     if (!log)
         return;
     int st;
-    /* Default: OCP; f8_r and f8_fnuz_r lines stay apart (4 GEMMs). */
-    cJSON *j = post("/v1/runs?backend=cuda&budget=1", "text/plain", log, &st);
+    /* Default: OCP; f8_r and f8_fnuz_r lines stay apart (4 GEMMs). The
+     * hip backend takes both encodings (gfx942 computes in FNUZ, gfx950 in
+     * OCP); cuda's refusal of FNUZ is test_unsupported's. */
+    cJSON *j = post("/v1/runs?backend=hip&budget=1", "text/plain", log, &st);
     CHECK_MSG(st == 201, "status %d", st);
     CHECK(!strcmp(jstr(j, "fp8_encoding"), "ocp") && jnum(j, "problems") == 4);
     int64_t id = (int64_t)jnum(j, "id");
@@ -99,7 +116,7 @@ static void test_fp8_encoding(void)
     CHECK(labels(id, "f8e4m3fnuz ") == 1 && labels(id, "f8e4m3 ") == 3);
 
     /* fnuz: every f8_r reads as FNUZ, the first line joins the f8_fnuz_r GEMM. */
-    j = post("/v1/runs?backend=cuda&budget=1&fp8_encoding=fnuz", "text/plain", log, &st);
+    j = post("/v1/runs?backend=hip&budget=1&fp8_encoding=fnuz", "text/plain", log, &st);
     CHECK_MSG(st == 201, "status %d", st);
     CHECK(!strcmp(jstr(j, "fp8_encoding"), "fnuz") && jnum(j, "problems") == 3);
     id = (int64_t)jnum(j, "id");
@@ -109,7 +126,7 @@ static void test_fp8_encoding(void)
     /* The same in a JSON body. */
     cJSON *req = cJSON_CreateObject();
     CHECK(req && cJSON_AddStringToObject(req, "log", log) &&
-          cJSON_AddStringToObject(req, "backend", "cuda") &&
+          cJSON_AddStringToObject(req, "backend", "hip") &&
           cJSON_AddStringToObject(req, "fp8_encoding", "fnuz"));
     char *body = cJSON_PrintUnformatted(req);
     CHECK(body != NULL);
@@ -165,6 +182,52 @@ static void test_missing_comma(void)
     cJSON_Delete(j);
 }
 
+/* Problems the run's backend cannot run are reported in the POST answer,
+ * never queued to fail: the run is refused with the list (like bad lines),
+ * or with skip_invalid created without them and the list under
+ * "unsupported"; a log with nothing runnable is refused either way. */
+static void test_unsupported(void)
+{
+    char *log = fp8_log();
+    if (!log)
+        return;
+    int st;
+    long long runs = count_runs();
+    cJSON *j = post("/v1/runs?backend=cuda&budget=1", "text/plain", log, &st);
+    CHECK_MSG(st == 422, "status %d", st);
+    CHECK(strstr(jstr(j, "error"), "1 problem the cuda backend cannot run"));
+    const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "details"), 0);
+    CHECK(strstr(jstr(d, "problem"), "f8e4m3fnuz") && jnum(d, "calls") == 51 &&
+          strstr(jstr(d, "error"), "a_type f8e4m3fnuz has no cuBLASLt storage type"));
+    cJSON_Delete(j);
+    CHECK(count_runs() == runs);
+    j = post("/v1/runs?backend=cuda&budget=1&skip_invalid=1", "text/plain", log, &st);
+    CHECK_MSG(st == 201, "status %d", st);
+    d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "unsupported"), 0);
+    CHECK(jnum(j, "problems") == 3 && strstr(jstr(d, "problem"), "f8e4m3fnuz"));
+    cJSON_Delete(j);
+    CHECK(count_runs() == runs + 1);
+    /* cpu: neither fp8 nor an epilogue; nothing left to tune */
+    j = post("/v1/runs?backend=cpu&budget=1&skip_invalid=1", "text/plain", log, &st);
+    CHECK_MSG(st == 422, "status %d", st);
+    CHECK(strstr(jstr(j, "error"), "4 problems the cpu backend cannot run") &&
+          strstr(jstr(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "details"), 0), "error"),
+                 "cpu backend: a_type=f8e4m3"));
+    cJSON_Delete(j);
+    const char *gelu = "- {function: matmul, M: 64, N: 64, K: 64, a_type: f32_r, b_type: f32_r,"
+                       " c_type: f32_r, d_type: f32_r, compute_type: c_f32_r, bias_vector: true,"
+                       " bias_type: f32_r, activation_type: gelu}\n"
+                       "- {function: matmul, M: 32, N: 32, K: 32}\n";
+    j = post("/v1/runs?backend=cpu&budget=1", "text/plain", gelu, &st);
+    CHECK_MSG(st == 422 && strstr(jstr(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "details"), 0),
+                                         "error"),
+                                    "epilogue bias=1 activation=gelu not supported"),
+              "status %d", st);
+    cJSON_Delete(j);
+    CHECK(count_runs() == runs + 1);
+    free(log);
+}
+
 int main(void)
 {
     if (gt_test_tmpdir(g_dir, sizeof g_dir, "loghttp"))
@@ -181,6 +244,7 @@ int main(void)
         snprintf(g_base, sizeof g_base, "http://127.0.0.1:%d", gt_http_port(h));
         RUN(test_fp8_encoding);
         RUN(test_missing_comma);
+        RUN(test_unsupported);
         gt_http_stop(h);
     }
     if (s)

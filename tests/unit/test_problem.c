@@ -6,7 +6,7 @@
 #include <cjson/cJSON.h>
 #include <string.h>
 
-#include "gt_bk_cpu.h"
+#include "gt_caps.h"
 #include "gt_problem.h"
 #include "gt_test.h"
 #include "space_common.h"
@@ -208,17 +208,18 @@ static void test_scales(void)
 }
 
 /* The backends that cannot run FNUZ fp8 say so (cpu, the generated
- * families; cuda's cuBLASLt has no FNUZ type: gt_cuda_kt_of refuses it,
- * tests/unit/test_cuda_host.c where CUDA is built) rather than tuning
+ * families, cuda's cuBLASLt, which has no FNUZ type) rather than tuning
  * another GEMM. */
 static void test_fnuz_refused(void)
 {
     char err[256];
     gt_problem p = fp8_problem(GT_DT_F8E4M3FNUZ, GT_DT_F8E4M3FNUZ);
-    CHECK(gt_cpu_problem_ok(&p, err, sizeof err) == -1 && strstr(err, "f8e4m3fnuz"));
+    CHECK(gt_caps_check("cpu", &p, err, sizeof err) == -1 && strstr(err, "f8e4m3fnuz"));
+    CHECK(gt_caps_check("cuda", &p, err, sizeof err) == -1 && strstr(err, "f8e4m3fnuz"));
     CHECK(gt_gen_types_reason(&p, err, sizeof err) == -1 && strstr(err, "f8e4m3fnuz"));
     p = fp8_problem(GT_DT_F8E5M2FNUZ, GT_DT_F8E5M2FNUZ);
-    CHECK(gt_cpu_problem_ok(&p, err, sizeof err) == -1 && strstr(err, "f8e5m2fnuz"));
+    CHECK(gt_caps_check("cpu", &p, err, sizeof err) == -1 && strstr(err, "f8e5m2fnuz"));
+    CHECK(gt_caps_check("cuda", &p, err, sizeof err) == -1 && strstr(err, "f8e5m2fnuz"));
     CHECK(gt_gen_types_reason(&p, err, sizeof err) == -1 && strstr(err, "f8e5m2fnuz"));
 }
 

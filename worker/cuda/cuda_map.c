@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gt_caps.h"
 #include "gt_cuda.h"
 
 /* ---- element codecs ------------------------------------------------------ */
@@ -253,10 +254,6 @@ const char *gt_cuda_status_name(cublasStatus_t s)
         return -1;                                                                                 \
     } while (0)
 
-static int is16(gt_dtype t) { return t == GT_DT_F16 || t == GT_DT_BF16; }
-static int isf8(gt_dtype t) { return t == GT_DT_F8E4M3 || t == GT_DT_F8E5M2; }
-static int isf32(gt_dtype t) { return t == GT_DT_F32 || t == GT_DT_TF32; }
-
 /* Writes v in the scale type; integer scale types need integral values. */
 static int put_scalar(cudaDataType_t st, double v, unsigned char out[8], const char *name,
                       char *err, size_t errlen)
@@ -285,234 +282,55 @@ static int put_scalar(cudaDataType_t st, double v, unsigned char out[8], const c
     }
 }
 
-/* FP8, following the cuBLASLt documentation of cublasLtMatmul (its FP8
- * type table and "to use FP8 kernels" requirements). Compute
- * CUBLAS_COMPUTE_32F and scale type CUDA_R_32F only (map_compute):
- *
- *   A     B     C     D                   bias (the only one accepted)
- *   e4m3  e4m3  bf16  bf16 | e4m3         bf16
- *   e4m3  e4m3  f16   f16  | e4m3         f16
- *   e4m3  e4m3  f32   f32                 bf16
- *   e4m3  e5m2  bf16  bf16 | e4m3 | e5m2  bf16   (e5m2 x e4m3 alike)
- *   e4m3  e5m2  f16   f16  | e4m3 | e5m2  f16
- *   e4m3  e5m2  f32   f32                 bf16
- *
- * e5m2 x e5m2 is not supported, C is never fp8 (so no C scale), and an
- * fp8 D takes its 16-bit C's type for the bias. Layout: A transposed and
- * B not ("TN") on sm_89 (Ada), sm_90 (Hopper) and sm_12x (GeForce
- * Blackwell); any layout on sm_100 and sm_11x. Every matrix must meet the
- * Tensor Core alignment, which is a requirement for fp8: rows of each
- * stored operand ((opA == N ? m : k) for A, (opB == N ? k : n) for B, m
- * for C) and lda, ldb, ldc, ldd and the batch strides are multiples of 16
- * bytes; pointers are 16-byte aligned (prepare's are 256). The descriptor
- * gets A_SCALE_POINTER and B_SCALE_POINTER (device f32 1.0) always and
- * D_SCALE_POINTER when D is fp8; AMAX_D is optional and not requested.
- * This is the documented table, not yet confirmed row by row on a GPU. */
-static int map_fp8(const gt_problem *p, int sm, char *err, size_t errlen)
-{
-    gt_dtype a = p->a_type, b = p->b_type, c = p->c_type, d = p->d_type;
-    if (a == GT_DT_F8E5M2 && b == GT_DT_F8E5M2)
-        FAIL("cuda: fp8 A and B cannot both be e5m2");
-    if (sm < 89)
-        FAIL("cuda: fp8 requires sm_89 or newer (device sm_%d)", sm);
-    if ((sm < 100 || sm >= 120) && (p->trans_a != 'T' || p->trans_b != 'N'))
-        FAIL("cuda: fp8 requires transA=T transB=N on sm_%d (got %c%c)", sm, p->trans_a,
-             p->trans_b);
-    int mixed = a != b;
-    if (isf32(c) || isf32(d)) {
-        if (c != GT_DT_F32 || d != GT_DT_F32)
-            FAIL("cuda: fp8 with f32 output needs C and D both f32 (got %s/%s)", gt_dtype_name(c),
-                 gt_dtype_name(d));
-    } else if (!is16(c)) {
-        FAIL("cuda: fp8 needs c_type bf16, f16 or f32 (got %s)", gt_dtype_name(c));
-    } else if (d != c && d != GT_DT_F8E4M3 && !(mixed && d == GT_DT_F8E5M2)) {
-        FAIL("cuda: fp8 %s x %s with c_type %s needs d_type %s or e4m3%s (got %s)",
-             gt_dtype_name(a), gt_dtype_name(b), gt_dtype_name(c), gt_dtype_name(c),
-             mixed ? " or e5m2" : "", gt_dtype_name(d));
-    }
-    if (p->bias && p->bias_type != GT_DT_INVALID) {
-        gt_dtype want = d == GT_DT_F32 ? GT_DT_BF16 : c;
-        if (p->bias_type != want)
-            FAIL("cuda: fp8 with C %s / D %s needs bias_type %s (got %s)", gt_dtype_name(c),
-                 gt_dtype_name(d), gt_dtype_name(want), gt_dtype_name(p->bias_type));
-    }
-    const struct {
-        const char *what;
-        int64_t v;
-        gt_dtype t;
-    } al[] = {
-        {"rows of A", p->trans_a == 'N' ? p->m : p->k, a},
-        {"rows of B", p->trans_b == 'N' ? p->k : p->n, b},
-        {"m (rows of C)", p->m, c},
-        {"lda", p->lda, a},
-        {"ldb", p->ldb, b},
-        {"ldc", p->ldc, c},
-        {"ldd", p->ldd, d},
-        {"stride_a", p->batch > 1 ? p->stride_a : 0, a},
-        {"stride_b", p->batch > 1 ? p->stride_b : 0, b},
-        {"stride_c", p->batch > 1 ? p->stride_c : 0, c},
-        {"stride_d", p->batch > 1 ? p->stride_d : 0, d},
-    };
-    for (size_t i = 0; i < sizeof al / sizeof al[0]; i++)
-        if ((al[i].v * (int64_t)gt_dtype_size(al[i].t)) % 16 != 0)
-            FAIL("cuda: fp8 requires %s=%lld to be a multiple of 16 bytes (%s)", al[i].what,
-                 (long long)al[i].v, gt_dtype_name(al[i].t));
-    return 0;
-}
-
-/* Compute type and the one scale type cuBLASLt accepts with it. The rules
- * follow the cublasLtMatmul type tables (fp8 in full: map_fp8); finer
- * limits of the other types (alignment) are left to cuBLASLt itself, whose
- * refusal prepare reports with the status name. */
-static int map_compute(const gt_problem *p, int sm, gt_cuda_map *m, gt_dtype *scale, char *err,
-                       size_t errlen)
-{
-    gt_dtype a = p->a_type, b = p->b_type, c = p->c_type, d = p->d_type;
-    const char *an = gt_dtype_name(a), *bn = gt_dtype_name(b);
-    if (!isf8(a) || !isf8(b)) {
-        if (gt_cuda_kt_of(a) != gt_cuda_kt_of(b))
-            FAIL("cuda: a_type %s and b_type %s differ (mixed inputs only for fp8)", an, bn);
-    }
-    switch (p->compute_type) {
-    case GT_DT_F64:
-        if (a != GT_DT_F64 || c != GT_DT_F64 || d != GT_DT_F64)
-            FAIL("cuda: compute f64 needs f64 A/B/C/D (got %s/%s/%s/%s)", an, bn,
-                 gt_dtype_name(c), gt_dtype_name(d));
-        m->compute = CUBLAS_COMPUTE_64F;
-        *scale = GT_DT_F64;
-        return 0;
-    case GT_DT_TF32:
-        if (!isf32(a) || !isf32(c) || !isf32(d))
-            FAIL("cuda: compute tf32 needs f32 A/B/C/D (got %s/%s/%s/%s)", an, bn,
-                 gt_dtype_name(c), gt_dtype_name(d));
-        if (sm < 80)
-            FAIL("cuda: tf32 requires sm_80 or newer (device sm_%d)", sm);
-        m->compute = CUBLAS_COMPUTE_32F_FAST_TF32;
-        *scale = GT_DT_F32;
-        return 0;
-    case GT_DT_F16:
-        if (a != GT_DT_F16 || c != GT_DT_F16 || d != GT_DT_F16)
-            FAIL("cuda: compute f16 needs f16 A/B/C/D (got %s/%s/%s/%s)", an, bn,
-                 gt_dtype_name(c), gt_dtype_name(d));
-        m->compute = CUBLAS_COMPUTE_16F;
-        *scale = GT_DT_F16;
-        return 0;
-    case GT_DT_I32:
-        if (a != GT_DT_I8)
-            FAIL("cuda: compute i32 needs i8 A/B (got %s/%s)", an, bn);
-        if (d == GT_DT_I32 && c == GT_DT_I32)
-            *scale = GT_DT_I32;
-        else if (d == GT_DT_I8 && c == GT_DT_I8)
-            *scale = GT_DT_F32;
-        else
-            FAIL("cuda: i8 GEMM needs C/D both i32 or both i8 (got %s/%s)", gt_dtype_name(c),
-                 gt_dtype_name(d));
-        m->compute = CUBLAS_COMPUTE_32I;
-        return 0;
-    case GT_DT_F32:
-        m->compute = CUBLAS_COMPUTE_32F;
-        *scale = GT_DT_F32;
-        if (isf32(a)) {
-            if (!isf32(c) || !isf32(d))
-                FAIL("cuda: f32 inputs need f32 C/D (got %s/%s)", gt_dtype_name(c),
-                     gt_dtype_name(d));
-        } else if (is16(a)) {
-            if (a == GT_DT_BF16 && sm < 80)
-                FAIL("cuda: bf16 requires sm_80 or newer (device sm_%d)", sm);
-            if (c != d || (d != a && d != GT_DT_F32))
-                FAIL("cuda: %s inputs need C/D both %s or both f32 (got %s/%s)", an, an,
-                     gt_dtype_name(c), gt_dtype_name(d));
-        } else if (isf8(a)) {
-            if (map_fp8(p, sm, err, errlen) != 0)
-                return -1;
-            m->fp8 = 1;
-            m->d_scale = isf8(d);
-        } else if (a == GT_DT_I8) {
-            if (!isf32(c) || !isf32(d))
-                FAIL("cuda: i8 inputs with f32 compute need f32 C/D (got %s/%s)",
-                     gt_dtype_name(c), gt_dtype_name(d));
-        } else {
-            FAIL("cuda: input type %s not supported with compute f32", an);
-        }
-        return 0;
-    default:
-        FAIL("cuda: compute type %s not supported (f32, tf32, f16, f64, i32)",
-             gt_dtype_name(p->compute_type));
-    }
-}
-
-/* The element type cuBLASLt reads the bias in when none is given: D's type,
- * except fp8 (bf16 with an f32 D, C's 16-bit type with an fp8 D: see
- * map_fp8) and i8 output (the f32 scale type). */
-static gt_dtype default_bias(const gt_problem *p)
-{
-    if (isf8(p->a_type) && isf32(p->d_type))
-        return GT_DT_BF16;
-    if (isf8(p->a_type) && isf8(p->d_type))
-        return p->c_type;
-    if (p->d_type == GT_DT_I8)
-        return GT_DT_F32;
-    return p->d_type;
-}
-
+/* The type rules live in common/caps.c (gt_caps_cuda_map), which the
+ * coordinator checks submissions with and libgemmtune reads too; this turns
+ * its answer into cuBLASLt's enums and host scalars. */
 int gt_cuda_map_problem(const gt_problem *p, int sm, gt_cuda_map *m, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
-    if (gt_problem_check(p, err, errlen) != 0) {
-        char why[200];
-        snprintf(why, sizeof why, "%s", err);
-        FAIL("cuda: bad problem: %s", why);
-    }
+    gt_caps_cuda c;
+    if (gt_caps_cuda_map(p, sm, &c, err, errlen) != 0)
+        return -1;
     const struct {
-        const char *name;
         gt_dtype t;
         cudaDataType_t *out;
         int *kt;
-    } ops[] = {{"a_type", p->a_type, &m->a, &m->akt},
-               {"b_type", p->b_type, &m->b, &m->bkt},
-               {"c_type", p->c_type, &m->c, &m->ckt},
-               {"d_type", p->d_type, &m->d, &m->dkt}};
+    } ops[] = {{p->a_type, &m->a, &m->akt},
+               {p->b_type, &m->b, &m->bkt},
+               {p->c_type, &m->c, &m->ckt},
+               {p->d_type, &m->d, &m->dkt}};
     for (size_t i = 0; i < 4; i++) {
         if (gt_cuda_dtype(ops[i].t, ops[i].out) != 0)
-            FAIL("cuda: %s %s has no cuBLASLt storage type", ops[i].name,
-                 gt_dtype_name(ops[i].t));
+            FAIL("cuda: %s has no cuBLASLt storage type", gt_dtype_name(ops[i].t));
         *ops[i].kt = gt_cuda_kt_of(ops[i].t);
     }
-    gt_dtype scale = GT_DT_INVALID;
-    if (map_compute(p, sm, m, &scale, err, errlen) != 0)
-        return -1;
-    if (p->scale_type != scale)
-        FAIL("cuda: %s with %s inputs needs scale_type %s (got %s)",
-             gt_cuda_compute_name(m->compute), gt_dtype_name(p->a_type), gt_dtype_name(scale),
-             gt_dtype_name(p->scale_type));
-    if (gt_cuda_dtype(scale, &m->scale) != 0)
-        FAIL("cuda: scale type %s not supported", gt_dtype_name(scale));
+    switch (c.compute) {
+    case GT_DT_F64: m->compute = CUBLAS_COMPUTE_64F; break;
+    case GT_DT_TF32: m->compute = CUBLAS_COMPUTE_32F_FAST_TF32; break;
+    case GT_DT_F16: m->compute = CUBLAS_COMPUTE_16F; break;
+    case GT_DT_I32: m->compute = CUBLAS_COMPUTE_32I; break;
+    default: m->compute = CUBLAS_COMPUTE_32F; break;
+    }
+    m->fp8 = c.fp8;
+    m->d_scale = c.d_scale;
+    if (gt_cuda_dtype(c.scale, &m->scale) != 0)
+        FAIL("cuda: scale type %s not supported", gt_dtype_name(c.scale));
     if (put_scalar(m->scale, p->alpha, m->alpha, "alpha", err, errlen) != 0 ||
         put_scalar(m->scale, p->beta, m->beta, "beta", err, errlen) != 0)
         return -1;
     m->opa = p->trans_a == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
     m->opb = p->trans_b == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
-
-    const char *act = p->activation;
-    if (act[0] == 0 || strcmp(act, "none") == 0)
-        m->act = GT_ACT_NONE;
-    else if (strcmp(act, "relu") == 0)
-        m->act = GT_ACT_RELU;
-    else if (strcmp(act, "gelu") == 0 || strcmp(act, "gelu_tanh") == 0)
-        m->act = GT_ACT_GELU; /* cuBLASLt's GELU is the tanh approximation */
-    else
-        FAIL("cuda: activation '%s' has no cuBLASLt epilogue (none, relu, gelu)", act);
+    m->act = c.act == GT_CAPS_ACT_RELU ? GT_ACT_RELU : c.act == GT_CAPS_ACT_GELU ? GT_ACT_GELU : GT_ACT_NONE;
     m->has_bias = p->bias != 0;
     static const cublasLtEpilogue_t epi[2][3] = {
         {CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_RELU, CUBLASLT_EPILOGUE_GELU},
         {CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_RELU_BIAS, CUBLASLT_EPILOGUE_GELU_BIAS}};
     m->epilogue = epi[m->has_bias][m->act];
     if (m->has_bias) {
-        gt_dtype bt = p->bias_type != GT_DT_INVALID ? p->bias_type : default_bias(p);
-        if (gt_cuda_dtype(bt, &m->bias) != 0 || bt == GT_DT_TF32)
-            FAIL("cuda: bias_type %s not supported", gt_dtype_name(bt));
+        if (gt_cuda_dtype(c.bias, &m->bias) != 0)
+            FAIL("cuda: bias_type %s not supported", gt_dtype_name(c.bias));
         m->bias_set = 1;
-        m->bias_kt = gt_cuda_kt_of(bt);
+        m->bias_kt = gt_cuda_kt_of(c.bias);
     }
     return 0;
 }
