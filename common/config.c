@@ -1,7 +1,7 @@
 /* config.c: candidate configurations: their canonical text (sorted keys,
- * compact, recursive), the FNV-1a 64 hash every worker and the coordinator
- * agree on, and the search strategy names. The CPU candidate space itself
- * lives in space_cpu.c. */
+ * compact, recursive), its FNV-1a 64 hash (gt_fnv1a64, fnv.c) every worker
+ * and the coordinator agree on, and the search strategy names. The CPU
+ * candidate space itself lives in space_cpu.c. */
 #include "gt_config.h"
 
 #include <cjson/cJSON.h>
@@ -11,17 +11,6 @@
 #include <strings.h>
 
 #include "gt_util.h"
-
-uint64_t gt_fnv1a64(const void *data, size_t len, uint64_t seed)
-{
-    const unsigned char *p = data;
-    uint64_t h = seed;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
 
 /* JSON string literal exactly as cJSON prints it (same escapes), so a key
  * and a string value canonicalise the same way whichever side printed them. */

@@ -11,6 +11,7 @@
  * this library with hidden visibility. */
 #include "gemmtune.h"
 #include "gt_caps.h"
+#include "gt_config.h"
 #include "gt_lib.h"
 
 #include <cjson/cJSON.h>
@@ -43,10 +44,10 @@ struct gt_db {
 
 static uint64_t key_hash(const char *backend, const char *model, const char *key)
 {
-    uint64_t h = GT_LT_HASH_INIT;
-    h = gt_lt_hash(backend, strlen(backend) + 1, h);
-    h = gt_lt_hash(model, strlen(model) + 1, h);
-    return gt_lt_hash(key, strlen(key), h);
+    uint64_t h = GT_FNV_SEED;
+    h = gt_fnv1a64(backend, strlen(backend) + 1, h);
+    h = gt_fnv1a64(model, strlen(model) + 1, h);
+    return gt_fnv1a64(key, strlen(key), h);
 }
 
 static const ent *find(const gt_db *db, const char *backend, const char *model, const char *key)

@@ -147,10 +147,6 @@ struct gt_db_result;
 GT_HIDDEN int gt_db_gen_entry(const struct gt_db *db, const char *key, const char *model,
                               const char **spec, struct gt_db_result *res);
 
-/* FNV-1a 64 of a byte string. */
-GT_HIDDEN uint64_t gt_lt_hash(const void *data, size_t n, uint64_t h);
-#define GT_LT_HASH_INIT 1469598103934665603ULL
-
 /* The exported-kernel description behind a gt_db_kernel (its tensor maps). */
 struct gt_gen_kernel;
 struct gt_db_kernel;

@@ -9,16 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-uint64_t gt_lt_hash(const void *data, size_t n, uint64_t h)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 gt_dtype gt_lt_dtype(int32_t t)
 {
     switch (t) {

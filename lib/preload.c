@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "gemmtune.h"
+#include "gt_config.h"
 #include "gt_ltcuda.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -280,7 +281,7 @@ static const char *device_model(int *devp)
  * Call with the mutex held. */
 static slot *slot_of(int dev, const gt_lt_desc *d)
 {
-    uint64_t h = gt_lt_hash(d, sizeof *d, gt_lt_hash(&dev, sizeof dev, GT_LT_HASH_INIT));
+    uint64_t h = gt_fnv1a64(d, sizeof *d, gt_fnv1a64(&dev, sizeof dev, GT_FNV_SEED));
     size_t mask = G.cap - 1;
     for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
         slot *s = &G.t[i];
