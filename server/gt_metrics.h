@@ -5,7 +5,8 @@
  * formatting, histograms) that tests/unit/test_metrics.c checks against the
  * spec; a registry of HTTP request counts and durations per route family,
  * updated by every HTTP thread; and gt_metrics_render, which writes the whole
- * page from the store's counts (gt_store_stats.h) and the registry.
+ * page from the store's counts (gt_store_stats.h), its write health
+ * (gt_store_health_get) and the registry.
  * docs/observability.md lists every series. */
 #ifndef GT_METRICS_H
 #define GT_METRICS_H
@@ -60,6 +61,7 @@ int gt_metrics_histogram(gt_str *b, const char *name, const gt_label *labels, si
  * whatever URLs clients send. */
 typedef enum gt_route {
     GT_ROUTE_HEALTHZ,
+    GT_ROUTE_READYZ,
     GT_ROUTE_METRICS,
     GT_ROUTE_RUNS,
     GT_ROUTE_RUN,
@@ -84,7 +86,9 @@ void gt_http_metrics_observe(gt_http_metrics *m, gt_route r, unsigned code, doub
 
 /* ---- the /metrics page ---- */
 typedef struct gt_metrics_inputs {
-    gt_store *store;
+    gt_store *store;                       /* the counts are read on this connection */
+    gt_store *writer;                      /* whose write health gemmtune_store_* report
+                                              (the connection that writes); NULL: store */
     gt_results_tally *tally;               /* results totals between scrapes, or NULL */
     const gt_http_metrics *http;
     int64_t now_ms;

@@ -45,10 +45,11 @@ int gt_store_checkpoint(gt_store *s);
 /* ---- write health (/readyz, gemmtune_store_* on /metrics) ----
  *
  * Every write transaction of the store (BEGIN ... COMMIT/ROLLBACK, all of
- * them run through one helper) is one write attempt: it succeeds when its
- * COMMIT does, and fails with the kind of its first SQLite error. A
- * transaction rolled back for a reason of the caller's (a malformed message)
- * is neither. */
+ * them run through one helper) is one write attempt: it fails with the kind
+ * of its first SQLite error, and succeeds when its COMMIT does and it
+ * changed rows (one that changed none wrote nothing, so it proves nothing).
+ * A transaction rolled back for a reason of the caller's (a malformed
+ * message) is neither. */
 enum {
     GT_STORE_ERR_FULL,     /* SQLITE_FULL: database or disk is full */
     GT_STORE_ERR_IO,       /* SQLITE_IOERR, CANTOPEN, CORRUPT, NOTADB */
@@ -66,7 +67,7 @@ typedef struct gt_store_health {
     int writable;          /* 1 until a write attempt fails, again after one succeeds;
                               0 for good once lost */
     int lost;              /* the files were removed or replaced: writes refused */
-    int64_t last_write_ms; /* wall time of the last committed write; 0 none yet */
+    int64_t last_write_ms; /* wall time of the last successful write; 0 none yet */
     int64_t last_error_ms; /* wall time of the last failed attempt; 0 none */
     char last_error[256];  /* its message, no file paths (/readyz is open) */
 } gt_store_health;

@@ -128,13 +128,14 @@ static int write_ok(gt_http *h, struct MHD_Connection *c)
 }
 
 /* Reads need the read token or the main token, when a read token is set.
- * /healthz stays open for liveness probes and the page's static files hold
+ * /healthz and /readyz stay open for probes and the page's static files hold
  * no data (a browser cannot add a header to a navigation); the page asks
  * for the token and sends it with its API calls. /metrics is guarded:
  * Prometheus sends a bearer token (authorization.credentials). */
 static int read_ok(gt_http *h, struct MHD_Connection *c, const char *url)
 {
-    if (!h->read_token[0] || !strcmp(url, "/healthz") || gt_http_is_static(url))
+    if (!h->read_token[0] || !strcmp(url, "/healthz") || !strcmp(url, "/readyz") ||
+        gt_http_is_static(url))
         return 1;
     const char *got = bearer_of(c);
     return got && (token_eq(h->read_token, got) || (h->token[0] && token_eq(h->token, got)));
@@ -150,6 +151,7 @@ static enum MHD_Result get_metrics(gt_req *q)
     gt_str_init(&b);
     gt_metrics_inputs in = {
         .store = h->rstore,
+        .writer = h->store,
         .tally = &h->tally,
         .http = h->metrics,
         .now_ms = gt_wall_ms(),
@@ -167,6 +169,34 @@ static enum MHD_Result get_metrics(gt_req *q)
     if (!b.s) /* nothing appended cannot happen, but never hand NULL on */
         return MHD_NO;
     return gt_http_send_text(q, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", b.s);
+}
+
+/* Readiness, apart from /healthz (liveness: the process answers): 503 while
+ * the store cannot write, i.e. its last write transaction failed (a full
+ * disk, an I/O error) or its files were lost, so that a load balancer or
+ * Kubernetes stops sending work the coordinator would refuse; 200 again once
+ * a write commits. The reason holds no file path: the route is open. */
+static enum MHD_Result get_readyz(gt_req *q)
+{
+    gt_store_health hl;
+    gt_store_health_get(q->h->store, &hl);
+    int ready = hl.writable && !hl.lost;
+    char reason[320];
+    snprintf(reason, sizeof reason, "%s: %s",
+             hl.lost ? "store lost its files" : "store cannot write", hl.last_error);
+    cJSON *j = cJSON_CreateObject();
+    int ok = j && cJSON_AddStringToObject(j, "status", ready ? "ready" : "unavailable") &&
+             cJSON_AddBoolToObject(j, "store_writable", ready) &&
+             (hl.last_write_ms > 0 ? cJSON_AddNumberToObject(j, "last_write_ms",
+                                                             (double)hl.last_write_ms) != NULL
+                                   : cJSON_AddNullToObject(j, "last_write_ms") != NULL) &&
+             (ready || (cJSON_AddStringToObject(j, "reason", reason) &&
+                        cJSON_AddNumberToObject(j, "since_ms", (double)hl.last_error_ms)));
+    if (!ok) {
+        cJSON_Delete(j);
+        return MHD_NO;
+    }
+    return gt_http_send_json(q, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, j);
 }
 
 /* Parses "/v1/runs/<digits>[/<sub>]"; returns 0 and the id and sub-path. */
@@ -199,6 +229,8 @@ static gt_route route_of(const char *url)
 {
     if (!strcmp(url, "/healthz"))
         return GT_ROUTE_HEALTHZ;
+    if (!strcmp(url, "/readyz"))
+        return GT_ROUTE_READYZ;
     if (!strcmp(url, "/metrics"))
         return GT_ROUTE_METRICS;
     if (!strcmp(url, "/v1/runs") || !strcmp(url, "/v1/runs/"))
@@ -247,6 +279,11 @@ static enum MHD_Result route(gt_req *q, const char *url, const char *method)
             return MHD_NO;
         }
         return gt_http_send_json(q, MHD_HTTP_OK, j);
+    }
+    if (!strcmp(url, "/readyz")) {
+        if (!reading)
+            return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use GET");
+        return get_readyz(q);
     }
     if (!strcmp(url, "/metrics")) {
         if (!reading)
@@ -429,7 +466,8 @@ gt_http *gt_http_start(gt_store *s, const gt_http_opts *o, char *err, size_t err
     gt_info("HTTP API on http://%s:%d (status page at /)", o->addr ? o->addr : "127.0.0.1",
             h->port);
     if (h->read_token[0])
-        gt_info("read token on: GET requests (but /healthz and the page files) need a token");
+        gt_info("read token on: GET requests (but /healthz, /readyz and the page files) need"
+                " a token");
     if (h->read_token[0] && !h->token[0])
         gt_warn("a read token without a token leaves POST requests open");
     return h;

@@ -1,12 +1,15 @@
 /* main_gemmtuned.c: the coordinator daemon. Opens the database, starts the
  * worker endpoint (nng) and the HTTP API, and shuts both down cleanly on
- * SIGINT/SIGTERM, checkpointing the WAL last. */
+ * SIGINT/SIGTERM, checkpointing the WAL last. The same shutdown, with exit
+ * status 1, follows when the store finds its database or WAL file removed or
+ * replaced (gt_store_on_lost). */
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <pthread.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,24 @@
 
 /* For gemmtune_dispatch_requests_total on /metrics. */
 static uint64_t dispatch_requests(void *d) { return gt_dispatch_requests(d); }
+
+/* The thread waiting in sigwait, and whether the store woke it. */
+static pthread_t g_main_thread;
+static atomic_int g_store_lost;
+
+/* The store refuses writes from now on (it logged why): leave through the
+ * signal path, so that the API and the dispatcher stop, the WAL still open
+ * is checkpointed into the database file and the exit status says it
+ * failed. Runs inside a commit: flag and wake only. */
+static void on_store_lost(void *ctx, const char *why)
+{
+    (void)ctx;
+    (void)why;
+    atomic_store(&g_store_lost, 1);
+    int e = pthread_kill(g_main_thread, SIGTERM);
+    if (e)
+        gt_err("cannot wake the main thread to stop: %s", strerror(e));
+}
 
 static void usage(FILE *f)
 {
@@ -38,7 +59,7 @@ static void usage(FILE *f)
             "  --tls-cert-key FILE   PEM certificate + key for a tls+tcp:// worker endpoint\n"
             "  --token TOKEN         require this token from workers and on POST requests\n"
             "  --read-token TOKEN    require this token (or --token) on GET requests too\n"
-            "                        (/healthz and the status page stay open)\n"
+            "                        (/healthz, /readyz and the status page stay open)\n"
             "                        (default: environment GEMMTUNE_TOKEN, else none)\n"
             "  --port-file PATH      once listening, write http=PORT and worker=URL lines to PATH\n"
             "                        (with port 0 in --http/--listen the system picks free ports)\n"
@@ -140,6 +161,8 @@ int main(int argc, char **argv)
         return 1;
     }
     gt_info("database %s", db);
+    g_main_thread = pthread_self();
+    gt_store_on_lost(s, on_store_lost, NULL);
     gt_dispatch_opts dopt = {
         .url = listen_url,
         .lease_ms = (int64_t)(lease_s * 1000),
@@ -183,13 +206,21 @@ int main(int argc, char **argv)
     int sig = 0;
     while (sigwait(&stopset, &sig) != 0)
         ;
-    gt_info("signal %d: shutting down", sig);
-    rc = 0;
+    if (atomic_load(&g_store_lost)) {
+        gt_err("stopping: the database or its WAL file was removed or replaced under the"
+               " coordinator (see above); exit status 1");
+    } else {
+        gt_info("signal %d: shutting down", sig);
+        rc = 0;
+    }
 out:
     gt_http_stop(h);
     gt_dispatch_stop(d);
     if (gt_store_checkpoint(s))
         gt_warn("WAL checkpoint failed");
     gt_store_close(s);
+    /* A loss noticed while stopping (by the checkpoint) fails the exit too. */
+    if (atomic_load(&g_store_lost))
+        rc = 1;
     return rc;
 }

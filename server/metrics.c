@@ -1,8 +1,9 @@
 /* metrics.c: Prometheus text exposition 0.0.4 for GET /metrics: escaping and
  * sample helpers, the HTTP request registry (counts per route family and
  * status, duration histograms), and the page itself built from the store's
- * counts. Every family gets its HELP and TYPE lines, also when it has no
- * sample yet, so dashboards see the same names from the first scrape. */
+ * counts and write health. Every family gets its HELP and TYPE lines, also
+ * when it has no sample yet, so dashboards see the same names from the first
+ * scrape. */
 #include "gt_metrics.h"
 
 #include <math.h>
@@ -170,7 +171,7 @@ int gt_metrics_histogram(gt_str *b, const char *name, const gt_label *labels, si
 /* ------------------------------------------------------------ registry */
 
 static const char *const k_routes[GT_ROUTE_COUNT] = {
-    "/healthz",          "/metrics",           "/v1/runs",
+    "/healthz",          "/readyz",            "/metrics",           "/v1/runs",
     "/v1/runs/{id}",     "/v1/runs/{id}/results", "/v1/runs/{id}/export",
     "/v1/runs/{id}/cancel", "/v1/runs/{id}/events", "/v1/runs/{id}/timeline",
     "/v1/workers",       "static",             "other"};
@@ -306,6 +307,33 @@ static int render_http(gt_str *b, const gt_http_metrics *cm)
     return rc;
 }
 
+/* The store's write health: what /readyz answers on, as series to alert on.
+ * Every kind is written from the first scrape, so rate() sees it start at 0. */
+static int render_store_health(gt_str *b, gt_store *w)
+{
+    gt_store_health h;
+    gt_store_health_get(w, &h);
+    int rc = gt_metrics_family(b, "gemmtune_store_errors_total", "counter",
+                               "Failed write transactions of the store by SQLite error class: full"
+                               " (database or disk full), io, busy, readonly, lost (refused: the"
+                               " database or WAL file was removed or replaced), other.");
+    for (int k = 0; k < GT_STORE_ERR_KINDS; k++) {
+        gt_label l = {"kind", gt_store_err_kind_name(k)};
+        rc |= gt_metrics_sample(b, "gemmtune_store_errors_total", &l, 1, (double)h.errors[k]);
+    }
+    rc |= gt_metrics_family(b, "gemmtune_store_writable", "gauge",
+                            "0 from a failed write transaction of the store until one commits"
+                            " changes again (GET /readyz answers 503 meanwhile), else 1.");
+    rc |= gt_metrics_sample(b, "gemmtune_store_writable", NULL, 0, h.writable ? 1 : 0);
+    rc |= gt_metrics_family(b, "gemmtune_store_last_write_timestamp_seconds", "gauge",
+                            "Unix time of the store's last committed write transaction (no sample"
+                            " before the first).");
+    if (h.last_write_ms > 0)
+        rc |= gt_metrics_sample(b, "gemmtune_store_last_write_timestamp_seconds", NULL, 0,
+                                (double)h.last_write_ms / 1000.0);
+    return rc;
+}
+
 int gt_metrics_render(gt_str *b, const gt_metrics_inputs *in, char *err, size_t errlen)
 {
     gt_store_stats st;
@@ -313,6 +341,7 @@ int gt_metrics_render(gt_str *b, const gt_metrics_inputs *in, char *err, size_t 
         return -1;
     int rc = render_store(b, &st, in->now_ms);
     gt_store_stats_free(&st);
+    rc |= render_store_health(b, in->writer ? in->writer : in->store);
     if (in->http)
         rc |= render_http(b, in->http);
     if (in->dispatch_requests) {

@@ -1,11 +1,18 @@
-/* store.c: opening the coordinator database, schema migrations, run options
- * and run creation (problems + candidate jobs in one transaction). */
+/* store.c: opening the coordinator database, the statement helpers every
+ * store file runs its SQL through (and so the one place where write
+ * transactions begin and end: the write health of /readyz and /metrics is
+ * kept there), the check that the database and WAL files are still the ones
+ * written (before every commit), schema migrations, run options and run
+ * creation (problems + candidate jobs in one transaction). */
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gt_search_evo.h"
@@ -18,11 +25,285 @@ struct gt_schema_file {
 };
 extern const struct gt_schema_file gt_schema_files[];
 
+/* ------------------------------------------------------------ write health */
+
+const char *gt_store_err_kind_name(int kind)
+{
+    static const char *const names[GT_STORE_ERR_KINDS] = {"full",     "io",   "busy",
+                                                          "readonly", "lost", "other"};
+    return kind >= 0 && kind < GT_STORE_ERR_KINDS ? names[kind] : "other";
+}
+
+/* The class of an (extended) SQLite result code. A commit the commit hook
+ * refused is SQLITE_CONSTRAINT_COMMITHOOK: only lost files refuse one. */
+static int err_kind(gt_store *s, int code)
+{
+    if (code == SQLITE_CONSTRAINT_COMMITHOOK && atomic_load(&s->lost))
+        return GT_STORE_ERR_LOST;
+    switch (code & 0xff) {
+    case SQLITE_FULL:
+        return GT_STORE_ERR_FULL;
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        return GT_STORE_ERR_IO;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return GT_STORE_ERR_BUSY;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+        return GT_STORE_ERR_READONLY;
+    default:
+        return GT_STORE_ERR_OTHER;
+    }
+}
+
+/* One write attempt ended: kind < 0 committed, else failed with msg (NULL:
+ * keep the message there, which store_lose wrote for a lost store). Only
+ * the turns between writable and not are logged: a full disk fails every
+ * lease and report until space returns. */
+static void note_write(gt_store *s, int kind, const char *msg)
+{
+    int64_t now = gt_wall_ms();
+    pthread_mutex_lock(&s->hmu);
+    gt_store_health *h = &s->health;
+    int was = h->writable;
+    if (kind < 0) {
+        h->last_write_ms = now;
+        h->writable = !h->lost;
+    } else {
+        h->errors[kind]++;
+        h->writable = 0;
+        h->last_error_ms = now;
+        if (msg)
+            snprintf(h->last_error, sizeof h->last_error, "%s", msg);
+    }
+    int is = h->writable;
+    pthread_mutex_unlock(&s->hmu);
+    if (was && !is && kind >= 0 && msg)
+        gt_err("store: writes fail (%s: %s); not ready until one succeeds",
+               gt_store_err_kind_name(kind), msg);
+    else if (!was && is)
+        gt_info("store: writes succeed again");
+}
+
+/* A failed call on the connection. Inside gt_store_exec's write transaction
+ * its first error is kept for the transaction's end, so that the attempt
+ * counts once; outside one, a failed write statement (st not read-only) is
+ * an attempt of its own. A read that fails outside a transaction is not. */
+static void note_error(gt_store *s, sqlite3_stmt *st)
+{
+    int code = sqlite3_extended_errcode(s->db);
+    if (s->in_tx) {
+        if (!s->tx_err) {
+            s->tx_err = code != SQLITE_OK ? code : SQLITE_ERROR;
+            snprintf(s->tx_msg, sizeof s->tx_msg, "%s", sqlite3_errmsg(s->db));
+        }
+    } else if (st && !sqlite3_stmt_readonly(st)) {
+        note_write(s, err_kind(s, code), sqlite3_errmsg(s->db));
+    }
+}
+
+/* The transaction statements, which every store file runs through
+ * gt_store_exec: the one place where write transactions start and end. */
+enum { TX_NONE, TX_BEGIN, TX_COMMIT, TX_ROLLBACK };
+static int tx_verb(const char *sql)
+{
+    if (!strncmp(sql, "BEGIN", 5))
+        return TX_BEGIN;
+    if (!strcmp(sql, "COMMIT"))
+        return TX_COMMIT;
+    if (!strcmp(sql, "ROLLBACK"))
+        return TX_ROLLBACK;
+    return TX_NONE;
+}
+
+/* Accounts for a transaction statement that ran (code: SQLITE_OK or its
+ * failure). A failed BEGIN or COMMIT is a failed attempt; a ROLLBACK ends a
+ * failed one only when an SQLite call inside failed (a rollback for the
+ * caller's own reasons, a malformed message, is no store error), and the
+ * ROLLBACK callers send after a failed COMMIT adds nothing. A commit is a
+ * successful write only when the transaction changed rows: the lease sweep
+ * commits every second with nothing to change and writes no page, which
+ * would call a full disk writable again at once. */
+static void tx_account(gt_store *s, int verb, int code, const char *msg)
+{
+    switch (verb) {
+    case TX_BEGIN:
+        if (code != SQLITE_OK) {
+            note_write(s, err_kind(s, code), msg);
+        } else {
+            s->in_tx = 1;
+            s->tx_changes0 = sqlite3_total_changes64(s->db);
+            s->tx_err = 0;
+        }
+        break;
+    case TX_COMMIT:
+        if (code == SQLITE_OK) {
+            if (sqlite3_total_changes64(s->db) != s->tx_changes0)
+                note_write(s, -1, msg);
+        } else if (err_kind(s, code) == GT_STORE_ERR_LOST)
+            note_write(s, GT_STORE_ERR_LOST, NULL); /* not "constraint failed" */
+        else
+            note_write(s, err_kind(s, code), msg);
+        s->in_tx = 0;
+        break;
+    case TX_ROLLBACK:
+        if (s->in_tx && s->tx_err)
+            note_write(s, err_kind(s, s->tx_err), s->tx_msg);
+        s->in_tx = 0;
+        break;
+    default:
+        break;
+    }
+}
+
+/* The refusal of a lost store, path included (the log, the worker). */
+static void lost_error(gt_store *s, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&s->hmu);
+    snprintf(err, errlen, "store: %s: writes are refused and the coordinator stops", s->lost_why);
+    pthread_mutex_unlock(&s->hmu);
+}
+
+void gt_store_health_get(gt_store *s, gt_store_health *h)
+{
+    pthread_mutex_lock(&s->hmu);
+    *h = s->health;
+    pthread_mutex_unlock(&s->hmu);
+}
+
+void gt_store_on_lost(gt_store *s, gt_store_lost_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&s->hmu);
+    s->on_lost = fn;
+    s->on_lost_ctx = ctx;
+    pthread_mutex_unlock(&s->hmu);
+}
+
+/* ------------------------------------------------------------- durability */
+
+/* Records f's device and inode; f->known stays 0 while it is not there. */
+static void file_record(gt_store_file *f)
+{
+    struct stat sb;
+    if (f->path && stat(f->path, &sb) == 0) {
+        f->dev = sb.st_dev;
+        f->ino = sb.st_ino;
+        f->known = 1;
+    }
+}
+
+/* 0 when f's path still names the file recorded (or f is not checked);
+ * else -1 with why (path included) and brief (no path, for /readyz). A stat
+ * that fails for another reason than a missing file (EIO, EACCES) proves
+ * nothing about the file: the write itself fails or not. */
+static int file_same(gt_store_file *f, const char *what, char *why, size_t whylen, char *brief,
+                     size_t brieflen)
+{
+    struct stat sb;
+    if (!f->path)
+        return 0;
+    if (stat(f->path, &sb) != 0) {
+        if (!f->known || (errno != ENOENT && errno != ENOTDIR))
+            return 0;
+        snprintf(why, whylen, "the %s %s was removed", what, f->path);
+        snprintf(brief, brieflen, "the %s was removed", what);
+        return -1;
+    }
+    if (!f->known) {
+        /* Not there at open: this is the one the connection created since. */
+        f->dev = sb.st_dev;
+        f->ino = sb.st_ino;
+        f->known = 1;
+        return 0;
+    }
+    if (sb.st_dev == f->dev && sb.st_ino == f->ino)
+        return 0;
+    snprintf(why, whylen, "the %s %s was replaced (device:inode %llu:%llu, now %llu:%llu)", what,
+             f->path, (unsigned long long)f->dev, (unsigned long long)f->ino,
+             (unsigned long long)sb.st_dev, (unsigned long long)sb.st_ino);
+    snprintf(brief, brieflen, "the %s was replaced", what);
+    return -1;
+}
+
+/* The store lost its files: flag it (later writes are refused at BEGIN),
+ * tell /readyz, log the path, call on_lost; once. */
+static void store_lose(gt_store *s, const char *why, const char *brief)
+{
+    pthread_mutex_lock(&s->hmu);
+    if (atomic_load(&s->lost)) {
+        pthread_mutex_unlock(&s->hmu);
+        return;
+    }
+    snprintf(s->lost_why, sizeof s->lost_why, "%s under the running coordinator", why);
+    atomic_store(&s->lost, 1);
+    s->health.lost = 1;
+    s->health.writable = 0;
+    s->health.last_error_ms = gt_wall_ms();
+    snprintf(s->health.last_error, sizeof s->health.last_error,
+             "%s under the running coordinator: writes refused", brief);
+    gt_store_lost_fn fn = s->on_lost;
+    void *ctx = s->on_lost_ctx;
+    pthread_mutex_unlock(&s->hmu);
+    gt_err("store: %s under the running coordinator: results acknowledged from now on would not"
+           " survive a restart, so every write is refused",
+           why);
+    if (fn)
+        fn(ctx, why);
+}
+
+int gt_store_check_files(gt_store *s)
+{
+    char why[PATH_MAX + 128], brief[96];
+    if (atomic_load(&s->lost))
+        return -1;
+    if (file_same(&s->dbf, "database file", why, sizeof why, brief, sizeof brief) == 0 &&
+        file_same(&s->walf, "WAL file", why, sizeof why, brief, sizeof brief) == 0)
+        return 0;
+    store_lose(s, why, brief);
+    return -1;
+}
+
+/* SQLite's commit hook: runs before every commit of the writer connection,
+ * explicit or autocommit, whichever file the transaction came from; non-zero
+ * turns the commit into a rollback, so nothing is acknowledged into a file a
+ * restart will not read. Two stat()s a transaction: microseconds next to
+ * the commit's own write. */
+static int commit_hook(void *arg)
+{
+    return gt_store_check_files(arg) ? 1 : 0;
+}
+
+/* Records the database file and its WAL (the connection has opened both by
+ * now: the migrations read the database) and installs the commit hook. */
+static int files_init(gt_store *s, char *err, size_t errlen)
+{
+    sqlite3_filename db = sqlite3_db_filename(s->db, "main");
+    if (!db || !*db)
+        return 0; /* in-memory: nothing on disk to lose */
+    const char *wal = sqlite3_filename_wal(db);
+    s->dbf.path = strdup(db);
+    s->walf.path = wal && *wal ? strdup(wal) : NULL;
+    if (!s->dbf.path || (wal && *wal && !s->walf.path)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    file_record(&s->dbf);
+    file_record(&s->walf);
+    sqlite3_commit_hook(s->db, commit_hook, s);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
 sqlite3_stmt *gt_store_prep(gt_store *s, const char *sql, char *err, size_t errlen)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "sqlite prepare: %s", sqlite3_errmsg(s->db));
+        note_error(s, NULL);
         return NULL;
     }
     return st;
@@ -30,23 +311,44 @@ sqlite3_stmt *gt_store_prep(gt_store *s, const char *sql, char *err, size_t errl
 
 int gt_store_exec(gt_store *s, const char *sql, char *err, size_t errlen)
 {
+    int verb = tx_verb(sql);
+    if (verb == TX_BEGIN && atomic_load(&s->lost)) {
+        lost_error(s, err, errlen);
+        note_write(s, GT_STORE_ERR_LOST, NULL);
+        return -1;
+    }
     char *msg = NULL;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        snprintf(err, errlen, "sqlite: %s", msg ? msg : sqlite3_errmsg(s->db));
+        int code = sqlite3_extended_errcode(s->db);
+        if (verb == TX_COMMIT && err_kind(s, code) == GT_STORE_ERR_LOST)
+            lost_error(s, err, errlen); /* says why, not "constraint failed" */
+        else
+            snprintf(err, errlen, "sqlite: %s", msg ? msg : sqlite3_errmsg(s->db));
+        if (verb == TX_NONE)
+            note_error(s, NULL);
+        else
+            tx_account(s, verb, code, msg ? msg : sqlite3_errmsg(s->db));
         sqlite3_free(msg);
         return -1;
     }
+    tx_account(s, verb, SQLITE_OK, "");
     return 0;
 }
 
 int gt_store_step_done(gt_store *s, sqlite3_stmt *st, char *err, size_t errlen)
 {
+    int64_t changes0 = sqlite3_total_changes64(s->db);
     int rc = sqlite3_step(st);
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
         snprintf(err, errlen, "sqlite step: %s", sqlite3_errmsg(s->db));
+        note_error(s, st);
         sqlite3_finalize(st);
         return -1;
     }
+    /* An autocommit write committed rows (a transaction's count at its
+     * COMMIT). */
+    if (!s->in_tx && !sqlite3_stmt_readonly(st) && sqlite3_total_changes64(s->db) != changes0)
+        note_write(s, -1, "");
     sqlite3_finalize(st);
     return 0;
 }
@@ -114,7 +416,8 @@ static int migrate(gt_store *s, char *err, size_t errlen)
     return 0;
 }
 
-gt_store *gt_store_open(const char *path, char *err, size_t errlen)
+/* A store with its locks, before its connection opens; NULL with err. */
+static gt_store *store_alloc(char *err, size_t errlen)
 {
     gt_store *s = calloc(1, sizeof *s);
     if (!s) {
@@ -126,6 +429,33 @@ gt_store *gt_store_open(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "mutex init failed");
         return NULL;
     }
+    if (pthread_mutex_init(&s->hmu, NULL) != 0) {
+        pthread_mutex_destroy(&s->mu);
+        free(s);
+        snprintf(err, errlen, "mutex init failed");
+        return NULL;
+    }
+    atomic_init(&s->lost, 0);
+    s->health.writable = 1; /* nothing has failed yet */
+    return s;
+}
+
+static void store_free(gt_store *s)
+{
+    if (s->db)
+        sqlite3_close(s->db);
+    free(s->dbf.path);
+    free(s->walf.path);
+    pthread_mutex_destroy(&s->hmu);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+gt_store *gt_store_open(const char *path, char *err, size_t errlen)
+{
+    gt_store *s = store_alloc(err, errlen);
+    if (!s)
+        return NULL;
     int rc = sqlite3_open_v2(path, &s->db,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
     if (rc != SQLITE_OK) {
@@ -142,12 +472,11 @@ gt_store *gt_store_open(const char *path, char *err, size_t errlen)
         goto fail;
     if (migrate(s, err, errlen))
         goto fail;
+    if (files_init(s, err, errlen))
+        goto fail;
     return s;
 fail:
-    if (s->db)
-        sqlite3_close(s->db);
-    pthread_mutex_destroy(&s->mu);
-    free(s);
+    store_free(s);
     return NULL;
 }
 
@@ -158,16 +487,9 @@ gt_store *gt_store_open_reader(gt_store *w, char *err, size_t errlen)
         err[0] = '\0';
     if (!path || !*path)
         return NULL;
-    gt_store *s = calloc(1, sizeof *s);
-    if (!s) {
-        snprintf(err, errlen, "out of memory");
+    gt_store *s = store_alloc(err, errlen);
+    if (!s)
         return NULL;
-    }
-    if (pthread_mutex_init(&s->mu, NULL) != 0) {
-        free(s);
-        snprintf(err, errlen, "mutex init failed");
-        return NULL;
-    }
     int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL);
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "cannot open a reader on %s: %s", path,
@@ -175,15 +497,13 @@ gt_store *gt_store_open_reader(gt_store *w, char *err, size_t errlen)
         goto fail;
     }
     sqlite3_busy_timeout(s->db, 5000);
-    /* The schema and WAL mode are the writer's business (already done). */
+    /* The schema and WAL mode are the writer's business (already done), and
+     * so are the files' checks: a reader acknowledges nothing. */
     if (gt_store_exec(s, "PRAGMA foreign_keys=ON", err, errlen))
         goto fail;
     return s;
 fail:
-    if (s->db)
-        sqlite3_close(s->db);
-    pthread_mutex_destroy(&s->mu);
-    free(s);
+    store_free(s);
     return NULL;
 }
 
@@ -192,9 +512,15 @@ void gt_store_close(gt_store *s)
     if (!s)
         return;
     sqlite3_finalize(s->ins_result);
-    sqlite3_close(s->db);
-    pthread_mutex_destroy(&s->mu);
-    free(s);
+    /* SQLite's close neither checkpoints into a database file that was moved
+     * nor removes the WAL then: the WAL would stay beside the replacement,
+     * and the next open would lay this database's pages over it. Emptied
+     * here (checkpointed into the file the connection holds), it cannot;
+     * with only the WAL removed the close's own checkpoint does the same. */
+    if (atomic_load(&s->lost) &&
+        sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) != SQLITE_OK)
+        gt_err("store: checkpoint of the lost store failed: %s", sqlite3_errmsg(s->db));
+    store_free(s);
 }
 
 sqlite3 *gt_store_db(gt_store *s) { return s->db; }
@@ -203,6 +529,10 @@ void gt_store_unlock(gt_store *s) { pthread_mutex_unlock(&s->mu); }
 
 int gt_store_checkpoint(gt_store *s)
 {
+    /* Lost files are logged (once) and checkpointed all the same: see
+     * gt_store.h. */
+    if (gt_store_check_files(s))
+        gt_warn("store: checkpointing into the files the coordinator still holds open");
     gt_store_lock(s);
     int rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     gt_store_unlock(s);

@@ -5,10 +5,22 @@
 #ifndef GT_STORE_PRIV_H
 #define GT_STORE_PRIV_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
+#include <sys/types.h>
 
 #include "gt_store.h"
+
+/* A file the store writes, as it was when recorded: a path that names
+ * another inode (or none) is a file removed or replaced under the store. */
+typedef struct gt_store_file {
+    char *path;         /* NULL: not checked (in-memory database) */
+    int known;          /* dev and ino recorded */
+    dev_t dev;
+    ino_t ino;
+} gt_store_file;
 
 struct gt_store {
     sqlite3 *db;
@@ -16,6 +28,24 @@ struct gt_store {
     /* The one statement run per reported result, kept prepared: the
      * dispatcher's hottest path (the rest are prepared per call). */
     sqlite3_stmt *ins_result;
+    /* The write transaction gt_store_exec opened (under mu): the rows
+     * changed before it (one that changes none proves nothing about the
+     * disk) and its first SQLite error, so that the attempt counts once, at
+     * its end. */
+    int in_tx;
+    int64_t tx_changes0;
+    int tx_err;
+    char tx_msg[200];
+    /* Write health: its own lock, so /readyz and /metrics never wait for a
+     * transaction. */
+    pthread_mutex_t hmu;
+    gt_store_health health;
+    /* Durability: the database file and its WAL (store.c). */
+    gt_store_file dbf, walf;
+    atomic_int lost;
+    char lost_why[PATH_MAX + 192]; /* with the path, for logs and refusals (under hmu) */
+    gt_store_lost_fn on_lost;
+    void *on_lost_ctx;
 };
 
 /* Prepares sql on the store's connection; NULL with err set. Statements are
@@ -76,8 +106,8 @@ int gt_store_evo_start(gt_store *s, int64_t run_id, int64_t problem_id, const st
 /* A run's progress (store_progress.c), shared by the run views
  * (store_query.c) and the summary (store_stats.c). */
 typedef struct gt_run_counts {
-    long problems, problems_done, problems_failed;
-    long jobs, jobs_queued, jobs_leased, jobs_done, jobs_failed;
+    long problems, problems_done, problems_failed, problems_cancelled;
+    long jobs, jobs_queued, jobs_leased, jobs_done, jobs_failed, jobs_cancelled;
     long cands_total, cands_done, cands_valid;
 } gt_run_counts;
 
@@ -86,7 +116,8 @@ typedef struct gt_run_counts {
 int gt_store_run_counts(gt_store *s, int64_t run_id, gt_run_counts *c, char *err, size_t errlen);
 /* Share of the run's work finished: screen candidates plus one final phase
  * per problem (problems still enumerating count as one unit each); 1 once
- * the run is done. */
+ * the run is done. A failed problem is finished work; a cancelled one is
+ * not: a cancelled run's progress stays at the share done before. */
 double gt_store_run_progress(const gt_run_counts *c, const char *state);
 /* Adds the "problems", "jobs" and "candidates" objects of c. 1, or 0 when
  * out of memory. */

@@ -29,17 +29,19 @@ static int one_row(gt_store *s, const char *sql, int64_t run_id, long *cols, int
 int gt_store_run_counts(gt_store *s, int64_t run_id, gt_run_counts *c, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
-    long p[3] = {0}, j[6] = {0}, pending = 0, r[2] = {0};
+    long p[4] = {0}, j[7] = {0}, pending = 0, r[2] = {0};
+    /* Failed and cancelled apart: a run cancelled before anything ran has
+     * failed nothing. */
     if (one_row(s,
-                "SELECT COUNT(*), SUM(state = 'done'), SUM(state IN ('failed', 'cancelled'))"
-                " FROM problems WHERE run_id = ?",
-                run_id, p, 3, err, errlen) ||
+                "SELECT COUNT(*), SUM(state = 'done'), SUM(state = 'failed'),"
+                " SUM(state = 'cancelled') FROM problems WHERE run_id = ?",
+                run_id, p, 4, err, errlen) ||
         one_row(s,
                 "SELECT COUNT(*), SUM(state = 'queued'), SUM(state = 'leased'),"
-                " SUM(state = 'done'), SUM(state IN ('failed', 'cancelled')),"
+                " SUM(state = 'done'), SUM(state = 'failed'), SUM(state = 'cancelled'),"
                 " SUM(CASE WHEN kind = 'screen' THEN ncandidates ELSE 0 END)"
                 " FROM jobs WHERE run_id = ?",
-                run_id, j, 6, err, errlen) ||
+                run_id, j, 7, err, errlen) ||
         /* An evolutionary search queues a generation at a time: count what
          * it has still to propose, or progress would near 1 after every
          * generation. */
@@ -50,12 +52,14 @@ int gt_store_run_counts(gt_store *s, int64_t run_id, gt_run_counts *c, char *err
     c->problems = p[0];
     c->problems_done = p[1];
     c->problems_failed = p[2];
+    c->problems_cancelled = p[3];
     c->jobs = j[0];
     c->jobs_queued = j[1];
     c->jobs_leased = j[2];
     c->jobs_done = j[3];
     c->jobs_failed = j[4];
-    c->cands_total = j[5] + pending;
+    c->jobs_cancelled = j[5];
+    c->cands_total = j[6] + pending;
     c->cands_done = r[0];
     c->cands_valid = r[1];
     return 0;
@@ -65,6 +69,9 @@ double gt_store_run_progress(const gt_run_counts *c, const char *state)
 {
     if (!strcmp(state, "done"))
         return 1.0;
+    /* A failed problem will get no more work: it counts as finished. A
+     * cancelled one was not worked off, so a cancelled run keeps the share
+     * measured before its cancellation instead of jumping ahead. */
     double total = (double)c->cands_total + (double)c->problems;
     double done = (double)c->cands_done + (double)(c->problems_done + c->problems_failed);
     if (total <= 0)
@@ -87,13 +94,14 @@ static int add_counts(cJSON *root, const char *name, const char *const *keys, co
 
 int gt_store_add_run_counts(cJSON *root, const gt_run_counts *c)
 {
-    static const char *const pk[] = {"total", "done", "failed"};
-    static const char *const jk[] = {"total", "queued", "leased", "done", "failed"};
+    static const char *const pk[] = {"total", "done", "failed", "cancelled"};
+    static const char *const jk[] = {"total", "queued", "leased", "done", "failed", "cancelled"};
     static const char *const ck[] = {"total", "done", "valid", "invalid"};
-    long pv[] = {c->problems, c->problems_done, c->problems_failed};
-    long jv[] = {c->jobs, c->jobs_queued, c->jobs_leased, c->jobs_done, c->jobs_failed};
+    long pv[] = {c->problems, c->problems_done, c->problems_failed, c->problems_cancelled};
+    long jv[] = {c->jobs,      c->jobs_queued, c->jobs_leased,
+                 c->jobs_done, c->jobs_failed, c->jobs_cancelled};
     long cv[] = {c->cands_total, c->cands_done, c->cands_valid, c->cands_done - c->cands_valid};
-    return add_counts(root, "problems", pk, pv, 3) && add_counts(root, "jobs", jk, jv, 5) &&
+    return add_counts(root, "problems", pk, pv, 4) && add_counts(root, "jobs", jk, jv, 6) &&
            add_counts(root, "candidates", ck, cv, 4);
 }
 
