@@ -1,5 +1,5 @@
 /* test_export.c: exported result databases (server/export.c) and the HTTP
- * client (server/httpc.c).
+ * client (cli/httpc.c).
  *
  * Builds a small coordinator database with plain SQL (two runs sharing a
  * problem key, screen and final results, baselines), exports and merges it

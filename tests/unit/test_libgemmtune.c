@@ -1,6 +1,6 @@
 /* test_libgemmtune.c: libgemmtune (lib/), the preload shim's pure parts and,
  * in CUDA builds, the shim itself against a fake libcublasLt; plus the CLI's
- * TunableOp export and report (server/report.c).
+ * TunableOp export and report (cli/report.c).
  *
  * An export file is built with gt_export_schema + plain SQL and opened with
  * the shared library (linked as a user would). Proven here:

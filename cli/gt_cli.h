@@ -2,7 +2,18 @@
  * prefix gt_cli_): messages, option parsing, reading the coordinator's JSON
  * answers and calling its HTTP API (cli.c), plain text tables
  * (cli_table.c); and the commands that read a run (cli_runs.c). Used by
- * main_gemmtune.c and report.c. */
+ * main_gemmtune.c and report.c.
+ *
+ * cli/ owns the `gemmtune` program: its commands (main_gemmtune.c,
+ * cli_runs.c, report.c), its HTTP/1.1 client (gt_httpc.h) and what they
+ * share; library gt_cli, which the unit tests link for gt_httpc_ too. It
+ * sits at the top of the layers (common <- proto, gen, cuda <- server,
+ * worker, lib <- cli, python, bench) and talks to the coordinator over HTTP
+ * only, so it may include common/ headers, proto/gt_proto.h for constants
+ * (no nng calls), and of server/ only gt_export.h: `merge`, `report --db`
+ * and `export --tunableop` work on export files locally (library gt_export,
+ * SQLite). Never the store, HTTP server or dispatcher: nothing here links
+ * gt_server, libmicrohttpd or nng. */
 #ifndef GT_CLI_H
 #define GT_CLI_H
 
