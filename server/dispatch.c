@@ -62,6 +62,14 @@ uint64_t gt_dispatch_implausible(const gt_dispatch *d) { return atomic_load(&d->
 
 size_t gt_dispatch_sessions(const gt_dispatch *d) { return gt_session_count(d->sessions); }
 
+void gt_dispatch_stats_get(const gt_dispatch *d, gt_dispatch_stats *out)
+{
+    for (int i = 0; i < GT_DISPATCH_REFUSALS; i++)
+        out->refused[i] = atomic_load(&d->refused[i]);
+    out->implausible = atomic_load(&d->implausible);
+    out->sessions = gt_session_count(d->sessions);
+}
+
 /* A refusal: counted, logged once per request, and answered with
  * reregister so an honest worker whose connection was replaced (a
  * reconnect, a coordinator restart) attaches again. */
@@ -219,12 +227,14 @@ static cJSON *on_register(gt_dispatch *d, const cJSON *m, uint32_t pipe)
 static cJSON *on_heartbeat(gt_dispatch *d, const cJSON *m, long long wid)
 {
     char err[256];
-    int rc = gt_store_heartbeat(d->store, wid, gt_wall_ms(), d->o.lease_ms, err, sizeof err);
+    /* "job_id": the job the worker works on (0: none); absent from older
+     * workers, whose every lease is extended as before. */
+    long long job = gt_proto_int_or(m, "job_id", -1, 1LL << 53, -1);
+    int rc = gt_store_heartbeat(d->store, wid, job, gt_wall_ms(), d->o.lease_ms, err, sizeof err);
     if (rc < 0)
         return gt_proto_error("heartbeat: %s", err);
     if (rc == 1)
         return unknown_worker(wid);
-    (void)m;
     return gt_proto_new(GT_MSG_ACK);
 }
 

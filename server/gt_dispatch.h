@@ -44,6 +44,14 @@ const char *gt_dispatch_refusal_name(gt_dispatch_refusal why);
 uint64_t gt_dispatch_implausible(const gt_dispatch *d);
 /* Connections bound to a session now. */
 size_t gt_dispatch_sessions(const gt_dispatch *d);
+
+/* A snapshot of the counters above, for /metrics. */
+typedef struct gt_dispatch_stats {
+    uint64_t refused[GT_DISPATCH_REFUSALS];
+    uint64_t implausible;
+    size_t sessions;
+} gt_dispatch_stats;
+void gt_dispatch_stats_get(const gt_dispatch *d, gt_dispatch_stats *out);
 /* The URL listened on, with the port the system chose when asked for 0. */
 const char *gt_dispatch_url(const gt_dispatch *d);
 

@@ -2,7 +2,7 @@
  * gt_http_). Routes: POST/GET /v1/runs, GET /v1/runs/{id}, GET
  * /v1/runs/{id}/results, GET /v1/runs/{id}/export, POST
  * /v1/runs/{id}/cancel, GET /v1/runs/{id}/events (server-sent events), GET
- * /v1/runs/{id}/timeline, GET /v1/workers, GET /healthz, GET /metrics
+ * /v1/runs/{id}/timeline, GET /v1/workers, GET /healthz, GET /readyz, GET /metrics
  * (Prometheus), and the status page at / (/index.html, /app.js,
  * /style.css). README.md and docs/observability.md document them. */
 #ifndef GT_HTTP_H
@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gt_dispatch.h"
 #include "gt_store.h"
 
 typedef struct gt_http_opts {
@@ -28,6 +29,9 @@ typedef struct gt_http_opts {
     /* Optional: worker requests answered so far (gt_dispatch_requests), for
      * gemmtune_dispatch_requests_total on /metrics. */
     uint64_t (*dispatch_requests)(void *);
+    /* Optional: the dispatcher's refusal and session counters
+     * (gt_dispatch_stats_get), for gemmtune_worker_refused_total etc. */
+    void (*dispatch_stats)(void *, gt_dispatch_stats *);
     void *dispatch_ctx;
 } gt_http_opts;
 

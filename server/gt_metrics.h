@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gt_dispatch.h"
 #include "gt_store.h"
 #include "gt_store_stats.h"
 #include "gt_util.h"
@@ -94,6 +95,9 @@ typedef struct gt_metrics_inputs {
     int64_t now_ms;
     double start_time_s;                   /* process start, Unix seconds */
     uint64_t (*dispatch_requests)(void *); /* NULL: the series is left out */
+    /* The dispatcher's refusals, implausible results and sessions
+     * (gt_dispatch_stats_get); NULL: those series are left out. */
+    void (*dispatch_stats)(void *, gt_dispatch_stats *);
     void *dispatch_ctx;
     unsigned sse_streams, sse_max;         /* open /events streams and their limit */
 } gt_metrics_inputs;

@@ -160,10 +160,12 @@ int gt_store_register_worker(gt_store *s, const gt_worker_info *w, int64_t now_m
  * id, 1 when none, -1 on a store error. */
 int gt_store_worker_by_session(gt_store *s, const char *digest, int64_t *worker_id, char *err,
                                size_t errlen);
-/* Records a heartbeat and extends the worker's leases to now + lease_ms.
- * Returns 0, 1 when the worker is unknown or gone (it must register again). */
-int gt_store_heartbeat(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease_ms,
-                       char *err, size_t errlen);
+/* Records a heartbeat and extends the lease of the job the worker works on
+ * (job_id; 0: none, < 0: every job it holds, for workers that do not say)
+ * to now + lease_ms. Returns 0, 1 when the worker is unknown or gone (it
+ * must register again). */
+int gt_store_heartbeat(gt_store *s, int64_t worker_id, int64_t job_id, int64_t now_ms,
+                       int64_t lease_ms, char *err, size_t errlen);
 /* A worker leaves: its leased jobs go back to the queue. */
 int gt_store_worker_bye(gt_store *s, int64_t worker_id, int64_t now_ms, char *err, size_t errlen);
 

@@ -157,6 +157,7 @@ static enum MHD_Result get_metrics(gt_req *q)
         .now_ms = gt_wall_ms(),
         .start_time_s = h->start_time_s,
         .dispatch_requests = h->o.dispatch_requests,
+        .dispatch_stats = h->o.dispatch_stats,
         .dispatch_ctx = h->o.dispatch_ctx,
         .sse_streams = gt_events_active(h->events),
         .sse_max = gt_events_max(h->events),

@@ -24,6 +24,8 @@
 
 /* For gemmtune_dispatch_requests_total on /metrics. */
 static uint64_t dispatch_requests(void *d) { return gt_dispatch_requests(d); }
+/* For gemmtune_worker_refused_total and the other security counters. */
+static void dispatch_stats(void *d, gt_dispatch_stats *out) { gt_dispatch_stats_get(d, out); }
 
 /* The thread waiting in sigwait, and whether the store woke it. */
 static pthread_t g_main_thread;
@@ -187,6 +189,7 @@ int main(int argc, char **argv)
         .threads = 4,
         .read_token = read_token,
         .dispatch_requests = dispatch_requests,
+        .dispatch_stats = dispatch_stats,
         .dispatch_ctx = d,
     };
     if (!(h = gt_http_start(s, &hopt, err, sizeof err))) {

@@ -334,6 +334,34 @@ static int render_store_health(gt_str *b, gt_store *w)
     return rc;
 }
 
+/* The worker endpoint's security counters: every refused request by its
+ * reason (PROTOCOL.md, Sessions), results the coordinator would not take
+ * (below the device's physical bound, a baseline far from the other
+ * workers'), and connections bound to sessions. */
+static int render_dispatch(gt_str *b, const gt_metrics_inputs *in)
+{
+    gt_dispatch_stats ds;
+    memset(&ds, 0, sizeof ds);
+    in->dispatch_stats(in->dispatch_ctx, &ds);
+    int rc = gt_metrics_family(b, "gemmtune_worker_refused_total", "counter",
+                               "Worker requests refused: bad token, no session, a credential not"
+                               " this connection's, another worker's id, results for a job not"
+                               " leased to the sender.");
+    for (int i = 0; i < GT_DISPATCH_REFUSALS; i++) {
+        gt_label l = {"reason", gt_dispatch_refusal_name((gt_dispatch_refusal)i)};
+        rc |= gt_metrics_sample(b, "gemmtune_worker_refused_total", &l, 1, (double)ds.refused[i]);
+    }
+    rc |= gt_metrics_family(b, "gemmtune_results_rejected_total", "counter",
+                            "Results stored invalid or baselines dropped by the coordinator's"
+                            " checks: times below the device's physical bound, screen baselines"
+                            " far from other workers'.");
+    rc |= gt_metrics_sample(b, "gemmtune_results_rejected_total", NULL, 0, (double)ds.implausible);
+    rc |= gt_metrics_family(b, "gemmtune_worker_sessions", "gauge",
+                            "Worker connections bound to an authenticated session.");
+    rc |= gt_metrics_sample(b, "gemmtune_worker_sessions", NULL, 0, (double)ds.sessions);
+    return rc;
+}
+
 int gt_metrics_render(gt_str *b, const gt_metrics_inputs *in, char *err, size_t errlen)
 {
     gt_store_stats st;
@@ -351,6 +379,8 @@ int gt_metrics_render(gt_str *b, const gt_metrics_inputs *in, char *err, size_t 
         rc |= gt_metrics_sample(b, "gemmtune_dispatch_requests_total", NULL, 0,
                                 (double)in->dispatch_requests(in->dispatch_ctx));
     }
+    if (in->dispatch_stats)
+        rc |= render_dispatch(b, in);
     rc |= gt_metrics_family(b, "gemmtune_sse_streams", "gauge",
                             "Open /v1/runs/{id}/events streams.");
     rc |= gt_metrics_sample(b, "gemmtune_sse_streams", NULL, 0, (double)in->sse_streams);

@@ -115,8 +115,8 @@ int gt_store_worker_by_session(gt_store *s, const char *digest, int64_t *worker_
     return rc;
 }
 
-int gt_store_heartbeat(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease_ms, char *err,
-                       size_t errlen)
+int gt_store_heartbeat(gt_store *s, int64_t worker_id, int64_t job_id, int64_t now_ms,
+                       int64_t lease_ms, char *err, size_t errlen)
 {
     TX_BEGIN(s, err, errlen);
     int rc = -1;
@@ -130,10 +130,13 @@ int gt_store_heartbeat(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t l
         rc = 1;
         goto out;
     }
+    /* Only the job the worker says it works on stays leased: one it gave
+     * up (its results were refused) must expire and go back to the queue.
+     * job_id < 0: a worker that does not say (older), every lease of it. */
     if (gt_store_exec_i64(s,
                           "UPDATE jobs SET lease_deadline_ms = ?2 WHERE lease_owner = ?1"
-                          " AND state = 'leased'",
-                          (int64_t[]){worker_id, now_ms + lease_ms}, 2, err, errlen))
+                          " AND state = 'leased' AND (?3 < 0 OR id = ?3)",
+                          (int64_t[]){worker_id, now_ms + lease_ms, job_id}, 3, err, errlen))
         goto out;
     rc = 0;
 out:

@@ -45,6 +45,9 @@ typedef struct worker {
     gt_bk_device dev;
     gt_client main;
     gt_client_session sess;      /* shared by the main and heartbeat connections */
+    /* The job in hand (0: none), under sess.mu: heartbeats keep only its
+     * lease alive, so a job given up (results refused) expires. */
+    int64_t job_id;
     volatile int reregister;     /* the coordinator refused a session we could not restore */
 } worker;
 
@@ -141,9 +144,14 @@ static void *heartbeat_loop(void *arg)
         }
         if (g_stop)
             break;
+        pthread_mutex_lock(&w->sess.mu);
+        int64_t job = w->job_id;
+        pthread_mutex_unlock(&w->sess.mu);
         cJSON *m = gt_proto_new(GT_MSG_HEARTBEAT);
-        if (!m)
+        if (!m || !cJSON_AddNumberToObject(m, "job_id", (double)job)) {
+            cJSON_Delete(m);
             continue;
+        }
         const char *type;
         cJSON *r = gt_client_call(&hb, m, &type, every, err, sizeof err);
         cJSON_Delete(m);
@@ -213,9 +221,17 @@ static int serve(worker *w)
         if (!r)
             break;
         if (!strcmp(type, GT_MSG_JOB)) {
-            if (gt_sup_run_job(&w->sup, cJSON_GetObjectItemCaseSensitive(r, "job"), &w->main,
-                               w->sess.worker_id, w->batch, &g_stop) < 0)
-                gt_warn("job abandoned: coordinator or bench process unreachable");
+            const cJSON *job = cJSON_GetObjectItemCaseSensitive(r, "job");
+            pthread_mutex_lock(&w->sess.mu);
+            w->job_id = gt_proto_int_or(job, "id", 0, 1LL << 53, 0);
+            pthread_mutex_unlock(&w->sess.mu);
+            int jrc = gt_sup_run_job(&w->sup, job, &w->main, w->sess.worker_id, w->batch, &g_stop);
+            pthread_mutex_lock(&w->sess.mu);
+            w->job_id = 0;
+            pthread_mutex_unlock(&w->sess.mu);
+            if (jrc < 0)
+                gt_warn("job abandoned: coordinator or bench process unreachable, or results "
+                        "refused; its lease expires and another worker takes it");
             idle_since = gt_mono_ms();
         } else if (!strcmp(type, GT_MSG_NONE)) {
             int ms = (int)gt_proto_int_or(r, "retry_ms", 10, 10000, 500);

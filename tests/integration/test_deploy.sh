@@ -485,10 +485,11 @@ else:
                "persistentVolumeClaim" in next(v for v in pod(d)["volumes"] if v["name"] == m["name"])
                for m in c.get("volumeMounts") or []):
         bad(n, f"--db {db} is not on the PersistentVolumeClaim")
-    for probe in ("readinessProbe", "livenessProbe"):
+    # readiness follows the store's ability to write, liveness the process
+    for probe, want in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
         h = (c.get(probe) or {}).get("httpGet") or {}
-        if h.get("path") != "/healthz" or (h.get("port") not in ("http", 8470)):
-            bad(n, f"{probe} is not httpGet /healthz on the http port")
+        if h.get("path") != want or (h.get("port") not in ("http", 8470)):
+            bad(n, f"{probe} is not httpGet {want} on the http port")
     svcs = by_kind("Service")
     if not svcs:
         problems.append("no Service")

@@ -198,6 +198,15 @@ static int add_results(gt_store *s, int64_t run_id, int n, int first)
 }
 
 static uint64_t fake_dispatch(void *ctx) { return *(uint64_t *)ctx; }
+static void fake_stats(void *ctx, gt_dispatch_stats *out)
+{
+    (void)ctx;
+    memset(out, 0, sizeof *out);
+    out->refused[GT_REFUSED_NO_SESSION] = 5;
+    out->refused[GT_REFUSED_TOKEN] = 2;
+    out->implausible = 3;
+    out->sessions = 4;
+}
 
 static char *render(gt_store *s, gt_results_tally *tally, gt_http_metrics *hm)
 {
@@ -207,7 +216,8 @@ static char *render(gt_store *s, gt_results_tally *tally, gt_http_metrics *hm)
     uint64_t n = 42;
     gt_metrics_inputs in = {.store = s, .tally = tally, .http = hm, .now_ms = gt_wall_ms(),
                             .start_time_s = 1.5e9, .dispatch_requests = fake_dispatch,
-                            .dispatch_ctx = &n, .sse_streams = 1, .sse_max = 64};
+                            .dispatch_stats = fake_stats, .dispatch_ctx = &n, .sse_streams = 1,
+                            .sse_max = 64};
     if (gt_metrics_render(&b, &in, err, sizeof err)) {
         fprintf(stderr, "render: %s\n", err);
         gt_str_free(&b);
@@ -249,6 +259,11 @@ static void test_page(void)
                         "le=\"0.0025\"} 2\n"));
         CHECK(strstr(t, "gemmtune_http_request_duration_seconds_count{route=\"other\"} 1\n"));
         CHECK(strstr(t, "gemmtune_dispatch_requests_total 42\n"));
+        CHECK(strstr(t, "gemmtune_worker_refused_total{reason=\"no_session\"} 5\n"));
+        CHECK(strstr(t, "gemmtune_worker_refused_total{reason=\"bad_token\"} 2\n"));
+        CHECK(strstr(t, "gemmtune_worker_refused_total{reason=\"not_leased\"} 0\n"));
+        CHECK(strstr(t, "gemmtune_results_rejected_total 3\n"));
+        CHECK(strstr(t, "gemmtune_worker_sessions 4\n"));
         CHECK(strstr(t, "gemmtune_sse_streams 1\n"));
         CHECK(strstr(t, "process_start_time_seconds 1500000000\n"));
         /* Every family has HELP then TYPE, and the text ends with a line feed. */
