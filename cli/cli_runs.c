@@ -57,7 +57,7 @@ static int state_final(const char *s)
 typedef struct snap {
     const char *state, *name;
     double progress;
-    double cand_done, cand_total, prob_done, prob_total, prob_failed;
+    double cand_done, cand_total, prob_done, prob_total, prob_failed, prob_cancelled;
     char uplift[32], eta[32], elapsed[32];
 } snap;
 
@@ -76,6 +76,7 @@ static void take_snap(const cJSON *j, snap *s)
     s->prob_done = gt_cli_jnum_or(probs, "done", 0);
     s->prob_total = gt_cli_jnum_or(probs, "total", 0);
     s->prob_failed = gt_cli_jnum_or(probs, "failed", 0);
+    s->prob_cancelled = gt_cli_jnum_or(probs, "cancelled", 0);
     double v;
     if (gt_cli_jnum(j, "weighted_uplift", &v))
         snprintf(s->uplift, sizeof s->uplift, "%.3fx", v);
@@ -96,8 +97,12 @@ static void print_line(int64_t id, const snap *s)
     printf("run %" PRId64 " (%s): %s %.1f%%, candidates %.0f/%.0f, problems %.0f/%.0f", id,
            s->name, s->state, s->progress * 100, s->cand_done, s->cand_total, s->prob_done,
            s->prob_total);
-    if (s->prob_failed > 0)
+    if (s->prob_failed > 0 && s->prob_cancelled > 0)
+        printf(" (%.0f failed, %.0f cancelled)", s->prob_failed, s->prob_cancelled);
+    else if (s->prob_failed > 0)
         printf(" (%.0f failed)", s->prob_failed);
+    else if (s->prob_cancelled > 0)
+        printf(" (%.0f cancelled)", s->prob_cancelled);
     printf(", uplift %s, elapsed %s", s->uplift, s->elapsed);
     if (!state_final(s->state))
         printf(", eta %s", s->eta);

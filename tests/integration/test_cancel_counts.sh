@@ -32,6 +32,10 @@ curl -sf "$HTTP/v1/runs" -o "$T/runs.json"
 check "the run list's progress is 0 too" [ "$(jsonq "$T/runs.json" "SELECT json_extract(r.value,
   '$.progress') FROM j, json_each(json_extract(x, '$.runs')) r
   WHERE json_extract(r.value, '$.id') = $RUN")" = 0 ]
+rc=0
+"$GT_BIN"/gemmtune status "$RUN" >"$T/status.txt" 2>&1 || rc=$?
+check "the CLI says the problems were cancelled, not failed" \
+  bash -c "grep -q '($np cancelled)' '$T/status.txt' && ! grep -q failed '$T/status.txt'"
 curl -sf -N --max-time 5 "$HTTP/v1/runs/$RUN/events" -o "$T/sse.txt" || true
 end=$(grep -A2 '^event: end$' "$T/sse.txt" | sed -n 's/^data: //p' | head -n 1)
 check "the event stream's summary counts them as cancelled" [ "$(sqlite3 :memory: "SELECT
