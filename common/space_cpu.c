@@ -157,6 +157,7 @@ static int baseline_cfg(const gt_problem *p, int ncpu, cpu_cfg *out)
 {
     cpu_cfg c = k_baseline;
     c.threads = ncpu;
+    *out = c; /* defined on failure too: build_space keeps it beside a have_base flag */
     /* Same rules as the space, except threads shrink to the work instead of
      * dropping the config: the baseline must always exist. */
     for (;;) {

@@ -42,7 +42,11 @@ static int parse(char *line, rec *r)
     f[8] = p;
     if (!f[6][0])
         return -1;
-    snprintf(r->shape, sizeof r->shape, "%s", f[0]);
+    size_t sl = strlen(f[0]);
+    CHECK_MSG(sl < sizeof r->shape, "shape name longer than %zu bytes: %s", sizeof r->shape - 1, f[0]);
+    if (sl >= sizeof r->shape)
+        return -1;
+    memcpy(r->shape, f[0], sl + 1);
     r->m = atoll(f[1]), r->n = atoll(f[2]), r->k = atoll(f[3]);
     r->us = atof(f[6]);
     char *c = f[8];
