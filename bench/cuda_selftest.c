@@ -21,18 +21,18 @@
  *   gen         (--gen, alone) the generated "gemv" family against cuBLASLt on
  *               the n = 1 and n = 16 shapes: copy bandwidth, compile throughput
  *               and cache hit rates, best of each, GB/s and % of copy
- *               bandwidth (worker/cuda/gen_bench.c);
+ *               bandwidth (cuda_selftest/gen_bench.c);
  *   mma         (--mma, alone) the generated tensor-core "mma" family against
  *               cuBLASLt on the n = 16, 128, 2048 shapes: compile throughput,
  *               every kept config validated, TFLOP/s and % of cuBLASLt's best
- *               (worker/cuda/mma_bench.c);
+ *               (cuda_selftest/mma_bench.c);
  *   floor       (--floor, alone or before --gen) one streaming pass over each
  *               weight matrix of those shapes timed like a candidate: the
  *               ceiling of a memory-bound kernel at that size
- *               (worker/cuda/floor_bench.c);
+ *               (cuda_selftest/floor_bench.c);
  *   sweep       (--sweep N [--csv FILE]) N kept gemv configs per decode
  *               shape, sampled over the model's ranking and quick-timed: what
- *               the ranking model is calibrated on (worker/cuda/gen_sweep.c).
+ *               the ranking model is calibrated on (cuda_selftest/gen_sweep.c).
  *
  * Exit status 0 when everything that must work worked. */
 #include <cjson/cJSON.h>

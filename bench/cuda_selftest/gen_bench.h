@@ -1,6 +1,8 @@
-/* gen_bench.h: the generated families' benchmarks, run by gt-cuda-selftest
- * --gen ("gemv", gen_bench.c) and --mma ("mma", mma_bench.c), which say what
- * they measure. Need a GPU. */
+/* gen_bench.h: the self-test's sections beyond the backend's vtable
+ * (bench/cuda_selftest/; only gt-cuda-selftest links them, never the
+ * worker): the generated families' benchmarks --gen ("gemv", gen_bench.c)
+ * and --mma ("mma", mma_bench.c), --floor (floor_bench.c) and --sweep
+ * (gen_sweep.c), which say what they measure. Need a GPU. */
 #ifndef GEN_BENCH_H
 #define GEN_BENCH_H
 
