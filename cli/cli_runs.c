@@ -3,7 +3,7 @@
  * coordinator restarts) and `results` (the best configuration per problem,
  * every result as a table or as CSV). */
 #include "gt_cli.h"
-#include "gt_proto.h"
+#include "gt_policy.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -9,8 +9,8 @@
  * share; library gt_cli, which the unit tests link for gt_httpc_ too. It
  * sits at the top of the layers (common <- proto, gen, cuda <- server,
  * worker, lib <- cli, python, bench) and talks to the coordinator over HTTP
- * only, so it may include common/ headers, proto/gt_proto.h for constants
- * (no nng calls), and of server/ only gt_export.h: `merge`, `report --db`
+ * only, so it may include common/ headers (gt_policy.h for the tuning
+ * policy it prints), and of server/ only gt_export.h: `merge`, `report --db`
  * and `export --tunableop` work on export files locally (library gt_export,
  * SQLite). Never the store, HTTP server or dispatcher: nothing here links
  * gt_server, libmicrohttpd or nng. */

@@ -16,12 +16,8 @@
 #define GT_DEFAULT_HTTP_ADDR "127.0.0.1"
 #define GT_DEFAULT_HTTP_PORT 8470
 #define GT_DEFAULT_WORKER_URL "tcp://127.0.0.1:8471"
-/* A final phase's baseline more than this factor away (either way) from the
- * mean of its screen jobs' (job timing "baseline_ref_us"): the worker times
- * the final rounds once more, and a result that still drifts is flagged
- * baseline_suspect in GET /v1/runs/{id}. On the H100, runs agree within a
- * few percent; a disturbed final once measured 2x. */
-#define GT_BASELINE_DRIFT_MAX 1.25
+/* Tuning-policy constants (the final phase's baseline drift threshold,
+ * GT_BASELINE_DRIFT_MAX) are no protocol: common/gt_policy.h. */
 
 struct cJSON;
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gt_plausible.h"
+#include "gt_policy.h"
 #include "gt_proto.h"
 #include "gt_util.h"
 #include "store_priv.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gt_proto.h"
+#include "gt_policy.h"
 #include "gt_util.h"
 #include "store_priv.h"
 
