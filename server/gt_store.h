@@ -17,6 +17,7 @@
 
 #include "gt_config.h"
 #include "gt_log.h"
+#include "gt_run_opts.h"
 
 struct cJSON;
 typedef struct gt_store gt_store;
@@ -88,39 +89,6 @@ void gt_store_on_lost(gt_store *s, gt_store_lost_fn fn, void *ctx);
 int gt_store_check_files(gt_store *s);
 
 /* ---- runs ---- */
-typedef struct gt_run_opts {
-    char name[128];
-    char backend[16];           /* "cpu" (default), "cuda", "hip" */
-    char device_model[128];     /* "" = bound to the first worker that leases */
-    gt_strategy strategy;
-    int budget;                 /* max candidates per problem; 0 = all */
-    int shard_size;             /* candidates per job */
-    int final_k;                /* top configs re-timed next to the baseline */
-    int ncpu;                   /* cpu backend: cores of the target machines */
-    uint64_t seed;              /* seed of the random and evolutionary strategies */
-    int population;             /* evolutionary: configs per generation; 0 = max(8, budget/5) */
-    int generations;            /* evolutionary: max generations; 0 = budget/population */
-    double min_time_ms;         /* timing: per repeat */
-    int repeats;
-    int warmup;
-    int chained;                /* "launch": "chained": generated gemv kernels timed with
-                                   programmatic dependent launch (cuda, sm_90+) */
-    gt_log_opts log;            /* format, skip_invalid, threshold */
-    char *candidates;           /* JSON array of configs added to every problem's
-                                   space ("candidates" in a JSON POST); owned */
-} gt_run_opts;
-
-void gt_run_opts_default(gt_run_opts *o);
-void gt_run_opts_fini(gt_run_opts *o);
-/* Reads run options from a JSON object (POST body fields). Unknown fields are
- * an error (a typo must not silently fall back to a default). */
-int gt_run_opts_from_json(gt_run_opts *o, const struct cJSON *j, char *err, size_t errlen);
-/* Same, from "key=value" pairs (query string of a text POST). */
-int gt_run_opts_set(gt_run_opts *o, const char *key, const char *value, char *err, size_t errlen);
-/* The rules between options, once all are read (launch=chained needs backend
- * cuda). 0, or -1 with the reason. */
-int gt_run_opts_check(const gt_run_opts *o, char *err, size_t errlen);
-
 typedef struct gt_run_created {
     int64_t id;
     size_t problems, jobs, candidates;

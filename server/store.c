@@ -2,8 +2,9 @@
  * store file runs its SQL through (and so the one place where write
  * transactions begin and end: the write health of /readyz and /metrics is
  * kept there), the check that the database and WAL files are still the ones
- * written (before every commit), schema migrations, run options and run
- * creation (problems + candidate jobs in one transaction). */
+ * written (before every commit), schema migrations, run creation
+ * (problems + candidate jobs in one transaction) and reading a run's
+ * options back. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
@@ -539,242 +540,6 @@ int gt_store_checkpoint(gt_store *s)
     return rc == SQLITE_OK ? 0 : -1;
 }
 
-/* ---------------------------------------------------------------- options */
-
-void gt_run_opts_default(gt_run_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    snprintf(o->backend, sizeof o->backend, "cpu");
-    o->strategy = GT_STRAT_EXHAUSTIVE;
-    o->budget = 32;
-    o->shard_size = 8;
-    o->final_k = 4;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    o->ncpu = n > 0 ? (int)n : 1;
-    o->seed = 1;
-    o->min_time_ms = 2.0;
-    o->repeats = 5;
-    o->warmup = 2;
-    o->log.format = GT_LOG_AUTO;
-    o->log.threshold = 0;
-    o->log.skip_invalid = 0;
-}
-
-void gt_run_opts_fini(gt_run_opts *o)
-{
-    free(o->candidates);
-    o->candidates = NULL;
-}
-
-static int parse_int_opt(const char *key, const char *v, long long lo, long long hi, long long *out,
-                         char *err, size_t errlen)
-{
-    int64_t x;
-    if (gt_parse_i64(v, &x) || x < lo || x > hi) {
-        snprintf(err, errlen, "option %s=%s: must be an integer in [%lld, %lld]", key, v, lo, hi);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
-static int parse_bool_opt(const char *key, const char *v, int *out, char *err, size_t errlen)
-{
-    if (!strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes")) {
-        *out = 1;
-        return 0;
-    }
-    if (!strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no")) {
-        *out = 0;
-        return 0;
-    }
-    snprintf(err, errlen, "option %s=%s: must be true or false", key, v);
-    return -1;
-}
-
-int gt_run_opts_set(gt_run_opts *o, const char *key, const char *v, char *err, size_t errlen)
-{
-    long long x;
-    /* The integer options: name, accepted range, field. */
-    const struct {
-        const char *name;
-        long long lo, hi;
-        int *dst;
-    } ints[] = {
-        {"budget", 0, 1000000, &o->budget}, {"shard_size", 1, 100000, &o->shard_size},
-        {"final_k", 1, 64, &o->final_k},    {"ncpu", 1, 4096, &o->ncpu},
-        {"repeats", 1, 1000, &o->repeats},  {"warmup", 0, 1000, &o->warmup},
-        {"population", 0, 100000, &o->population}, {"generations", 0, 100000, &o->generations},
-    };
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-        if (strcmp(key, ints[i].name))
-            continue;
-        if (parse_int_opt(key, v, ints[i].lo, ints[i].hi, &x, err, errlen))
-            return -1;
-        *ints[i].dst = (int)x;
-        return 0;
-    }
-    if (!strcmp(key, "name")) {
-        if (strlen(v) >= sizeof o->name) {
-            snprintf(err, errlen, "option name: longer than %zu characters", sizeof o->name - 1);
-            return -1;
-        }
-        snprintf(o->name, sizeof o->name, "%s", v);
-    } else if (!strcmp(key, "backend")) {
-        if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "hip")) {
-            snprintf(err, errlen, "option backend=%s: must be cpu, cuda or hip", v);
-            return -1;
-        }
-        snprintf(o->backend, sizeof o->backend, "%s", v);
-    } else if (!strcmp(key, "device_model")) {
-        if (strlen(v) >= sizeof o->device_model) {
-            snprintf(err, errlen, "option device_model: too long");
-            return -1;
-        }
-        snprintf(o->device_model, sizeof o->device_model, "%s", v);
-    } else if (!strcmp(key, "strategy")) {
-        if (gt_strategy_parse(v, &o->strategy)) {
-            snprintf(err, errlen, "option strategy=%s: must be exhaustive, random or evolutionary",
-                     v);
-            return -1;
-        }
-    } else if (!strcmp(key, "format")) {
-        if (gt_log_format_parse(v, &o->log.format)) {
-            snprintf(err, errlen,
-                     "option format=%s: must be auto, hipblaslt, tunableop, cublaslt, csv or yaml", v);
-            return -1;
-        }
-    } else if (!strcmp(key, "seed")) {
-        if (parse_int_opt(key, v, 0, INT64_MAX, &x, err, errlen))
-            return -1;
-        o->seed = (uint64_t)x;
-    } else if (!strcmp(key, "launch")) {
-        if (strcmp(v, "plain") && strcmp(v, "chained")) {
-            snprintf(err, errlen, "option launch=%s: must be plain or chained", v);
-            return -1;
-        }
-        o->chained = !strcmp(v, "chained");
-    } else if (!strcmp(key, "skip_invalid")) {
-        return parse_bool_opt(key, v, &o->log.skip_invalid, err, errlen);
-    } else if (!strcmp(key, "threshold") || !strcmp(key, "min_time_ms")) {
-        char *end;
-        double d = strtod(v, &end);
-        int bad = *v == '\0' || *end != '\0' || !isfinite(d);
-        if (!strcmp(key, "threshold")) {
-            if (bad || d < 0 || d > 1) {
-                snprintf(err, errlen, "option threshold=%s: must be a number in [0, 1]", v);
-                return -1;
-            }
-            o->log.threshold = d;
-        } else {
-            if (bad || d <= 0 || d > 10000) {
-                snprintf(err, errlen, "option min_time_ms=%s: must be a number in (0, 10000]", v);
-                return -1;
-            }
-            o->min_time_ms = d;
-        }
-    } else {
-        snprintf(err, errlen, "unknown option %s", key);
-        return -1;
-    }
-    return 0;
-}
-
-int gt_run_opts_check(const gt_run_opts *o, char *err, size_t errlen)
-{
-    if (o->chained && strcmp(o->backend, "cuda")) {
-        snprintf(err, errlen, "option launch=chained: only backend cuda launches chained "
-                              "(programmatic dependent launch, sm_90 or newer); this run's backend is %s",
-                 o->backend);
-        return -1;
-    }
-    return 0;
-}
-
-int gt_run_opts_from_json(gt_run_opts *o, const cJSON *j, char *err, size_t errlen)
-{
-    const cJSON *it;
-    cJSON_ArrayForEach(it, j)
-    {
-        if (!strcmp(it->string, "log"))
-            continue;
-        if (!strcmp(it->string, "candidates")) {
-            /* Extra configs to try on every problem (e.g. a config known from
-             * elsewhere); each must be an object, checked by the backend. */
-            const cJSON *c;
-            if (!cJSON_IsArray(it)) {
-                snprintf(err, errlen, "option candidates: must be an array of config objects");
-                return -1;
-            }
-            cJSON_ArrayForEach(c, it)
-            {
-                if (!cJSON_IsObject(c)) {
-                    snprintf(err, errlen, "option candidates: every entry must be an object");
-                    return -1;
-                }
-            }
-            free(o->candidates);
-            o->candidates = cJSON_PrintUnformatted(it);
-            if (!o->candidates) {
-                snprintf(err, errlen, "out of memory");
-                return -1;
-            }
-            continue;
-        }
-        char buf[256];
-        if (cJSON_IsString(it)) {
-            if (strlen(it->valuestring) >= sizeof buf) {
-                snprintf(err, errlen, "option %s: value too long", it->string);
-                return -1;
-            }
-            snprintf(buf, sizeof buf, "%s", it->valuestring);
-        } else if (cJSON_IsBool(it)) {
-            snprintf(buf, sizeof buf, "%s", cJSON_IsTrue(it) ? "true" : "false");
-        } else if (cJSON_IsNumber(it)) {
-            if (it->valuedouble == floor(it->valuedouble) && fabs(it->valuedouble) < 9e15)
-                snprintf(buf, sizeof buf, "%lld", (long long)it->valuedouble);
-            else
-                snprintf(buf, sizeof buf, "%.17g", it->valuedouble);
-        } else {
-            snprintf(err, errlen, "option %s: must be a string, number or boolean", it->string);
-            return -1;
-        }
-        if (gt_run_opts_set(o, it->string, buf, err, errlen))
-            return -1;
-    }
-    return 0;
-}
-
-static cJSON *opts_json(const gt_run_opts *o)
-{
-    cJSON *j = cJSON_CreateObject();
-    if (!j)
-        return NULL;
-    int ok = cJSON_AddNumberToObject(j, "shard_size", o->shard_size) &&
-             cJSON_AddNumberToObject(j, "final_k", o->final_k) &&
-             cJSON_AddNumberToObject(j, "ncpu", o->ncpu) &&
-             cJSON_AddNumberToObject(j, "seed", (double)o->seed) &&
-             cJSON_AddNumberToObject(j, "min_time_ms", o->min_time_ms) &&
-             cJSON_AddNumberToObject(j, "repeats", o->repeats) &&
-             cJSON_AddNumberToObject(j, "warmup", o->warmup) &&
-             cJSON_AddNumberToObject(j, "population", o->population) &&
-             cJSON_AddNumberToObject(j, "generations", o->generations) &&
-             cJSON_AddNumberToObject(j, "threshold", o->log.threshold) &&
-             cJSON_AddBoolToObject(j, "skip_invalid", o->log.skip_invalid) &&
-             cJSON_AddStringToObject(j, "launch", o->chained ? "chained" : "plain");
-    if (ok && o->candidates) {
-        cJSON *c = cJSON_Parse(o->candidates);
-        ok = c != NULL;
-        if (c)
-            cJSON_AddItemToObject(j, "candidates", c);
-    }
-    if (!ok) {
-        cJSON_Delete(j);
-        return NULL;
-    }
-    return j;
-}
-
 /* ------------------------------------------------------------- run creation */
 
 int gt_store_insert_screen_jobs(gt_store *s, int64_t run_id, int64_t problem_id, const char *backend,
@@ -990,7 +755,7 @@ static int create_run_tx(gt_store *s, const gt_run_opts *o, const gt_log_result 
                          gt_run_created *out, int64_t now, char *err, size_t errlen)
 {
     int rc = -1;
-    cJSON *oj = opts_json(o), *sk = skipped_json(log);
+    cJSON *oj = gt_run_opts_to_stored(o), *sk = skipped_json(log);
     char *opts_txt = oj ? cJSON_PrintUnformatted(oj) : NULL;
     char *sk_txt = sk ? cJSON_PrintUnformatted(sk) : NULL;
     if (!opts_txt || !sk_txt) {
@@ -1101,6 +866,40 @@ int gt_store_create_run(gt_store *s, const gt_run_opts *o, const gt_log_result *
     }
     gt_store_unlock(s);
     return rc;
+}
+
+int gt_store_run_opts(gt_store *s, int64_t run_id, gt_run_opts *o, char *err, size_t errlen)
+{
+    gt_run_opts_default(o);
+    sqlite3_stmt *st = gt_store_prep(
+        s, "SELECT options, name, backend, device_model, strategy, budget FROM runs WHERE id = ?",
+        err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    int r = sqlite3_step(st);
+    if (r != SQLITE_ROW) {
+        snprintf(err, errlen, "run %lld: %s", (long long)run_id,
+                 r == SQLITE_DONE ? "not found" : sqlite3_errmsg(s->db));
+        sqlite3_finalize(st);
+        return -1;
+    }
+    if (gt_run_opts_from_stored(o, gt_store_col_text(st, 0))) {
+        sqlite3_finalize(st);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    /* What the run is, as written; the search's options through the same
+     * checks as the rest (a value refused keeps its default, as in
+     * gt_run_opts_from_stored). */
+    snprintf(o->name, sizeof o->name, "%s", gt_store_col_text(st, 1));
+    snprintf(o->backend, sizeof o->backend, "%s", gt_store_col_text(st, 2));
+    snprintf(o->device_model, sizeof o->device_model, "%s", gt_store_col_text(st, 3));
+    char tmp[160];
+    (void)gt_run_opts_set(o, "strategy", gt_store_col_text(st, 4), tmp, sizeof tmp);
+    (void)gt_run_opts_set(o, "budget", gt_store_col_text(st, 5), tmp, sizeof tmp);
+    sqlite3_finalize(st);
+    return 0;
 }
 
 int gt_store_cancel_run(gt_store *s, int64_t run_id, char *err, size_t errlen)

@@ -26,21 +26,23 @@ typedef struct evo_run {
     char key[512]; /* the problem's canonical key */
 } evo_run;
 
-static int opt_int(const cJSON *o, const char *name, int dflt)
-{
-    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
-    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > 1e9)
-        return dflt;
-    return (int)v->valuedouble;
-}
-
+/* The run's options the search needs (gt_store_run_opts: their defaults
+ * are gt_run_opts'), and the problem's key. */
 static int load_run(gt_store *s, int64_t run_id, int64_t pid, evo_run *r, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    sqlite3_stmt *st = gt_store_prep(s,
-                                     "SELECT r.backend, r.budget, r.options, p.key FROM runs r"
-                                     " JOIN problems p ON p.run_id = r.id WHERE r.id = ?1 AND p.id = ?2",
-                                     err, errlen);
+    gt_run_opts o;
+    if (gt_store_run_opts(s, run_id, &o, err, errlen))
+        return -1;
+    snprintf(r->backend, sizeof r->backend, "%s", o.backend);
+    r->budget = o.budget;
+    r->population = o.population;
+    r->generations = o.generations;
+    r->shard_size = o.shard_size;
+    r->seed = o.seed;
+    gt_run_opts_fini(&o);
+    sqlite3_stmt *st =
+        gt_store_prep(s, "SELECT key FROM problems WHERE id = ?2 AND run_id = ?1", err, errlen);
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
@@ -52,23 +54,8 @@ static int load_run(gt_store *s, int64_t run_id, int64_t pid, evo_run *r, char *
         sqlite3_finalize(st);
         return -1;
     }
-    snprintf(r->backend, sizeof r->backend, "%s", gt_store_col_text(st, 0));
-    r->budget = sqlite3_column_int(st, 1);
-    cJSON *o = cJSON_Parse(gt_store_col_text(st, 2));
-    snprintf(r->key, sizeof r->key, "%s", gt_store_col_text(st, 3));
+    snprintf(r->key, sizeof r->key, "%s", gt_store_col_text(st, 0));
     sqlite3_finalize(st);
-    r->population = opt_int(o, "population", 0);
-    r->generations = opt_int(o, "generations", 0);
-    r->shard_size = opt_int(o, "shard_size", 8);
-    if (r->shard_size < 1)
-        r->shard_size = 8;
-    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, "seed") : NULL;
-    /* Stored as a JSON number: exact up to 2^53, and the same value every
-     * time it is read, which is all determinism needs. */
-    r->seed = cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 1.8e19
-                  ? (uint64_t)v->valuedouble
-                  : 1;
-    cJSON_Delete(o);
     return 0;
 }
 

@@ -163,25 +163,16 @@ out:
 
 /* -------------------------------------------------------------------- lease */
 
-/* Timing settings a job is run with. The final phase measures few configs
- * precisely, so it gets longer repeats and more of them than the screen. */
-static char *timing_json(const char *options, const char *kind, double baseline_ref_us)
+/* Timing settings a job is run with (o: the run's options). The final
+ * phase measures few configs precisely, so it gets longer repeats and more
+ * of them than the screen. */
+static char *timing_json(const gt_run_opts *o, const char *kind, double baseline_ref_us)
 {
-    cJSON *o = cJSON_Parse(options);
     cJSON *t = cJSON_CreateObject();
     char *txt = NULL;
     if (!t)
-        goto out;
-    double min_ms = 2, repeats = 5, warmup = 2;
-    const cJSON *v;
-    if (o && (v = cJSON_GetObjectItemCaseSensitive(o, "min_time_ms")) && cJSON_IsNumber(v))
-        min_ms = v->valuedouble;
-    if (o && (v = cJSON_GetObjectItemCaseSensitive(o, "repeats")) && cJSON_IsNumber(v))
-        repeats = v->valuedouble;
-    if (o && (v = cJSON_GetObjectItemCaseSensitive(o, "warmup")) && cJSON_IsNumber(v))
-        warmup = v->valuedouble;
-    int chained = o && (v = cJSON_GetObjectItemCaseSensitive(o, "launch")) && cJSON_IsString(v) &&
-                  !strcmp(v->valuestring, "chained");
+        return NULL;
+    double min_ms = o->min_time_ms, repeats = o->repeats, warmup = o->warmup;
     if (!strcmp(kind, "final")) {
         min_ms *= 4;
         repeats = repeats * 2 < 9 ? 9 : repeats * 2;
@@ -189,12 +180,10 @@ static char *timing_json(const char *options, const char *kind, double baseline_
     if (cJSON_AddNumberToObject(t, "min_time_ms", min_ms) &&
         cJSON_AddNumberToObject(t, "repeats", repeats) &&
         cJSON_AddNumberToObject(t, "warmup", warmup) &&
-        (!chained || cJSON_AddTrueToObject(t, "chained")) &&
+        (!o->chained || cJSON_AddTrueToObject(t, "chained")) &&
         (strcmp(kind, "final") || !(baseline_ref_us > 0) ||
          cJSON_AddNumberToObject(t, "baseline_ref_us", baseline_ref_us)))
         txt = cJSON_PrintUnformatted(t);
-out:
-    cJSON_Delete(o);
     cJSON_Delete(t);
     return txt;
 }
@@ -325,7 +314,10 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
     job->problem = dup_col(st, 6);
     job->candidates = dup_col(st, 7);
     job->baseline = dup_col(st, 8);
-    job->timing = timing_json(gt_store_col_text(st, 9), job->kind, sqlite3_column_double(st, 11));
+    gt_run_opts o;
+    if (gt_run_opts_from_stored(&o, gt_store_col_text(st, 9)) == 0)
+        job->timing = timing_json(&o, job->kind, sqlite3_column_double(st, 11));
+    gt_run_opts_fini(&o);
     int bind_model = sqlite3_column_int(st, 10);
     sqlite3_finalize(st);
     if (!job->problem || !job->candidates || !job->timing) {
@@ -389,26 +381,17 @@ static int set_problem_state(gt_store *s, int64_t pid, const char *state, const 
 static int create_final_job(gt_store *s, int64_t pid, int64_t run_id, int64_t now_ms, char *err,
                             size_t errlen)
 {
-    int rc = -1, final_k = 4;
-    char backend[16] = "";
-    cJSON *opts = NULL, *base = NULL, *cands = cJSON_CreateArray();
+    int rc = -1;
+    gt_run_opts o;
+    cJSON *base = NULL, *cands = cJSON_CreateArray();
     char *cands_txt = NULL, *base_txt = NULL;
+    if (gt_store_run_opts(s, run_id, &o, err, errlen)) {
+        cJSON_Delete(cands);
+        return -1;
+    }
     if (!cands)
         goto oom;
-    sqlite3_stmt *st = gt_store_prep(s, "SELECT options, backend FROM runs WHERE id = ?", err, errlen);
-    if (!st)
-        goto out;
-    sqlite3_bind_int64(st, 1, run_id);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        opts = cJSON_Parse(gt_store_col_text(st, 0));
-        snprintf(backend, sizeof backend, "%s", gt_store_col_text(st, 1));
-    }
-    sqlite3_finalize(st);
-    const cJSON *v = opts ? cJSON_GetObjectItemCaseSensitive(opts, "final_k") : NULL;
-    if (cJSON_IsNumber(v) && v->valueint > 0)
-        final_k = v->valueint;
-
-    st = gt_store_prep(s,
+    sqlite3_stmt *st = gt_store_prep(s,
                        "SELECT baseline FROM jobs WHERE problem_id = ? AND baseline IS NOT NULL"
                        " ORDER BY id LIMIT 1",
                        err, errlen);
@@ -459,7 +442,7 @@ static int create_final_job(gt_store *s, int64_t pid, int64_t run_id, int64_t no
         goto out;
     sqlite3_bind_int64(st, 1, pid);
     gt_store_bind_text(st, 2, base_hash);
-    sqlite3_bind_int(st, 3, final_k);
+    sqlite3_bind_int(st, 3, o.final_k);
     while (sqlite3_step(st) == SQLITE_ROW) {
         cJSON *c = cJSON_Parse(gt_store_col_text(st, 0));
         if (!c || !cJSON_AddItemToArray(cands, c)) {
@@ -482,7 +465,7 @@ static int create_final_job(gt_store *s, int64_t pid, int64_t run_id, int64_t no
         goto out;
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int64(st, 2, pid);
-    gt_store_bind_text(st, 3, backend);
+    gt_store_bind_text(st, 3, o.backend);
     gt_store_bind_text(st, 4, cands_txt);
     sqlite3_bind_int(st, 5, cJSON_GetArraySize(cands));
     gt_store_bind_text(st, 6, base_txt);
@@ -495,7 +478,7 @@ static int create_final_job(gt_store *s, int64_t pid, int64_t run_id, int64_t no
 oom:
     snprintf(err, errlen, "out of memory");
 out:
-    cJSON_Delete(opts);
+    gt_run_opts_fini(&o);
     cJSON_Delete(base);
     cJSON_Delete(cands);
     cJSON_free(cands_txt);
@@ -586,9 +569,7 @@ int gt_store_advance_problem(gt_store *s, int64_t pid, int64_t now_ms, char *err
 
 typedef struct job_row {
     int64_t run_id, problem_id, owner;
-    char kind[16], state[16], backend[16], run_state[16], strategy[16], model[128];
-    int budget;
-    char *options;
+    char kind[16], state[16], backend[16], run_state[16];
 } job_row;
 
 static int load_job(gt_store *s, int64_t job_id, job_row *j, char *err, size_t errlen)
@@ -596,7 +577,7 @@ static int load_job(gt_store *s, int64_t job_id, job_row *j, char *err, size_t e
     sqlite3_stmt *st = gt_store_prep(
         s,
         "SELECT j.run_id, j.problem_id, COALESCE(j.lease_owner, 0), j.kind, j.state, j.backend,"
-        " r.state, r.strategy, r.budget, r.options FROM jobs j JOIN runs r ON r.id = j.run_id"
+        " r.state FROM jobs j JOIN runs r ON r.id = j.run_id"
         " WHERE j.id = ?",
         err, errlen);
     if (!st)
@@ -614,14 +595,7 @@ static int load_job(gt_store *s, int64_t job_id, job_row *j, char *err, size_t e
     snprintf(j->state, sizeof j->state, "%s", gt_store_col_text(st, 4));
     snprintf(j->backend, sizeof j->backend, "%s", gt_store_col_text(st, 5));
     snprintf(j->run_state, sizeof j->run_state, "%s", gt_store_col_text(st, 6));
-    snprintf(j->strategy, sizeof j->strategy, "%s", gt_store_col_text(st, 7));
-    j->budget = sqlite3_column_int(st, 8);
-    j->options = strdup(gt_store_col_text(st, 9));
     sqlite3_finalize(st);
-    if (!j->options) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
     return 0;
 }
 
@@ -778,19 +752,19 @@ static int insert_baseline(gt_store *s, const job_row *j, int64_t job_id, int64_
  * heuristic picks first), with random the first entries (up to 32, at most
  * half the budget: the heuristic's picks) plus a seeded uniform sample of
  * the rest. */
-static cJSON *select_enumerated(const cJSON *cands, const job_row *j)
+static cJSON *select_enumerated(const cJSON *cands, const job_row *j, const gt_run_opts *o)
 {
     cJSON *out = cJSON_Duplicate(cands, 1);
     if (!out)
         return NULL;
     int n = cJSON_GetArraySize(out);
-    if (j->budget <= 0 || n <= j->budget)
+    if (o->budget <= 0 || n <= o->budget)
         return out;
-    if (!strcmp(j->strategy, "random")) {
-        int keep = j->budget / 2 < 32 ? j->budget / 2 : 32;
+    if (o->strategy == GT_STRAT_RANDOM) {
+        int keep = o->budget / 2 < 32 ? o->budget / 2 : 32;
         uint64_t x = 0x9e3779b97f4a7c15ULL ^ (uint64_t)j->problem_id;
         /* Partial Fisher-Yates over items [keep, n): move the sample up front. */
-        for (int i = keep; i < j->budget; i++) {
+        for (int i = keep; i < o->budget; i++) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
             int r = i + (int)(x % (uint64_t)(n - i));
             if (r != i) {
@@ -801,7 +775,7 @@ static cJSON *select_enumerated(const cJSON *cands, const job_row *j)
             }
         }
     }
-    while (cJSON_GetArraySize(out) > j->budget)
+    while (cJSON_GetArraySize(out) > o->budget)
         cJSON_DeleteItemFromArray(out, cJSON_GetArraySize(out) - 1);
     return out;
 }
@@ -815,45 +789,35 @@ static int finish_enumerate(gt_store *s, const job_row *j, const cJSON *msg, int
         snprintf(err, errlen, "enumerate results need candidates[] and baseline_config{}");
         return -1;
     }
-    int shard = 8;
-    cJSON *opts = cJSON_Parse(j->options);
-    const cJSON *v = opts ? cJSON_GetObjectItemCaseSensitive(opts, "shard_size") : NULL;
-    if (cJSON_IsNumber(v) && v->valueint > 0)
-        shard = v->valueint;
-    cJSON_Delete(opts);
-    cJSON *o2 = cJSON_Parse(j->options);
-    const cJSON *extra = o2 ? cJSON_GetObjectItemCaseSensitive(o2, "candidates") : NULL;
-    char *extra_txt = cJSON_IsArray(extra) ? cJSON_PrintUnformatted(extra) : NULL;
-    cJSON_Delete(o2);
-    if (cJSON_IsArray(extra) && !extra_txt) {
-        snprintf(err, errlen, "out of memory");
+    gt_run_opts o;
+    if (gt_store_run_opts(s, j->run_id, &o, err, errlen))
         return -1;
-    }
-    if (!strcmp(j->strategy, gt_strategy_name(GT_STRAT_EVOLUTIONARY))) {
+    if (o.strategy == GT_STRAT_EVOLUTIONARY) {
         /* The whole enumerated list is the space (every entry passed
          * AlgoCheck or the pruning rules on the device); the search draws
          * its generations from it. */
         size_t nj = 0, nc = 0;
-        int rc = gt_store_evo_start(s, j->run_id, j->problem_id, cands, base, extra_txt, now_ms,
+        int rc = gt_store_evo_start(s, j->run_id, j->problem_id, cands, base, o.candidates, now_ms,
                                     &nj, &nc, err, errlen);
-        cJSON_free(extra_txt);
+        gt_run_opts_fini(&o);
         if (rc)
             return -1;
         return set_problem_state(s, j->problem_id, "screening", NULL, err, errlen);
     }
-    cJSON *sel = select_enumerated(cands, j);
-    if (sel && gt_store_add_extra(sel, base, extra_txt)) {
+    cJSON *sel = select_enumerated(cands, j, &o);
+    if (sel && gt_store_add_extra(sel, base, o.candidates)) {
         cJSON_Delete(sel);
         sel = NULL;
     }
-    cJSON_free(extra_txt);
     if (!sel) {
+        gt_run_opts_fini(&o);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     size_t nj = 0;
-    int rc = gt_store_insert_screen_jobs(s, j->run_id, j->problem_id, j->backend, sel, base, shard,
-                                         -1, now_ms, &nj, err, errlen);
+    int rc = gt_store_insert_screen_jobs(s, j->run_id, j->problem_id, j->backend, sel, base,
+                                         o.shard_size, -1, now_ms, &nj, err, errlen);
+    gt_run_opts_fini(&o);
     cJSON_Delete(sel);
     if (rc)
         return -1;
@@ -990,7 +954,6 @@ static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t n
     }
     rc = 0;
 out:
-    free(j.options);
     return rc;
 }
 

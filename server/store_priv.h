@@ -76,6 +76,12 @@ int gt_store_col_dup(char **out, sqlite3_stmt *st, int i);
     " WHERE bl.problem_id = " pid " AND jb.kind = 'screen' AND bl.backend = " backend              \
     " AND bl.device_model = " model ")"
 
+/* The options of run_id as submitted (gt_run_opts_from_stored over its
+ * options and columns): what reads a run's options reads them here, so
+ * every default comes from gt_run_opts_default. 0, or -1 with err (no such
+ * run, out of memory); release with gt_run_opts_fini. */
+int gt_store_run_opts(gt_store *s, int64_t run_id, gt_run_opts *o, char *err, size_t errlen);
+
 /* After a job reached a final state: creates the problem's next job (final
  * phase) or closes the problem and the run. Runs inside the caller's
  * transaction. */

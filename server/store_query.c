@@ -498,18 +498,13 @@ static int kernel_row_locked(gt_store *s, int64_t run_id, const char *problem,
     sqlite3_finalize(st);
     if (!ok)
         goto nomem;
-    /* how the run timed generated kernels (option launch; older runs: plain) */
-    if (!(st = gt_store_prep(s, "SELECT json_extract(options, '$.launch') FROM runs WHERE id = ?1", err,
-                             errlen)))
+    /* how the run timed generated kernels (option launch; older runs: the
+     * default, plain) */
+    gt_run_opts o;
+    if (gt_store_run_opts(s, run_id, &o, err, errlen))
         return -1;
-    sqlite3_bind_int64(st, 1, run_id);
-    rc = sqlite3_step(st);
-    r->chained = rc == SQLITE_ROW && !strcmp(gt_store_col_text(st, 0), "chained");
-    sqlite3_finalize(st);
-    if (rc != SQLITE_ROW) {
-        snprintf(err, errlen, "database error: %s", sqlite3_errmsg(gt_store_db(s)));
-        return -1;
-    }
+    r->chained = o.chained;
+    gt_run_opts_fini(&o);
     return 0;
 nomem:
     snprintf(err, errlen, "out of memory");
