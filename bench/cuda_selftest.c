@@ -119,14 +119,14 @@ static void fp8_probe(gt_bk_ctx *ctx, gt_bk_prob *pp)
     }
     for (size_t v = 0; v < sizeof var / sizeof var[0]; v++) {
         char err[256] = "";
-        gt_cuda_desc d;
+        gt_cu_desc d;
         const float *sc = pp->scales;
-        gt_cuda_ptrs ptrs = {pp->bias, sc, sc + GT_CUDA_SCALE_SLOT, sc + 2 * GT_CUDA_SCALE_SLOT};
+        gt_cu_ptrs ptrs = {pp->bias, sc, sc + GT_CUDA_SCALE_SLOT, sc + 2 * GT_CUDA_SCALE_SLOT};
         if (var[v].packed)
             ptrs.a_scale = packed, ptrs.b_scale = packed + 1, ptrs.d_scale = packed + 2;
         if (var[v].noscale)
             ptrs.a_scale = ptrs.b_scale = ptrs.d_scale = NULL;
-        if (gt_cuda_desc_create(&pp->p, &pp->map, &ptrs, &d, err, sizeof err) != 0) {
+        if (gt_cu_desc_create(&pp->p, &pp->map, &ptrs, &d, err, sizeof err) != 0) {
             printf("    fp8 probe: %-34s desc: %s\n", var[v].what, err);
             continue;
         }
@@ -154,10 +154,10 @@ static void fp8_probe(gt_bk_ctx *ctx, gt_bk_prob *pp)
             (void)cublasLtMatmulPreferenceDestroy(pref);
         if (hs == CUBLAS_STATUS_SUCCESS && nr > 0) {
             cublasLtMatmulAlgo_t algo = r.algo;
-            gt_cuda_cfg cfg;
+            gt_cu_lt_cfg cfg;
             size_t need;
             if (var[v].recreate) {
-                if (gt_cuda_cfg_from_algo(&r.algo, &cfg, err, sizeof err) != 0 ||
+                if (gt_cu_lt_cfg_from_algo(&gt_cu_lt_linked, &r.algo, &cfg, err, sizeof err) != 0 ||
                     gt_cuda_algo_make(ctx, &pp->map, &d, &cfg, &algo, &need, err, sizeof err) != 0)
                     printf("    fp8 probe: %-34s %s\n", var[v].what, err);
                 same = memcmp(algo.data, r.algo.data, sizeof algo.data) == 0;
@@ -170,10 +170,10 @@ static void fp8_probe(gt_bk_ctx *ctx, gt_bk_prob *pp)
                 printf("    fp8 probe: %-34s sync: %s\n", var[v].what, cudaGetErrorName(e));
         }
         printf("    fp8 probe: %-34s heuristic %s (%d), matmul %s%s\n", var[v].what,
-               gt_cuda_status_name(hs), nr,
-               hs == CUBLAS_STATUS_SUCCESS && nr > 0 ? gt_cuda_status_name(ms) : "-",
+               gt_cu_status_name(hs), nr,
+               hs == CUBLAS_STATUS_SUCCESS && nr > 0 ? gt_cu_status_name(ms) : "-",
                same < 0 ? "" : same ? " (bytes equal)" : " (bytes differ)");
-        gt_cuda_desc_destroy(&d);
+        gt_cu_desc_destroy(&d);
         if (dead(ctx))
             break;
     }
@@ -192,7 +192,7 @@ static uint16_t enc16(int kt, double v)
     float f = (float)v;
     uint32_t u;
     memcpy(&u, &f, 4);
-    return kt == GT_KT_BF16 ? (uint16_t)(u >> 16) : gt_cuda_f32_to_f16(f);
+    return kt == GT_CU_KT_BF16 ? (uint16_t)(u >> 16) : gt_cu_f32_to_f16(f);
 }
 
 static int put16(gt_bk_ctx *ctx, gt_bk_prob *pp, uint16_t *host, int64_t at, uint16_t v)
@@ -250,7 +250,7 @@ static void validation_one(gt_bk_ctx *ctx, const char *name, gt_problem p)
     int64_t js = pp->cols ? pp->cols[pp->ns / 2] : q->n / 2, b = q->batch - 1;
     int64_t at = b * sd + js * q->ldd + q->m / 2;
     uint16_t keep = hd[at];
-    bad += !put16(ctx, pp, hd, at, enc16(kt, gt_cuda_decode(kt, hd, (size_t)at) + 1.0));
+    bad += !put16(ctx, pp, hd, at, enc16(kt, gt_cu_decode(kt, hd, (size_t)at) + 1.0));
     h = EMU();
     bad += !(h > e) || !(fabs(GPU() - h) <= 1e-9 * h);
     bad += !put16(ctx, pp, hd, at, keep);
@@ -260,7 +260,7 @@ static void validation_one(gt_bk_ctx *ctx, const char *name, gt_problem p)
     for (int64_t ci = 0; pp->cols && ci < pp->ns && pp->cols[ci] == ju; ci++)
         ju++;
     int64_t spots[2] = {ju * q->ldd + 1, (q->batch - 1) * sd + (q->n - 1) * q->ldd + q->m - 1};
-    const uint16_t nan16 = kt == GT_KT_BF16 ? 0x7fc0 : 0x7e00, inf16 = kt == GT_KT_BF16 ? 0x7f80 : 0x7c00;
+    const uint16_t nan16 = kt == GT_CU_KT_BF16 ? 0x7fc0 : 0x7e00, inf16 = kt == GT_CU_KT_BF16 ? 0x7f80 : 0x7c00;
     const uint16_t vals[3] = {nan16, inf16, 0xffff};
     for (int si = 0; si < 2; si++)
         for (int vi = 0; vi < 3; vi++) {
@@ -618,7 +618,7 @@ static void shape_one(gt_bk_ctx *ctx, const opts *o, const shape *s)
            st.truncated ? " truncated" : "");
     if (best > 0 && med[best] < med[0]) {
         char text[512];
-        gt_lt_cfg_text(&re[best]->cfg, text, sizeof text);
+        gt_cu_lt_cfg_text(&re[best]->cfg, text, sizeof text);
         printf("    best %s\n", text);
     }
     int nb = n - nobuild > 0 ? n - nobuild : 1;
@@ -789,19 +789,19 @@ int main(int argc, char **argv)
     if (o.big)
         big(ctx);
     if (o.floor)
-        failures += gt_floor_bench(ctx);
+        failures += gt_st_floor_bench(ctx);
     if (o.sweep > 0)
-        failures += gt_gen_sweep(bk, ctx, o.tokens, o.sweep, o.csv);
+        failures += gt_st_sweep(bk, ctx, o.tokens, o.sweep, o.csv);
     if (o.gen) {
-        gt_gen_bench_opts go = {.tokens = o.tokens, .max_cands = o.quick ? 500 : o.max_cands,
+        gt_st_opts go = {.tokens = o.tokens, .max_cands = o.quick ? 500 : o.max_cands,
                                 .min_time_ms = o.min_time_ms, .rounds = o.rounds,
                                 .fresh_cache = !o.keep_cache};
-        failures += gt_gen_bench(bk, ctx, &go);
+        failures += gt_st_gemv_bench(bk, ctx, &go);
     }
     if (o.mma) {
-        gt_gen_bench_opts go = {.tokens = o.tokens, .max_cands = o.max_cands, .min_time_ms = o.min_time_ms,
+        gt_st_opts go = {.tokens = o.tokens, .max_cands = o.max_cands, .min_time_ms = o.min_time_ms,
                                 .rounds = o.rounds, .fresh_cache = !o.keep_cache};
-        failures += gt_mma_bench(bk, ctx, &go);
+        failures += gt_st_mma_bench(bk, ctx, &go);
     }
     if (o.shapes) {
         shape shapes[64];

@@ -1,6 +1,6 @@
 /* caps.c: the problems each backend can run. The cuda rules follow the
- * cublasLtMatmul type tables (moved here from worker/cuda/cuda_map.c so
- * that the coordinator, the worker and libgemmtune read one copy). */
+ * cublasLtMatmul type tables (here, not in cuda/cu_map.c, so that the
+ * coordinator, the worker and libgemmtune read one copy). */
 #include "gt_caps.h"
 
 #include "gt_log.h"

@@ -4,7 +4,7 @@
  * submission with them (a problem its run's backend cannot run is reported
  * in the POST answer, never queued to fail), and the backends check with
  * them again before they map a problem onto their library (the cpu
- * backend's codegen, worker/cuda/cuda_map.c's cuBLASLt mapping,
+ * backend's codegen, cuda/cu_map.c's cuBLASLt mapping,
  * libgemmtune's cuBLASLt lookup). What only a device can say (an algorithm
  * for these sizes, memory) stays with the backends. */
 #ifndef GT_CAPS_H

@@ -6,7 +6,7 @@
  * Template parameters (all -D, integers):
  *   GT_HIP GT_WS GT_MMA   target: HIP or CUDA, warp size, tensor-core path
  *   GT_AB                 A/B element type: 0 bf16, 1 f16
- *   GT_DKT GT_CKT         D and C types (gt_cuda_kt: 0 f32, 2 f16, 3 bf16)
+ *   GT_DKT GT_CKT         D and C types (gt_cu_kt: 0 f32, 2 f16, 3 bf16)
  *   GT_BIASKT GT_ACT      bias type (-1 none), activation 0 none 1 relu 2 gelu
  *   GT_BETA               0: beta == 0, C is never read
  *   GT_RPC GT_WARPS GT_KW rows_per_cta, warps, kwarps

@@ -639,7 +639,8 @@ cJSON *gt_gen_kernel_json(const gt_gen_kernel *k)
         if (push(kern, cJSON_CreateString(k->launch[i].kernel)) ||
             push(launches, launch_json(k, &k->launch[i])))
             goto fail;
-    /* gen_nvrtc.c: the arch, ptxas statistics when it makes a cubin, the
+    /* cuda/nvrtc.c (gt_cu_nvrtc_compile, as the worker's compile cache
+     * calls it): the arch, ptxas statistics when it makes a cubin, the
      * family's options, the -D options */
     for (int i = 0; i < nopts; i++)
         if (push(no, cJSON_CreateString(opts[i])) || push(wo, cJSON_CreateString(opts[i])) ||

@@ -8,12 +8,13 @@
  * hands it to applications, neither of which ever sees the worker's source.
  *
  * A generated kernel is fully determined by (problem, config, target): the
- * worker compiles the same template with the same definitions (gen_run.c),
- * so what is exported here is what was measured.
+ * worker compiles the same template with the same definitions
+ * (worker/cuda/gen_run.c), so what is exported here is what was measured.
  *
  * Families: gt_gen_kernel_make dispatches on gt_gen_family; a family fills
- * the family-neutral gt_gen_kernel below (today "gemv"; a new family adds
- * one case and one filler). */
+ * the family-neutral gt_gen_kernel below ("gemv", and "mma" with its
+ * mma.sync and, for sm_90a, wgmma instructions; a new family adds one case
+ * and one filler). */
 #ifndef GEN_EXPORT_H
 #define GEN_EXPORT_H
 

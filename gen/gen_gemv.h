@@ -4,8 +4,9 @@
  * the family's space with its pruning rules (each pruned config carries its
  * reason), the kernel source and the compile-time definitions of a config,
  * the launch geometry. No CUDA header: the HIP port (worker/hip) and the
- * GPU-less unit tests use it as is. The CUDA side (NVRTC, cache, launch) is
- * gen_cuda.h; worker/cuda/CONFIG.md documents the encoding.
+ * GPU-less unit tests use it as is. The CUDA side is cuda/ (NVRTC, cache,
+ * module load and launch: gt_cu.h) and the worker's cuda backend
+ * (worker/cuda/gen_cuda.h); worker/cuda/CONFIG.md documents the encoding.
  *
  * The kernel computes D[m x n] = alpha * op(A) op(B) + beta * C (+ bias,
  * relu/gelu) for transA = T, transB = N (the decode shapes of the logs:

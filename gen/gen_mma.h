@@ -7,8 +7,9 @@
  * carries its reason), the ranking model, the kernel source and its -D
  * definitions, the launch geometry. gen_gemv.h holds what both families
  * share (family ids, the device as the rules see it, the reduction names,
- * the kernel argument block, the launch geometry struct); gen_cuda.h the
- * NVRTC side; worker/cuda/CONFIG.md documents the encoding and the rules.
+ * the kernel argument block, the launch geometry struct); cuda/ (gt_cu.h)
+ * and worker/cuda/gen_cuda.h the CUDA side; worker/cuda/CONFIG.md documents
+ * the encoding and the rules.
  *
  * The kernel computes D[m x n] = alpha * op(A) op(B) + beta * C (+ bias,
  * relu/gelu) in the cuBLAS column-major convention for transA = T,

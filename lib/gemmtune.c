@@ -32,7 +32,7 @@ typedef struct ent {
     double time_us, baseline_us, uplift;
     int generated;               /* the config names a kernel family (gemmtune_kernel.c) */
     int cuda_state;              /* 0 not cuda, 1 decoded, -1 undecodable */
-    gt_lt_cfg cuda;
+    gt_cu_lt_cfg cuda;
 } ent;
 
 struct gt_db {
@@ -179,7 +179,8 @@ gt_db *gt_db_open(const char *path, char *err, size_t errlen)
             }
         } else if (!strcmp(e->backend, "cuda")) {
             char why[160];
-            e->cuda_state = gt_lt_cfg_parse(e->config, &e->cuda, why, sizeof why) == 0 ? 1 : -1;
+            e->cuda_state =
+                gt_cu_lt_cfg_parse(e->config, &e->cuda, why, sizeof why) == 0 ? 1 : -1;
         }
     }
     if (rc != SQLITE_DONE) {
@@ -377,7 +378,7 @@ int gt_db_lookup(const gt_db *db, const gt_gemm_desc *d, const char *backend,
     return gt_db_lookup_key(db, key, backend, device_model, out);
 }
 
-int gt_db_cuda_cfg(const gt_db *db, const char *key, const char *model, gt_lt_cfg *cfg)
+int gt_db_cuda_cfg(const gt_db *db, const char *key, const char *model, gt_cu_lt_cfg *cfg)
 {
     const ent *e = find(db, "cuda", model, key);
     if (!e)
@@ -405,8 +406,8 @@ int gt_db_gen_entry(const gt_db *db, const char *key, const char *model, const c
 
 int gt_db_cuda_config_parse(const char *json, gt_db_cuda_config *out, char *err, size_t errlen)
 {
-    gt_lt_cfg c;
-    if (!out || gt_lt_cfg_parse(json, &c, err, errlen) != 0)
+    gt_cu_lt_cfg c;
+    if (!out || gt_cu_lt_cfg_parse(json, &c, err, errlen) != 0)
         return -1;
     out->algo_id = c.algo_id;
     out->tile = c.tile;
@@ -422,13 +423,13 @@ int gt_db_cuda_config_parse(const char *json, gt_db_cuda_config *out, char *err,
 
 const char *gt_db_cuda_type(int t)
 {
-    gt_dtype d = gt_lt_dtype(t);
+    gt_dtype d = gt_cu_type_of(t);
     return d == GT_DT_INVALID ? NULL : gt_dtype_name(d);
 }
 
 const char *gt_db_cuda_compute(int c)
 {
-    gt_dtype d = gt_lt_compute(c);
+    gt_dtype d = gt_cu_compute_of(c);
     return d == GT_DT_INVALID ? NULL : gt_dtype_name(d);
 }
 

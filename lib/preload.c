@@ -25,11 +25,13 @@
  * libcublasLt the application already loaded: dlsym(RTLD_NEXT) first; when
  * that library is not in the global scope (loaded RTLD_LOCAL), the loaded
  * objects are searched for libcublasLt.so*; every other cuBLASLt function is
- * taken from the same object as the real heuristic. The device model comes
- * from the driver (cuCtxGetDevice + cuDeviceGetName: the same string as
- * cudaGetDeviceProperties().name, which the worker reports).
+ * taken from the same object as the real heuristic (cuda/'s gt_cu_lt_api
+ * table, which the worker's own code reads and re-creates algos through).
+ * The device model comes from the driver (cuda/'s table: cuCtxGetDevice +
+ * cuDeviceGetName, the same string as cudaGetDeviceProperties().name, which
+ * the worker reports).
  *
- * Hot path: the tuple of attributes of the call's descriptors (gt_lt_desc)
+ * Hot path: the tuple of attributes of the call's descriptors (gt_cu_lt_tuple)
  * is read with ~30 attribute getters, hashed and found in a fixed table
  * allocated once; the first sight of a tuple maps it to the problem key,
  * looks it up and re-creates + checks the tuned algo (cublasLtMatmulAlgoInit
@@ -52,7 +54,8 @@
 
 #include "gemmtune.h"
 #include "gt_config.h"
-#include "gt_ltcuda.h"
+#include "gt_cu.h"
+#include "gt_lib.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define NVAR 8
@@ -70,8 +73,6 @@ typedef cublasStatus_t (*matmul_fn)(cublasLtHandle_t, cublasLtMatmulDesc_t, cons
                                     cublasLtMatrixLayout_t, const void *, const void *,
                                     cublasLtMatrixLayout_t, void *, cublasLtMatrixLayout_t,
                                     const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t);
-typedef int (*cu_ctx_get_device_fn)(int *);
-typedef int (*cu_device_get_name_fn)(char *, int, int);
 
 /* ---- the table --------------------------------------------------------------- */
 
@@ -83,14 +84,14 @@ typedef struct variant {
     int state;            /* ST_* of the lookup */
     int64_t applied;      /* heuristic calls answered with the tuned algo first */
     int64_t unfit;        /* ... that could not use it (workspace, alignment, reduction) */
-    gt_lt_algo algo;
+    gt_cu_lt_algo algo;
 } variant;
 
 typedef struct slot {
     int used;
     int dev;
     uint64_t h;
-    gt_lt_desc d;
+    gt_cu_lt_tuple d;
     int nvar;
     int last;             /* the variant the last cublasLtMatmul used; -1 none */
     int64_t heur_calls;
@@ -108,9 +109,8 @@ static struct {
     /* real functions */
     heur_fn heur;
     matmul_fn matmul;
-    gt_lt_api api;
-    cu_ctx_get_device_fn cu_ctx_get_device;
-    cu_device_get_name_fn cu_device_get_name;
+    gt_cu_lt_api api;
+    const gt_cu_drv *drv; /* NULL without a driver: no device model */
     char models[MAX_DEV][256];
     int model_state[MAX_DEV]; /* 0 unknown, 1 known, -1 failed */
     /* table */
@@ -186,26 +186,14 @@ static void resolve(void)
         logf_("no libcublasLt found to forward to (set GEMMTUNE_CUBLASLT=path)");
         return;
     }
-#define SYM(field, name) *(void **)&G.field = dlsym(h, name)
-    SYM(heur, "cublasLtMatmulAlgoGetHeuristic");
-    SYM(matmul, "cublasLtMatmul");
-    SYM(api.layout_get, "cublasLtMatrixLayoutGetAttribute");
-    SYM(api.desc_get, "cublasLtMatmulDescGetAttribute");
-    SYM(api.pref_get, "cublasLtMatmulPreferenceGetAttribute");
-    SYM(api.algo_init, "cublasLtMatmulAlgoInit");
-    SYM(api.cfg_set, "cublasLtMatmulAlgoConfigSetAttribute");
-    SYM(api.algo_check, "cublasLtMatmulAlgoCheck");
-    SYM(api.cap_get, "cublasLtMatmulAlgoCapGetAttribute");
-#undef SYM
     /* The handle stays open for the process's lifetime: the library is in
      * use anyway, NOLOAD only took a reference. */
-    void *cu = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
-    if (!cu)
-        cu = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-    if (cu) {
-        *(void **)&G.cu_ctx_get_device = dlsym(cu, "cuCtxGetDevice");
-        *(void **)&G.cu_device_get_name = dlsym(cu, "cuDeviceGetName");
-    }
+    *(void **)&G.heur = dlsym(h, "cublasLtMatmulAlgoGetHeuristic");
+    *(void **)&G.matmul = dlsym(h, "cublasLtMatmul");
+    gt_cu_lt_api_dlsym(h, &G.api);
+    char err[256];
+    if (!(G.drv = gt_cu_drv_get(err, sizeof err)) && G.verbose >= 2)
+        logf_("no device model from the driver: %s", err);
 }
 
 static void write_record(void);
@@ -259,18 +247,20 @@ static void ensure_init(void)
 /* The model of the calling thread's current device; NULL when unknown. */
 static const char *device_model(int *devp)
 {
-    int dev = 0;
-    if (G.cu_ctx_get_device && G.cu_ctx_get_device(&dev) != 0)
+    CUdevice dev = 0;
+    if (G.drv && G.drv->ctx_get_device(&dev) != CUDA_SUCCESS)
         dev = 0;
     *devp = dev;
     if (G.model_env[0])
         return G.model_env;
-    if (dev < 0 || dev >= MAX_DEV || !G.cu_device_get_name)
+    if (dev < 0 || dev >= MAX_DEV || !G.drv)
         return NULL;
     pthread_mutex_lock(&G.mu);
     if (!G.model_state[dev]) {
-        G.model_state[dev] =
-            G.cu_device_get_name(G.models[dev], (int)sizeof G.models[dev], dev) == 0 ? 1 : -1;
+        G.model_state[dev] = G.drv->device_get_name(G.models[dev], (int)sizeof G.models[dev], dev) ==
+                                     CUDA_SUCCESS
+                                 ? 1
+                                 : -1;
     }
     const char *m = G.model_state[dev] == 1 ? G.models[dev] : NULL;
     pthread_mutex_unlock(&G.mu);
@@ -279,7 +269,7 @@ static const char *device_model(int *devp)
 
 /* The slot of (dev, d), inserted when new; NULL when the table is full.
  * Call with the mutex held. */
-static slot *slot_of(int dev, const gt_lt_desc *d)
+static slot *slot_of(int dev, const gt_cu_lt_tuple *d)
 {
     uint64_t h = gt_fnv1a64(d, sizeof *d, gt_fnv1a64(&dev, sizeof dev, GT_FNV_SEED));
     size_t mask = G.cap - 1;
@@ -322,6 +312,53 @@ static int variant_of(slot *s, double alpha, double beta)
 
 /* ---- the interposed functions ------------------------------------------------ */
 
+/* 1 when the algo fits a matmul preference: its workspace within
+ * MAX_WORKSPACE_BYTES, its alignment needs within MIN_ALIGNMENT_*_BYTES and
+ * its split-K reduction inside REDUCTION_SCHEME_MASK; else 0 with the reason
+ * in why. A NULL preference means cuBLASLt's defaults (no workspace). */
+static int algo_fits(const gt_cu_lt_algo *a, cublasLtMatmulPreference_t pref, const char **why)
+{
+    uint64_t ws = 0, impl = ~(uint64_t)0;
+    uint32_t mask = 0x7, al[4] = {256, 256, 256, 256}, search = 0;
+    float waves = 0;
+    if (pref) {
+        size_t w = 0;
+        const gt_cu_lt_api *api = &G.api;
+        (void)api->pref_get(pref, CUBLASLT_MATMUL_PREF_SEARCH_MODE, &search, sizeof search, &w);
+        (void)api->pref_get(pref, CUBLASLT_MATMUL_PREF_IMPL_MASK, &impl, sizeof impl, &w);
+        (void)api->pref_get(pref, CUBLASLT_MATMUL_PREF_MAX_WAVES_COUNT, &waves, sizeof waves, &w);
+        static const cublasLtMatmulPreferenceAttributes_t attrs[4] = {
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+        (void)api->pref_get(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws, &w);
+        (void)api->pref_get(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof mask,
+                            &w);
+        for (int i = 0; i < 4; i++)
+            (void)api->pref_get(pref, attrs[i], &al[i], sizeof al[i], &w);
+    }
+    /* A caller that restricts the search (by algo id, by numerical
+     * implementation, by waves) gets exactly what it asked for. */
+    if (search != CUBLASLT_SEARCH_BEST_FIT || impl != ~(uint64_t)0 ||
+        (waves > 0 && a->waves > waves)) {
+        *why = "search restricted";
+        return 0;
+    }
+    if (a->workspace > ws) {
+        *why = "workspace";
+        return 0;
+    }
+    for (int i = 0; i < 4; i++)
+        if (a->align[i] > al[i]) {
+            *why = "alignment";
+            return 0;
+        }
+    if (a->splitk > 1 && !(a->reduction & mask)) {
+        *why = "reduction scheme";
+        return 0;
+    }
+    return 1;
+}
+
 static int same_algo(const cublasLtMatmulAlgo_t *a, const cublasLtMatmulAlgo_t *b)
 {
     return !memcmp(a, b, sizeof *a);
@@ -329,7 +366,8 @@ static int same_algo(const cublasLtMatmulAlgo_t *a, const cublasLtMatmulAlgo_t *
 
 /* Puts the tuned algo first in results[0..*ret), dropping its duplicate and,
  * when the array is full, the last entry. In place. */
-static void put_first(const gt_lt_algo *a, cublasLtMatmulHeuristicResult_t *res, int req, int *ret)
+static void put_first(const gt_cu_lt_algo *a, cublasLtMatmulHeuristicResult_t *res, int req,
+                      int *ret)
 {
     int n = *ret;
     for (int i = 0; i < n; i++)
@@ -362,8 +400,9 @@ EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     if (!G.active || t_busy || st != CUBLAS_STATUS_SUCCESS || req < 1 || !results || !ret)
         return st;
     t_busy = 1;
-    gt_lt_desc t;
-    if (gt_lt_describe(&G.api, op, a, b, c, d, &t) != 0) {
+    const gt_cu_desc descs = {op, a, b, c, d};
+    gt_cu_lt_tuple t;
+    if (gt_cu_lt_describe(&G.api, &descs, &t) != 0) {
         __atomic_add_fetch(&G.undescribed, 1, __ATOMIC_RELAXED);
         goto out;
     }
@@ -392,8 +431,9 @@ EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
         /* First sight: map, look up, re-create and check (no lock held). */
         gt_problem p;
         char key[KEY_MAX], err[256];
-        gt_lt_cfg cfg;
-        if (gt_lt_to_problem(&t, v.alpha, v.beta, &p, err, sizeof err) != 0) {
+        gt_cu_lt_cfg cfg;
+        gt_cu_lt_types types = gt_cu_lt_tuple_types(&t);
+        if (gt_cu_lt_to_problem(&t, v.alpha, v.beta, &p, err, sizeof err) != 0) {
             v.state = ST_UNMAPPED;
             if (G.verbose >= 2)
                 logf_("not modelled: %s", err);
@@ -404,8 +444,8 @@ EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
             if (rc == GT_DB_NOT_TUNED) {
                 v.state = ST_NOT_TUNED;
             } else if (rc != GT_DB_OK ||
-                       gt_lt_algo_make(&G.api, h, &t, &cfg, op, a, b, c, d, &v.algo, err,
-                                       sizeof err) != 0) {
+                       gt_cu_lt_algo_make(&G.api, h, &types, &cfg, &descs, &v.algo, err,
+                                          sizeof err) != 0) {
                 v.state = ST_REJECTED;
                 if (G.verbose)
                     logf_("tuned config of %s refused: %s", key,
@@ -425,7 +465,7 @@ EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
         pthread_mutex_unlock(&G.mu);
     }
     const char *why = NULL;
-    int fits = v.state == ST_TUNED && gt_lt_algo_fits(&G.api, &v.algo, pref, &why);
+    int fits = v.state == ST_TUNED && algo_fits(&v.algo, pref, &why);
     if (fits)
         put_first(&v.algo, results, req, ret);
     pthread_mutex_lock(&G.mu);
@@ -461,13 +501,14 @@ EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op
         return CUBLAS_STATUS_NOT_INITIALIZED;
     if (G.active && !t_busy) {
         t_busy = 1;
-        gt_lt_desc t;
-        if (gt_lt_describe(&G.api, op, a, b, c, d, &t) == 0) {
+        const gt_cu_desc descs = {op, a, b, c, d};
+        gt_cu_lt_tuple t;
+        if (gt_cu_lt_describe(&G.api, &descs, &t) == 0) {
             /* Device-side scalars cannot be read here: count them as 1/0. */
             double al = 1.0, be = 0.0;
-            if (t.pointer_mode == GT_LT_POINTER_HOST) {
-                al = gt_lt_scalar(t.scale, alpha);
-                be = gt_lt_scalar(t.scale, beta);
+            if (t.pointer_mode == GT_CU_POINTER_HOST) {
+                al = gt_cu_scalar_get(t.scale, alpha);
+                be = gt_cu_scalar_get(t.scale, beta);
             }
             int dev;
             (void)device_model(&dev);
@@ -534,14 +575,14 @@ static void write_record(void)
             int64_t calls = v ? v->calls : s->heur_calls;
             gt_problem p;
             char err[256], line[1024], label[128];
-            if (gt_lt_to_problem(&s->d, al, be, &p, err, sizeof err) != 0) {
+            if (gt_cu_lt_to_problem(&s->d, al, be, &p, err, sizeof err) != 0) {
                 unmodelled++;
                 if (G.verbose)
                     logf_("GEMM not modelled, not recorded: %s", err);
                 continue;
             }
             if (f) {
-                gt_lt_hipblaslt_line(&p, calls, line, sizeof line);
+                gt_lib_record_line(&p, calls, line, sizeof line);
                 fputs(line, f);
                 lines++;
             }

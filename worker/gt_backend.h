@@ -1,5 +1,5 @@
 /* gt_backend.h: the one small interface every worker backend implements
- * (module prefix gt_bk_). The job runner (worker/job.c) drives it:
+ * (module prefix gt_bk_). The job runner (worker/runner.c) drives it:
  *
  *   open(device) -> describe -> for each job:
  *       prepare(problem)                       inputs, reference, buffers

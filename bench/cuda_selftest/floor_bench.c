@@ -162,7 +162,7 @@ static int time_calls(floor_run *r, const launch *l, int repeats, double min_ms,
             return -1;
         t[rep] = ms * 1000.0 / iters;
     }
-    *us = gt_gen_bench_mid(t, repeats);
+    *us = gt_st_mid(t, repeats);
     return 0;
 }
 
@@ -202,15 +202,15 @@ static int load(gt_bk_ctx *ctx, int u, const char *name, kern *out, char *err, s
 {
     char du[32], dp[32];
     const char *opts[3] = {du, dp, "-std=c++17"};
-    const gt_gen_image *img;
+    const gt_cu_image *img;
     snprintf(du, sizeof du, "-DGT_U=%d", u);
     snprintf(dp, sizeof dp, "-DGT_PDL=%d", ctx->sm >= 90);
-    gt_gen_entry *e = gt_gen_request(k_floor_src, name, opts, 3, ctx->sm, 0, NULL);
+    gt_cu_entry *e = gt_cu_cache_request(k_floor_src, name, opts, 3, ctx->sm, 0, NULL);
     if (!e) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (gt_gen_wait(e, &img, err, errlen) != 0)
+    if (gt_cu_cache_wait(e, &img, err, errlen) != 0)
         return -1;
     cudaError_t ce = cudaLibraryLoadData(&out->lib, img->data, NULL, NULL, 0, NULL, NULL, 0);
     if (ce == cudaSuccess)
@@ -222,7 +222,7 @@ static int load(gt_bk_ctx *ctx, int u, const char *name, kern *out, char *err, s
     return 0;
 }
 
-int gt_floor_bench(gt_bk_ctx *ctx)
+int gt_st_floor_bench(gt_bk_ctx *ctx)
 {
     static const int us_[] = {2, 4, 8}, threads_[] = {256, 512, 1024}, per_sm_[] = {1, 2, 4, 8};
     static const struct {
@@ -237,7 +237,7 @@ int gt_floor_bench(gt_bk_ctx *ctx)
     double empty_us = NAN;
     printf("\n== floor: one pass over a weight matrix, timed like a candidate (back-to-back calls, "
            "rotating sets > 2x L2, median) ==\n");
-    double bw = gt_gen_copy_bandwidth(ctx);
+    double bw = gt_st_copy_bandwidth(ctx);
     printf("copy bandwidth %.3f TB/s (1 GiB device-to-device, read + written, median of 10)\n", bw / 1e12);
     if (gt_cuda_events(ctx, 2, err, sizeof err) != 0 || cudaMalloc((void **)&r.out, 1 << 20) != cudaSuccess) {
         printf("FAIL floor: %s\n", err);

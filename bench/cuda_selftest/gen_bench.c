@@ -23,7 +23,7 @@
 #include "gen_cuda.h"
 #include "gt_util.h"
 
-double gt_gen_copy_bandwidth(gt_bk_ctx *ctx)
+double gt_st_copy_bandwidth(gt_bk_ctx *ctx)
 {
     const size_t sz = (size_t)1 << 30;
     void *x = NULL, *y = NULL;
@@ -42,7 +42,7 @@ double gt_gen_copy_bandwidth(gt_bk_ctx *ctx)
         if (i >= 3)
             t[i - 3] = ms / 1e3;
     }
-    qsort(t, 10, sizeof t[0], gt_gen_bench_cmp_dbl);
+    qsort(t, 10, sizeof t[0], gt_st_cmp_dbl);
     bw = 2.0 * (double)sz / (0.5 * (t[4] + t[5]));
 out:
     if (x)
@@ -59,23 +59,23 @@ static void compile_passes(gt_bk_ctx *ctx, const gt_problem *ps, int np, int fre
 {
     char dir[] = "/tmp/gt-gen-bench.XXXXXX", err[512];
     gt_gen_dev d;
-    if (gt_gen_device(ctx, &d, err, sizeof err) != 0) {
+    if (gt_cuda_gen_device(ctx, &d, err, sizeof err) != 0) {
         printf("FAIL gen compile: %s\n", err);
         return;
     }
     if (fresh && mkdtemp(dir))
         setenv("GEMMTUNE_CACHE_DIR", dir, 1);
     char where[4096] = "";
-    gt_gen_cache_dir(where, sizeof where);
-    gt_gen_cache_forget();
+    gt_cu_cache_dir(where, sizeof where);
+    gt_cu_cache_forget();
     for (int pass = 0; pass < 3; pass++) {
-        gt_gen_stats s0, s1;
+        gt_cu_cache_stats s0, s1;
         if (pass == 2)
-            gt_gen_cache_forget();
-        gt_gen_stats_get(&s0);
+            gt_cu_cache_forget();
+        gt_cu_cache_stats_get(&s0);
         double t0 = gt_mono_ms();
         int n = 0, fails = 0;
-        gt_gen_entry *ents[1024];
+        gt_cu_entry *ents[1024];
         for (int i = 0; i < np; i++) {
             gt_gen_space s;
             if (gt_gen_prune_kept(&ps[i], &d, GT_GEN_DEFAULT_CAP, &s) != 0)
@@ -86,16 +86,16 @@ static void compile_passes(gt_bk_ctx *ctx, const gt_problem *ps, int np, int fre
                 int no = gt_gen_defines(&ps[i], &s.keep[c], 0, defs);
                 for (int o = 0; o < no; o++)
                     opts[o] = defs[o];
-                ents[n++] = gt_gen_request(gt_gen_gemv_src, "gt_gemv", opts, no, ctx->sm, 1, NULL);
+                ents[n++] = gt_cu_cache_request(gt_gen_gemv_src, "gt_gemv", opts, no, ctx->sm, 1, NULL);
             }
             gt_gen_space_free(&s);
         }
         for (int i = 0; i < n; i++) {
-            const gt_gen_image *img;
-            fails += !ents[i] || gt_gen_wait(ents[i], &img, err, sizeof err) != 0;
+            const gt_cu_image *img;
+            fails += !ents[i] || gt_cu_cache_wait(ents[i], &img, err, sizeof err) != 0;
         }
         double secs = (gt_mono_ms() - t0) / 1000;
-        gt_gen_stats_get(&s1);
+        gt_cu_cache_stats_get(&s1);
         long req = s1.requests - s0.requests, mem = s1.mem_hits - s0.mem_hits;
         long disk = s1.disk_hits - s0.disk_hits, comp = s1.compiles - s0.compiles;
         static const char *const what[] = {"cold", "again (in-process cache)", "after dropping it (disk cache)"};
@@ -116,11 +116,11 @@ static void compile_passes(gt_bk_ctx *ctx, const gt_problem *ps, int np, int fre
  * enumeration has it); everything else is a cuBLASLt config. */
 static int gemv_side(int fam)
 {
-    return fam == GT_FAM_GEMV || fam == GT_FAM_MMA ? GT_GEN_BENCH_FAM : GT_GEN_BENCH_LT;
+    return fam == GT_FAM_GEMV || fam == GT_FAM_MMA ? GT_ST_FAM : GT_ST_LT;
 }
 
 /* The row: times, GB/s and % of the copy bandwidth (*arg), uplifts. */
-static void gemv_row(const gt_gen_bench_row *r, void *arg)
+static void gemv_row(const gt_st_row *r, void *arg)
 {
     double copy_bw = *(const double *)arg, g = r->fam_us, lt_best = r->lt_best_us;
     const gt_problem *p = r->p;
@@ -132,7 +132,7 @@ static void gemv_row(const gt_gen_bench_row *r, void *arg)
 #undef PCT
 }
 
-int gt_gen_bench(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_opts *o)
+int gt_st_gemv_bench(const gt_backend *bk, gt_bk_ctx *ctx, const gt_st_opts *o)
 {
     /* n = 1 and 16 (the issue's targets), or any other --tokens: how the
      * family scales with the batch between and around them. */
@@ -140,20 +140,20 @@ int gt_gen_bench(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_opts *
     if (o->tokens > 0 && o->tokens != 1 && o->tokens != 16)
         tokens[0] = o->tokens, nt = 1;
     int failures = 0;
-    gt_problem ps[GT_GEN_BENCH_MAX_SHAPES];
-    char names[GT_GEN_BENCH_MAX_SHAPES][32];
-    int np = gt_gen_bench_shapes(tokens, nt, o->tokens, ps, names);
+    gt_problem ps[GT_ST_MAX_SHAPES];
+    char names[GT_ST_MAX_SHAPES][32];
+    int np = gt_st_shapes(tokens, nt, o->tokens, ps, names);
     printf("\n== gen: the generated gemv family vs cuBLASLt, bf16 TN Llama-3-8B decode shapes ==\n");
     gt_cuda_set_exit_on_sticky(ctx, 0);
-    double bw = gt_cuda_alive(ctx, NULL, 0) == 0 ? gt_gen_copy_bandwidth(ctx) : 0;
+    double bw = gt_cuda_alive(ctx, NULL, 0) == 0 ? gt_st_copy_bandwidth(ctx) : 0;
     printf("copy bandwidth %.3f TB/s (1 GiB device-to-device, read + written, median of 10)\n", bw / 1e12);
     compile_passes(ctx, ps, np, o->fresh_cache);
     printf("%-12s %6s %3s %6s %9s %9s %9s %8s %6s %6s %8s %8s %9s %9s %6s\n", "shape", "m", "n", "k", "heur_us",
            "lt_best", "gen_best", "gen_GB/s", "%copy", "%c_lt", "vs_heur", "vs_lt", "gen_valid", "chain_us", "%copy");
-    gt_gen_bench_family f = {
+    gt_st_family f = {
         .label = "gen", .check_s = 120, .side = gemv_side, .chain = 1, .print_row = gemv_row, .arg = &bw};
     for (int i = 0; i < np; i++) {
-        failures += gt_gen_bench_shape(bk, ctx, &f, names[i], &ps[i], o);
+        failures += gt_st_shape(bk, ctx, &f, names[i], &ps[i], o);
         fflush(stdout);
     }
     return failures;

@@ -12,15 +12,15 @@
 #include "gen_bench_priv.h"
 #include "gen_cuda.h"
 
-int gt_gen_bench_cmp_dbl(const void *a, const void *b)
+int gt_st_cmp_dbl(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
-double gt_gen_bench_mid(double *v, int n)
+double gt_st_mid(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, gt_gen_bench_cmp_dbl);
+    qsort(v, (size_t)n, sizeof *v, gt_st_cmp_dbl);
     return v[n / 2];
 }
 
@@ -43,15 +43,15 @@ static const struct {
 } k_layers[] = {{"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096},
                 {"down", 4096, 14336}, {"lm_head", 128256, 4096}};
 
-int gt_gen_bench_shapes(const int *tokens, int ntokens, int only, gt_problem *ps,
-                        char (*names)[32])
+int gt_st_shapes(const int *tokens, int ntokens, int only, gt_problem *ps,
+                 char (*names)[32])
 {
     int np = 0;
     for (int t = 0; t < ntokens; t++)
         for (size_t l = 0; l < sizeof k_layers / sizeof k_layers[0]; l++) {
             if (only && only != tokens[t])
                 continue;
-            if (np == GT_GEN_BENCH_MAX_SHAPES)
+            if (np == GT_ST_MAX_SHAPES)
                 return np;
             ps[np] = shape(k_layers[l].m, tokens[t], k_layers[l].k);
             snprintf(names[np], 32, "%s n=%d", k_layers[l].name, tokens[t]);
@@ -71,8 +71,8 @@ static int cmp_pick(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int gt_gen_bench_shape(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_family *f,
-                       const char *name, const gt_problem *p, const gt_gen_bench_opts *o)
+int gt_st_shape(const gt_backend *bk, gt_bk_ctx *ctx, const gt_st_family *f,
+                const char *name, const gt_problem *p, const gt_st_opts *o)
 {
     char err[512];
     cJSON *cands = NULL, *base = NULL;
@@ -100,9 +100,9 @@ int gt_gen_bench_shape(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_
         gt_bk_cand *c = NULL;
         double e = NAN;
         gt_timing t;
-        if (side == GT_GEN_BENCH_SKIP)
+        if (side == GT_ST_SKIP)
             continue;
-        int isfam = side == GT_GEN_BENCH_FAM;
+        int isfam = side == GT_ST_FAM;
         nall += isfam;
         if (bk->build(pp, cfg, &c, err, sizeof err) != 0) {
             if (isfam && runerr++ < 3)
@@ -168,7 +168,7 @@ int gt_gen_bench_shape(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_
         }
     int best = fam0;
     for (int i = 0; i < nre; i++) {
-        med[i] = gt_gen_bench_mid(res[i], o->rounds);
+        med[i] = gt_st_mid(res[i], o->rounds);
         if (i >= fam0 && med[i] < med[best])
             best = i;
     }
@@ -184,7 +184,7 @@ int gt_gen_bench_shape(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_
             if (gt_gen_family(cfgs[i]) != GT_FAM_GEMV)
                 continue;
             snprintf(err, sizeof err, "result wrong");
-            if (gt_gen_validate_chained(pp, re[i], &e, err, sizeof err) != 0 || !(e <= tol)) {
+            if (gt_cuda_gen_validate_chained(pp, re[i], &e, err, sizeof err) != 0 || !(e <= tol)) {
                 char *txt = cJSON_PrintUnformatted(cfgs[i]);
                 printf("FAIL %s chained validation: %s (rel err %.3g): %s\n", name, err, e, txt ? txt : "");
                 free(txt);
@@ -198,9 +198,9 @@ int gt_gen_bench_shape(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_
                 gt_timing t;
                 if (!chained[i])
                     continue;
-                int bad = gt_gen_set_chain(ctx, 1, err, sizeof err) != 0 ||
+                int bad = gt_cuda_gen_set_chain(ctx, 1, err, sizeof err) != 0 ||
                           bk->time(pp, re[i], &full, &t, err, sizeof err) != 0;
-                (void)gt_gen_set_chain(ctx, 0, NULL, 0);
+                (void)gt_cuda_gen_set_chain(ctx, 0, NULL, 0);
                 if (bad) {
                     printf("FAIL %s chained re-time: %s\n", name, err);
                     failures++;
@@ -211,7 +211,7 @@ int gt_gen_bench_shape(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_
         for (int i = fam0; i < nre; i++) {
             if (!chained[i])
                 continue;
-            double mid = gt_gen_bench_mid(cres[i], o->rounds);
+            double mid = gt_st_mid(cres[i], o->rounds);
             if (!(mid >= chain_us))
                 chain_us = mid;
         }
@@ -223,8 +223,8 @@ int gt_gen_bench_shape(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_
     if (f->chain && ctx->sm >= 90 && best < nre && gt_gen_family(cfgs[best]) == GT_FAM_GEMV) {
         gt_bk_cand *nc = NULL, *pair[2];
         double e = NAN, abr[2][32];
-        int bad = gt_gen_set_nochain(ctx, 1) != 0 || bk->build(pp, cfgs[best], &nc, err, sizeof err) != 0;
-        (void)gt_gen_set_nochain(ctx, 0);
+        int bad = gt_cuda_gen_set_nochain(ctx, 1) != 0 || bk->build(pp, cfgs[best], &nc, err, sizeof err) != 0;
+        (void)gt_cuda_gen_set_nochain(ctx, 0);
         if (!bad && (bk->validate(pp, nc, &e, err, sizeof err) != 0 || !(e <= tol)))
             bad = 1;
         pair[0] = re[best], pair[1] = nc;
@@ -243,9 +243,9 @@ int gt_gen_bench_shape(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_
             goto out;
         }
         for (int i = 0; i < 2; i++)
-            ab_us[i] = gt_gen_bench_mid(abr[i], o->rounds);
+            ab_us[i] = gt_st_mid(abr[i], o->rounds);
     }
-    gt_gen_bench_row row = {
+    gt_st_row row = {
         .chain_us = chain_us,
         .name = name,
         .p = p,
@@ -260,7 +260,7 @@ int gt_gen_bench_shape(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_
     f->print_row(&row, f->arg);
     if (best < nre) {
         char *txt = cJSON_PrintUnformatted(cfgs[best]);
-        cJSON *info = gt_gen_cand_info(re[best]);
+        cJSON *info = gt_cuda_gen_cand_info(re[best]);
         char *it = info ? cJSON_PrintUnformatted(info) : NULL;
         printf("     best %s %s\n     %s\n", f->label, txt ? txt : "", it ? it : "");
         if (!isnan(ab_us[0]))

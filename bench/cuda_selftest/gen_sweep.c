@@ -77,7 +77,7 @@ static int sweep_shape(const gt_backend *bk, gt_bk_ctx *ctx, const char *name, c
     gt_bk_prob *pp = NULL;
     row *rows = NULL;
     int *pick = NULL, np = 0, failures = 0, wrong = 0, failed = 0;
-    if (gt_gen_device(ctx, &d, err, sizeof err) != 0 || space(p, &d, mma, &s) != 0 ||
+    if (gt_cuda_gen_device(ctx, &d, err, sizeof err) != 0 || space(p, &d, mma, &s) != 0 ||
         bk->prepare(ctx, p, &pp, err, sizeof err) != 0) {
         printf("FAIL sweep %s: %s\n", name, err);
         failures++;
@@ -104,8 +104,8 @@ static int sweep_shape(const gt_backend *bk, gt_bk_ctx *ctx, const char *name, c
         for (int o = 0; o < no; o++)
             opts[o] = defs[o];
         if (no > 0)
-            (void)gt_gen_request(mma ? gt_mma_src_of(&s.m.keep[pick[i]]) : gt_gen_gemv_src, fn, opts, no,
-                                 mma ? gt_gen_mma_sm(ctx, &s.m.keep[pick[i]]) : ctx->sm, 1, NULL);
+            (void)gt_cu_cache_request(mma ? gt_mma_src_of(&s.m.keep[pick[i]]) : gt_gen_gemv_src, fn, opts, no,
+                                      mma ? gt_cuda_gen_mma_sm(ctx, &s.m.keep[pick[i]]) : ctx->sm, 1, NULL);
     }
     gt_timing_opts quick = {.min_time_ms = 0.5, .warmup = 1, .repeats = 3};
     double tol = gt_bk_tolerance(p);
@@ -171,14 +171,14 @@ out:
     return failures;
 }
 
-int gt_gen_sweep(const gt_backend *bk, gt_bk_ctx *ctx, int tokens, int per_shape, const char *csv_path)
+int gt_st_sweep(const gt_backend *bk, gt_bk_ctx *ctx, int tokens, int per_shape, const char *csv_path)
 {
     /* the decode shapes by default; --tokens 128 or 2048 also sweeps the
      * prefill shapes (the "mma" family alone applies there) */
     static const int toks[] = {1, 16, 128, 2048};
-    gt_problem ps[GT_GEN_BENCH_MAX_SHAPES];
-    char names[GT_GEN_BENCH_MAX_SHAPES][32];
-    int np = gt_gen_bench_shapes(toks, tokens ? 4 : 2, tokens, ps, names), failures = 0;
+    gt_problem ps[GT_ST_MAX_SHAPES];
+    char names[GT_ST_MAX_SHAPES][32];
+    int np = gt_st_shapes(toks, tokens ? 4 : 2, tokens, ps, names), failures = 0;
     FILE *csv = NULL;
     if (csv_path && !(csv = fopen(csv_path, "w"))) {
         printf("FAIL sweep: cannot write %s\n", csv_path);

@@ -27,19 +27,19 @@ static void compile_pass(gt_bk_ctx *ctx, const gt_problem *ps, int np, int fresh
 {
     char dir[] = "/tmp/gt-mma-bench.XXXXXX", err[512];
     gt_gen_dev d;
-    if (gt_gen_device(ctx, &d, err, sizeof err) != 0) {
+    if (gt_cuda_gen_device(ctx, &d, err, sizeof err) != 0) {
         printf("FAIL mma compile: %s\n", err);
         return;
     }
     if (fresh && mkdtemp(dir))
         setenv("GEMMTUNE_CACHE_DIR", dir, 1);
-    gt_gen_cache_forget();
-    gt_gen_stats s0, s1;
-    gt_gen_stats_get(&s0);
+    gt_cu_cache_forget();
+    gt_cu_cache_stats s0, s1;
+    gt_cu_cache_stats_get(&s0);
     double t0 = gt_mono_ms();
     int n = 0, fails = 0, spills = 0;
     enum { MAXE = 2048 };
-    gt_gen_entry **ents = calloc(MAXE, sizeof *ents);
+    gt_cu_entry **ents = calloc(MAXE, sizeof *ents);
     for (int i = 0; ents && i < np; i++) {
         gt_mma_space s;
         if (gt_mma_prune_kept(&ps[i], &d, GT_MMA_DEFAULT_CAP, &s) != 0)
@@ -50,14 +50,14 @@ static void compile_pass(gt_bk_ctx *ctx, const gt_problem *ps, int np, int fresh
             int no = gt_mma_defines(&ps[i], &s.keep[c], defs);
             for (int o = 0; o < no; o++)
                 opts[o] = defs[o];
-            ents[n++] = gt_gen_request(gt_mma_src_of(&s.keep[c]), "gt_mma", opts, no, gt_gen_mma_sm(ctx, &s.keep[c]),
-                                       1, NULL);
+            ents[n++] = gt_cu_cache_request(gt_mma_src_of(&s.keep[c]), "gt_mma", opts, no, gt_cuda_gen_mma_sm(ctx, &s.keep[c]),
+                                            1, NULL);
         }
         gt_mma_space_free(&s);
     }
     for (int i = 0; i < n; i++) {
-        const gt_gen_image *img;
-        if (!ents[i] || gt_gen_wait(ents[i], &img, err, sizeof err) != 0) {
+        const gt_cu_image *img;
+        if (!ents[i] || gt_cu_cache_wait(ents[i], &img, err, sizeof err) != 0) {
             if (fails++ < 3)
                 printf("     compile: %s\n", err);
             continue;
@@ -65,7 +65,7 @@ static void compile_pass(gt_bk_ctx *ctx, const gt_problem *ps, int np, int fresh
         spills += img->spill_stores > 0;
     }
     double secs = (gt_mono_ms() - t0) / 1000;
-    gt_gen_stats_get(&s1);
+    gt_cu_cache_stats_get(&s1);
     long comp = s1.compiles - s0.compiles;
     printf("%s mma compile cold: %d configs, %ld compiled in %.2f s = %.1f kernels/s on %d threads "
            "(%.0f ms NVRTC each), %d spilled\n",
@@ -79,13 +79,13 @@ static void compile_pass(gt_bk_ctx *ctx, const gt_problem *ps, int np, int fresh
 static int mma_side(int fam)
 {
     if (fam == GT_FAM_MMA)
-        return GT_GEN_BENCH_FAM;
-    return fam == GT_FAM_CUBLASLT ? GT_GEN_BENCH_LT : GT_GEN_BENCH_SKIP;
+        return GT_ST_FAM;
+    return fam == GT_FAM_CUBLASLT ? GT_ST_LT : GT_ST_SKIP;
 }
 
 /* The row: times, TFLOP/s of each, the family's best as a share of
  * cuBLASLt's best, the largest validated error. */
-static void mma_row(const gt_gen_bench_row *r, void *arg)
+static void mma_row(const gt_st_row *r, void *arg)
 {
     const gt_problem *p = r->p;
     double g = r->fam_us, lt_best = r->lt_best_us;
@@ -97,16 +97,16 @@ static void mma_row(const gt_gen_bench_row *r, void *arg)
 #undef TF
 }
 
-int gt_mma_bench(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_opts *o)
+int gt_st_mma_bench(const gt_backend *bk, gt_bk_ctx *ctx, const gt_st_opts *o)
 {
     /* n = 16, 128, 2048, or any other --tokens */
     int tokens[3] = {16, 128, 2048}, nt = 3;
     if (o->tokens > 0 && o->tokens != 16 && o->tokens != 128 && o->tokens != 2048)
         tokens[0] = o->tokens, nt = 1;
     int failures = 0;
-    gt_problem ps[GT_GEN_BENCH_MAX_SHAPES];
-    char names[GT_GEN_BENCH_MAX_SHAPES][32];
-    int np = gt_gen_bench_shapes(tokens, nt, o->tokens, ps, names);
+    gt_problem ps[GT_ST_MAX_SHAPES];
+    char names[GT_ST_MAX_SHAPES][32];
+    int np = gt_st_shapes(tokens, nt, o->tokens, ps, names);
     printf("\n== mma: the generated tensor-core family vs cuBLASLt, bf16 TN Llama-3-8B shapes ==\n");
     gt_cuda_set_exit_on_sticky(ctx, 0);
     compile_pass(ctx, ps, np, o->fresh_cache);
@@ -115,10 +115,10 @@ int gt_mma_bench(const gt_backend *bk, gt_bk_ctx *ctx, const gt_gen_bench_opts *
     /* cuBLASLt: the heuristic's results first, then a sample of its
      * enumeration; 20 s of AlgoCheck at most per shape. Every kept mma
      * config must validate and time. */
-    gt_gen_bench_family f = {
+    gt_st_family f = {
         .label = "mma", .check_s = 20, .side = mma_side, .need_all = 1, .print_row = mma_row};
     for (int i = 0; i < np; i++) {
-        failures += gt_gen_bench_shape(bk, ctx, &f, names[i], &ps[i], o);
+        failures += gt_st_shape(bk, ctx, &f, names[i], &ps[i], o);
         fflush(stdout);
     }
     return failures;

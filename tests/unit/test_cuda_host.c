@@ -47,31 +47,31 @@ static void test_dtypes(void)
         cudaDataType_t want;
         int kt;
     } cases[] = {
-        {GT_DT_F32, CUDA_R_32F, GT_KT_F32},         {GT_DT_F64, CUDA_R_64F, GT_KT_F64},
-        {GT_DT_F16, CUDA_R_16F, GT_KT_F16},         {GT_DT_BF16, CUDA_R_16BF, GT_KT_BF16},
-        {GT_DT_TF32, CUDA_R_32F, GT_KT_F32},        {GT_DT_F8E4M3, CUDA_R_8F_E4M3, GT_KT_E4M3},
-        {GT_DT_F8E5M2, CUDA_R_8F_E5M2, GT_KT_E5M2}, {GT_DT_I8, CUDA_R_8I, GT_KT_I8},
-        {GT_DT_I32, CUDA_R_32I, GT_KT_I32},
+        {GT_DT_F32, CUDA_R_32F, GT_CU_KT_F32},         {GT_DT_F64, CUDA_R_64F, GT_CU_KT_F64},
+        {GT_DT_F16, CUDA_R_16F, GT_CU_KT_F16},         {GT_DT_BF16, CUDA_R_16BF, GT_CU_KT_BF16},
+        {GT_DT_TF32, CUDA_R_32F, GT_CU_KT_F32},        {GT_DT_F8E4M3, CUDA_R_8F_E4M3, GT_CU_KT_E4M3},
+        {GT_DT_F8E5M2, CUDA_R_8F_E5M2, GT_CU_KT_E5M2}, {GT_DT_I8, CUDA_R_8I, GT_CU_KT_I8},
+        {GT_DT_I32, CUDA_R_32I, GT_CU_KT_I32},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cudaDataType_t got = (cudaDataType_t)-1;
-        CHECK_MSG(gt_cuda_dtype(cases[i].t, &got) == 0 && got == cases[i].want, "%s",
+        CHECK_MSG(gt_cu_dtype(cases[i].t, &got) == 0 && got == cases[i].want, "%s",
                   gt_dtype_name(cases[i].t));
-        CHECK(gt_cuda_kt_of(cases[i].t) == cases[i].kt);
-        CHECK(strncmp(gt_cuda_dtype_name(got), "CUDA_R_", 7) == 0);
+        CHECK(gt_cu_kt_of(cases[i].t) == cases[i].kt);
+        CHECK(strncmp(gt_cu_type_name(got), "CUDA_R_", 7) == 0);
     }
     cudaDataType_t x;
-    CHECK(gt_cuda_dtype(GT_DT_INVALID, &x) == -1);
-    CHECK(gt_cuda_kt_of(GT_DT_INVALID) == -1);
-    CHECK(strcmp(gt_cuda_status_name(CUBLAS_STATUS_NOT_SUPPORTED), "CUBLAS_STATUS_NOT_SUPPORTED") == 0);
+    CHECK(gt_cu_dtype(GT_DT_INVALID, &x) == -1);
+    CHECK(gt_cu_kt_of(GT_DT_INVALID) == -1);
+    CHECK(strcmp(gt_cu_status_name(CUBLAS_STATUS_NOT_SUPPORTED), "CUBLAS_STATUS_NOT_SUPPORTED") == 0);
 }
 
 static void test_compute(void)
 {
     char err[256];
-    gt_cuda_map m;
+    gt_cu_map m;
     gt_problem p = prob(64, 32, 16, 'N', 'N', GT_DT_F32, GT_DT_F32, GT_DT_F32);
-    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+    CHECK(gt_cu_map_problem(&p, 90, &m, err, sizeof err) == 0);
     CHECK(m.compute == CUBLAS_COMPUTE_32F && m.scale == CUDA_R_32F);
     CHECK(m.opa == CUBLAS_OP_N && m.opb == CUBLAS_OP_N && !m.fp8);
     float one;
@@ -79,12 +79,12 @@ static void test_compute(void)
     CHECK(one == 1.0f);
 
     p = prob(64, 32, 16, 'N', 'T', GT_DT_F32, GT_DT_F32, GT_DT_TF32);
-    CHECK(gt_cuda_map_problem(&p, 80, &m, err, sizeof err) == 0);
+    CHECK(gt_cu_map_problem(&p, 80, &m, err, sizeof err) == 0);
     CHECK(m.compute == CUBLAS_COMPUTE_32F_FAST_TF32 && m.scale == CUDA_R_32F && m.opb == CUBLAS_OP_T);
 
     p = prob(64, 32, 16, 'T', 'N', GT_DT_F16, GT_DT_F16, GT_DT_F16);
     p.beta = 0.5;
-    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+    CHECK(gt_cu_map_problem(&p, 90, &m, err, sizeof err) == 0);
     CHECK(m.compute == CUBLAS_COMPUTE_16F && m.scale == CUDA_R_16F);
     uint16_t h;
     memcpy(&h, m.alpha, 2);
@@ -93,41 +93,41 @@ static void test_compute(void)
     CHECK(h == 0x3800);
 
     p = prob(64, 32, 16, 'N', 'N', GT_DT_F64, GT_DT_F64, GT_DT_F64);
-    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+    CHECK(gt_cu_map_problem(&p, 90, &m, err, sizeof err) == 0);
     CHECK(m.compute == CUBLAS_COMPUTE_64F && m.scale == CUDA_R_64F);
 
     p = prob(64, 32, 16, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
-    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+    CHECK(gt_cu_map_problem(&p, 90, &m, err, sizeof err) == 0);
     CHECK(m.compute == CUBLAS_COMPUTE_32F && m.a == CUDA_R_16BF && m.d == CUDA_R_16BF);
     p.c_type = p.d_type = GT_DT_F32;
-    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0 && m.d == CUDA_R_32F);
+    CHECK(gt_cu_map_problem(&p, 90, &m, err, sizeof err) == 0 && m.d == CUDA_R_32F);
 
     p = prob(64, 32, 16, 'T', 'N', GT_DT_F8E4M3, GT_DT_BF16, GT_DT_F32);
-    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+    CHECK(gt_cu_map_problem(&p, 90, &m, err, sizeof err) == 0);
     CHECK(m.fp8 && !m.d_scale && m.a == CUDA_R_8F_E4M3 && m.compute == CUBLAS_COMPUTE_32F);
     p.b_type = GT_DT_F8E5M2;
     p.d_type = GT_DT_F8E4M3;
-    CHECK(gt_cuda_map_problem(&p, 89, &m, err, sizeof err) == 0);
+    CHECK(gt_cu_map_problem(&p, 89, &m, err, sizeof err) == 0);
     CHECK(m.fp8 && m.d_scale && m.b == CUDA_R_8F_E5M2 && m.d == CUDA_R_8F_E4M3);
 
     p = prob(64, 32, 16, 'T', 'N', GT_DT_I8, GT_DT_I32, GT_DT_I32);
     p.alpha = 2;
-    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+    CHECK(gt_cu_map_problem(&p, 90, &m, err, sizeof err) == 0);
     CHECK(m.compute == CUBLAS_COMPUTE_32I && m.scale == CUDA_R_32I);
     int32_t ia;
     memcpy(&ia, m.alpha, 4);
     CHECK(ia == 2);
     p.c_type = p.d_type = GT_DT_I8;
     p.scale_type = GT_DT_F32;
-    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0 && m.scale == CUDA_R_32F);
+    CHECK(gt_cu_map_problem(&p, 90, &m, err, sizeof err) == 0 && m.scale == CUDA_R_32F);
 }
 
 /* Each refusal must say why, naming the offending setting. */
 static void refused(gt_problem p, int sm, const char *needle)
 {
     char err[256] = "";
-    gt_cuda_map m;
-    int rc = gt_cuda_map_problem(&p, sm, &m, err, sizeof err);
+    gt_cu_map m;
+    int rc = gt_cu_map_problem(&p, sm, &m, err, sizeof err);
     CHECK_MSG(rc == -1 && strstr(err, needle) != NULL, "want '%s', got rc %d '%s'", needle, rc, err);
     CHECK(strncmp(err, "cuda: ", 6) == 0);
 }
@@ -137,8 +137,8 @@ static void test_unsupported(void)
     gt_problem p = prob(64, 32, 16, 'N', 'N', GT_DT_F8E4M3, GT_DT_BF16, GT_DT_F32);
     refused(p, 90, "fp8 requires transA=T transB=N on sm_90");
     char err[256];
-    gt_cuda_map m;
-    CHECK_MSG(gt_cuda_map_problem(&p, 100, &m, err, sizeof err) == 0, "%s", err); /* any layout on sm_100 */
+    gt_cu_map m;
+    CHECK_MSG(gt_cu_map_problem(&p, 100, &m, err, sizeof err) == 0, "%s", err); /* any layout on sm_100 */
     p.trans_a = 'T';
     p.trans_b = 'N';
     gt_problem_default_ld(&p);
@@ -171,7 +171,7 @@ static void test_unsupported(void)
     refused(p, 90, "bad problem: lda=3");
 }
 
-/* The documented FP8 table (cuda_map.c map_fp8), row by row, and what the
+/* The documented FP8 table (common/caps.c map_fp8), row by row, and what the
  * descriptor gets for it. */
 static void test_fp8(void)
 {
@@ -192,17 +192,17 @@ static void test_fp8(void)
         {E5, E5, BF, BF, 0, 0},
     };
     char err[256];
-    gt_cuda_map m;
+    gt_cu_map m;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         gt_problem p = prob(256, 32, 128, 'T', 'N', rows[i].a, rows[i].c, GT_DT_F32);
         p.b_type = rows[i].b;
         p.d_type = rows[i].d;
         p.bias = 1;
-        int rc = gt_cuda_map_problem(&p, 90, &m, err, sizeof err);
+        int rc = gt_cu_map_problem(&p, 90, &m, err, sizeof err);
         CHECK_MSG((rc == 0) == rows[i].ok, "row %zu: rc %d %s", i, rc, rc ? err : "");
         if (rc == 0) {
             cudaDataType_t bt;
-            CHECK(gt_cuda_dtype(rows[i].bias, &bt) == 0 && m.bias == bt);
+            CHECK(gt_cu_dtype(rows[i].bias, &bt) == 0 && m.bias == bt);
             CHECK(m.fp8 && m.d_scale == (rows[i].d == E4 || rows[i].d == E5));
             CHECK(m.compute == CUBLAS_COMPUTE_32F && m.scale == CUDA_R_32F);
         } else {
@@ -215,7 +215,7 @@ static void test_fp8(void)
     p.bias_type = H;
     refused(p, 90, "needs bias_type bf16");
     p.bias_type = BF;
-    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+    CHECK(gt_cu_map_problem(&p, 90, &m, err, sizeof err) == 0);
     /* Tensor Core alignment is required for fp8 (16-byte multiples). */
     refused(prob(256, 32, 120, 'T', 'N', E4, BF, GT_DT_F32), 90, "rows of A=120");
     refused(prob(100, 32, 128, 'T', 'N', E4, BF, GT_DT_F32), 90, "m (rows of C)=100");
@@ -223,26 +223,26 @@ static void test_fp8(void)
     p.ldd = p.ldc = 260;
     refused(p, 90, "ldc=260");
     p = prob(256, 1, 128, 'T', 'N', E4, BF, GT_DT_F32); /* n = 1 (decode) is fine */
-    CHECK_MSG(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(gt_cu_map_problem(&p, 90, &m, err, sizeof err) == 0, "%s", err);
     /* TN only on Ada, Hopper and GeForce Blackwell; any layout on sm_100. */
     p = prob(256, 32, 128, 'N', 'N', E4, BF, GT_DT_F32);
     refused(p, 89, "transA=T transB=N on sm_89");
     refused(p, 120, "transA=T transB=N on sm_120");
-    CHECK(gt_cuda_map_problem(&p, 100, &m, err, sizeof err) == 0);
+    CHECK(gt_cu_map_problem(&p, 100, &m, err, sizeof err) == 0);
     p = prob(256, 32, 128, 'T', 'N', E4, BF, GT_DT_F32);
     p.scale_type = GT_DT_F16;
     refused(p, 90, "needs scale_type f32");
 
     /* Descriptor: A/B scale pointers always, D scale only for an fp8 D. */
-    gt_cuda_desc d;
-    gt_cuda_ptrs ptrs = {NULL, (void *)(uintptr_t)0x1000, (void *)(uintptr_t)0x1004,
-                         (void *)(uintptr_t)0x1008};
+    gt_cu_desc d;
+    gt_cu_ptrs ptrs = {NULL, (void *)(uintptr_t)0x1000, (void *)(uintptr_t)0x1004,
+                       (void *)(uintptr_t)0x1008};
     for (int fp8_out = 0; fp8_out < 2; fp8_out++) {
         p = prob(256, 32, 128, 'T', 'N', E4, BF, GT_DT_F32);
         if (fp8_out)
             p.d_type = E4;
-        CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
-        CHECK_MSG(gt_cuda_desc_create(&p, &m, &ptrs, &d, err, sizeof err) == 0, "%s", err);
+        CHECK(gt_cu_map_problem(&p, 90, &m, err, sizeof err) == 0);
+        CHECK_MSG(gt_cu_desc_create(&p, &m, &ptrs, &d, err, sizeof err) == 0, "%s", err);
         const void *as = NULL, *bs = NULL, *ds = NULL;
         size_t w;
         CHECK(cublasLtMatmulDescGetAttribute(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &as,
@@ -252,7 +252,7 @@ static void test_fp8(void)
         CHECK(cublasLtMatmulDescGetAttribute(d.op, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &ds,
                                              sizeof ds, &w) == 0);
         CHECK(ds == (fp8_out ? ptrs.d_scale : NULL));
-        gt_cuda_desc_destroy(&d);
+        gt_cu_desc_destroy(&d);
     }
 }
 
@@ -269,39 +269,39 @@ static void test_epilogue(void)
         {"", 0, CUBLASLT_EPILOGUE_DEFAULT},     {"gelu_tanh", 1, CUBLASLT_EPILOGUE_GELU_BIAS},
     };
     char err[256];
-    gt_cuda_map m;
+    gt_cu_map m;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         gt_problem p = prob(64, 32, 16, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
         snprintf(p.activation, sizeof p.activation, "%s", cases[i].act);
         p.bias = cases[i].bias;
-        CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
+        CHECK(gt_cu_map_problem(&p, 90, &m, err, sizeof err) == 0);
         CHECK_MSG(m.epilogue == cases[i].want, "%s bias=%d", cases[i].act, cases[i].bias);
         CHECK(m.has_bias == cases[i].bias);
         if (cases[i].bias)
-            CHECK(m.bias_set && m.bias == CUDA_R_16BF && m.bias_kt == GT_KT_BF16); /* D's type */
+            CHECK(m.bias_set && m.bias == CUDA_R_16BF && m.bias_kt == GT_CU_KT_BF16); /* D's type */
     }
     gt_problem p = prob(64, 32, 16, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
     p.bias = 1;
     p.bias_type = GT_DT_F32;
-    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0 && m.bias == CUDA_R_32F);
+    CHECK(gt_cu_map_problem(&p, 90, &m, err, sizeof err) == 0 && m.bias == CUDA_R_32F);
     p = prob(64, 32, 16, 'T', 'N', GT_DT_F8E4M3, GT_DT_F32, GT_DT_F32);
     p.bias = 1;
-    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0 && m.bias == CUDA_R_16BF);
+    CHECK(gt_cu_map_problem(&p, 90, &m, err, sizeof err) == 0 && m.bias == CUDA_R_16BF);
 }
 
 static void test_desc(void)
 {
     char err[256];
-    gt_cuda_map m;
-    gt_cuda_desc d;
+    gt_cu_map m;
+    gt_cu_desc d;
     gt_problem p = prob(6144, 16, 4096, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
     p.batch = 3;
     gt_problem_default_ld(&p);
     p.bias = 1;
     snprintf(p.activation, sizeof p.activation, "gelu");
-    CHECK(gt_cuda_map_problem(&p, 90, &m, err, sizeof err) == 0);
-    gt_cuda_ptrs ptrs = {(void *)(uintptr_t)0x1000, NULL, NULL, NULL};
-    CHECK_MSG(gt_cuda_desc_create(&p, &m, &ptrs, &d, err, sizeof err) == 0, "%s", err);
+    CHECK(gt_cu_map_problem(&p, 90, &m, err, sizeof err) == 0);
+    gt_cu_ptrs ptrs = {(void *)(uintptr_t)0x1000, NULL, NULL, NULL};
+    CHECK_MSG(gt_cu_desc_create(&p, &m, &ptrs, &d, err, sizeof err) == 0, "%s", err);
     uint64_t rows = 0, cols = 0;
     int64_t ld = 0, stride = 0;
     int32_t bc = 0, ta = -1;
@@ -320,15 +320,15 @@ static void test_desc(void)
     CHECK(cublasLtMatmulDescGetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi, &w) == 0);
     CHECK(cublasLtMatmulDescGetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp, &w) == 0);
     CHECK(ta == CUBLAS_OP_T && epi == CUBLASLT_EPILOGUE_GELU_BIAS && bp == ptrs.bias);
-    gt_cuda_desc_destroy(&d);
+    gt_cu_desc_destroy(&d);
     CHECK(d.op == NULL && d.a == NULL);
-    CHECK(gt_cuda_span(4096, 6144, 3, 4096 * 6144) == 3LL * 4096 * 6144);
-    CHECK(gt_cuda_span(100, 7, 1, 999) == 700);
+    CHECK(gt_cu_span(4096, 6144, 3, 4096 * 6144) == 3LL * 4096 * 6144);
+    CHECK(gt_cu_span(100, 7, 1, 999) == 700);
 }
 
 static void test_codecs(void)
 {
-    for (int kt = GT_KT_F32; kt <= GT_KT_I32; kt++) {
+    for (int kt = GT_CU_KT_F32; kt <= GT_CU_KT_I32; kt++) {
         int64_t qmax = gt_cuda_fill_qmax(kt);
         CHECK(qmax > 0);
         int64_t qs[] = {0, 1, -1, 2, 3, -3, 5, 7, qmax, -qmax, qmax / 2, -qmax / 3, qmax - 1};
@@ -337,35 +337,35 @@ static void test_codecs(void)
                 continue;
             unsigned char buf[8];
             gt_cuda_fill_encode(kt, qs[i], buf);
-            double got = gt_cuda_decode(kt, buf, 0), want = gt_cuda_fill_value(kt, qs[i]);
+            double got = gt_cu_decode(kt, buf, 0), want = gt_cuda_fill_value(kt, qs[i]);
             CHECK_MSG(got == want, "kt %d q %lld: %.17g != %.17g", kt, (long long)qs[i], got, want);
-            CHECK(fabs(want) <= (kt >= GT_KT_I8 ? (double)qmax : 1.0));
+            CHECK(fabs(want) <= (kt >= GT_CU_KT_I8 ? (double)qmax : 1.0));
         }
     }
     /* The 0xff poison bytes read back as NaN in every float type. */
     unsigned char ff[8];
     memset(ff, 0xff, sizeof ff);
-    for (int kt = GT_KT_F32; kt <= GT_KT_E5M2; kt++)
-        CHECK_MSG(isnan(gt_cuda_decode(kt, ff, 0)), "kt %d", kt);
+    for (int kt = GT_CU_KT_F32; kt <= GT_CU_KT_E5M2; kt++)
+        CHECK_MSG(isnan(gt_cu_decode(kt, ff, 0)), "kt %d", kt);
     uint16_t h = 0x3c00;
-    CHECK(gt_cuda_decode(GT_KT_F16, &h, 0) == 1.0);
+    CHECK(gt_cu_decode(GT_CU_KT_F16, &h, 0) == 1.0);
     h = 0x0001;
-    CHECK(gt_cuda_decode(GT_KT_F16, &h, 0) == ldexp(1, -24));
+    CHECK(gt_cu_decode(GT_CU_KT_F16, &h, 0) == ldexp(1, -24));
     h = 0x3f80;
-    CHECK(gt_cuda_decode(GT_KT_BF16, &h, 0) == 1.0);
+    CHECK(gt_cu_decode(GT_CU_KT_BF16, &h, 0) == 1.0);
     uint8_t b = 0x7e; /* e4m3 max normal 448 */
-    CHECK(gt_cuda_decode(GT_KT_E4M3, &b, 0) == 448.0);
+    CHECK(gt_cu_decode(GT_CU_KT_E4M3, &b, 0) == 448.0);
     b = 0x01; /* e4m3 min subnormal 2^-9 */
-    CHECK(gt_cuda_decode(GT_KT_E4M3, &b, 0) == ldexp(1, -9));
+    CHECK(gt_cu_decode(GT_CU_KT_E4M3, &b, 0) == ldexp(1, -9));
     b = 0x7b; /* e5m2 max normal 57344 */
-    CHECK(gt_cuda_decode(GT_KT_E5M2, &b, 0) == 57344.0);
-    CHECK(gt_cuda_f32_to_f16(1.0f) == 0x3c00);
-    CHECK(gt_cuda_f32_to_f16(-2.0f) == 0xc000);
-    CHECK(gt_cuda_f32_to_f16(65504.0f) == 0x7bff);
-    CHECK(gt_cuda_f32_to_f16(1e6f) == 0x7c00);
-    CHECK(gt_cuda_f32_to_f16(0.1f) == 0x2e66);
-    CHECK(gt_cuda_f32_to_f16((float)ldexp(1, -24)) == 0x0001);
-    CHECK(gt_cuda_f32_to_f16(1e-9f) == 0x0000);
+    CHECK(gt_cu_decode(GT_CU_KT_E5M2, &b, 0) == 57344.0);
+    CHECK(gt_cu_f32_to_f16(1.0f) == 0x3c00);
+    CHECK(gt_cu_f32_to_f16(-2.0f) == 0xc000);
+    CHECK(gt_cu_f32_to_f16(65504.0f) == 0x7bff);
+    CHECK(gt_cu_f32_to_f16(1e6f) == 0x7c00);
+    CHECK(gt_cu_f32_to_f16(0.1f) == 0x2e66);
+    CHECK(gt_cu_f32_to_f16((float)ldexp(1, -24)) == 0x0001);
+    CHECK(gt_cu_f32_to_f16(1e-9f) == 0x0000);
 }
 
 static void test_rel_err(void)
@@ -383,17 +383,17 @@ static void test_rel_err(void)
                 ref[(b * 2 + j) * 3 + i] = v;
                 out[b * 10 + j * 4 + i] = (float)v;
             }
-    CHECK(gt_cuda_rel_err(GT_KT_F32, out, 3, 2, 4, 2, 10, NULL, 2, ref) == 0.0);
+    CHECK(gt_cuda_rel_err(GT_CU_KT_F32, out, 3, 2, 4, 2, 10, NULL, 2, ref) == 0.0);
     out[10 + 4 + 2] += 1.0f; /* one element off by 1 */
     double den = 0;
     for (int i = 0; i < 12; i++)
         den += ref[i] * ref[i];
-    double e = gt_cuda_rel_err(GT_KT_F32, out, 3, 2, 4, 2, 10, NULL, 2, ref);
+    double e = gt_cuda_rel_err(GT_CU_KT_F32, out, 3, 2, 4, 2, 10, NULL, 2, ref);
     CHECK(fabs(e - sqrt(1.0 / den)) < 1e-12);
     out[10] = NAN; /* an unwritten (poisoned) element */
-    CHECK(isnan(gt_cuda_rel_err(GT_KT_F32, out, 3, 2, 4, 2, 10, NULL, 2, ref)));
+    CHECK(isnan(gt_cuda_rel_err(GT_CU_KT_F32, out, 3, 2, 4, 2, 10, NULL, 2, ref)));
     out[10] = INFINITY;
-    CHECK(isnan(gt_cuda_rel_err(GT_KT_F32, out, 3, 2, 4, 2, 10, NULL, 2, ref)));
+    CHECK(isnan(gt_cuda_rel_err(GT_CU_KT_F32, out, 3, 2, 4, 2, 10, NULL, 2, ref)));
 
     /* bf16 and f16, with 0xffff poison in the padding that must be ignored. */
     uint16_t hb[8], hh[8];
@@ -403,14 +403,14 @@ static void test_rel_err(void)
     for (int j = 0; j < 2; j++)
         for (int i = 0; i < 3; i++) {
             int64_t q = 1 + i + 3 * j;
-            r2[j * 3 + i] = gt_cuda_fill_value(GT_KT_BF16, q);
-            gt_cuda_fill_encode(GT_KT_BF16, q, &hb[j * 4 + i]);
-            gt_cuda_fill_encode(GT_KT_F16, q * 8, &hh[j * 4 + i]); /* q*8/2048 == q/256 */
+            r2[j * 3 + i] = gt_cuda_fill_value(GT_CU_KT_BF16, q);
+            gt_cuda_fill_encode(GT_CU_KT_BF16, q, &hb[j * 4 + i]);
+            gt_cuda_fill_encode(GT_CU_KT_F16, q * 8, &hh[j * 4 + i]); /* q*8/2048 == q/256 */
         }
-    CHECK(gt_cuda_rel_err(GT_KT_BF16, hb, 3, 2, 4, 1, 0, NULL, 2, r2) == 0.0);
-    CHECK(gt_cuda_rel_err(GT_KT_F16, hh, 3, 2, 4, 1, 0, NULL, 2, r2) == 0.0);
+    CHECK(gt_cuda_rel_err(GT_CU_KT_BF16, hb, 3, 2, 4, 1, 0, NULL, 2, r2) == 0.0);
+    CHECK(gt_cuda_rel_err(GT_CU_KT_F16, hh, 3, 2, 4, 1, 0, NULL, 2, r2) == 0.0);
     hb[5] = 0xffff;
-    CHECK(isnan(gt_cuda_rel_err(GT_KT_BF16, hb, 3, 2, 4, 1, 0, NULL, 2, r2)));
+    CHECK(isnan(gt_cuda_rel_err(GT_CU_KT_BF16, hb, 3, 2, 4, 1, 0, NULL, 2, r2)));
 
     CHECK(gt_cuda_rel_from(4, 16, 0) == 0.5);
     CHECK(gt_cuda_rel_from(4, 0, 0) == 2.0); /* all-zero reference: absolute */
@@ -425,10 +425,10 @@ static void test_is_bad(void)
     unsigned char ff[8], p80[8];
     memset(ff, 0xff, sizeof ff);
     memset(p80, 0x80, sizeof p80);
-    for (int kt = GT_KT_F32; kt <= GT_KT_E5M2; kt++)
+    for (int kt = GT_CU_KT_F32; kt <= GT_CU_KT_E5M2; kt++)
         CHECK_MSG(gt_cuda_is_bad(kt, ff, 0), "kt %d 0xff", kt);
-    CHECK(gt_cuda_is_bad(GT_KT_I8, p80, 0) && gt_cuda_is_bad(GT_KT_I32, p80, 0));
-    for (int kt = GT_KT_F32; kt <= GT_KT_I32; kt++) {
+    CHECK(gt_cuda_is_bad(GT_CU_KT_I8, p80, 0) && gt_cuda_is_bad(GT_CU_KT_I32, p80, 0));
+    for (int kt = GT_CU_KT_F32; kt <= GT_CU_KT_I32; kt++) {
         int64_t qmax = gt_cuda_fill_qmax(kt);
         int64_t qs[] = {0, 1, -1, qmax, -qmax, qmax / 3};
         for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
@@ -438,24 +438,24 @@ static void test_is_bad(void)
         }
     }
     uint16_t h[4] = {0x7bff, 0x7c00, 0xfc00, 0x7e00}; /* f16 max, +inf, -inf, nan */
-    CHECK(!gt_cuda_is_bad(GT_KT_F16, h, 0) && gt_cuda_is_bad(GT_KT_F16, h, 1) &&
-          gt_cuda_is_bad(GT_KT_F16, h, 2) && gt_cuda_is_bad(GT_KT_F16, h, 3));
+    CHECK(!gt_cuda_is_bad(GT_CU_KT_F16, h, 0) && gt_cuda_is_bad(GT_CU_KT_F16, h, 1) &&
+          gt_cuda_is_bad(GT_CU_KT_F16, h, 2) && gt_cuda_is_bad(GT_CU_KT_F16, h, 3));
     uint16_t bf[3] = {0x7f7f, 0x7f80, 0xffc0}; /* bf16 max, inf, nan */
-    CHECK(!gt_cuda_is_bad(GT_KT_BF16, bf, 0) && gt_cuda_is_bad(GT_KT_BF16, bf, 1) &&
-          gt_cuda_is_bad(GT_KT_BF16, bf, 2));
+    CHECK(!gt_cuda_is_bad(GT_CU_KT_BF16, bf, 0) && gt_cuda_is_bad(GT_CU_KT_BF16, bf, 1) &&
+          gt_cuda_is_bad(GT_CU_KT_BF16, bf, 2));
     uint8_t e4[3] = {0x7e, 0x7f, 0xfe}; /* e4m3 448 (finite), nan, -448 */
-    CHECK(!gt_cuda_is_bad(GT_KT_E4M3, e4, 0) && gt_cuda_is_bad(GT_KT_E4M3, e4, 1) &&
-          !gt_cuda_is_bad(GT_KT_E4M3, e4, 2));
+    CHECK(!gt_cuda_is_bad(GT_CU_KT_E4M3, e4, 0) && gt_cuda_is_bad(GT_CU_KT_E4M3, e4, 1) &&
+          !gt_cuda_is_bad(GT_CU_KT_E4M3, e4, 2));
     uint8_t e5[3] = {0x7b, 0x7c, 0x7d}; /* e5m2 max, inf, nan */
-    CHECK(!gt_cuda_is_bad(GT_KT_E5M2, e5, 0) && gt_cuda_is_bad(GT_KT_E5M2, e5, 1) &&
-          gt_cuda_is_bad(GT_KT_E5M2, e5, 2));
+    CHECK(!gt_cuda_is_bad(GT_CU_KT_E5M2, e5, 0) && gt_cuda_is_bad(GT_CU_KT_E5M2, e5, 1) &&
+          gt_cuda_is_bad(GT_CU_KT_E5M2, e5, 2));
     float f[2] = {3.0e38f, INFINITY};
-    CHECK(!gt_cuda_is_bad(GT_KT_F32, f, 0) && gt_cuda_is_bad(GT_KT_F32, f, 1));
+    CHECK(!gt_cuda_is_bad(GT_CU_KT_F32, f, 0) && gt_cuda_is_bad(GT_CU_KT_F32, f, 1));
     double d[2] = {1e308, -INFINITY};
-    CHECK(!gt_cuda_is_bad(GT_KT_F64, d, 0) && gt_cuda_is_bad(GT_KT_F64, d, 1));
+    CHECK(!gt_cuda_is_bad(GT_CU_KT_F64, d, 0) && gt_cuda_is_bad(GT_CU_KT_F64, d, 1));
     int8_t i8 = -127;
     int32_t i32 = -2139062143; /* 0x80808081 */
-    CHECK(!gt_cuda_is_bad(GT_KT_I8, &i8, 0) && !gt_cuda_is_bad(GT_KT_I32, &i32, 0));
+    CHECK(!gt_cuda_is_bad(GT_CU_KT_I8, &i8, 0) && !gt_cuda_is_bad(GT_CU_KT_I32, &i32, 0));
 }
 
 /* Which columns the reference computes, and which ones it samples. */
@@ -521,27 +521,27 @@ static void test_sampled_check(void)
         for (int j = 0; j < N; j++)
             for (int i = 0; i < M; i++) {
                 int64_t q = (i * 7 + j * 3 + b * 11) % 255 - 127;
-                full[(b * N + j) * M + i] = gt_cuda_fill_value(GT_KT_BF16, q);
-                gt_cuda_fill_encode(GT_KT_BF16, q, &d[b * SD + j * LDD + i]);
+                full[(b * N + j) * M + i] = gt_cuda_fill_value(GT_CU_KT_BF16, q);
+                gt_cuda_fill_encode(GT_CU_KT_BF16, q, &d[b * SD + j * LDD + i]);
             }
     for (int b = 0; b < B; b++)
         for (int c = 0; c < NS; c++)
             memcpy(&samp[(b * NS + c) * M], &full[(b * N + cols[c]) * M], M * sizeof(double));
-    CHECK(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, NULL, N, full) == 0.0);
-    CHECK(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp) == 0.0);
+    CHECK(gt_cuda_rel_err(GT_CU_KT_BF16, d, M, N, LDD, B, SD, NULL, N, full) == 0.0);
+    CHECK(gt_cuda_rel_err(GT_CU_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp) == 0.0);
 
     /* A wrong value in a sampled column: both see the same error. */
     int64_t at = 1 * SD + cols[2] * LDD + 3;
     uint16_t keep = d[at];
-    gt_cuda_fill_encode(GT_KT_BF16, 200, &d[at]);
+    gt_cuda_fill_encode(GT_CU_KT_BF16, 200, &d[at]);
     double den = 0, want;
     for (int i = 0; i < M * NS * B; i++)
         den += samp[i] * samp[i];
-    double diff = gt_cuda_fill_value(GT_KT_BF16, 200) - full[(1 * N + cols[2]) * M + 3];
+    double diff = gt_cuda_fill_value(GT_CU_KT_BF16, 200) - full[(1 * N + cols[2]) * M + 3];
     want = sqrt(diff * diff / den);
-    double got = gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp);
+    double got = gt_cuda_rel_err(GT_CU_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp);
     CHECK_MSG(fabs(got - want) < 1e-12, "%.17g vs %.17g", got, want);
-    CHECK(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, NULL, N, full) > 0);
+    CHECK(gt_cuda_rel_err(GT_CU_KT_BF16, d, M, N, LDD, B, SD, NULL, N, full) > 0);
     d[at] = keep;
 
     /* Unsampled column 1 (between the first and the next sampled one). */
@@ -551,34 +551,34 @@ static void test_sampled_check(void)
             un = cols[c] + 1; /* not sampled by construction when the strata are wide */
     at = 0 * SD + un * LDD + 2;
     keep = d[at];
-    gt_cuda_fill_encode(GT_KT_BF16, 200, &d[at]); /* finite and wrong: the sample misses it */
-    CHECK(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp) == 0.0);
-    CHECK(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, NULL, N, full) > 0);
+    gt_cuda_fill_encode(GT_CU_KT_BF16, 200, &d[at]); /* finite and wrong: the sample misses it */
+    CHECK(gt_cuda_rel_err(GT_CU_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp) == 0.0);
+    CHECK(gt_cuda_rel_err(GT_CU_KT_BF16, d, M, N, LDD, B, SD, NULL, N, full) > 0);
     d[at] = 0x7fc0; /* NaN outside the sample: the scan catches it */
-    CHECK(isnan(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp)));
+    CHECK(isnan(gt_cuda_rel_err(GT_CU_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp)));
     d[at] = 0xffff; /* still poisoned (never written) */
-    CHECK(isnan(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp)));
+    CHECK(isnan(gt_cuda_rel_err(GT_CU_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp)));
     d[at] = 0xff80; /* -inf */
-    CHECK(isnan(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp)));
+    CHECK(isnan(gt_cuda_rel_err(GT_CU_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp)));
     d[at] = keep;
     /* The very last element of D (last batch, last column, last row). */
     at = (B - 1) * SD + (N - 1) * LDD + M - 1;
     keep = d[at];
     d[at] = 0xffff;
-    CHECK(isnan(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp)));
+    CHECK(isnan(gt_cuda_rel_err(GT_CU_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp)));
     d[at] = keep;
-    CHECK(gt_cuda_rel_err(GT_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp) == 0.0);
+    CHECK(gt_cuda_rel_err(GT_CU_KT_BF16, d, M, N, LDD, B, SD, cols, NS, samp) == 0.0);
 }
 
 static void test_config(void)
 {
     char err[256], text[512];
-    gt_cuda_cfg c = {.algo_id = 66, .tile = 20, .stages = 35, .splitk = 4, .reduction = 2,
+    gt_cu_lt_cfg c = {.algo_id = 66, .tile = 20, .stages = 35, .splitk = 4, .reduction = 2,
                      .swizzle = 1, .custom = 3, .cluster = 2, .inner_shape = 0};
-    cJSON *j = gt_lt_cfg_to_json(&c);
+    cJSON *j = gt_cu_lt_cfg_to_json(&c);
     CHECK(j != NULL);
     char *printed = cJSON_PrintUnformatted(j);
-    gt_lt_cfg_text(&c, text, sizeof text);
+    gt_cu_lt_cfg_text(&c, text, sizeof text);
     const char *want = "{\"algo_id\":66,\"cluster\":2,\"custom\":3,\"inner_shape\":0,\"reduction\":2,"
                        "\"splitk\":4,\"stages\":35,\"swizzle\":1,\"tile\":20}";
     CHECK_MSG(strcmp(text, want) == 0, "%s", text);
@@ -589,8 +589,8 @@ static void test_config(void)
     char h16[17]; /* pinned: a change here orphans every stored cuda result */
     CHECK_MSG(gt_cfg_hash(j, h16) == 0 && strcmp(h16, "78d430424baf2ad2") == 0, "hash %s", h16);
     CHECK(cJSON_GetObjectItemCaseSensitive(j, "heur") == NULL);
-    gt_cuda_cfg back;
-    CHECK(gt_lt_cfg_from_json(j, &back, err, sizeof err) == 0);
+    gt_cu_lt_cfg back;
+    CHECK(gt_cu_lt_cfg_from_json(j, &back, err, sizeof err) == 0);
     CHECK(memcmp(&back, &c, sizeof c) == 0);
     free(printed);
     cJSON_Delete(j);
@@ -598,13 +598,13 @@ static void test_config(void)
     /* Any key order gives the same config and the same canonical text. */
     j = cJSON_Parse("{\"tile\":20,\"swizzle\":1,\"stages\":35,\"splitk\":4,\"reduction\":2,"
                     "\"inner_shape\":0,\"custom\":3,\"cluster\":2,\"algo_id\":66}");
-    CHECK(j && gt_lt_cfg_from_json(j, &back, err, sizeof err) == 0);
-    gt_lt_cfg_text(&back, text, sizeof text);
+    CHECK(j && gt_cu_lt_cfg_from_json(j, &back, err, sizeof err) == 0);
+    gt_cu_lt_cfg_text(&back, text, sizeof text);
     CHECK(strcmp(text, want) == 0);
     cJSON_Delete(j);
     /* Defaults for omitted keys. */
     j = cJSON_Parse("{\"algo_id\":7}");
-    CHECK(j && gt_lt_cfg_from_json(j, &back, err, sizeof err) == 0);
+    CHECK(j && gt_cu_lt_cfg_from_json(j, &back, err, sizeof err) == 0);
     CHECK(back.algo_id == 7 && back.splitk == 1 && back.tile == 0 && back.cluster == 0);
     cJSON_Delete(j);
     const char *bad[] = {
@@ -616,27 +616,27 @@ static void test_config(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         j = cJSON_Parse(bad[i]);
         err[0] = 0;
-        CHECK_MSG(gt_lt_cfg_from_json(j, &back, err, sizeof err) == -1 && strncmp(err, "cuda: ", 6) == 0,
+        CHECK_MSG(gt_cu_lt_cfg_from_json(j, &back, err, sizeof err) == -1 && strncmp(err, "cuda: ", 6) == 0,
                   "%s accepted", bad[i]);
         cJSON_Delete(j);
     }
     /* "family":"cublaslt" is what an absent family means: same config. */
     j = cJSON_Parse("{\"family\":\"cublaslt\",\"tile\":20,\"swizzle\":1,\"stages\":35,\"splitk\":4,"
                     "\"reduction\":2,\"inner_shape\":0,\"custom\":3,\"cluster\":2,\"algo_id\":66}");
-    CHECK(j && gt_gen_family(j) == GT_FAM_CUBLASLT && gt_lt_cfg_from_json(j, &back, err, sizeof err) == 0);
-    gt_lt_cfg_text(&back, text, sizeof text);
+    CHECK(j && gt_gen_family(j) == GT_FAM_CUBLASLT && gt_cu_lt_cfg_from_json(j, &back, err, sizeof err) == 0);
+    gt_cu_lt_cfg_text(&back, text, sizeof text);
     CHECK(strcmp(text, want) == 0);
     cJSON_Delete(j);
     j = cJSON_Parse("{\"family\":\"gemv\",\"algo_id\":66}");
-    CHECK(gt_lt_cfg_from_json(j, &back, err, sizeof err) == -1);
+    CHECK(gt_cu_lt_cfg_from_json(j, &back, err, sizeof err) == -1);
     cJSON_Delete(j);
     /* Attributes survive a trip through an algo struct (host-only calls). */
     cublasLtMatmulAlgo_t algo;
     memset(&algo, 0, sizeof algo);
     c.algo_id = 0; /* the id is set by cublasLtMatmulAlgoInit only */
     c.inner_shape = 3;
-    CHECK_MSG(gt_cuda_cfg_apply(&c, &algo, err, sizeof err) == 0, "%s", err);
-    CHECK_MSG(gt_cuda_cfg_from_algo(&algo, &back, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(gt_cu_lt_cfg_apply(&gt_cu_lt_linked, &c, &algo, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(gt_cu_lt_cfg_from_algo(&gt_cu_lt_linked, &algo, &back, err, sizeof err) == 0, "%s", err);
     CHECK(memcmp(&back, &c, sizeof c) == 0);
 }
 

@@ -2,7 +2,7 @@
  * "gen_device" a cuda worker registers with. Proven here:
  *   - to_json -> from_json gives back the same struct, bit for bit, for the
  *     H100 and A100 defaults, the MI200 limits and a device whose dram_bw is
- *     not a short decimal (what gt_gen_device computes from clocks);
+ *     not a short decimal (what gt_cuda_gen_device computes from clocks);
  *   - the object has exactly one member per field, named as the field;
  *   - refused, with the member named in the reason, and *d untouched: not an
  *     object, a missing, unknown or repeated member, a string, a fraction

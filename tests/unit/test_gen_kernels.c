@@ -504,7 +504,7 @@ static void test_nvrtc_all(void)
     char dir[] = "/tmp/gt-gen-cache.XXXXXX", err[512];
     CHECK(mkdtemp(dir) != NULL);
     setenv("GEMMTUNE_CACHE_DIR", dir, 1);
-    gt_gen_cache_forget();
+    gt_cu_cache_forget();
     gt_gen_dev d;
     gt_gen_dev_default(&d, 90, 132);
     gt_problem ps[12];
@@ -519,14 +519,14 @@ static void test_nvrtc_all(void)
     e.bias = 1, e.bias_type = GT_DT_F16, e.alpha = 0.5, e.beta = 0.25;
     snprintf(e.activation, sizeof e.activation, "gelu");
     ps[np++] = e;
-    gt_gen_entry **ents = NULL;
+    gt_cu_entry **ents = NULL;
     char (*defs_of)[400] = NULL; /* each entry's defines, for messages */
     int ne = 0, cap = 0;
     for (int pass = 0; pass < 3; pass++) {
-        gt_gen_stats s0, s1;
+        gt_cu_cache_stats s0, s1;
         if (pass == 2)
-            gt_gen_cache_forget();
-        gt_gen_stats_get(&s0);
+            gt_cu_cache_forget();
+        gt_cu_cache_stats_get(&s0);
         double t0 = gt_mono_ms();
         ne = 0;
         for (int i = 0; i < np; i++) {
@@ -561,13 +561,13 @@ static void test_nvrtc_all(void)
                 for (int o = 0; o < n; o++)
                     snprintf(defs_of[ne] + strlen(defs_of[ne]), sizeof defs_of[ne] - strlen(defs_of[ne]), " %s",
                              defs[o] + 5);
-                ents[ne++] = gt_gen_request(gt_gen_gemv_src, "gt_gemv", opts, n, 90, 1, NULL);
+                ents[ne++] = gt_cu_cache_request(gt_gen_gemv_src, "gt_gemv", opts, n, 90, 1, NULL);
             }
         }
         int fails = 0, spills_known = 0, nospill = 0;
         for (int i = 0; i < ne; i++) {
-            const gt_gen_image *img = NULL;
-            if (!ents[i] || gt_gen_wait(ents[i], &img, err, sizeof err) != 0) {
+            const gt_cu_image *img = NULL;
+            if (!ents[i] || gt_cu_cache_wait(ents[i], &img, err, sizeof err) != 0) {
                 if (fails++ < 3)
                     fprintf(stderr, "     compile failed: %s\n", err);
                 continue;
@@ -577,7 +577,7 @@ static void test_nvrtc_all(void)
             if (img->spill_stores < 0 && nospill++ < 3)
                 fprintf(stderr, "     no ptxas spill count for %s\n", defs_of[i]);
         }
-        gt_gen_stats_get(&s1);
+        gt_cu_cache_stats_get(&s1);
         long req = s1.requests - s0.requests, mem = s1.mem_hits - s0.mem_hits;
         long disk = s1.disk_hits - s0.disk_hits, comp = s1.compiles - s0.compiles;
         fprintf(stderr, "     pass %d: %d configs, %ld requests: %ld memory, %ld disk, %ld compiled "
@@ -594,14 +594,14 @@ static void test_nvrtc_all(void)
             CHECK(comp == 0 && disk + mem == req && disk > 0);
     }
     /* A corrupt cache file is compiled again, not loaded. */
-    const gt_gen_image *img = NULL;
+    const gt_cu_image *img = NULL;
     char path[4200];
-    CHECK(ne > 0 && gt_gen_wait(ents[0], &img, err, sizeof err) == 0);
-    snprintf(path, sizeof path, "%s/cuda/%016llx.gtk", dir, (unsigned long long)gt_gen_entry_key(ents[0]));
+    CHECK(ne > 0 && gt_cu_cache_wait(ents[0], &img, err, sizeof err) == 0);
+    snprintf(path, sizeof path, "%s/cuda/%016llx.gtk", dir, (unsigned long long)gt_cu_cache_key(ents[0]));
     CHECK(gt_write_file(path, "garbage", 7) == 0);
-    gt_gen_cache_forget();
-    gt_gen_stats s0, s1;
-    gt_gen_stats_get(&s0);
+    gt_cu_cache_forget();
+    gt_cu_cache_stats s0, s1;
+    gt_cu_cache_stats_get(&s0);
     gt_gen_space s;
     CHECK(gt_gen_prune(&ps[0], &d, GT_GEN_DEFAULT_CAP, &s) == 0);
     char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
@@ -609,17 +609,17 @@ static void test_nvrtc_all(void)
     int n = gt_gen_defines(&ps[0], &s.keep[0], 0, defs);
     for (int o = 0; o < n; o++)
         opts[o] = defs[o];
-    gt_gen_entry *again = gt_gen_request(gt_gen_gemv_src, "gt_gemv", opts, n, 90, 0, NULL);
-    CHECK(again && gt_gen_wait(again, &img, err, sizeof err) == 0 && img->origin == GT_GEN_FROM_COMPILE);
-    gt_gen_stats_get(&s1);
+    gt_cu_entry *again = gt_cu_cache_request(gt_gen_gemv_src, "gt_gemv", opts, n, 90, 0, NULL);
+    CHECK(again && gt_cu_cache_wait(again, &img, err, sizeof err) == 0 && img->origin == GT_CU_FROM_COMPILE);
+    gt_cu_cache_stats_get(&s1);
     CHECK(s1.compiles == s0.compiles + 1 && s1.disk_hits == s0.disk_hits);
     gt_gen_space_free(&s);
     /* the fault kernels compile too */
-    gt_gen_entry *f = gt_gen_request(gt_gen_fault_src, "gt_fault_oob", NULL, 0, 90, 0, NULL);
-    CHECK_MSG(f && gt_gen_wait(f, &img, err, sizeof err) == 0, "%s", err);
+    gt_cu_entry *f = gt_cu_cache_request(gt_gen_fault_src, "gt_fault_oob", NULL, 0, 90, 0, NULL);
+    CHECK_MSG(f && gt_cu_cache_wait(f, &img, err, sizeof err) == 0, "%s", err);
     free(ents);
     free(defs_of);
-    gt_gen_cache_forget();
+    gt_cu_cache_forget();
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);
@@ -641,7 +641,7 @@ static void test_chain_ptx(void)
     setenv("GEMMTUNE_CACHE_DIR", dir, 1);
     gt_gen_dev d;
     gt_gen_dev_default(&d, 90, 132);
-    gt_gen_cache_forget();
+    gt_cu_cache_forget();
     const gt_problem ps[] = {gen_test_prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16),
                              gen_test_prob(4096, 1, 4096, GT_DT_BF16, GT_DT_BF16)};
     int seen[3] = {0}, warp = 0;
@@ -659,15 +659,15 @@ static void test_chain_ptx(void)
             for (int nochain = 0; nochain < 2; nochain++) {
                 char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
                 const char *opts[GT_GEN_MAX_DEFS];
-                const gt_gen_image *img = NULL;
+                const gt_cu_image *img = NULL;
                 int n = gt_gen_defines(&ps[i], &cfg, 0, defs);
                 CHECK(n > 0 && n < GT_GEN_MAX_DEFS);
                 for (int o = 0; o < n; o++)
                     opts[o] = defs[o];
                 if (nochain)
                     opts[n++] = "-DGT_NOCHAIN=1";
-                gt_gen_entry *e = gt_gen_request(gt_gen_gemv_src, "gt_gemv", opts, n, 999, 0, NULL);
-                CHECK_MSG(e && gt_gen_wait(e, &img, err, sizeof err) == 0, "%s", err);
+                gt_cu_entry *e = gt_cu_cache_request(gt_gen_gemv_src, "gt_gemv", opts, n, 999, 0, NULL);
+                CHECK_MSG(e && gt_cu_cache_wait(e, &img, err, sizeof err) == 0, "%s", err);
                 if (!img)
                     continue;
                 const char *ptx = (const char *)img->data;
@@ -685,7 +685,7 @@ static void test_chain_ptx(void)
         gt_gen_space_free(&s);
     }
     CHECK(seen[GT_GEN_PIPE_REG] > 0 && seen[GT_GEN_PIPE_ASYNC] > 0 && seen[GT_GEN_PIPE_DBUF] > 0 && warp == 1);
-    gt_gen_cache_forget();
+    gt_cu_cache_forget();
     CHECK(gt_test_rmdir(dir) == 0);
 }
 
@@ -735,12 +735,12 @@ static void smoke_gen(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p, const 
             CHECK_MSG(0, "%s: %s: %s (rel err %.3g)", label, txt, err, e);
         } else if (ctx->sm >= 90 &&
                    (snprintf(err, sizeof err, "result wrong"),
-                    gt_gen_validate_chained(pp, c, &e, err, sizeof err) != 0 || !(e <= gt_bk_tolerance(&p)))) {
+                    gt_cuda_gen_validate_chained(pp, c, &e, err, sizeof err) != 0 || !(e <= gt_bk_tolerance(&p)))) {
             /* chained after a kernel that writes B 50 us after letting it launch */
             CHECK_MSG(0, "%s: chained: %s: %s (rel err %.3g)", label, txt, err, e);
         } else {
             passed++;
-            cJSON *info = gt_gen_cand_info(c);
+            cJSON *info = gt_cuda_gen_cand_info(c);
             char *it = info ? cJSON_PrintUnformatted(info) : NULL;
             if (passed <= 2)
                 fprintf(stderr, "     %s %.2f us err %.2e %s\n", label, t.median_us, e, it ? it : "");

@@ -450,7 +450,7 @@ static void add_cfg(cfgset *s, const gt_mma_cfg *c)
 static int compile_set(const gt_problem *p, const cfgset *set, int sm, const char *what)
 {
     char err[512];
-    gt_gen_entry **ents = calloc((size_t)(set->n ? set->n : 1), sizeof *ents);
+    gt_cu_entry **ents = calloc((size_t)(set->n ? set->n : 1), sizeof *ents);
     double t0 = gt_mono_ms();
     int fails = 0, spills = 0, regs_max = 0;
     if (!ents)
@@ -462,14 +462,14 @@ static int compile_set(const gt_problem *p, const cfgset *set, int sm, const cha
         for (int o = 0; o < n; o++)
             opts[o] = defs[o];
         int wg = set->v[i].inst == GT_MMA_INST_WGMMA;
-        ents[i] = gt_gen_request(gt_mma_src_of(&set->v[i]), "gt_mma", opts, n, wg ? sm | GT_GEN_SM_A : sm, 1,
-                                 NULL);
+        ents[i] = gt_cu_cache_request(gt_mma_src_of(&set->v[i]), "gt_mma", opts, n, wg ? sm | GT_CU_SM_A : sm, 1,
+                                      NULL);
     }
     for (int i = 0; i < set->n; i++) {
-        const gt_gen_image *img = NULL;
+        const gt_cu_image *img = NULL;
         char text[256];
         gt_mma_cfg_text(&set->v[i], text, sizeof text);
-        if (!ents[i] || gt_gen_wait(ents[i], &img, err, sizeof err) != 0) {
+        if (!ents[i] || gt_cu_cache_wait(ents[i], &img, err, sizeof err) != 0) {
             if (fails++ < 3)
                 fprintf(stderr, "     %s: compile failed: %s\n", text, err);
             continue;
@@ -500,7 +500,7 @@ static void test_nvrtc(void)
     char dir[] = "/tmp/gt-mma-cache.XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     setenv("GEMMTUNE_CACHE_DIR", dir, 1);
-    gt_gen_cache_forget();
+    gt_cu_cache_forget();
     int all = getenv("GT_TEST_MMA_ALL") != NULL;
     for (int sm = 90; sm >= 80; sm -= 10) {
         gt_gen_dev d;
@@ -564,7 +564,7 @@ static void test_nvrtc(void)
     add_cfg(&set, &c);
     CHECK(compile_set(&e, &set, 90, "f16 in, f32 out, bias, gelu, split-K") == 0);
     free(set.v);
-    gt_gen_cache_forget();
+    gt_cu_cache_forget();
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);
@@ -605,7 +605,7 @@ static void smoke(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p, const char
             !(e <= gt_bk_tolerance(&p)) || bk->time(pp, c, &o, &t, err, sizeof err) != 0) {
             CHECK_MSG(0, "%s: %s: %s (rel err %.3g)", label, txt, err, e);
         } else if (++passed <= 1) {
-            cJSON *info = gt_gen_cand_info(c);
+            cJSON *info = gt_cuda_gen_cand_info(c);
             char *it = info ? cJSON_PrintUnformatted(info) : NULL;
             fprintf(stderr, "     %s %.2f us err %.2e %s\n", label, t.median_us, e, it ? it : "");
             free(it);

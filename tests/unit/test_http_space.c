@@ -210,7 +210,7 @@ out:
 static void matches_worker(void)
 {
     gt_gen_dev d;
-    gt_gen_dev_default(&d, 90, 132); /* what gt_gen_device starts from on an H100 */
+    gt_gen_dev_default(&d, 90, 132); /* what gt_cuda_gen_device starts from on an H100 */
     gt_problem ps[] = {mk(4096, 1, 4096), mk(14336, 16, 4096), misaligned(), mk(4096, 512, 4096),
                        batched_epilogue(), mk(1024, 64, 1024)};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {

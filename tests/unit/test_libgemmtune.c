@@ -8,10 +8,10 @@
  *     for another ld, dtype, transpose, alpha, device model or backend; the
  *     CPU config JSON comes back verbatim; bad files are refused;
  *   - the public description -> key equals gt_problem_key of the problem;
- *   - cuda configs decode like the worker's gt_lt_cfg_from_json;
+ *   - cuda configs decode like the worker's gt_cu_lt_cfg_from_json;
  *   - the descriptor tuple -> problem mapping (pure function, both builds)
  *     inverts the worker's problem -> descriptors mapping (CUDA builds: the
- *     worker's gt_cuda_desc_create, read back through cuBLASLt's getters)
+ *     worker's gt_cu_desc_create, read back through cuBLASLt's getters)
  *     and refuses what gemmtune does not model;
  *   - the record lines parse with gt_log_parse into the same keys;
  *   - CUDA builds: under LD_PRELOAD the shim records GEMMs with call counts
@@ -46,8 +46,7 @@
 #endif
 
 #ifdef GT_WITH_CUDA
-#include "gt_cuda.h"
-#include "gt_ltcuda.h"
+#include "gt_cu.h"
 #endif
 
 static char g_dir[256];
@@ -431,10 +430,10 @@ static void test_cuda_config(void)
                          "{\"algo_id\":-1}", "nonsense", "{\"algo_id\":1,\"algo_id\":2}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK_MSG(gt_db_cuda_config_parse(bad[i], &c, err, sizeof err) == -1, "%s", bad[i]);
-    gt_lt_cfg lc;
+    gt_cu_lt_cfg lc;
     char text[256];
-    CHECK(gt_lt_cfg_parse(k_cfg42, &lc, err, sizeof err) == 0);
-    CHECK(gt_lt_cfg_text(&lc, text, sizeof text) > 0 && !strcmp(text, k_cfg42));
+    CHECK(gt_cu_lt_cfg_parse(k_cfg42, &lc, err, sizeof err) == 0);
+    CHECK(gt_cu_lt_cfg_text(&lc, text, sizeof text) > 0 && !strcmp(text, k_cfg42));
 #ifdef GT_WITH_CUDA
     /* Same verdicts and values as the worker's decoder. */
     const char *all[] = {k_cfg42, "{\"algo_id\":7}", "{\"algo_id\":3,\"splitk\":8,\"reduction\":4}",
@@ -442,14 +441,14 @@ static void test_cuda_config(void)
     for (size_t i = 0; i < sizeof all / sizeof all[0] + sizeof bad / sizeof bad[0]; i++) {
         const char *s = i < 4 ? all[i] : bad[i - 4];
         cJSON *j = cJSON_Parse(s);
-        gt_cuda_cfg wc;
-        int wrc = j ? gt_lt_cfg_from_json(j, &wc, err, sizeof err) : -1;
-        int lrc = gt_lt_cfg_parse(s, &lc, err, sizeof err);
+        gt_cu_lt_cfg wc;
+        int wrc = j ? gt_cu_lt_cfg_from_json(j, &wc, err, sizeof err) : -1;
+        int lrc = gt_cu_lt_cfg_parse(s, &lc, err, sizeof err);
         CHECK_MSG(wrc == lrc, "%s: worker %d, lib %d", s, wrc, lrc);
         if (wrc == 0 && lrc == 0) {
             char t1[256], t2[256];
-            gt_lt_cfg_text(&wc, t1, sizeof t1);
-            gt_lt_cfg_text(&lc, t2, sizeof t2);
+            gt_cu_lt_cfg_text(&wc, t1, sizeof t1);
+            gt_cu_lt_cfg_text(&lc, t2, sizeof t2);
             CHECK_MSG(!strcmp(t1, t2), "%s vs %s", t1, t2);
         }
         cJSON_Delete(j);
@@ -459,7 +458,7 @@ static void test_cuda_config(void)
 
 /* ---- the preload's mapping (pure) ---------------------------------------------- */
 
-static void layout(gt_lt_layout *l, int32_t type, uint64_t rows, uint64_t cols, int64_t ld)
+static void layout(gt_cu_lt_layout *l, int32_t type, uint64_t rows, uint64_t cols, int64_t ld)
 {
     memset(l, 0, sizeof *l);
     l->type = type;
@@ -470,21 +469,21 @@ static void layout(gt_lt_layout *l, int32_t type, uint64_t rows, uint64_t cols, 
 }
 
 /* The tuple PyTorch's Linear (bf16, 6144 out, 4096 in, 1 token) hands cuBLASLt. */
-static gt_lt_desc tuple_linear(void)
+static gt_cu_lt_tuple tuple_linear(void)
 {
-    gt_lt_desc t;
+    gt_cu_lt_tuple t;
     memset(&t, 0, sizeof t);
-    layout(&t.l[0], GT_LT_R_16BF, 4096, 6144, 4096); /* A: k x m, op T */
-    layout(&t.l[1], GT_LT_R_16BF, 4096, 1, 4096);    /* B: k x n */
-    layout(&t.l[2], GT_LT_R_16BF, 6144, 1, 6144);
-    layout(&t.l[3], GT_LT_R_16BF, 6144, 1, 6144);
-    t.compute = GT_LT_COMPUTE_32F;
-    t.scale = GT_LT_R_32F;
-    t.transa = GT_LT_OP_T;
-    t.transb = GT_LT_OP_N;
-    t.epilogue = GT_LT_EPI_DEFAULT;
+    layout(&t.l[0], GT_CU_R_16BF, 4096, 6144, 4096); /* A: k x m, op T */
+    layout(&t.l[1], GT_CU_R_16BF, 4096, 1, 4096);    /* B: k x n */
+    layout(&t.l[2], GT_CU_R_16BF, 6144, 1, 6144);
+    layout(&t.l[3], GT_CU_R_16BF, 6144, 1, 6144);
+    t.compute = GT_CU_COMPUTE_32F;
+    t.scale = GT_CU_R_32F;
+    t.transa = GT_CU_OP_T;
+    t.transb = GT_CU_OP_N;
+    t.epilogue = GT_CU_EPI_DEFAULT;
     t.bias_type = -1;
-    t.fill = GT_LT_FILL_FULL;
+    t.fill = GT_CU_FILL_FULL;
     return t;
 }
 
@@ -492,52 +491,52 @@ static void test_mapping(void)
 {
     char err[256];
     gt_problem p;
-    gt_lt_desc t = tuple_linear();
-    CHECK_MSG(gt_lt_to_problem(&t, 1.0, 0.0, &p, err, sizeof err) == 0, "%s", err);
+    gt_cu_lt_tuple t = tuple_linear();
+    CHECK_MSG(gt_cu_lt_to_problem(&t, 1.0, 0.0, &p, err, sizeof err) == 0, "%s", err);
     CHECK_MSG(!strcmp(key_of(&p), key_of(&P1)), "%s", key_of(&p));
     /* Strides of one batch entry mean nothing. */
     t.l[0].stride = 12345;
-    CHECK(gt_lt_to_problem(&t, 1.0, 0.0, &p, err, sizeof err) == 0 &&
+    CHECK(gt_cu_lt_to_problem(&t, 1.0, 0.0, &p, err, sizeof err) == 0 &&
           !strcmp(key_of(&p), key_of(&P1)));
-    CHECK(gt_lt_to_problem(&t, 1.0, 1.0, &p, err, sizeof err) == 0 &&
+    CHECK(gt_cu_lt_to_problem(&t, 1.0, 1.0, &p, err, sizeof err) == 0 &&
           strcmp(key_of(&p), key_of(&P1)));
     /* GELU + f16 bias, alpha 0.5. */
     memset(&t, 0, sizeof t);
-    layout(&t.l[0], GT_LT_R_16F, 256, 64, 256);
-    layout(&t.l[1], GT_LT_R_16F, 64, 128, 64);
-    layout(&t.l[2], GT_LT_R_16F, 256, 128, 256);
-    layout(&t.l[3], GT_LT_R_16F, 256, 128, 256);
-    t.compute = GT_LT_COMPUTE_32F;
-    t.scale = GT_LT_R_32F;
-    t.epilogue = GT_LT_EPI_GELU_BIAS;
-    t.bias_type = GT_LT_R_16F;
-    t.fill = GT_LT_FILL_FULL;
-    CHECK(gt_lt_to_problem(&t, 0.5, 0.0, &p, err, sizeof err) == 0 &&
+    layout(&t.l[0], GT_CU_R_16F, 256, 64, 256);
+    layout(&t.l[1], GT_CU_R_16F, 64, 128, 64);
+    layout(&t.l[2], GT_CU_R_16F, 256, 128, 256);
+    layout(&t.l[3], GT_CU_R_16F, 256, 128, 256);
+    t.compute = GT_CU_COMPUTE_32F;
+    t.scale = GT_CU_R_32F;
+    t.epilogue = GT_CU_EPI_GELU_BIAS;
+    t.bias_type = GT_CU_R_16F;
+    t.fill = GT_CU_FILL_FULL;
+    CHECK(gt_cu_lt_to_problem(&t, 0.5, 0.0, &p, err, sizeof err) == 0 &&
           !strcmp(key_of(&p), key_of(&P3)));
     t.bias_type = -1; /* unset: cuBLASLt's default, D's type here */
-    CHECK(gt_lt_to_problem(&t, 0.5, 0.0, &p, err, sizeof err) == 0 &&
+    CHECK(gt_cu_lt_to_problem(&t, 0.5, 0.0, &p, err, sizeof err) == 0 &&
           !strcmp(key_of(&p), key_of(&P3)));
     /* Batched, tf32. */
     memset(&t, 0, sizeof t);
-    layout(&t.l[0], GT_LT_R_32F, 32, 128, 32);
-    layout(&t.l[1], GT_LT_R_32F, 32, 64, 32);
-    layout(&t.l[2], GT_LT_R_32F, 128, 64, 128);
-    layout(&t.l[3], GT_LT_R_32F, 128, 64, 128);
+    layout(&t.l[0], GT_CU_R_32F, 32, 128, 32);
+    layout(&t.l[1], GT_CU_R_32F, 32, 64, 32);
+    layout(&t.l[2], GT_CU_R_32F, 128, 64, 128);
+    layout(&t.l[3], GT_CU_R_32F, 128, 64, 128);
     const int64_t strides[4] = {32 * 128, 32 * 64, 128 * 64, 128 * 64};
     for (int i = 0; i < 4; i++)
         t.l[i].batch = 4, t.l[i].stride = strides[i];
-    t.compute = GT_LT_COMPUTE_32F_FAST_TF32;
-    t.scale = GT_LT_R_32F;
-    t.transa = GT_LT_OP_T;
-    t.epilogue = GT_LT_EPI_DEFAULT;
+    t.compute = GT_CU_COMPUTE_32F_FAST_TF32;
+    t.scale = GT_CU_R_32F;
+    t.transa = GT_CU_OP_T;
+    t.epilogue = GT_CU_EPI_DEFAULT;
     t.bias_type = -1;
-    t.fill = GT_LT_FILL_FULL;
-    CHECK(gt_lt_to_problem(&t, 1.0, 1.0, &p, err, sizeof err) == 0 &&
+    t.fill = GT_CU_FILL_FULL;
+    CHECK(gt_cu_lt_to_problem(&t, 1.0, 1.0, &p, err, sizeof err) == 0 &&
           !strcmp(key_of(&p), key_of(&P4)));
     /* What gemmtune does not model is refused, with a reason. */
     struct {
         const char *why;
-        void (*mut)(gt_lt_desc *);
+        void (*mut)(gt_cu_lt_tuple *);
     } refuse[] = {
         {"order", NULL}, {"transc", NULL}, {"SM count", NULL},  {"fast accumulation", NULL},
         {"scale mode", NULL}, {"aux", NULL}, {"does not fit", NULL}, {"batch counts", NULL},
@@ -548,25 +547,25 @@ static void test_mapping(void)
         t = tuple_linear();
         switch (i) {
         case 0: t.l[1].order = 1; break;              /* row-major */
-        case 1: t.transc = GT_LT_OP_T; break;
+        case 1: t.transc = GT_CU_OP_T; break;
         case 2: t.sm_count = 100; break;
         case 3: t.fast_accum = 1; break;
         case 4: t.a_scale_mode = 1; break;
-        case 5: t.ptr_flags = GT_LT_HAS_AUX; break;
+        case 5: t.ptr_flags = GT_CU_HAS_AUX; break;
         case 6: t.l[1].rows = 4000; break;           /* B's k differs from A's */
         case 7: t.l[2].batch = 2; break;
         case 8: t.compute = 69; break;               /* COMPUTE_32F_PEDANTIC */
         case 9: t.epilogue = 8; break;               /* DRELU */
         case 10:
             for (int k = 0; k < 2; k++)
-                t.l[k].type = GT_LT_R_8F_E4M3;
+                t.l[k].type = GT_CU_R_8F_E4M3;
             break;
-        case 11: t.ptr_flags = GT_LT_HAS_A_SCALE; break;
+        case 11: t.ptr_flags = GT_CU_HAS_A_SCALE; break;
         case 12: t.fill = 0; break;
         case 13: t.l[3].type = 4; break;             /* CUDA_C_32F */
         }
         err[0] = 0;
-        CHECK_MSG(gt_lt_to_problem(&t, 1.0, 0.0, &p, err, sizeof err) == -1 &&
+        CHECK_MSG(gt_cu_lt_to_problem(&t, 1.0, 0.0, &p, err, sizeof err) == -1 &&
                       strstr(err, refuse[i].why),
                   "case %zu: '%s'", i, err);
     }
@@ -582,13 +581,13 @@ static void test_record_lines(void)
     gt_str_init(&s);
     for (size_t i = 0; i < 5; i++) {
         char line[1024];
-        int n = gt_lt_hipblaslt_line(ps[i], calls[i], line, sizeof line);
+        int n = gt_lib_record_line(ps[i], calls[i], line, sizeof line);
         CHECK(n > 0 && (size_t)n < sizeof line && line[n - 1] == '\n');
         gt_str_append(&s, line, (size_t)n);
     }
     /* The same GEMM twice merges, counts add up. */
     char again[1024];
-    gt_lt_hipblaslt_line(&P1, 100, again, sizeof again);
+    gt_lib_record_line(&P1, 100, again, sizeof again);
     gt_str_append(&s, again, strlen(again));
     CHECK(gt_log_detect(s.s, s.len) == GT_LOG_HIPBLASLT);
     gt_log_opts o = {.format = GT_LOG_AUTO};
@@ -614,16 +613,6 @@ static void test_record_lines(void)
 
 #ifdef GT_WITH_CUDA
 /* ---- the CUDA host side --------------------------------------------------------- */
-
-static const gt_lt_api k_real = {
-    .layout_get = cublasLtMatrixLayoutGetAttribute,
-    .desc_get = cublasLtMatmulDescGetAttribute,
-    .pref_get = cublasLtMatmulPreferenceGetAttribute,
-    .algo_init = cublasLtMatmulAlgoInit,
-    .cfg_set = cublasLtMatmulAlgoConfigSetAttribute,
-    .algo_check = cublasLtMatmulAlgoCheck,
-    .cap_get = cublasLtMatmulAlgoCapGetAttribute,
-};
 
 /* The worker's problem -> descriptors (what the tuning ran), read back
  * through cuBLASLt's own getters and mapped by the shim's pure function,
@@ -657,33 +646,33 @@ static void test_cuda_roundtrip(void)
     const gt_problem *ps[] = {&P1, &P2, &P3, &P4, &P5, &fp8, &i8, &bcast, &relu};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
         char err[256];
-        gt_cuda_map m;
-        gt_cuda_desc d;
-        gt_cuda_ptrs ptrs = {(const void *)(uintptr_t)4096, (const void *)(uintptr_t)8192,
-                             (const void *)(uintptr_t)8192, (const void *)(uintptr_t)8192};
-        int ok = gt_cuda_map_problem(ps[i], 90, &m, err, sizeof err) == 0;
+        gt_cu_map m;
+        gt_cu_desc d;
+        gt_cu_ptrs ptrs = {(const void *)(uintptr_t)4096, (const void *)(uintptr_t)8192,
+                           (const void *)(uintptr_t)8192, (const void *)(uintptr_t)8192};
+        int ok = gt_cu_map_problem(ps[i], 90, &m, err, sizeof err) == 0;
         CHECK_MSG(ok, "problem %zu: %s", i, err);
-        ok = ok && gt_cuda_desc_create(ps[i], &m, &ptrs, &d, err, sizeof err) == 0;
+        ok = ok && gt_cu_desc_create(ps[i], &m, &ptrs, &d, err, sizeof err) == 0;
         CHECK_MSG(ok, "problem %zu: %s", i, err);
         if (!ok)
             continue;
-        gt_lt_desc t;
+        gt_cu_lt_tuple t;
         gt_problem back;
-        CHECK(gt_lt_describe(&k_real, d.op, d.a, d.b, d.c, d.d, &t) == 0);
-        int rc = gt_lt_to_problem(&t, ps[i]->alpha, ps[i]->beta, &back, err, sizeof err);
+        CHECK(gt_cu_lt_describe(&gt_cu_lt_linked, &d, &t) == 0);
+        int rc = gt_cu_lt_to_problem(&t, ps[i]->alpha, ps[i]->beta, &back, err, sizeof err);
         CHECK_MSG(rc == 0, "problem %zu: %s", i, err);
         if (rc == 0)
             CHECK_MSG(!strcmp(key_of(&back), key_of(ps[i])), "problem %zu: %s vs %s", i,
                       key_of(&back), key_of(ps[i]));
-        gt_cuda_desc_destroy(&d);
+        gt_cu_desc_destroy(&d);
     }
     /* Host scalars by scale type. */
     float f = 0.5f;
     double x = -2.25;
     uint16_t h = 0x3c00; /* 1.0 */
     int32_t n = 3;
-    CHECK(gt_lt_scalar(CUDA_R_32F, &f) == 0.5 && gt_lt_scalar(CUDA_R_64F, &x) == -2.25 &&
-          gt_lt_scalar(CUDA_R_16F, &h) == 1.0 && gt_lt_scalar(CUDA_R_32I, &n) == 3.0);
+    CHECK(gt_cu_scalar_get(CUDA_R_32F, &f) == 0.5 && gt_cu_scalar_get(CUDA_R_64F, &x) == -2.25 &&
+          gt_cu_scalar_get(CUDA_R_16F, &h) == 1.0 && gt_cu_scalar_get(CUDA_R_32I, &n) == 3.0);
 }
 
 /* libgemmtune's cuBLASLt API up to the point where it needs a GPU. */

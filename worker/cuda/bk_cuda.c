@@ -2,7 +2,7 @@
  * algorithm configurations. This file owns the device context (open/close),
  * error classification, and building/releasing candidates; the space is in
  * cuda_space.c, prepare/validate/time in cuda_bench.c, the problem mapping
- * in cuda_map.c.
+ * in cuda/ (gt_cu.h, shared with libgemmtune).
  *
  * Environment knobs (read at open, all optional):
  *   GT_CUDA_WORKSPACE_MB     cuBLASLt workspace (default 32, what PyTorch gives it)
@@ -91,10 +91,10 @@ int gt_cuda_ckb(gt_bk_ctx *ctx, cublasStatus_t s, const char *what, char *err, s
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {
         char w[128];
-        snprintf(w, sizeof w, "%s (%s)", what, gt_cuda_status_name(s));
+        snprintf(w, sizeof w, "%s (%s)", what, gt_cu_status_name(s));
         return gt_cuda_ck(ctx, e, w, err, errlen);
     }
-    snprintf(err, errlen, "cuda: %s: %s", what, gt_cuda_status_name(s));
+    snprintf(err, errlen, "cuda: %s: %s", what, gt_cu_status_name(s));
     return -1;
 }
 
@@ -143,7 +143,7 @@ static void cuda_close(gt_bk_ctx *ctx)
         (void)cudaStreamDestroy(ctx->stream);
     if (ctx->lt)
         (void)cublasLtDestroy(ctx->lt);
-    gt_gen_ctx_close(ctx);
+    gt_cuda_gen_close(ctx);
     gt_cuda_kernels_unload(ctx->kern);
     free(ctx);
 }
@@ -222,7 +222,7 @@ static int cuda_open(int index, gt_bk_ctx **out, gt_bk_device *dev, char *err, s
      * points): the device still opens for cuBLASLt, it registers without
      * gen_device, and the first generated build reports the reason. */
     char gerr[256];
-    dev->has_gen = gt_gen_device(ctx, &dev->gen, gerr, sizeof gerr) == 0;
+    dev->has_gen = gt_cuda_gen_device(ctx, &dev->gen, gerr, sizeof gerr) == 0;
     *out = ctx;
     return 0;
 fail:
@@ -247,7 +247,7 @@ static int cuda_build(gt_bk_prob *pp, const cJSON *cfg, gt_bk_cand **out, char *
     }
     c->pp = pp;
     if (fam != GT_FAM_CUBLASLT) {
-        if (gt_cuda_alive(pp->ctx, err, errlen) != 0 || gt_gen_build(pp, cfg, fam, c, err, errlen) != 0) {
+        if (gt_cuda_alive(pp->ctx, err, errlen) != 0 || gt_cuda_gen_build(pp, cfg, fam, c, err, errlen) != 0) {
             free(c);
             return -1;
         }
@@ -258,7 +258,7 @@ static int cuda_build(gt_bk_prob *pp, const cJSON *cfg, gt_bk_cand **out, char *
      * algo bytes (checked by cuBLASLt when it returned them); any other is
      * re-created from its attributes and checked. Host work only. */
     if (gt_cuda_alive(pp->ctx, err, errlen) != 0 ||
-        gt_lt_cfg_from_json(cfg, &c->cfg, err, errlen) != 0 ||
+        gt_cu_lt_cfg_from_json(cfg, &c->cfg, err, errlen) != 0 ||
         (!gt_cuda_heur_find(pp, &c->cfg, &c->algo, &c->ws_need) &&
          gt_cuda_algo_make(pp->ctx, &pp->map, &pp->desc, &c->cfg, &c->algo, &c->ws_need, err,
                            errlen) != 0)) {
@@ -272,13 +272,13 @@ static int cuda_build(gt_bk_prob *pp, const cJSON *cfg, gt_bk_cand **out, char *
 static void cuda_release(gt_bk_cand *c)
 {
     if (c && c->gen)
-        gt_gen_release(c);
+        gt_cuda_gen_release(c);
     free(c); /* an algo is plain host data: nothing on the device to free */
 }
 
 static int cuda_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen)
 {
-    return c->gen ? gt_gen_validate(pp, c, rel_err, err, errlen)
+    return c->gen ? gt_cuda_gen_validate(pp, c, rel_err, err, errlen)
                   : gt_cuda_validate(pp, c, rel_err, err, errlen);
 }
 

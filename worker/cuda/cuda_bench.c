@@ -18,7 +18,6 @@
 #include "gt_cuda.h"
 #include "gt_util.h"
 
-static const size_t k_esize[] = {4, 8, 2, 2, 1, 1, 1, 4}; /* by gt_cuda_kt */
 #define ALIGN 256
 #define MEM_MARGIN ((size_t)1 << 30) /* left free for cuBLASLt and the rest */
 
@@ -74,7 +73,7 @@ static int heuristics(gt_bk_prob *pp, char *err, size_t errlen)
         (void)cublasLtMatmulPreferenceDestroy(pref);
     if (s != CUBLAS_STATUS_SUCCESS || n < 1) {
         snprintf(err, errlen, "cuda: cuBLASLt has no algorithm for this problem (heuristic: %s)",
-                 gt_cuda_status_name(s));
+                 gt_cu_status_name(s));
         return -1;
     }
     pp->nheur = 0;
@@ -82,7 +81,7 @@ static int heuristics(gt_bk_prob *pp, char *err, size_t errlen)
         gt_cuda_heur *h = &pp->heur[pp->nheur];
         char why[160];
         if (r[i].state != CUBLAS_STATUS_SUCCESS ||
-            gt_cuda_cfg_from_algo(&r[i].algo, &h->cfg, why, sizeof why) != 0 ||
+            gt_cu_lt_cfg_from_algo(&gt_cu_lt_linked, &r[i].algo, &h->cfg, why, sizeof why) != 0 ||
             gt_cuda_heur_find(pp, &h->cfg, NULL, NULL))
             continue; /* unreadable or a repeat: the first one stands */
         h->algo = r[i].algo;
@@ -92,14 +91,11 @@ static int heuristics(gt_bk_prob *pp, char *err, size_t errlen)
     return 0;
 }
 
-int gt_cuda_heur_find(const gt_bk_prob *pp, const gt_cuda_cfg *c, cublasLtMatmulAlgo_t *algo,
+int gt_cuda_heur_find(const gt_bk_prob *pp, const gt_cu_lt_cfg *c, cublasLtMatmulAlgo_t *algo,
                       size_t *ws)
 {
     for (int i = 0; i < pp->nheur; i++) {
-        const gt_cuda_cfg *h = &pp->heur[i].cfg;
-        if (h->algo_id == c->algo_id && h->tile == c->tile && h->stages == c->stages &&
-            h->splitk == c->splitk && h->reduction == c->reduction && h->swizzle == c->swizzle &&
-            h->custom == c->custom && h->cluster == c->cluster && h->inner_shape == c->inner_shape) {
+        if (gt_cu_lt_cfg_equal(&pp->heur[i].cfg, c)) {
             if (algo)
                 *algo = pp->heur[i].algo;
             if (ws)
@@ -125,27 +121,27 @@ int gt_cuda_prepare(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **out, char 
     pp->p = *p;
     gt_problem_finish(&pp->p);
     p = &pp->p;
-    gt_cuda_map *m = &pp->map;
-    if (gt_cuda_map_problem(p, ctx->sm, m, err, errlen) != 0)
+    gt_cu_map *m = &pp->map;
+    if (gt_cu_map_problem(p, ctx->sm, m, err, errlen) != 0)
         goto fail;
     if (!ctx->kern && gt_cuda_kernels_load(ctx->sm, &ctx->kern, err, errlen) != 0)
         goto fail;
 
     int an = p->trans_a == 'N', bn = p->trans_b == 'N';
-    pp->a_n = gt_cuda_span(p->lda, an ? p->k : p->m, p->batch, p->stride_a);
-    pp->b_n = gt_cuda_span(p->ldb, bn ? p->n : p->k, p->batch, p->stride_b);
-    pp->c_n = gt_cuda_span(p->ldc, p->n, p->batch, p->stride_c);
-    pp->d_n = gt_cuda_span(p->ldd, p->n, p->batch, p->stride_d);
-    pp->a_sz = (size_t)pp->a_n * k_esize[m->akt];
-    pp->b_sz = (size_t)pp->b_n * k_esize[m->bkt];
-    pp->c_sz = (size_t)pp->c_n * k_esize[m->ckt];
-    pp->d_sz = (size_t)pp->d_n * k_esize[m->dkt];
+    pp->a_n = gt_cu_span(p->lda, an ? p->k : p->m, p->batch, p->stride_a);
+    pp->b_n = gt_cu_span(p->ldb, bn ? p->n : p->k, p->batch, p->stride_b);
+    pp->c_n = gt_cu_span(p->ldc, p->n, p->batch, p->stride_c);
+    pp->d_n = gt_cu_span(p->ldd, p->n, p->batch, p->stride_d);
+    pp->a_sz = (size_t)pp->a_n * gt_cu_kt_size(m->akt);
+    pp->b_sz = (size_t)pp->b_n * gt_cu_kt_size(m->bkt);
+    pp->c_sz = (size_t)pp->c_n * gt_cu_kt_size(m->ckt);
+    pp->d_sz = (size_t)pp->d_n * gt_cu_kt_size(m->dkt);
     pp->c_inplace = p->beta == 0 && p->c_type == p->d_type && p->ldc == p->ldd &&
                     (p->batch == 1 || p->stride_c == p->stride_d);
     pp->rotate_c = p->beta != 0;
     pp->set_bytes = al(pp->a_sz) + al(pp->b_sz) + al(pp->d_sz) + (pp->rotate_c ? al(pp->c_sz) : 0);
 
-    size_t bias_sz = m->has_bias ? (size_t)p->m * k_esize[m->bias_kt] : 0;
+    size_t bias_sz = m->has_bias ? (size_t)p->m * gt_cu_kt_size(m->bias_kt) : 0;
     size_t base_sz = al(pp->a_sz) + al(pp->b_sz) + al(pp->d_sz) +
                      (pp->c_inplace ? 0 : al(pp->c_sz)) + al(bias_sz) +
                      4 * GT_CUDA_SCALE_SLOT * sizeof(float);
@@ -205,12 +201,12 @@ int gt_cuda_prepare(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **out, char 
         gt_cuda_ck(ctx, cudaStreamSynchronize(ctx->stream), "fill inputs", err, errlen))
         goto fail;
 
-    gt_cuda_ptrs ptrs = {pp->bias, pp->scales, pp->scales + GT_CUDA_SCALE_SLOT,
-                         pp->scales + 2 * GT_CUDA_SCALE_SLOT};
+    gt_cu_ptrs ptrs = {pp->bias, pp->scales, pp->scales + GT_CUDA_SCALE_SLOT,
+                       pp->scales + 2 * GT_CUDA_SCALE_SLOT};
     /* The generated family's compiles start now, on the other cores, while
      * the reference runs: by the first build they are (mostly) done. */
-    gt_gen_prepare(pp);
-    if (gt_cuda_desc_create(p, m, &ptrs, &pp->desc, err, errlen) != 0 ||
+    gt_cuda_gen_prepare(pp);
+    if (gt_cu_desc_create(p, m, &ptrs, &pp->desc, err, errlen) != 0 ||
         heuristics(pp, err, errlen) != 0 || gt_cuda_reference(pp, err, errlen) != 0)
         goto fail;
     *out = pp;
@@ -237,14 +233,14 @@ void gt_cuda_unprepare(gt_bk_prob *pp)
     /* Frees are best effort: after a sticky error they fail, and the
      * process is restarted anyway. */
     free_rot(pp);
-    gt_gen_unprepare(pp);
+    gt_cuda_gen_unprepare(pp);
     if (pp->base)
         (void)cudaFree(pp->base);
     if (pp->vbuf)
         (void)cudaFree(pp->vbuf);
     if (pp->hout)
         (void)cudaFreeHost(pp->hout);
-    gt_cuda_desc_destroy(&pp->desc);
+    gt_cu_desc_destroy(&pp->desc);
     free(pp->sets);
     free(pp->cols);
     free(pp);
@@ -309,9 +305,9 @@ static int ensure_sets(gt_bk_prob *pp, int64_t req, char *err, size_t errlen)
 static int run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *err, size_t errlen)
 {
     if (c->gen)
-        return gt_gen_run(pp, c, s, err, errlen); /* a generated kernel, same sets and events */
+        return gt_cuda_gen_run(pp, c, s, err, errlen); /* a generated kernel, same sets and events */
     gt_bk_ctx *ctx = pp->ctx;
-    const gt_cuda_desc *d = &pp->desc;
+    const gt_cu_desc *d = &pp->desc;
     cublasStatus_t st = cublasLtMatmul(ctx->lt, d->op, pp->map.alpha, s->a, d->a, s->b, d->b,
                                        pp->map.beta, s->c, d->c, s->d, d->d, &c->algo, ctx->ws,
                                        ctx->ws_size, ctx->stream);
@@ -386,7 +382,7 @@ int gt_cuda_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timi
     int rc = -1, chained = 0;
     /* launch=chained: a generated gemv kernel (sm_90+) is validated chained
      * once, then timed with every call launched chained; the rest plainly */
-    if (o->chained && c->gen && (chained = gt_gen_chain_begin(pp, c, err, errlen)) < 0)
+    if (o->chained && c->gen && (chained = gt_cuda_gen_chain_begin(pp, c, err, errlen)) < 0)
         goto out;
     /* Calibration, at most two synchronizations: the warm-up calls are
      * timed (validate has run the candidate once already, so its kernel is
@@ -435,7 +431,7 @@ int gt_cuda_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timi
     rc = 0;
 out:
     if (chained > 0)
-        gt_gen_chain_end(ctx);
+        gt_cuda_gen_chain_end(ctx);
     if (us != us_small)
         free(us);
     return rc;

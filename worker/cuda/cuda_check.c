@@ -33,8 +33,6 @@
 #include "gt_cuda.h"
 #include "gt_util.h"
 
-static const size_t k_esize[] = {4, 8, 2, 2, 1, 1, 1, 4}; /* by gt_cuda_kt */
-
 static uint64_t mix64(uint64_t x)
 {
     x += 0x9E3779B97F4A7C15ULL;
@@ -84,26 +82,26 @@ int gt_cuda_is_bad(int kt, const void *buf, size_t i)
 {
     const unsigned char *p = buf;
     switch (kt) {
-    case GT_KT_F32:
-    case GT_KT_I32: {
+    case GT_CU_KT_F32:
+    case GT_CU_KT_I32: {
         uint32_t u;
         memcpy(&u, p + i * 4, 4);
-        return kt == GT_KT_F32 ? (u & 0x7f800000u) == 0x7f800000u : u == 0x80808080u;
+        return kt == GT_CU_KT_F32 ? (u & 0x7f800000u) == 0x7f800000u : u == 0x80808080u;
     }
-    case GT_KT_F64: {
+    case GT_CU_KT_F64: {
         uint64_t u;
         memcpy(&u, p + i * 8, 8);
         return (u & 0x7ff0000000000000ULL) == 0x7ff0000000000000ULL;
     }
-    case GT_KT_F16:
-    case GT_KT_BF16: {
+    case GT_CU_KT_F16:
+    case GT_CU_KT_BF16: {
         uint16_t h;
         memcpy(&h, p + i * 2, 2);
-        return kt == GT_KT_F16 ? (h & 0x7c00) == 0x7c00 : (h & 0x7f80) == 0x7f80;
+        return kt == GT_CU_KT_F16 ? (h & 0x7c00) == 0x7c00 : (h & 0x7f80) == 0x7f80;
     }
-    case GT_KT_E4M3: return (p[i] & 0x7f) == 0x7f;
-    case GT_KT_E5M2: return (p[i] & 0x7c) == 0x7c;
-    case GT_KT_I8: return p[i] == 0x80;
+    case GT_CU_KT_E4M3: return (p[i] & 0x7f) == 0x7f;
+    case GT_CU_KT_E5M2: return (p[i] & 0x7c) == 0x7c;
+    case GT_CU_KT_I8: return p[i] == 0x80;
     default: return 1;
     }
 }
@@ -128,7 +126,7 @@ double gt_cuda_rel_err(int dkt, const void *out, int64_t m, int64_t n, int64_t l
             size_t o = (size_t)(b * sd + j * ldd);
             const double *r = ref + (size_t)((b * ns + c) * m);
             for (int64_t i = 0; i < m; i++) {
-                double e = gt_cuda_decode(dkt, out, o + (size_t)i) - r[i];
+                double e = gt_cu_decode(dkt, out, o + (size_t)i) - r[i];
                 num += e * e;
                 den += r[i] * r[i];
             }
@@ -170,7 +168,7 @@ static void vbuf_layout(gt_bk_prob *pp)
 static int fetch(gt_bk_ctx *ctx, const void *dev, int kt, int64_t first, int64_t stride,
                  int64_t count, void *host, char *err, size_t errlen)
 {
-    size_t es = k_esize[kt];
+    size_t es = gt_cu_kt_size(kt);
     const char *src = (const char *)dev + (size_t)first * es;
     cudaError_t e = stride == 1 ? cudaMemcpy(host, src, (size_t)count * es, cudaMemcpyDeviceToHost)
                                 : cudaMemcpy2D(host, es, src, (size_t)stride * es, es,
@@ -180,9 +178,9 @@ static int fetch(gt_bk_ctx *ctx, const void *dev, int kt, int64_t first, int64_t
 
 static double act_host(int act, double v)
 {
-    if (act == GT_ACT_RELU)
+    if (act == GT_CAPS_ACT_RELU)
         return v > 0 ? v : 0;
-    if (act == GT_ACT_GELU)
+    if (act == GT_CAPS_ACT_GELU)
         return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
     return v;
 }
@@ -193,7 +191,7 @@ static double act_host(int act, double v)
 static int spot_check(gt_bk_prob *pp, char *err, size_t errlen)
 {
     const gt_problem *p = &pp->p;
-    const gt_cuda_map *m = &pp->map;
+    const gt_cu_map *m = &pp->map;
     gt_bk_ctx *ctx = pp->ctx;
     int rc = -1;
     char *ra = malloc((size_t)p->k * 8), *rb = malloc((size_t)p->k * 8);
@@ -220,11 +218,11 @@ static int spot_check(gt_bk_prob *pp, char *err, size_t errlen)
                   p->k, ra, err, errlen) ||
             fetch(ctx, pp->val.b, m->bkt, b * p->stride_b + (tb ? j : j * p->ldb), tb ? p->ldb : 1,
                   p->k, rb, err, errlen) ||
-            fetch(ctx, pp->ref, GT_KT_F64, (b * pp->ns + c) * p->m + i, 1, 1, &got, err, errlen))
+            fetch(ctx, pp->ref, GT_CU_KT_F64, (b * pp->ns + c) * p->m + i, 1, 1, &got, err, errlen))
             goto out;
         double acc = 0, mag = 0;
         for (int64_t kk = 0; kk < p->k; kk++) {
-            double x = gt_cuda_decode(m->akt, ra, (size_t)kk) * gt_cuda_decode(m->bkt, rb, (size_t)kk);
+            double x = gt_cu_decode(m->akt, ra, (size_t)kk) * gt_cu_decode(m->bkt, rb, (size_t)kk);
             acc += x;
             mag += fabs(x);
         }
@@ -235,7 +233,7 @@ static int spot_check(gt_bk_prob *pp, char *err, size_t errlen)
             if (fetch(ctx, pp->val.c, m->ckt, b * p->stride_c + i + j * p->ldc, 1, 1, cv, err,
                       errlen))
                 goto out;
-            double cc = p->beta * gt_cuda_decode(m->ckt, cv, 0);
+            double cc = p->beta * gt_cu_decode(m->ckt, cv, 0);
             v += cc;
             mag += fabs(cc);
         }
@@ -243,7 +241,7 @@ static int spot_check(gt_bk_prob *pp, char *err, size_t errlen)
             char bv[8];
             if (fetch(ctx, pp->bias, m->bias_kt, i, 1, 1, bv, err, errlen))
                 goto out;
-            double bb = gt_cuda_decode(m->bias_kt, bv, 0);
+            double bb = gt_cu_decode(m->bias_kt, bv, 0);
             v += bb;
             mag += fabs(bb);
         }
@@ -328,7 +326,7 @@ int gt_cuda_check(gt_bk_prob *pp, double *rel_err, char *err, size_t errlen)
 int gt_cuda_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen)
 {
     gt_bk_ctx *ctx = pp->ctx;
-    const gt_cuda_desc *d = &pp->desc;
+    const gt_cu_desc *d = &pp->desc;
     *rel_err = NAN;
     if (gt_cuda_alive(ctx, err, errlen) != 0)
         return -1;
@@ -337,7 +335,7 @@ int gt_cuda_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, 
      * (i8 -128 would also be a saturated result, which the unclamped
      * reference rejects anyway). Padding between columns stays poisoned and
      * is never looked at. */
-    int poison = (pp->map.dkt == GT_KT_I8 || pp->map.dkt == GT_KT_I32) ? 0x80 : 0xff;
+    int poison = (pp->map.dkt == GT_CU_KT_I8 || pp->map.dkt == GT_CU_KT_I32) ? 0x80 : 0xff;
     const gt_cuda_set *s = &pp->val;
     if (gt_cuda_ck(ctx, cudaMemsetAsync(s->d, poison, pp->d_sz, ctx->stream), "poison D", err,
                    errlen) ||

@@ -1,8 +1,8 @@
 /* cuda_kernels.c: the cuda backend's own small kernels, compiled at run time
  * with NVRTC (worker nodes have no nvcc) and launched through the driver
- * API, whose entry points come from cudaGetDriverEntryPointByVersion: the
- * binaries never link libcuda.so.1 directly, so they still start (and the
- * backend reports "no device") on machines without a driver.
+ * API, which cuda/drv.c opens at run time: the binaries never link
+ * libcuda.so.1 directly, so they still start (and the backend reports "no
+ * device") on machines without a driver.
  *
  *   gt_fill  seeded random values, each exactly representable in its type
  *            (q * 2^-s with q using the type's significand bits), so the
@@ -21,17 +21,100 @@
  *
  * The reference shares no code with cuBLASLt, so a wrong candidate cannot
  * agree with it by construction; prepare also recomputes sampled elements of
- * it on the host (cuda_check.c) before trusting it. */
+ * it on the host (cuda_check.c) before trusting it. The compile, module and
+ * launches are cuda/'s (gt_cu.h), as for every kernel gemmtune runs. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <nvrtc.h>
-
 #include "gt_cuda.h"
 
-/* Type codes are gt_cuda_kt; the fill ranges match k_fill in cuda_map.c. */
+/* ---- the fill's values on the host ------------------------------------------------- */
+
+/* The fill kernel draws an integer q in [-qmax, qmax] and stores q * 2^-s,
+ * where qmax uses exactly the significand bits of the type: every value is
+ * exactly representable, so host and device agree on the inputs bit for bit
+ * and the reference sees no input rounding. Integers stay small so that i8
+ * outputs do not saturate for moderate k. The kernel below has the same
+ * table. */
+static const struct {
+    int64_t qmax;
+    int shift;
+} k_fill[] = {
+    [GT_CU_KT_F32] = {(1LL << 23) - 1, 23}, [GT_CU_KT_F64] = {(1LL << 52) - 1, 52},
+    [GT_CU_KT_F16] = {2047, 11},            [GT_CU_KT_BF16] = {255, 8},
+    [GT_CU_KT_E4M3] = {15, 4},              [GT_CU_KT_E5M2] = {7, 3},
+    [GT_CU_KT_I8] = {4, 0},                 [GT_CU_KT_I32] = {1000, 0},
+};
+
+int64_t gt_cuda_fill_qmax(int kt)
+{
+    return (kt >= 0 && kt <= GT_CU_KT_I32) ? k_fill[kt].qmax : 0;
+}
+
+double gt_cuda_fill_value(int kt, int64_t q)
+{
+    if (kt < 0 || kt > GT_CU_KT_I32)
+        return NAN;
+    return ldexp((double)q, -k_fill[kt].shift);
+}
+
+/* Small float formats: value a * 2^-s with a < 2^(mbits+1), always normal
+ * (the kernel's gt_enc_small). */
+static uint32_t enc_small(int64_t q, int s, int bias, int mbits, int sign_bit)
+{
+    if (q == 0)
+        return 0;
+    uint32_t sign = q < 0;
+    uint32_t a = (uint32_t)(q < 0 ? -q : q);
+    int e = 0;
+    while ((a >> (e + 1)) != 0)
+        e++;
+    uint32_t exp = (uint32_t)(e - s + bias);
+    uint32_t mant = (a << (mbits - e)) & ((1u << mbits) - 1);
+    return sign << sign_bit | exp << mbits | mant;
+}
+
+void gt_cuda_fill_encode(int kt, int64_t q, void *out)
+{
+    switch (kt) {
+    case GT_CU_KT_F32: {
+        float f = (float)ldexp((double)q, -23);
+        memcpy(out, &f, 4);
+        break;
+    }
+    case GT_CU_KT_F64: {
+        double d = ldexp((double)q, -52);
+        memcpy(out, &d, 8);
+        break;
+    }
+    case GT_CU_KT_F16: {
+        uint16_t h = (uint16_t)enc_small(q, 11, 15, 10, 15);
+        memcpy(out, &h, 2);
+        break;
+    }
+    case GT_CU_KT_BF16: {
+        uint16_t h = (uint16_t)enc_small(q, 8, 127, 7, 15);
+        memcpy(out, &h, 2);
+        break;
+    }
+    case GT_CU_KT_E4M3: *(uint8_t *)out = (uint8_t)enc_small(q, 4, 7, 3, 7); break;
+    case GT_CU_KT_E5M2: *(uint8_t *)out = (uint8_t)enc_small(q, 3, 15, 2, 7); break;
+    case GT_CU_KT_I8: *(int8_t *)out = (int8_t)q; break;
+    case GT_CU_KT_I32: {
+        int32_t v = (int32_t)q;
+        memcpy(out, &v, 4);
+        break;
+    }
+    default: break;
+    }
+}
+
+/* ---- the kernels ---------------------------------------------------------------------- */
+
+/* Type codes are gt_cu_kt; the fill ranges are k_fill's. */
 const char gt_cuda_kernels_src[] =
     "typedef unsigned long long u64;\n"
     "typedef long long i64;\n"
@@ -254,150 +337,43 @@ const char gt_cuda_kernels_src[] =
     "  }\n"
     "}\n";
 
-#define NVRTC_CK(call, what)                                                                       \
-    do {                                                                                           \
-        nvrtcResult r_ = (call);                                                                   \
-        if (r_ != NVRTC_SUCCESS) {                                                                 \
-            snprintf(err, errlen, "cuda: nvrtc %s: %s", what, nvrtcGetErrorString(r_));            \
-            goto fail;                                                                             \
-        }                                                                                          \
-    } while (0)
-
 int gt_cuda_kernels_compile(int sm, char **image, size_t *len, int *is_cubin, char *err,
                             size_t errlen)
 {
-    nvrtcProgram prog = NULL;
-    char *img = NULL, *log = NULL;
-    int archs[64], na = 0, best = 0;
+    gt_cu_image img;
     *image = NULL;
-    NVRTC_CK(nvrtcGetNumSupportedArchs(&na), "arch count");
-    if (na <= 0 || na > 64) {
-        snprintf(err, errlen, "cuda: nvrtc reports %d architectures", na);
+    if (gt_cu_nvrtc_compile(gt_cuda_kernels_src, "gt_cuda_kernels.cu", sm, NULL, 0, NULL, &img, err,
+                            errlen) != 0)
         return -1;
-    }
-    NVRTC_CK(nvrtcGetSupportedArchs(archs), "arch list");
-    for (int i = 0; i < na; i++)
-        if (archs[i] <= sm && archs[i] > best)
-            best = archs[i];
-    if (best == 0) {
-        snprintf(err, errlen, "cuda: nvrtc cannot target sm_%d", sm);
-        return -1;
-    }
-    /* A cubin for a known arch; PTX (JIT-compiled by the driver) for a newer
-     * device than this NVRTC knows. */
-    int cubin = best == sm;
-    char opt_arch[48];
-    snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s_%d", cubin ? "sm" : "compute", best);
-    const char *opts[] = {opt_arch};
-    NVRTC_CK(nvrtcCreateProgram(&prog, gt_cuda_kernels_src, "gt_cuda_kernels.cu", 0, NULL, NULL),
-             "create");
-    nvrtcResult cr = nvrtcCompileProgram(prog, 1, opts);
-    if (cr != NVRTC_SUCCESS) {
-        size_t ll = 0;
-        if (nvrtcGetProgramLogSize(prog, &ll) == NVRTC_SUCCESS && ll > 1 && (log = malloc(ll)) &&
-            nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS)
-            snprintf(err, errlen, "cuda: nvrtc compile (%s): %.200s", opt_arch, log);
-        else
-            snprintf(err, errlen, "cuda: nvrtc compile (%s): %s", opt_arch, nvrtcGetErrorString(cr));
-        goto fail;
-    }
-    size_t n = 0;
-    if (cubin) {
-        NVRTC_CK(nvrtcGetCUBINSize(prog, &n), "cubin size");
-        if (!(img = malloc(n)))
-            goto oom;
-        NVRTC_CK(nvrtcGetCUBIN(prog, img), "cubin");
-    } else {
-        NVRTC_CK(nvrtcGetPTXSize(prog, &n), "ptx size");
-        if (!(img = malloc(n)))
-            goto oom;
-        NVRTC_CK(nvrtcGetPTX(prog, img), "ptx");
-    }
-    (void)nvrtcDestroyProgram(&prog);
-    *image = img;
-    *len = n;
-    *is_cubin = cubin;
+    *image = (char *)img.data;
+    *len = img.len;
+    *is_cubin = img.cubin;
     return 0;
-oom:
-    snprintf(err, errlen, "cuda: out of host memory compiling kernels");
-fail:
-    free(img);
-    free(log);
-    if (prog)
-        (void)nvrtcDestroyProgram(&prog);
-    return -1;
 }
 
-typedef CUresult(CUDAAPI *pfn_load)(CUmodule *, const void *);
-typedef CUresult(CUDAAPI *pfn_unload)(CUmodule);
-typedef CUresult(CUDAAPI *pfn_getfn)(CUfunction *, CUmodule, const char *);
-typedef CUresult(CUDAAPI *pfn_launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                      unsigned, unsigned, CUstream, void **, void **);
-typedef CUresult(CUDAAPI *pfn_errname)(CUresult, const char **);
+enum { K_FILL, K_REF, K_CMP, K_SCAN, K_FIN, K_COUNT };
 
 struct gt_cuda_kernels {
+    const gt_cu_drv *drv;
     CUmodule mod;
-    CUfunction fill, ref, cmp, scan, fin;
-    pfn_unload unload;
-    pfn_launch launch;
-    pfn_errname errname;
+    CUfunction fn[K_COUNT];
 };
-
-static int entry(const char *name, void **fn, char *err, size_t errlen)
-{
-    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    cudaError_t e = cudaGetDriverEntryPointByVersion(name, fn, 12000, cudaEnableDefault, &q);
-    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !*fn) {
-        snprintf(err, errlen, "cuda: driver entry point %s: %s (query %d)", name,
-                 cudaGetErrorName(e), (int)q);
-        return -1;
-    }
-    return 0;
-}
-
-static void drv_err(const gt_cuda_kernels *k, CUresult r, const char *what, char *err,
-                    size_t errlen)
-{
-    const char *n = NULL;
-    if (!k->errname || k->errname(r, &n) != CUDA_SUCCESS || !n)
-        n = "CUDA_ERROR_?";
-    snprintf(err, errlen, "cuda: %s: %s (%d)", what, n, (int)r);
-}
 
 int gt_cuda_kernels_load(int sm, gt_cuda_kernels **out, char *err, size_t errlen)
 {
+    static const char *const names[K_COUNT] = {"gt_fill", "gt_ref", "gt_cmp", "gt_scan", "gt_fin"};
     char *img = NULL;
     size_t len = 0;
     int cubin = 0;
-    pfn_load load = NULL;
-    pfn_getfn getfn = NULL;
     gt_cuda_kernels *k = calloc(1, sizeof *k);
     if (!k) {
         snprintf(err, errlen, "cuda: out of host memory");
         return -1;
     }
-    if (entry("cuModuleLoadData", (void **)&load, err, errlen) ||
-        entry("cuModuleUnload", (void **)&k->unload, err, errlen) ||
-        entry("cuModuleGetFunction", (void **)&getfn, err, errlen) ||
-        entry("cuLaunchKernel", (void **)&k->launch, err, errlen) ||
-        entry("cuGetErrorName", (void **)&k->errname, err, errlen))
+    if (!(k->drv = gt_cu_drv_get(err, errlen)) ||
+        gt_cuda_kernels_compile(sm, &img, &len, &cubin, err, errlen) != 0 ||
+        gt_cu_module_load(k->drv, img, cubin, K_COUNT, names, NULL, &k->mod, k->fn, err, errlen) != 0)
         goto fail;
-    if (gt_cuda_kernels_compile(sm, &img, &len, &cubin, err, errlen) != 0)
-        goto fail;
-    CUresult r = load(&k->mod, img);
-    if (r != CUDA_SUCCESS) {
-        drv_err(k, r, cubin ? "cuModuleLoadData(cubin)" : "cuModuleLoadData(ptx)", err, errlen);
-        k->mod = NULL;
-        goto fail;
-    }
-    if ((r = getfn(&k->fill, k->mod, "gt_fill")) != CUDA_SUCCESS ||
-        (r = getfn(&k->ref, k->mod, "gt_ref")) != CUDA_SUCCESS ||
-        (r = getfn(&k->cmp, k->mod, "gt_cmp")) != CUDA_SUCCESS ||
-        (r = getfn(&k->scan, k->mod, "gt_scan")) != CUDA_SUCCESS ||
-        (r = getfn(&k->fin, k->mod, "gt_fin")) != CUDA_SUCCESS) {
-        drv_err(k, r, "cuModuleGetFunction", err, errlen);
-        goto fail;
-    }
     free(img);
     *out = k;
     return 0;
@@ -411,9 +387,18 @@ void gt_cuda_kernels_unload(gt_cuda_kernels *k)
 {
     if (!k)
         return;
-    if (k->mod && k->unload)
-        (void)k->unload(k->mod); /* nothing to do about a failure at teardown */
+    if (k->mod)
+        (void)k->drv->module_unload(k->mod); /* nothing to do about a failure at teardown */
     free(k);
+}
+
+/* One launch of helper kernel f with blocks of (bx, by) threads. */
+static int launch(const gt_cuda_kernels *k, int f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                  unsigned by, cudaStream_t s, void **args, const char *what, char *err,
+                  size_t errlen)
+{
+    const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, 1};
+    return gt_cu_launch(k->drv, k->fn[f], grid, block, 0, (CUstream)s, args, 0, what, err, errlen);
 }
 
 int gt_cuda_fill(gt_cuda_kernels *k, cudaStream_t s, void *p, int64_t n, int kt, uint64_t seed,
@@ -427,12 +412,7 @@ int gt_cuda_fill(gt_cuda_kernels *k, cudaStream_t s, void *p, int64_t n, int kt,
     int64_t blocks = (n + 255) / 256;
     if (blocks > 8192)
         blocks = 8192; /* grid-stride loop covers the rest */
-    CUresult r = k->launch(k->fill, (unsigned)blocks, 1, 1, 256, 1, 1, 0, (CUstream)s, args, NULL);
-    if (r != CUDA_SUCCESS) {
-        drv_err(k, r, "launch gt_fill", err, errlen);
-        return -1;
-    }
-    return 0;
+    return launch(k, K_FILL, (unsigned)blocks, 1, 1, 256, 1, s, args, "launch gt_fill", err, errlen);
 }
 
 int gt_cuda_ref(gt_cuda_kernels *k, cudaStream_t s, const gt_cuda_ref_args *a, long long batch,
@@ -452,12 +432,9 @@ int gt_cuda_ref(gt_cuda_kernels *k, cudaStream_t s, const gt_cuda_ref_args *a, l
             long long ny = gy - y0 < YMAX ? gy - y0 : YMAX;
             long long nz = batch - z0 < ZMAX ? batch - z0 : ZMAX;
             void *args[] = {&g};
-            CUresult r = k->launch(k->ref, (unsigned)gx, (unsigned)ny, (unsigned)nz, (unsigned)T,
-                                   (unsigned)T, 1, 0, (CUstream)s, args, NULL);
-            if (r != CUDA_SUCCESS) {
-                drv_err(k, r, "launch gt_ref", err, errlen);
+            if (launch(k, K_REF, (unsigned)gx, (unsigned)ny, (unsigned)nz, (unsigned)T, (unsigned)T, s,
+                       args, "launch gt_ref", err, errlen) != 0)
                 return -1;
-            }
         }
     }
     return 0;
@@ -481,19 +458,17 @@ static void grid2(long long m, long long cols, unsigned *gx, unsigned *gy)
     *gy = (unsigned)y;
 }
 
-static const long long k_esz[] = {4, 8, 2, 2, 1, 1, 1, 4}; /* by gt_cuda_kt */
-
 int gt_cuda_check_launch(gt_cuda_kernels *k, cudaStream_t s, const gt_cuda_check_args *a,
                          char *err, size_t errlen)
 {
-    if (a->dkt < 0 || a->dkt > GT_KT_I32 || a->m < 1 || a->n < 1 || a->ns < 1 || a->batch < 1) {
+    if (a->dkt < 0 || a->dkt > GT_CU_KT_I32 || a->m < 1 || a->n < 1 || a->ns < 1 || a->batch < 1) {
         snprintf(err, errlen, "cuda: bad comparison arguments");
         return -1;
     }
     gt_cuda_check_args g = *a;
     unsigned cx, cy, sx, sy;
     grid2(a->m, a->ns * a->batch, &cx, &cy);
-    long long es = k_esz[a->dkt];
+    long long es = (long long)gt_cu_kt_size((int)a->dkt);
     long long dense = a->ldd == a->m && (a->batch == 1 || a->sd == a->m * a->n) &&
                       ((uintptr_t)a->d % 16) == 0;
     if (dense) {
@@ -507,20 +482,8 @@ int gt_cuda_check_launch(gt_cuda_kernels *k, cudaStream_t s, const gt_cuda_check
     void *cargs[] = {&g};
     void *sargs[] = {&g, &dense, &es};
     void *fargs[] = {&g, &ncmp, &nscan};
-    CUresult r = k->launch(k->cmp, cx, cy, 1, 256, 1, 1, 0, (CUstream)s, cargs, NULL);
-    if (r != CUDA_SUCCESS) {
-        drv_err(k, r, "launch gt_cmp", err, errlen);
+    if (launch(k, K_CMP, cx, cy, 1, 256, 1, s, cargs, "launch gt_cmp", err, errlen) != 0 ||
+        launch(k, K_SCAN, sx, sy, 1, 256, 1, s, sargs, "launch gt_scan", err, errlen) != 0)
         return -1;
-    }
-    r = k->launch(k->scan, sx, sy, 1, 256, 1, 1, 0, (CUstream)s, sargs, NULL);
-    if (r != CUDA_SUCCESS) {
-        drv_err(k, r, "launch gt_scan", err, errlen);
-        return -1;
-    }
-    r = k->launch(k->fin, 1, 1, 1, 256, 1, 1, 0, (CUstream)s, fargs, NULL);
-    if (r != CUDA_SUCCESS) {
-        drv_err(k, r, "launch gt_fin", err, errlen);
-        return -1;
-    }
-    return 0;
+    return launch(k, K_FIN, 1, 1, 1, 256, 1, s, fargs, "launch gt_fin", err, errlen);
 }

@@ -1,34 +1,8 @@
-/* cuda_space.c: the cuda backend's candidate space: configs <-> JSON <->
- * cuBLASLt algos, and the enumeration of every algo configuration that
- * cublasLtMatmulAlgoCheck accepts for a problem.
- *
- * Config encoding: a flat JSON object of integers, always all nine keys
- * (canonical text has them in this, sorted, order):
- *
- *   algo_id      CUBLASLT_ALGO_CONFIG_ID: the kernel family, an id from
- *                cublasLtMatmulAlgoGetIds for the problem's types (required)
- *   cluster      CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, cublasLtClusterShape_t:
- *                0 = AUTO, 2 = 1x1x1, 3 = 2x1x1, 5 = 1x2x1, ... (sm_90+)
- *   custom       CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, 0..CUSTOM_OPTION_MAX
- *   inner_shape  CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, cublasLtMatmulInnerShape_t
- *                (0 = UNDEFINED; only heuristic results set others)
- *   reduction    CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME: 0 none, 1 in place,
- *                2 compute type, 4 output type (only with splitk > 1)
- *   splitk       CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 1 = no split
- *   stages       CUBLASLT_ALGO_CONFIG_STAGES_ID, cublasLtMatmulStages_t
- *                (0 = UNDEFINED, 16 = 64x4, 35 = 64xAUTO, ...)
- *   swizzle      CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, 0 or 1
- *   tile         CUBLASLT_ALGO_CONFIG_TILE_ID, cublasLtMatmulTile_t
- *                (0 = UNDEFINED, 20 = 128x128, ...)
- *
- * e.g. {"algo_id":66,"cluster":2,"custom":0,"inner_shape":0,"reduction":0,
- *       "splitk":1,"stages":35,"swizzle":0,"tile":20}
- *
- * The numbers are cuBLASLt enum values: stable within a cuBLASLt major
- * version, so results are only comparable between workers whose device
- * descriptions (which carry the cuBLASLt version) match. The heuristic rank
- * is NOT part of a config: the same algo found by the heuristic and by the
- * enumeration is one config. worker/cuda/CONFIG.md documents the same.
+/* cuda_space.c: the cuda backend's candidate space: the enumeration of
+ * every algo configuration that cublasLtMatmulAlgoCheck accepts for a
+ * problem, and a config's algo within the context's workspace
+ * (gt_cuda_algo_make). A config is cuda/'s gt_cu_lt_cfg: lt_cfg.c encodes it
+ * as JSON, lt_api.c on an algo (worker/cuda/CONFIG.md).
  *
  * Enumeration: the heuristic's top results first (rank order), then for
  * every algo id: tile x stages (kept when AlgoCheck accepts them with the
@@ -43,13 +17,14 @@
  * so every algo id stays represented.
  *
  * Generated families (gen_gemv.h, gen_mma.h): the "gemv" and "mma"
- * families' configs that survive their pruning (gt_gen_enumerate alternates
- * the two, each best first) are woven in after the heuristic's first GEN_AFTER results
- * (GEN_AFTER of them, then the rest of the heuristic's, then the rest of the
- * family's, then the enumerated configs), so that a small budget (the
- * coordinator keeps the first `budget` entries, or with strategy random the
- * first min(budget/2, 32) plus a sample) measures both the library's and the
- * family's best guesses. cuBLASLt configs keep their form and hash. */
+ * families' configs that survive their pruning (gt_cuda_gen_enumerate
+ * alternates the two, each best first) are woven in after the heuristic's
+ * first GEN_AFTER results (GEN_AFTER of them, then the rest of the
+ * heuristic's, then the rest of the family's, then the enumerated configs),
+ * so that a small budget (the coordinator keeps the first `budget` entries,
+ * or with strategy random the first min(budget/2, 32) plus a sample)
+ * measures both the library's and the family's best guesses. cuBLASLt
+ * configs keep their form and hash. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -60,107 +35,36 @@
 #include "gt_cuda.h"
 #include "gt_util.h"
 
-static int cfg_eq(const gt_cuda_cfg *x, const gt_cuda_cfg *y)
-{
-    return x->algo_id == y->algo_id && x->tile == y->tile && x->stages == y->stages &&
-           x->splitk == y->splitk && x->reduction == y->reduction && x->swizzle == y->swizzle &&
-           x->custom == y->custom && x->cluster == y->cluster && x->inner_shape == y->inner_shape;
-}
-
-/* ---- algo <-> config ----------------------------------------------------- */
-
-#define GETA(attr, field)                                                                          \
-    do {                                                                                           \
-        size_t w_ = 0;                                                                             \
-        cublasStatus_t s_ = cublasLtMatmulAlgoConfigGetAttribute(algo, attr, &(field),            \
-                                                                 sizeof(field), &w_);              \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
-            snprintf(err, errlen, "cuda: get %s: %s", #attr, gt_cuda_status_name(s_));             \
-            return -1;                                                                             \
-        }                                                                                          \
-    } while (0)
-
-int gt_cuda_cfg_from_algo(const cublasLtMatmulAlgo_t *algo, gt_cuda_cfg *c, char *err,
-                          size_t errlen)
-{
-    memset(c, 0, sizeof *c);
-    GETA(CUBLASLT_ALGO_CONFIG_ID, c->algo_id);
-    GETA(CUBLASLT_ALGO_CONFIG_TILE_ID, c->tile);
-    GETA(CUBLASLT_ALGO_CONFIG_STAGES_ID, c->stages);
-    GETA(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, c->splitk);
-    GETA(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, c->reduction);
-    GETA(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, c->swizzle);
-    GETA(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, c->custom);
-    GETA(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, c->cluster);
-    GETA(CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, c->inner_shape);
-    return 0;
-}
-
-#define SETA(attr, field)                                                                          \
-    do {                                                                                           \
-        cublasStatus_t s_ =                                                                        \
-            cublasLtMatmulAlgoConfigSetAttribute(algo, attr, &(field), sizeof(field));             \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
-            snprintf(err, errlen, "cuda: set %s: %s", #attr, gt_cuda_status_name(s_));             \
-            return -1;                                                                             \
-        }                                                                                          \
-    } while (0)
-
-int gt_cuda_cfg_apply(const gt_cuda_cfg *c, cublasLtMatmulAlgo_t *algo, char *err, size_t errlen)
-{
-    SETA(CUBLASLT_ALGO_CONFIG_TILE_ID, c->tile);
-    SETA(CUBLASLT_ALGO_CONFIG_STAGES_ID, c->stages);
-    SETA(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, c->splitk);
-    SETA(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, c->reduction);
-    SETA(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, c->swizzle);
-    SETA(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, c->custom);
-    SETA(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, c->cluster);
-    SETA(CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, c->inner_shape);
-    return 0;
-}
-
-int gt_cuda_algo_make(gt_bk_ctx *ctx, const gt_cuda_map *m, const gt_cuda_desc *d,
-                      const gt_cuda_cfg *c, cublasLtMatmulAlgo_t *algo, size_t *ws_need,
+int gt_cuda_algo_make(gt_bk_ctx *ctx, const gt_cu_map *m, const gt_cu_desc *d,
+                      const gt_cu_lt_cfg *c, cublasLtMatmulAlgo_t *algo, size_t *ws_need,
                       char *err, size_t errlen)
 {
-    cublasStatus_t s = cublasLtMatmulAlgoInit(ctx->lt, m->compute, m->scale, m->a, m->b, m->c,
-                                              m->d, c->algo_id, algo);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        snprintf(err, errlen, "cuda: cublasLtMatmulAlgoInit(algo_id=%d): %s", (int)c->algo_id,
-                 gt_cuda_status_name(s));
+    gt_cu_lt_types t = gt_cu_map_types(m);
+    gt_cu_lt_algo a;
+    if (gt_cu_lt_algo_make(&gt_cu_lt_linked, ctx->lt, &t, c, d, &a, err, errlen) != 0)
         return -1;
-    }
-    if (gt_cuda_cfg_apply(c, algo, err, errlen) != 0)
-        return -1;
-    cublasLtMatmulHeuristicResult_t r;
-    memset(&r, 0, sizeof r);
-    s = cublasLtMatmulAlgoCheck(ctx->lt, d->op, d->a, d->b, d->c, d->d, algo, &r);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        snprintf(err, errlen, "cuda: cublasLtMatmulAlgoCheck rejected the config: %s",
-                 gt_cuda_status_name(s));
-        return -1;
-    }
-    if (r.workspaceSize > ctx->ws_size) {
+    if (a.workspace > ctx->ws_size) {
         snprintf(err, errlen, "cuda: config needs %zu bytes of workspace, the limit is %zu",
-                 r.workspaceSize, ctx->ws_size);
+                 a.workspace, ctx->ws_size);
         return -1;
     }
-    *ws_need = r.workspaceSize;
+    *algo = a.algo;
+    *ws_need = a.workspace;
     return 0;
 }
 
 /* ---- enumeration --------------------------------------------------------- */
 
 typedef struct cfgvec {
-    gt_cuda_cfg *v;
+    gt_cu_lt_cfg *v;
     size_t n, cap;
 } cfgvec;
 
-static int vec_push(cfgvec *a, const gt_cuda_cfg *c)
+static int vec_push(cfgvec *a, const gt_cu_lt_cfg *c)
 {
     if (a->n == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 256;
-        gt_cuda_cfg *v = realloc(a->v, cap * sizeof *v);
+        gt_cu_lt_cfg *v = realloc(a->v, cap * sizeof *v);
         if (!v)
             return -1;
         a->v = v;
@@ -172,7 +76,7 @@ static int vec_push(cfgvec *a, const gt_cuda_cfg *c)
 
 typedef struct enum_state {
     gt_bk_ctx *ctx;
-    const gt_cuda_desc *d;
+    const gt_cu_desc *d;
     cublasLtMatmulAlgo_t init;      /* the current algo id, freshly initialized */
     const cfgvec *heur;             /* for dedupe */
     cfgvec found;
@@ -183,7 +87,7 @@ typedef struct enum_state {
 
 /* Returns 1 when AlgoCheck accepts c (any workspace), 0 otherwise; *ws gets
  * the workspace it needs. Stops the enumeration at the budget. */
-static int check(enum_state *e, const gt_cuda_cfg *c, size_t *ws)
+static int check(enum_state *e, const gt_cu_lt_cfg *c, size_t *ws)
 {
     char err[160];
     if (e->stop)
@@ -194,7 +98,7 @@ static int check(enum_state *e, const gt_cuda_cfg *c, size_t *ws)
         e->st->truncated = 1;
     }
     cublasLtMatmulAlgo_t a = e->init;
-    if (gt_cuda_cfg_apply(c, &a, err, sizeof err) != 0)
+    if (gt_cu_lt_cfg_apply(&gt_cu_lt_linked, c, &a, err, sizeof err) != 0)
         return 0;
     cublasLtMatmulHeuristicResult_t r;
     memset(&r, 0, sizeof r);
@@ -206,13 +110,13 @@ static int check(enum_state *e, const gt_cuda_cfg *c, size_t *ws)
 }
 
 /* Keeps c when accepted within the workspace and not a heuristic config. */
-static int accept(enum_state *e, const gt_cuda_cfg *c)
+static int accept(enum_state *e, const gt_cu_lt_cfg *c)
 {
     size_t ws = 0;
     if (!check(e, c, &ws) || ws > e->ctx->ws_size)
         return 0;
     for (size_t i = 0; i < e->heur->n; i++)
-        if (cfg_eq(&e->heur->v[i], c))
+        if (gt_cu_lt_cfg_equal(&e->heur->v[i], c))
             return 1;
     return vec_push(&e->found, c) == 0 ? 1 : -1;
 }
@@ -258,7 +162,7 @@ static int cap_u32(const cublasLtMatmulAlgo_t *a, cublasLtMatmulAlgoCapAttribute
 static const int k_splitk[] = {1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32};
 #define SPLIT_MIN_K 16 /* a split shorter than this is never worth a kernel */
 
-static int enum_algo(enum_state *e, const gt_cuda_map *m, const gt_problem *p, int id)
+static int enum_algo(enum_state *e, const gt_cu_map *m, const gt_problem *p, int id)
 {
     gt_bk_ctx *ctx = e->ctx;
     if (cublasLtMatmulAlgoInit(ctx->lt, m->compute, m->scale, m->a, m->b, m->c, m->d, id,
@@ -278,7 +182,7 @@ static int enum_algo(enum_state *e, const gt_cuda_map *m, const gt_problem *p, i
         custom_max = 0;
     for (int ti = 0; ti < nt && !e->stop; ti++) {
         for (int si = 0; si < ns && !e->stop; si++) {
-            gt_cuda_cfg base = {.algo_id = id, .tile = tiles[ti], .stages = stages[si], .splitk = 1};
+            gt_cu_lt_cfg base = {.algo_id = id, .tile = tiles[ti], .stages = stages[si], .splitk = 1};
             uint16_t cl[CUBLASLT_CLUSTER_SHAPE_END];
             int ncl = 0;
             size_t ws;
@@ -288,7 +192,7 @@ static int enum_algo(enum_state *e, const gt_cuda_map *m, const gt_problem *p, i
             if (ctx->cluster_launch) {
                 /* The default refused: one explicit shape decides whether
                  * this tile/stages pair exists at all, before trying all. */
-                gt_cuda_cfg probe = base;
+                gt_cu_lt_cfg probe = base;
                 probe.cluster = CUBLASLT_CLUSTER_SHAPE_1x1x1;
                 if (!auto_ok && !check(e, &probe, &ws))
                     continue;
@@ -322,7 +226,7 @@ static int enum_algo(enum_state *e, const gt_cuda_map *m, const gt_problem *p, i
                             if (sk > 1 && (!splitk_ok || p->k < (int64_t)sk * SPLIT_MIN_K))
                                 break; /* ascending: no larger split fits either */
                             for (int ri = 0; ri < (sk > 1 ? nred : 1); ri++) {
-                                gt_cuda_cfg c = base;
+                                gt_cu_lt_cfg c = base;
                                 c.cluster = cl[ci];
                                 c.swizzle = (uint32_t)sw;
                                 c.custom = (uint32_t)cu;
@@ -348,8 +252,8 @@ done:
 int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON **baseline,
                       char *err, size_t errlen)
 {
-    gt_cuda_map m;
-    gt_cuda_desc d;
+    gt_cu_map m;
+    gt_cu_desc d;
     memset(&d, 0, sizeof d);
     cublasLtMatmulPreference_t pref = NULL;
     cfgvec heur = {0};
@@ -364,13 +268,13 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON 
     *cands = NULL;
     *baseline = NULL;
 
-    if (gt_cuda_alive(ctx, err, errlen) != 0 || gt_cuda_map_problem(p, ctx->sm, &m, err, errlen) != 0)
+    if (gt_cuda_alive(ctx, err, errlen) != 0 || gt_cu_map_problem(p, ctx->sm, &m, err, errlen) != 0)
         return -1;
     /* Placeholders: the heuristic and AlgoCheck only read pointer alignment. */
     /* Same alignments as prepare's buffers: bias and each scale 256. */
-    gt_cuda_ptrs ptrs = {(const void *)(uintptr_t)0x10000, (const void *)(uintptr_t)0x20000,
-                         (const void *)(uintptr_t)0x20100, (const void *)(uintptr_t)0x20200};
-    if (gt_cuda_desc_create(p, &m, &ptrs, &d, err, errlen) != 0)
+    gt_cu_ptrs ptrs = {(const void *)(uintptr_t)0x10000, (const void *)(uintptr_t)0x20000,
+                       (const void *)(uintptr_t)0x20100, (const void *)(uintptr_t)0x20200};
+    if (gt_cu_desc_create(p, &m, &ptrs, &d, err, errlen) != 0)
         goto out;
     cublasStatus_t s = cublasLtMatmulPreferenceCreate(&pref);
     uint64_t wsl = ctx->ws_size;
@@ -385,18 +289,18 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON 
                                        &nres);
     if (s != CUBLAS_STATUS_SUCCESS || nres <= 0) {
         snprintf(err, errlen, "cuda: cuBLASLt has no algorithm for this problem (heuristic: %s, %d results)",
-                 gt_cuda_status_name(s), nres);
+                 gt_cu_status_name(s), nres);
         goto out;
     }
     for (int i = 0; i < nres; i++) {
         if (res[i].state != CUBLAS_STATUS_SUCCESS)
             continue;
-        gt_cuda_cfg c;
-        if (gt_cuda_cfg_from_algo(&res[i].algo, &c, err, errlen) != 0)
+        gt_cu_lt_cfg c;
+        if (gt_cu_lt_cfg_from_algo(&gt_cu_lt_linked, &res[i].algo, &c, err, errlen) != 0)
             goto out;
         int dup = 0;
         for (size_t j = 0; j < heur.n; j++)
-            dup |= cfg_eq(&heur.v[j], &c);
+            dup |= gt_cu_lt_cfg_equal(&heur.v[j], &c);
         if (dup)
             continue;
         /* The worker re-creates configs from attributes only: count the
@@ -442,10 +346,10 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON 
         st.capped = 1;
     }
     arr = cJSON_CreateArray();
-    base = gt_lt_cfg_to_json(&heur.v[0]);
+    base = gt_cu_lt_cfg_to_json(&heur.v[0]);
     if (!arr || !base)
         goto oom;
-    if (gt_gen_enumerate(ctx, p, &gen, &st.gen_pruned, err, errlen) != 0)
+    if (gt_cuda_gen_enumerate(ctx, p, &gen, &st.gen_pruned, err, errlen) != 0)
         goto out;
     st.gen = cJSON_GetArraySize(gen);
     for (size_t i = 0; i < heur.n + keep; i++) {
@@ -457,10 +361,10 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON 
                 cJSON_AddItemToArray(arr, cJSON_DetachItemFromArray(gen, 0));
         }
         /* evenly strided sample of the enumerated configs */
-        const gt_cuda_cfg *c = i < heur.n ? &heur.v[i]
+        const gt_cu_lt_cfg *c = i < heur.n ? &heur.v[i]
                                           : &e.found.v[(size_t)((double)(i - heur.n) *
                                                                 (double)e.found.n / (double)keep)];
-        cJSON *j = gt_lt_cfg_to_json(c);
+        cJSON *j = gt_cu_lt_cfg_to_json(c);
         if (!j || !cJSON_AddItemToArray(arr, j)) {
             cJSON_Delete(j);
             goto oom;
@@ -487,7 +391,7 @@ out:
     free(e.found.v);
     if (pref)
         (void)cublasLtMatmulPreferenceDestroy(pref);
-    gt_cuda_desc_destroy(&d);
+    gt_cu_desc_destroy(&d);
     return rc;
 }
 

@@ -1,11 +1,11 @@
 /* gen_run.c: the cuda backend's generated-kernel candidates ("gemv", "mma",
  * and the test-only "fault" family): their place in enumeration, their build
- * (NVRTC image from gen_nvrtc.c's caches, module loaded once per device
- * context, launched through the driver API like the helper kernels), and validate /
- * run exactly like a cuBLASLt candidate: the same poisoned D, the same
- * validation set, reference and GPU comparison, the same rotating sets and
- * events in time() (cuda_bench.c calls gt_gen_run where it would call
- * cublasLtMatmul). */
+ * (NVRTC image from cuda/'s compile cache, module loaded once per device
+ * context, launched through cuda/'s driver table like the helper kernels),
+ * and validate / run exactly like a cuBLASLt candidate: the same poisoned D,
+ * the same validation set, reference and GPU comparison, the same rotating
+ * sets and events in time() (cuda_bench.c calls gt_cuda_gen_run where it
+ * would call cublasLtMatmul). */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,20 +16,6 @@
 #include "gen_mma.h"
 #include "gt_util.h"
 
-typedef CUresult(CUDAAPI *pfn_load)(CUmodule *, const void *);
-typedef CUresult(CUDAAPI *pfn_unload)(CUmodule);
-typedef CUresult(CUDAAPI *pfn_getfn)(CUfunction *, CUmodule, const char *);
-typedef CUresult(CUDAAPI *pfn_launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                      unsigned, unsigned, CUstream, void **, void **);
-typedef CUresult(CUDAAPI *pfn_launch_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
-typedef CUresult(CUDAAPI *pfn_attr)(int *, CUfunction_attribute, CUfunction);
-typedef CUresult(CUDAAPI *pfn_errname)(CUresult, const char **);
-typedef CUresult(CUDAAPI *pfn_setattr)(CUfunction, CUfunction_attribute, int);
-typedef CUresult(CUDAAPI *pfn_tmap)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                                    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
-                                    CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
-                                    CUtensorMapFloatOOBfill);
-
 typedef struct gen_mod {
     uint64_t key;
     CUmodule mod;
@@ -37,26 +23,18 @@ typedef struct gen_mod {
     int regs, local, smem;
 } gen_mod;
 
-struct gt_gen_ctx {
+struct gt_cuda_gen_ctx {
     int have_dev;
     gt_gen_dev dev;
-    pfn_load load;
-    pfn_unload unload;
-    pfn_getfn getfn;
-    pfn_launch launch;
-    pfn_launch_ex launch_ex;  /* cuLaunchKernelEx (chained launches); NULL before CUDA 12 drivers */
-    int chain;                /* gemv kernels launch chained (gt_gen_set_chain) */
-    int nochain;              /* gemv builds without chained launch (gt_gen_set_nochain) */
-    pfn_attr attr;
-    pfn_errname errname;
-    pfn_setattr setattr;
-    pfn_tmap tmap;            /* cuTensorMapEncodeTiled (wgmma); NULL before CUDA 12 drivers */
+    const gt_cu_drv *drv;     /* launch_kernel_ex, tensor_map_encode_tiled: NULL before CUDA 12 */
+    int chain;                /* gemv kernels launch chained (gt_cuda_gen_set_chain) */
+    int nochain;              /* gemv builds without chained launch (gt_cuda_gen_set_nochain) */
     gen_mod **mods;           /* each allocated alone: candidates keep pointers */
     int nmods, capmods;
     void *flag;               /* a zeroed word nobody sets: the hang fault spins on it */
 };
 
-struct gt_gen_prob {
+struct gt_cuda_gen_prob {
     /* "atomic" split-K: workspace and tile counters, zeroed once and left
      * zero by every call; "twopass": scratch slices (never shared with the
      * atomic one, whose zeros they would spoil) */
@@ -72,7 +50,7 @@ typedef struct gen_tmaps {
     CUtensorMap ta, tb;
 } gen_tmaps;
 
-struct gt_gen_cand {
+struct gt_cuda_gen_cand {
     int family, fault;
     gt_gen_cfg cfg;           /* "gemv" */
     gt_mma_cfg mcfg;          /* "mma" */
@@ -84,7 +62,7 @@ struct gt_gen_cand {
     const gen_mod *m;
     double compile_ms, build_ms;
     int cache;                /* 0 compiled now, 1 disk, 2 memory */
-    int chain_ok;             /* validated chained (gt_gen_chain_begin) */
+    int chain_ok;             /* validated chained (gt_cuda_gen_chain_begin) */
     int timed_chained;        /* timed with chained launches */
     int nochain;              /* built with -DGT_NOCHAIN: never launched chained */
     int spill_st, spill_ld;
@@ -92,62 +70,31 @@ struct gt_gen_cand {
 
 /* ---- context --------------------------------------------------------------------- */
 
-static int entry(const char *name, void **fn, char *err, size_t errlen)
-{
-    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    cudaError_t e = cudaGetDriverEntryPointByVersion(name, fn, 12000, cudaEnableDefault, &q);
-    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !*fn) {
-        snprintf(err, errlen, "cuda: driver entry point %s: %s (query %d)", name,
-                 cudaGetErrorName(e), (int)q);
-        return -1;
-    }
-    return 0;
-}
-
-static gt_gen_ctx *gctx(gt_bk_ctx *ctx, char *err, size_t errlen)
+static gt_cuda_gen_ctx *gctx(gt_bk_ctx *ctx, char *err, size_t errlen)
 {
     if (ctx->gen)
         return ctx->gen;
-    gt_gen_ctx *g = calloc(1, sizeof *g);
+    gt_cuda_gen_ctx *g = calloc(1, sizeof *g);
     if (!g) {
         snprintf(err, errlen, "cuda: out of host memory");
         return NULL;
     }
-    if (entry("cuModuleLoadData", (void **)&g->load, err, errlen) ||
-        entry("cuModuleUnload", (void **)&g->unload, err, errlen) ||
-        entry("cuModuleGetFunction", (void **)&g->getfn, err, errlen) ||
-        entry("cuLaunchKernel", (void **)&g->launch, err, errlen) ||
-        entry("cuFuncGetAttribute", (void **)&g->attr, err, errlen) ||
-        entry("cuGetErrorName", (void **)&g->errname, err, errlen) ||
-        entry("cuFuncSetAttribute", (void **)&g->setattr, err, errlen)) {
+    if (!(g->drv = gt_cu_drv_get(err, errlen))) {
         free(g);
         return NULL;
     }
-    char terr[160];
-    if (entry("cuTensorMapEncodeTiled", (void **)&g->tmap, terr, sizeof terr) != 0)
-        g->tmap = NULL; /* a wgmma build then fails with the reason, nothing else needs it */
-    if (entry("cuLaunchKernelEx", (void **)&g->launch_ex, terr, sizeof terr) != 0)
-        g->launch_ex = NULL; /* chained launches are then refused with the reason */
     ctx->gen = g;
     return g;
 }
 
-static void drv_err(const gt_gen_ctx *g, CUresult r, const char *what, char *err, size_t errlen)
+void gt_cuda_gen_close(gt_bk_ctx *ctx)
 {
-    const char *n = NULL;
-    if (!g->errname || g->errname(r, &n) != CUDA_SUCCESS || !n)
-        n = "CUDA_ERROR_?";
-    snprintf(err, errlen, "cuda: %s: %s (%d)", what, n, (int)r);
-}
-
-void gt_gen_ctx_close(gt_bk_ctx *ctx)
-{
-    gt_gen_ctx *g = ctx->gen;
-    gt_gen_pool_stop(); /* no compile thread outlives the backend */
+    gt_cuda_gen_ctx *g = ctx->gen;
+    gt_cu_cache_pool_stop(); /* no compile thread outlives the backend */
     if (!g)
         return;
     for (int i = 0; i < g->nmods; i++) {
-        (void)g->unload(g->mods[i]->mod); /* best effort at teardown */
+        (void)g->drv->module_unload(g->mods[i]->mod); /* best effort at teardown */
         free(g->mods[i]);
     }
     free(g->mods);
@@ -157,9 +104,9 @@ void gt_gen_ctx_close(gt_bk_ctx *ctx)
     ctx->gen = NULL;
 }
 
-int gt_gen_device(gt_bk_ctx *ctx, gt_gen_dev *d, char *err, size_t errlen)
+int gt_cuda_gen_device(gt_bk_ctx *ctx, gt_gen_dev *d, char *err, size_t errlen)
 {
-    gt_gen_ctx *g = gctx(ctx, err, errlen);
+    gt_cuda_gen_ctx *g = gctx(ctx, err, errlen);
     if (!g)
         return -1;
     if (!g->have_dev) {
@@ -227,9 +174,9 @@ static int mma_opts(const gt_problem *p, const gt_mma_cfg *c, char defs[GT_GEN_M
     return n;
 }
 
-int gt_gen_mma_sm(const gt_bk_ctx *ctx, const gt_mma_cfg *c)
+int gt_cuda_gen_mma_sm(const gt_bk_ctx *ctx, const gt_mma_cfg *c)
 {
-    return c->inst == GT_MMA_INST_WGMMA ? ctx->sm | GT_GEN_SM_A : ctx->sm;
+    return c->inst == GT_MMA_INST_WGMMA ? ctx->sm | GT_CU_SM_A : ctx->sm;
 }
 
 /* Starts the background compiles of the kept configs of p. */
@@ -241,11 +188,11 @@ static void precompile(gt_bk_ctx *ctx, const gt_problem *p, const gt_gen_space *
     for (int i = 0; i < s->nkeep || i < ms->nkeep; i++) {
         int n = i < s->nkeep ? gemv_opts(p, &s->keep[i], defs, opts) : 0;
         if (n > 0)
-            (void)gt_gen_request(gt_gen_gemv_src, "gt_gemv", opts, n, ctx->sm, 1, NULL);
+            (void)gt_cu_cache_request(gt_gen_gemv_src, "gt_gemv", opts, n, ctx->sm, 1, NULL);
         n = i < ms->nkeep ? mma_opts(p, &ms->keep[i], defs, opts) : 0;
         if (n > 0)
-            (void)gt_gen_request(gt_mma_src_of(&ms->keep[i]), "gt_mma", opts, n, gt_gen_mma_sm(ctx, &ms->keep[i]), 1,
-                                 NULL);
+            (void)gt_cu_cache_request(gt_mma_src_of(&ms->keep[i]), "gt_mma", opts, n,
+                                      gt_cuda_gen_mma_sm(ctx, &ms->keep[i]), 1, NULL);
     }
 }
 
@@ -262,7 +209,7 @@ static int space_of(gt_bk_ctx *ctx, const gt_problem *p, gt_gen_space *s, gt_mma
         snprintf(ms->why, sizeof ms->why, "GT_CUDA_GEN_MAX=0: generated families off");
         return 0;
     }
-    if (gt_gen_device(ctx, &d, err, errlen) != 0)
+    if (gt_cuda_gen_device(ctx, &d, err, errlen) != 0)
         return -1;
     if (gt_gen_prune_kept(p, &d, cap, s) != 0) {
         snprintf(err, errlen, "cuda: out of host memory pruning the gemv family");
@@ -280,8 +227,8 @@ static int space_of(gt_bk_ctx *ctx, const gt_problem *p, gt_gen_space *s, gt_mma
     return 0;
 }
 
-int gt_gen_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **arr, int *pruned, char *err,
-                     size_t errlen)
+int gt_cuda_gen_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **arr, int *pruned, char *err,
+                          size_t errlen)
 {
     gt_gen_space s;
     gt_mma_space ms;
@@ -317,7 +264,7 @@ int gt_gen_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **arr, int *prun
     return 0;
 }
 
-void gt_gen_prepare(gt_bk_prob *pp)
+void gt_cuda_gen_prepare(gt_bk_prob *pp)
 {
     char err[256];
     gt_gen_space s;
@@ -330,7 +277,7 @@ void gt_gen_prepare(gt_bk_prob *pp)
     }
 }
 
-void gt_gen_unprepare(gt_bk_prob *pp)
+void gt_cuda_gen_unprepare(gt_bk_prob *pp)
 {
     if (!pp->gen)
         return;
@@ -348,8 +295,8 @@ void gt_gen_unprepare(gt_bk_prob *pp)
  * context). dyn: the dynamic shared memory the main kernel launches with
  * (a key fixes the config, hence the size); above 48 KiB, static and
  * dynamic together, the kernel must opt in: it always does, once. */
-static const gen_mod *module(gt_gen_ctx *g, uint64_t key, const gt_gen_image *img, const char *fn,
-                             const char *fin, size_t dyn, char *err, size_t errlen)
+static const gen_mod *module(gt_cuda_gen_ctx *g, uint64_t key, const gt_cu_image *img,
+                             const char *fn, const char *fin, size_t dyn, char *err, size_t errlen)
 {
     for (int i = 0; i < g->nmods; i++)
         if (g->mods[i]->key == key)
@@ -370,29 +317,20 @@ static const gen_mod *module(gt_gen_ctx *g, uint64_t key, const gt_gen_image *im
         return NULL;
     }
     m->key = key;
-    CUresult r = g->load(&m->mod, img->data);
-    if (r != CUDA_SUCCESS) {
-        drv_err(g, r, img->cubin ? "cuModuleLoadData(cubin)" : "cuModuleLoadData(ptx)", err, errlen);
+    const char *const names[2] = {fn, fin};
+    const size_t dyns[2] = {dyn, 0};
+    CUfunction fns[2] = {NULL, NULL};
+    if (gt_cu_module_load(g->drv, img->data, img->cubin, fin ? 2 : 1, names, dyns, &m->mod, fns, err,
+                          errlen) != 0) {
         free(m);
         return NULL;
     }
-    if ((r = g->getfn(&m->fn, m->mod, fn)) != CUDA_SUCCESS ||
-        (fin && (r = g->getfn(&m->fin, m->mod, fin)) != CUDA_SUCCESS)) {
-        drv_err(g, r, "cuModuleGetFunction", err, errlen);
-        (void)g->unload(m->mod);
-        free(m);
-        return NULL;
-    }
-    if (dyn > 0 &&
-        (r = g->setattr(m->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)dyn)) != CUDA_SUCCESS) {
-        drv_err(g, r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", err, errlen);
-        (void)g->unload(m->mod);
-        free(m);
-        return NULL;
-    }
-    (void)g->attr(&m->regs, CU_FUNC_ATTRIBUTE_NUM_REGS, m->fn);
-    (void)g->attr(&m->local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, m->fn);
-    (void)g->attr(&m->smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, m->fn);
+    m->fn = fns[0];
+    m->fin = fns[1];
+    /* informative (the candidate's info): an unknown attribute stays 0 */
+    (void)g->drv->func_get_attribute(&m->regs, CU_FUNC_ATTRIBUTE_NUM_REGS, m->fn);
+    (void)g->drv->func_get_attribute(&m->local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, m->fn);
+    (void)g->drv->func_get_attribute(&m->smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, m->fn);
     g->mods[g->nmods++] = m;
     return m;
 }
@@ -402,7 +340,7 @@ static const gen_mod *module(gt_gen_ctx *g, uint64_t key, const gt_gen_image *im
 static int workspace(gt_bk_prob *pp, int reduction, const gt_gen_geom *geo, char *err, size_t errlen)
 {
     gt_bk_ctx *ctx = pp->ctx;
-    struct gt_gen_prob *w = pp->gen;
+    struct gt_cuda_gen_prob *w = pp->gen;
     if (!w) {
         snprintf(err, errlen, "cuda: problem prepared without generated-kernel state");
         return -1;
@@ -444,39 +382,39 @@ static int workspace(gt_bk_prob *pp, int reduction, const gt_gen_geom *geo, char
 
 /* ---- build ------------------------------------------------------------------------------ */
 
-static int build_image(gt_bk_ctx *ctx, gt_gen_cand *gc, const char *src, const char *fn,
+static int build_image(gt_bk_ctx *ctx, gt_cuda_gen_cand *gc, const char *src, const char *fn,
                        const char *fin, const char *const *opts, int nopts, size_t dyn, int sm, char *err,
                        size_t errlen)
 {
-    gt_gen_ctx *g = gctx(ctx, err, errlen);
+    gt_cuda_gen_ctx *g = gctx(ctx, err, errlen);
     int hit = 0;
-    const gt_gen_image *img = NULL;
+    const gt_cu_image *img = NULL;
     if (!g)
         return -1;
-    gt_gen_entry *e = gt_gen_request(src, fn, opts, nopts, sm, 0, &hit);
+    gt_cu_entry *e = gt_cu_cache_request(src, fn, opts, nopts, sm, 0, &hit);
     if (!e) {
         snprintf(err, errlen, "cuda: out of host memory");
         return -1;
     }
-    if (gt_gen_wait(e, &img, err, errlen) != 0)
+    if (gt_cu_cache_wait(e, &img, err, errlen) != 0)
         return -1;
     gc->compile_ms = img->compile_ms;
-    gc->cache = hit ? 2 : img->origin == GT_GEN_FROM_DISK ? 1 : 0;
+    gc->cache = hit ? 2 : img->origin == GT_CU_FROM_DISK ? 1 : 0;
     gc->spill_st = img->spill_stores;
     gc->spill_ld = img->spill_loads;
-    gc->m = module(g, gt_gen_entry_key(e), img, fn, fin, dyn, err, errlen);
+    gc->m = module(g, gt_cu_cache_key(e), img, fn, fin, dyn, err, errlen);
     return gc->m ? 0 : -1;
 }
 
 /* An "mma" config: the same rules as enumeration (not the cap), then the
  * image, the module with its dynamic shared memory, the workspace. */
-static int build_mma(gt_bk_prob *pp, const cJSON *cfg, gt_gen_cand *gc, char *err, size_t errlen)
+static int build_mma(gt_bk_prob *pp, const cJSON *cfg, gt_cuda_gen_cand *gc, char *err, size_t errlen)
 {
     gt_gen_dev d;
     char why[GT_GEN_REASON];
     char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
     const char *opts[GT_GEN_MAX_DEFS];
-    if (gt_mma_cfg_from_json(cfg, &gc->mcfg, err, errlen) != 0 || gt_gen_device(pp->ctx, &d, err, errlen) != 0)
+    if (gt_mma_cfg_from_json(cfg, &gc->mcfg, err, errlen) != 0 || gt_cuda_gen_device(pp->ctx, &d, err, errlen) != 0)
         return -1;
     if (gt_mma_applicable(&pp->p, &d, why, sizeof why) != 0 ||
         gt_mma_check(&pp->p, &d, &gc->mcfg, why, sizeof why) != 0) {
@@ -490,7 +428,7 @@ static int build_mma(gt_bk_prob *pp, const cJSON *cfg, gt_gen_cand *gc, char *er
         return -1;
     }
     gc->ntmaps = gt_mma_tmaps(&pp->p, &gc->mcfg, gc->tm);
-    if (gc->ntmaps && !pp->ctx->gen->tmap) {
+    if (gc->ntmaps && !pp->ctx->gen->drv->tensor_map_encode_tiled) {
         snprintf(err, errlen, "mma: inst wgmma needs the driver's cuTensorMapEncodeTiled (CUDA 12 or newer)");
         return -1;
     }
@@ -499,18 +437,18 @@ static int build_mma(gt_bk_prob *pp, const cJSON *cfg, gt_gen_cand *gc, char *er
         return -1;
     }
     if (build_image(pp->ctx, gc, gt_mma_src_of(&gc->mcfg), "gt_mma", "gt_mma_fin", opts, n, gc->geom.smem_bytes,
-                    gt_gen_mma_sm(pp->ctx, &gc->mcfg), err, errlen) != 0 ||
+                    gt_cuda_gen_mma_sm(pp->ctx, &gc->mcfg), err, errlen) != 0 ||
         workspace(pp, gc->mcfg.reduction, &gc->geom, err, errlen) != 0)
         return -1;
     return 0;
 }
 
-int gt_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *c, char *err,
-                 size_t errlen)
+int gt_cuda_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *c, char *err,
+                      size_t errlen)
 {
     gt_bk_ctx *ctx = pp->ctx;
     double t0 = gt_mono_ms();
-    gt_gen_cand *gc = calloc(1, sizeof *gc);
+    gt_cuda_gen_cand *gc = calloc(1, sizeof *gc);
     if (!gc) {
         snprintf(err, errlen, "cuda: out of host memory");
         return -1;
@@ -522,7 +460,7 @@ int gt_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *c, ch
             build_image(ctx, gc, gt_gen_fault_src, gc->fault == GT_FAULT_OOB ? "gt_fault_oob" : "gt_fault_hang",
                         NULL, NULL, 0, 0, ctx->sm, err, errlen) != 0)
             goto out;
-        gt_gen_ctx *g = ctx->gen;
+        gt_cuda_gen_ctx *g = ctx->gen;
         if (!g->flag && (gt_cuda_ck(ctx, cudaMalloc(&g->flag, 256), "cudaMalloc(flag)", err, errlen) ||
                          gt_cuda_ck(ctx, cudaMemset(g->flag, 0, 256), "cudaMemset(flag)", err, errlen)))
             goto out;
@@ -538,7 +476,7 @@ int gt_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *c, ch
         goto out;
     }
     if (gt_gen_cfg_from_json(cfg, &gc->cfg, err, errlen) != 0 ||
-        gt_gen_device(ctx, &d, err, errlen) != 0)
+        gt_cuda_gen_device(ctx, &d, err, errlen) != 0)
         goto out;
     /* A config from outside the enumeration (run option "candidates") gets
      * the same rules; the rank cap is not one of them. */
@@ -553,7 +491,7 @@ int gt_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *c, ch
         snprintf(err, errlen, "gemv: no encoding of this problem's types");
         goto out;
     }
-    gt_gen_ctx *g = gctx(ctx, err, errlen);
+    gt_cuda_gen_ctx *g = gctx(ctx, err, errlen);
     if (!g)
         goto out;
     if (g->nochain) {
@@ -579,7 +517,7 @@ out:
     return 0;
 }
 
-void gt_gen_release(gt_bk_cand *c)
+void gt_cuda_gen_release(gt_bk_cand *c)
 {
     if (c->gen)
         free(c->gen->sets);
@@ -590,8 +528,8 @@ void gt_gen_release(gt_bk_cand *c)
 /* ---- run ----------------------------------------------------------------------------------- */
 
 /* The tensor maps of the set's A and B (wgmma), encoded on first use. */
-static const gen_tmaps *tmaps_of(gt_gen_ctx *g, gt_gen_cand *gc, const void *a, const void *b, char *err,
-                                 size_t errlen)
+static const gen_tmaps *tmaps_of(gt_cuda_gen_ctx *g, gt_cuda_gen_cand *gc, const void *a,
+                                 const void *b, char *err, size_t errlen)
 {
     for (int i = 0; i < gc->nsets; i++)
         if (gc->sets[i].a == a && gc->sets[i].b == b)
@@ -602,17 +540,7 @@ static const gen_tmaps *tmaps_of(gt_gen_ctx *g, gt_gen_cand *gc, const void *a, 
     CUtensorMap *out[2] = {&t->ta, &t->tb};
     t->a = t->b = NULL;
     for (int i = 0; i < gc->ntmaps; i++) {
-        const gt_mma_tmap *m = &gc->tm[i];
-        const cuuint64_t dims[3] = {m->dims[0], m->dims[1], m->dims[2]}, str[2] = {m->strides[0], m->strides[1]};
-        const cuuint32_t box[3] = {m->box[0], m->box[1], m->box[2]}, es[3] = {1, 1, 1};
-        CUresult r = g->tmap(out[i], m->f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
-                             (void *)ptr[i], dims, str, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-        if (r != CUDA_SUCCESS) {
-            char what[64];
-            snprintf(what, sizeof what, "cuTensorMapEncodeTiled(%s)", m->operand);
-            drv_err(g, r, what, err, errlen);
+        if (gt_cu_tmap_encode(g->drv, &gc->tm[i], ptr[i], out[i], err, errlen) != 0) {
             if (t == &gc->sets[gc->nsets - 1])
                 gc->nsets--;
             return NULL;
@@ -622,29 +550,19 @@ static const gen_tmaps *tmaps_of(gt_gen_ctx *g, gt_gen_cand *gc, const void *a, 
     return t;
 }
 
-int gt_gen_run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *err, size_t errlen)
+int gt_cuda_gen_run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *err, size_t errlen)
 {
     gt_bk_ctx *ctx = pp->ctx;
-    gt_gen_ctx *g = ctx->gen;
-    gt_gen_cand *gc = c->gen;
+    gt_cuda_gen_ctx *g = ctx->gen;
+    gt_cuda_gen_cand *gc = c->gen;
     CUstream st = (CUstream)ctx->stream;
-    CUresult r;
+    static const unsigned one[3] = {1, 1, 1};
     if (gc->family == GT_FAM_FAULT) {
-        if (gc->fault == GT_FAULT_OOB) {
-            long long off = 1LL << 37; /* 1 TiB past D, in 8-byte words */
-            void *d = s->d;
-            void *args[] = {&d, &off};
-            r = g->launch(gc->m->fn, 1, 1, 1, 1, 1, 1, 0, st, args, NULL);
-        } else {
-            void *f = g->flag;
-            void *args[] = {&f};
-            r = g->launch(gc->m->fn, 1, 1, 1, 1, 1, 1, 0, st, args, NULL);
-        }
-        if (r != CUDA_SUCCESS) {
-            drv_err(g, r, "launch fault kernel", err, errlen);
-            return -1;
-        }
-        return 0;
+        long long off = 1LL << 37; /* 1 TiB past D, in 8-byte words */
+        void *d = s->d, *f = g->flag;
+        void *oob[] = {&d, &off}, *hang[] = {&f};
+        return gt_cu_launch(g->drv, gc->m->fn, one, one, 0, st, gc->fault == GT_FAULT_OOB ? oob : hang,
+                            0, "launch fault kernel", err, errlen);
     }
     const gt_problem *p = &pp->p;
     int batched = p->batch > 1, mma = gc->family == GT_FAM_MMA;
@@ -667,50 +585,42 @@ int gt_gen_run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *err, s
         args[2] = (void *)&t->tb;
     }
     const gt_gen_geom *geo = &gc->geom;
-    if (g->chain && !mma && !gc->nochain) {
-        /* programmatic dependent launch: the kernel may start before the
-         * one before it ends; it waits (griddepcontrol.wait) before it reads
-         * B, C or bias or writes anything (the fin kernel launches plainly) */
-        CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
-        at.value.programmaticStreamSerializationAllowed = 1;
-        CUlaunchConfig lc = {.gridDimX = geo->gx, .gridDimY = geo->gy, .gridDimZ = geo->gz,
-                             .blockDimX = geo->threads, .blockDimY = 1, .blockDimZ = 1,
-                             .sharedMemBytes = 0, .hStream = st, .attrs = &at, .numAttrs = 1};
-        r = g->launch_ex(&lc, gc->m->fn, args, NULL);
-    } else {
-        /* gemv's shared memory is static; mma's is dynamic */
-        r = g->launch(gc->m->fn, geo->gx, geo->gy, geo->gz, geo->threads, 1, 1,
-                      mma ? (unsigned)geo->smem_bytes : 0, st, args, NULL);
-    }
-    if (r == CUDA_SUCCESS && geo->fin_blocks) {
+    const char *what = mma ? "launch gt_mma" : "launch gt_gemv";
+    const unsigned grid[3] = {geo->gx, geo->gy, geo->gz}, block[3] = {geo->threads, 1, 1};
+    /* chained: programmatic dependent launch, the kernel may start before
+     * the one before it ends; it waits (griddepcontrol.wait) before it
+     * reads B, C or bias or writes anything (the fin kernel launches
+     * plainly). gemv's shared memory is static; mma's is dynamic. */
+    int chained = g->chain && !mma && !gc->nochain;
+    if (gt_cu_launch(g->drv, gc->m->fn, grid, block, mma ? (unsigned)geo->smem_bytes : 0, st, args,
+                     chained, what, err, errlen) != 0)
+        return -1;
+    if (geo->fin_blocks) {
         long long nbatch = p->batch;
         void *fargs[] = {&a, &nbatch};
-        r = g->launch(gc->m->fin, geo->fin_blocks, 1, 1, 256, 1, 1, 0, st, fargs, NULL);
-    }
-    if (r != CUDA_SUCCESS) {
-        drv_err(g, r, mma ? "launch gt_mma" : "launch gt_gemv", err, errlen);
-        return -1;
+        const unsigned fgrid[3] = {geo->fin_blocks, 1, 1}, fblock[3] = {256, 1, 1};
+        return gt_cu_launch(g->drv, gc->m->fin, fgrid, fblock, 0, st, fargs, 0, what, err, errlen);
     }
     return 0;
 }
 
-int gt_gen_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen)
+int gt_cuda_gen_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen)
 {
     gt_bk_ctx *ctx = pp->ctx;
     *rel_err = 0.0 / 0.0;
     if (gt_cuda_alive(ctx, err, errlen) != 0)
         return -1;
-    int poison = (pp->map.dkt == GT_KT_I8 || pp->map.dkt == GT_KT_I32) ? 0x80 : 0xff;
+    int poison = (pp->map.dkt == GT_CU_KT_I8 || pp->map.dkt == GT_CU_KT_I32) ? 0x80 : 0xff;
     if (gt_cuda_ck(ctx, cudaMemsetAsync(pp->val.d, poison, pp->d_sz, ctx->stream), "poison D", err,
                    errlen) ||
-        gt_gen_run(pp, c, &pp->val, err, errlen))
+        gt_cuda_gen_run(pp, c, &pp->val, err, errlen))
         return -1;
     return gt_cuda_check(pp, rel_err, err, errlen);
 }
 
-int gt_gen_set_chain(gt_bk_ctx *ctx, int on, char *err, size_t errlen)
+int gt_cuda_gen_set_chain(gt_bk_ctx *ctx, int on, char *err, size_t errlen)
 {
-    gt_gen_ctx *g = gctx(ctx, err, errlen);
+    gt_cuda_gen_ctx *g = gctx(ctx, err, errlen);
     if (!g)
         return -1;
     if (on && ctx->sm < 90) {
@@ -718,7 +628,7 @@ int gt_gen_set_chain(gt_bk_ctx *ctx, int on, char *err, size_t errlen)
                  ctx->sm);
         return -1;
     }
-    if (on && !g->launch_ex) {
+    if (on && !g->drv->launch_kernel_ex) {
         snprintf(err, errlen, "cuda: chained launch needs the driver's cuLaunchKernelEx (CUDA 12 or newer)");
         return -1;
     }
@@ -726,10 +636,10 @@ int gt_gen_set_chain(gt_bk_ctx *ctx, int on, char *err, size_t errlen)
     return 0;
 }
 
-int gt_gen_set_nochain(gt_bk_ctx *ctx, int on)
+int gt_cuda_gen_set_nochain(gt_bk_ctx *ctx, int on)
 {
     char err[160];
-    gt_gen_ctx *g = gctx(ctx, err, sizeof err);
+    gt_cuda_gen_ctx *g = gctx(ctx, err, sizeof err);
     if (!g)
         return -1;
     g->nochain = on != 0;
@@ -739,24 +649,24 @@ int gt_gen_set_nochain(gt_bk_ctx *ctx, int on)
 /* The producer kernel of the chained check, loaded once per context. */
 static CUfunction producer_fn(gt_bk_ctx *ctx, char *err, size_t errlen)
 {
-    gt_gen_ctx *g = ctx->gen;
-    const gt_gen_image *img = NULL;
+    gt_cuda_gen_ctx *g = ctx->gen;
+    const gt_cu_image *img = NULL;
     int hit = 0;
-    gt_gen_entry *e = gt_gen_request(gt_gen_fault_src, "gt_chain_producer", NULL, 0, ctx->sm, 0, &hit);
+    gt_cu_entry *e = gt_cu_cache_request(gt_gen_fault_src, "gt_chain_producer", NULL, 0, ctx->sm, 0, &hit);
     if (!e) {
         snprintf(err, errlen, "cuda: out of host memory");
         return NULL;
     }
-    if (gt_gen_wait(e, &img, err, errlen) != 0)
+    if (gt_cu_cache_wait(e, &img, err, errlen) != 0)
         return NULL;
-    const gen_mod *m = module(g, gt_gen_entry_key(e), img, "gt_chain_producer", NULL, 0, err, errlen);
+    const gen_mod *m = module(g, gt_cu_cache_key(e), img, "gt_chain_producer", NULL, 0, err, errlen);
     return m ? m->fn : NULL;
 }
 
-int gt_gen_validate_chained(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen)
+int gt_cuda_gen_validate_chained(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen)
 {
     gt_bk_ctx *ctx = pp->ctx;
-    gt_gen_ctx *g = ctx->gen;
+    gt_cuda_gen_ctx *g = ctx->gen;
     void *save = NULL;
     int rc = -1;
     *rel_err = 0.0 / 0.0;
@@ -764,7 +674,7 @@ int gt_gen_validate_chained(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char
         snprintf(err, errlen, "cuda: only gemv kernels built for it launch chained");
         return -1;
     }
-    if (gt_cuda_alive(ctx, err, errlen) != 0 || gt_gen_set_chain(ctx, 1, err, errlen) != 0)
+    if (gt_cuda_alive(ctx, err, errlen) != 0 || gt_cuda_gen_set_chain(ctx, 1, err, errlen) != 0)
         return -1;
     CUfunction pf = producer_fn(ctx, err, errlen);
     if (!pf)
@@ -774,7 +684,7 @@ int gt_gen_validate_chained(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char
      * read B before its wait would see NaN */
     unsigned *dst = pp->val.b;
     long long words = (long long)(pp->b_sz / 4), ns = 50000;
-    int poison = (pp->map.dkt == GT_KT_I8 || pp->map.dkt == GT_KT_I32) ? 0x80 : 0xff;
+    int poison = (pp->map.dkt == GT_CU_KT_I8 || pp->map.dkt == GT_CU_KT_I32) ? 0x80 : 0xff;
     if (gt_cuda_ck(ctx, cudaMalloc(&save, pp->b_sz), "cudaMalloc(B copy)", err, errlen) ||
         gt_cuda_ck(ctx, cudaMemcpyAsync(save, pp->val.b, pp->b_sz, cudaMemcpyDeviceToDevice, ctx->stream),
                    "copy B", err, errlen) ||
@@ -783,32 +693,30 @@ int gt_gen_validate_chained(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char
         goto out;
     const unsigned *src = save;
     void *pargs[] = {&dst, &src, &words, &ns};
-    CUresult r = g->launch(pf, (unsigned)(ctx->sms > 0 ? ctx->sms : 1), 1, 1, 256, 1, 1, 0,
-                           (CUstream)ctx->stream, pargs, NULL);
-    if (r != CUDA_SUCCESS) {
-        drv_err(g, r, "launch gt_chain_producer", err, errlen);
-        goto out;
-    }
-    if (gt_gen_run(pp, c, &pp->val, err, errlen) != 0)
+    const unsigned pgrid[3] = {(unsigned)(ctx->sms > 0 ? ctx->sms : 1), 1, 1}, pblock[3] = {256, 1, 1};
+    if (gt_cu_launch(g->drv, pf, pgrid, pblock, 0, (CUstream)ctx->stream, pargs, 0,
+                     "launch gt_chain_producer", err, errlen) != 0 ||
+        gt_cuda_gen_run(pp, c, &pp->val, err, errlen) != 0)
         goto out;
     rc = gt_cuda_check(pp, rel_err, err, errlen);
 out:
-    (void)gt_gen_set_chain(ctx, 0, NULL, 0);
+    (void)gt_cuda_gen_set_chain(ctx, 0, NULL, 0);
     if (save && (gt_cuda_ck(ctx, cudaStreamSynchronize(ctx->stream), "synchronize", err, errlen) ||
                  gt_cuda_ck(ctx, cudaFree(save), "cudaFree(B copy)", err, errlen)))
         rc = -1;
     return rc;
 }
 
-int gt_gen_chain_begin(gt_bk_prob *pp, gt_bk_cand *c, char *err, size_t errlen)
+int gt_cuda_gen_chain_begin(gt_bk_prob *pp, gt_bk_cand *c, char *err, size_t errlen)
 {
-    gt_gen_cand *gc = c->gen;
-    gt_gen_ctx *g = pp->ctx->gen;
-    if (!gc || gc->family != GT_FAM_GEMV || gc->nochain || pp->ctx->sm < 90 || !g || !g->launch_ex)
+    gt_cuda_gen_cand *gc = c->gen;
+    gt_cuda_gen_ctx *g = pp->ctx->gen;
+    if (!gc || gc->family != GT_FAM_GEMV || gc->nochain || pp->ctx->sm < 90 || !g ||
+        !g->drv->launch_kernel_ex)
         return 0;
     if (!gc->chain_ok) {
         double e = NAN;
-        if (gt_gen_validate_chained(pp, c, &e, err, errlen) != 0)
+        if (gt_cuda_gen_validate_chained(pp, c, &e, err, errlen) != 0)
             return -1;
         if (!(e <= gt_bk_tolerance(&pp->p))) {
             snprintf(err, errlen, "chained launch: result wrong (rel err %.3g, tolerance %.3g)", e,
@@ -817,20 +725,20 @@ int gt_gen_chain_begin(gt_bk_prob *pp, gt_bk_cand *c, char *err, size_t errlen)
         }
         gc->chain_ok = 1;
     }
-    if (gt_gen_set_chain(pp->ctx, 1, err, errlen) != 0)
+    if (gt_cuda_gen_set_chain(pp->ctx, 1, err, errlen) != 0)
         return -1;
     gc->timed_chained = 1;
     return 1;
 }
 
-void gt_gen_chain_end(gt_bk_ctx *ctx)
+void gt_cuda_gen_chain_end(gt_bk_ctx *ctx)
 {
-    (void)gt_gen_set_chain(ctx, 0, NULL, 0);
+    (void)gt_cuda_gen_set_chain(ctx, 0, NULL, 0);
 }
 
-cJSON *gt_gen_cand_info(const gt_bk_cand *c)
+cJSON *gt_cuda_gen_cand_info(const gt_bk_cand *c)
 {
-    const gt_gen_cand *gc = c ? c->gen : NULL;
+    const gt_cuda_gen_cand *gc = c ? c->gen : NULL;
     static const char *const origin[] = {"compiled", "disk", "memory"};
     if (!gc)
         return NULL;

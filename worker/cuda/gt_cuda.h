@@ -1,20 +1,20 @@
-/* gt_cuda.h: internals of the cuda (cuBLASLt) backend, shared by its files
- * and by the host unit test and the self-test (module prefix gt_cuda_).
+/* gt_cuda.h: internals of the worker's cuda backend (enumerate, prepare,
+ * time, validate), shared by its files and by the host unit test and the
+ * self-test (module prefix gt_cuda_). What libgemmtune needs as well (the
+ * cuBLASLt mapping and configs, the driver, NVRTC, module load and launch)
+ * is cuda/'s (gt_cu.h).
  *
- *   cuda_map.c     problem -> cuBLASLt types, descriptors, scalars; host
- *                  element codecs; status names (pure host, no GPU needed)
- *   cuda_space.c   config <-> JSON <-> algo, enumeration of the space
- *   cuda_kernels.c NVRTC helper kernels (random fill, reference GEMM,
- *                  output comparison and scan)
+ *   cuda_space.c   the enumeration of cuBLASLt's space for a problem
+ *   cuda_kernels.c NVRTC helper kernels (random fill and its host mirror,
+ *                  reference GEMM, output comparison and scan)
  *   cuda_check.c   the reference (full or sampled columns), its host
  *                  spot-check, validate, and the host emulation of the
  *                  GPU comparison
  *   cuda_bench.c   prepare (buffers, inputs, heuristic list) / time
  *   bk_cuda.c      open / close / build / release and the vtable
- *   gen_*.c        generated-kernel families ("gemv", "mma", test-only "fault"):
- *                  gen/gen_gemv.h, gen/gen_mma.h (pure host: configs, pruning,
- *                  templates), mma_bench.c (gt-cuda-selftest --mma),
- *                  gen_cuda.h (NVRTC caches and pool, build/run/validate)
+ *   gen_run.c      generated-kernel candidates ("gemv", "mma", test-only
+ *                  "fault"; gen_cuda.h): gen/gen_gemv.h and gen/gen_mma.h
+ *                  are their pure-host half
  *
  * Everything that needs a GPU lives behind gt_bk_ctx; the rest is plain host
  * code that the GPU-less CI exercises. */
@@ -29,101 +29,19 @@
 #include <cuda_runtime.h>
 
 #include "gt_backend.h"
-#include "lt_cfg.h"
+#include "gt_cu.h"
 #include "gt_problem.h"
 
 struct cJSON;
 
-/* ---------------------------------------------------------------------------
- * Element type codes shared by the host codecs and the NVRTC kernels (the
- * kernels' source uses the same numbers). */
-typedef enum gt_cuda_kt {
-    GT_KT_F32 = 0,
-    GT_KT_F64 = 1,
-    GT_KT_F16 = 2,
-    GT_KT_BF16 = 3,
-    GT_KT_E4M3 = 4,
-    GT_KT_E5M2 = 5,
-    GT_KT_I8 = 6,
-    GT_KT_I32 = 7,
-} gt_cuda_kt;
-
-/* Storage code of a problem type (tf32 is stored as f32); -1 when invalid. */
-int gt_cuda_kt_of(gt_dtype t);
-/* Decodes element i of a buffer of type kt to double (host). */
-double gt_cuda_decode(int kt, const void *buf, size_t i);
-/* The exactly representable value the fill kernel writes for the random
- * integer q of type kt (q in [-gt_cuda_fill_qmax(kt), +qmax]). */
+/* The fill kernel's values (cuda_kernels.c): the exactly representable
+ * value it writes for the random integer q of element type kt (gt_cu_kt; q
+ * in [-gt_cuda_fill_qmax(kt), +qmax]). */
 double gt_cuda_fill_value(int kt, int64_t q);
 int64_t gt_cuda_fill_qmax(int kt);
 /* Encodes the value of q for type kt into out (host mirror of the kernel's
- * encoder, used by the unit test to prove both agree with the decoder). */
+ * encoder, used by the unit test to prove both agree with gt_cu_decode). */
 void gt_cuda_fill_encode(int kt, int64_t q, void *out);
-/* float -> IEEE half bits, round to nearest even (for f16 alpha/beta). */
-uint16_t gt_cuda_f32_to_f16(float f);
-
-/* ---------------------------------------------------------------------------
- * Problem mapping (cuda_map.c, pure host). */
-typedef enum { GT_ACT_NONE = 0, GT_ACT_RELU = 1, GT_ACT_GELU = 2 } gt_cuda_act;
-
-typedef struct gt_cuda_map {
-    cudaDataType_t a, b, c, d;       /* storage types */
-    cublasComputeType_t compute;
-    cudaDataType_t scale;
-    cublasOperation_t opa, opb;
-    cublasLtEpilogue_t epilogue;
-    int act;                         /* gt_cuda_act */
-    int has_bias;
-    int bias_set;                    /* bias type given explicitly */
-    cudaDataType_t bias;             /* valid when bias_set */
-    int bias_kt;                     /* element code of the bias vector */
-    int fp8;                         /* fp8 inputs: A/B scale pointers */
-    int d_scale;                     /* fp8 output: D scale pointer too */
-    int akt, bkt, ckt, dkt;          /* element codes of A, B, C, D */
-    unsigned char alpha[8], beta[8]; /* host scalars in the scale type */
-} gt_cuda_map;
-
-/* Maps p for a device of compute capability sm (major*10+minor, e.g. 90).
- * Returns -1 with "cuda: ..." in err for anything cuBLASLt cannot run. */
-int gt_cuda_map_problem(const gt_problem *p, int sm, gt_cuda_map *m, char *err, size_t errlen);
-/* Storage cudaDataType_t of a problem type; -1 when it has none. */
-int gt_cuda_dtype(gt_dtype t, cudaDataType_t *out);
-const char *gt_cuda_dtype_name(cudaDataType_t t);      /* "CUDA_R_16BF" */
-const char *gt_cuda_compute_name(cublasComputeType_t t); /* "CUBLAS_COMPUTE_32F" */
-const char *gt_cuda_status_name(cublasStatus_t s);      /* "CUBLAS_STATUS_NOT_SUPPORTED" */
-
-/* Device pointers that cuBLASLt reads besides A/B/C/D; enumeration passes
- * aligned placeholders (the heuristic only looks at their alignment). */
-typedef struct gt_cuda_ptrs {
-    const void *bias;
-    const void *a_scale, *b_scale, *d_scale;
-} gt_cuda_ptrs;
-
-typedef struct gt_cuda_desc {
-    cublasLtMatmulDesc_t op;
-    cublasLtMatrixLayout_t a, b, c, d;
-} gt_cuda_desc;
-
-/* Creates the matmul and layout descriptors of p (host only). */
-int gt_cuda_desc_create(const gt_problem *p, const gt_cuda_map *m, const gt_cuda_ptrs *ptrs,
-                        gt_cuda_desc *d, char *err, size_t errlen);
-void gt_cuda_desc_destroy(gt_cuda_desc *d);
-
-/* Elements spanned by an operand: (batch-1)*stride + ld*cols. */
-int64_t gt_cuda_span(int64_t ld, int64_t cols, int64_t batch, int64_t stride);
-
-/* ---------------------------------------------------------------------------
- * Configurations (cuda_space.c). See the comment block at its top and
- * worker/cuda/CONFIG.md for the meaning of each attribute. */
-/* The worker's name for the shared cuBLASLt config (gen/lt_cfg.h: decode,
- * encode and canonical text live there, shared with libgemmtune). */
-typedef gt_lt_cfg gt_cuda_cfg;
-
-/* Reads the config attributes of an algo (e.g. a heuristic result). */
-int gt_cuda_cfg_from_algo(const cublasLtMatmulAlgo_t *algo, gt_cuda_cfg *c, char *err,
-                          size_t errlen);
-/* Writes the settable attributes of c into an initialized algo. */
-int gt_cuda_cfg_apply(const gt_cuda_cfg *c, cublasLtMatmulAlgo_t *algo, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------------------
  * Helper kernels (cuda_kernels.c). */
@@ -150,7 +68,7 @@ typedef struct gt_cuda_ref_args {
     const long long *cols;            /* ns sampled columns of each batch entry; NULL: all */
     long long m, n, k, lda, ldb, ldc, sa, sb, sc;
     long long ns;                     /* columns computed per batch entry */
-    long long ta, tb, tc, tbias;      /* gt_cuda_kt codes */
+    long long ta, tb, tc, tbias;      /* gt_cu_kt codes */
     long long transa, transb, act, has_c, has_bias;
     long long y0, z0;                 /* grid offsets (set by gt_cuda_ref) */
     double alpha, beta;
@@ -230,8 +148,8 @@ typedef struct gt_cuda_enum_stats {
     double seconds;
 } gt_cuda_enum_stats;
 
-typedef struct gt_gen_ctx gt_gen_ctx;   /* gen_run.c */
-typedef struct gt_gen_cand gt_gen_cand; /* gen_run.c */
+typedef struct gt_cuda_gen_ctx gt_cuda_gen_ctx;   /* gen_run.c */
+typedef struct gt_cuda_gen_cand gt_cuda_gen_cand; /* gen_run.c */
 
 struct gt_bk_ctx {
     int dev;
@@ -252,7 +170,7 @@ struct gt_bk_ctx {
     gt_cuda_enum_stats last_enum;
     char dead[320];           /* sticky error: the context is unusable */
     int exit_on_sticky;       /* end the process at a sticky error (GT_CUDA_EXIT_ON_STICKY) */
-    gt_gen_ctx *gen;          /* generated kernels: modules, device limits (lazy) */
+    gt_cuda_gen_ctx *gen;     /* generated kernels: modules, device limits (lazy) */
 };
 
 /* Exit status of a process ended by a sticky CUDA error (the bench child:
@@ -297,7 +215,7 @@ typedef struct gt_cuda_set {
  * algo bytes for a config equal to one of them (the baseline is then what
  * an untuned cublasLtMatmul caller runs, bit for bit). */
 typedef struct gt_cuda_heur {
-    gt_cuda_cfg cfg;
+    gt_cu_lt_cfg cfg;
     cublasLtMatmulAlgo_t algo;
     size_t ws;
 } gt_cuda_heur;
@@ -307,8 +225,8 @@ typedef struct gt_cuda_heur {
 struct gt_bk_prob {
     gt_bk_ctx *ctx;
     gt_problem p;
-    gt_cuda_map map;
-    gt_cuda_desc desc;
+    gt_cu_map map;
+    gt_cu_desc desc;
     int64_t a_n, b_n, c_n, d_n;      /* elements spanned */
     size_t a_sz, b_sz, c_sz, d_sz;   /* bytes spanned */
     size_t set_bytes;                /* one input set, aligned */
@@ -337,28 +255,28 @@ struct gt_bk_prob {
     gt_cuda_heur heur[GT_CUDA_HEUR_MAX];
     int nheur;
     uint64_t seed;
-    struct gt_gen_prob *gen;         /* generated kernels: split-K workspace */
+    struct gt_cuda_gen_prob *gen;    /* generated kernels: split-K workspace */
 };
 
 struct gt_bk_cand {
     gt_bk_prob *pp;
-    gt_cuda_cfg cfg;
+    gt_cu_lt_cfg cfg;
     cublasLtMatmulAlgo_t algo;
     size_t ws_need;
-    gt_gen_cand *gen;                /* non-NULL: a generated kernel, not cuBLASLt */
+    gt_cuda_gen_cand *gen;           /* non-NULL: a generated kernel, not cuBLASLt */
 };
 
 /* Re-creates an algo from a config and checks it for the prepared problem's
  * descriptors; -1 with the cuBLASLt status name when rejected. */
-int gt_cuda_algo_make(gt_bk_ctx *ctx, const gt_cuda_map *m, const gt_cuda_desc *d,
-                      const gt_cuda_cfg *c, cublasLtMatmulAlgo_t *algo, size_t *ws_need,
+int gt_cuda_algo_make(gt_bk_ctx *ctx, const gt_cu_map *m, const gt_cu_desc *d,
+                      const gt_cu_lt_cfg *c, cublasLtMatmulAlgo_t *algo, size_t *ws_need,
                       char *err, size_t errlen);
 
 int gt_cuda_prepare(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **pp, char *err,
                     size_t errlen);
 void gt_cuda_unprepare(gt_bk_prob *pp);
 /* The heuristic's algo for c when c is one of its results (1), else 0. */
-int gt_cuda_heur_find(const gt_bk_prob *pp, const gt_cuda_cfg *c, cublasLtMatmulAlgo_t *algo,
+int gt_cuda_heur_find(const gt_bk_prob *pp, const gt_cu_lt_cfg *c, cublasLtMatmulAlgo_t *algo,
                       size_t *ws);
 int gt_cuda_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen);
 int gt_cuda_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timing *t, char *err,

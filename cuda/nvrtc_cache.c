@@ -1,9 +1,10 @@
-/* gen_nvrtc.c: NVRTC compiles of the generated kernels through two caches
- * (gen_cuda.h describes the key and the files) and a small pool of compile
- * threads, one per host core but one, at low priority, so the GPU's feeding
- * thread keeps its core while a problem's family compiles during
- * enumerate/prepare. Compile threads never touch the CUDA context: they
- * produce images; gen_run.c loads them on the thread that runs the device. */
+/* nvrtc_cache.c: the worker's NVRTC compiles through two caches (gt_cu.h
+ * describes the key and the files) and a small pool of compile threads, one
+ * per host core but one, at low priority, so the GPU's feeding thread keeps
+ * its core while a problem's family compiles during enumerate/prepare.
+ * Compile threads never touch the CUDA context: they produce images; the
+ * worker loads them on the thread that runs the device. libgemmtune does not
+ * use this cache (an application compiles a tuned kernel once). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,8 +18,9 @@
 
 #include <nvrtc.h>
 
-#include "gen_cuda.h"
+#include "gen_export.h"
 #include "gt_config.h"
+#include "gt_cu.h"
 #include "gt_util.h"
 
 #define MAX_OPTS 40
@@ -36,50 +38,31 @@ typedef struct file_hdr {
 
 enum { ST_QUEUED = 0, ST_RUNNING, ST_DONE, ST_FAILED };
 
-struct gt_gen_entry {
+struct gt_cu_entry {
     uint64_t key;
     const char *src;
     char kernel[32];
     char opts[MAX_OPTS][OPT_LEN];
     int nopts, sm, state;
     int inq;              /* in the pool's queue */
-    gt_gen_image img;
+    gt_cu_image img;
     char err[320];
-    gt_gen_entry *next;   /* bucket chain */
-    gt_gen_entry *qnext;  /* pool queue */
+    gt_cu_entry *next;   /* bucket chain */
+    gt_cu_entry *qnext;  /* pool queue */
 };
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_work = PTHREAD_COND_INITIALIZER, g_done = PTHREAD_COND_INITIALIZER;
-static gt_gen_entry *g_bucket[NBUCKETS];
-static gt_gen_entry *g_qhead, *g_qtail;
+static gt_cu_entry *g_bucket[NBUCKETS];
+static gt_cu_entry *g_qhead, *g_qtail;
 static pthread_t *g_threads;
 static int g_nthreads, g_stop;
-static gt_gen_stats g_st;
+static gt_cu_cache_stats g_st;
 static long g_seq;
 
-/* ---- target and key ------------------------------------------------------------ */
+/* ---- key ------------------------------------------------------------------------------ */
 
-/* A cubin for an arch NVRTC knows, else PTX for the newest one below it;
- * with GT_GEN_SM_A the arch-specific cubin (sm_90a) or nothing. */
-static int pick_target(int sm, char *target, size_t len, int *cubin)
-{
-    int archs[64], na = 0, best = 0, a = (sm & GT_GEN_SM_A) != 0;
-    sm &= ~GT_GEN_SM_A;
-    if (nvrtcGetNumSupportedArchs(&na) != NVRTC_SUCCESS || na <= 0 || na > 64 ||
-        nvrtcGetSupportedArchs(archs) != NVRTC_SUCCESS)
-        return -1;
-    for (int i = 0; i < na; i++)
-        if (archs[i] <= sm && archs[i] > best)
-            best = archs[i];
-    if (!best || (a && best != sm))
-        return -1;
-    *cubin = best == sm;
-    snprintf(target, len, "%s_%d%s", *cubin ? "sm" : "compute", best, a ? "a" : "");
-    return 0;
-}
-
-static uint64_t make_key(const gt_gen_entry *e, const char *target)
+static uint64_t make_key(const gt_cu_entry *e, const char *target)
 {
     int maj = 0, min = 0;
     (void)nvrtcVersion(&maj, &min);
@@ -94,7 +77,7 @@ static uint64_t make_key(const gt_gen_entry *e, const char *target)
 
 /* ---- disk -------------------------------------------------------------------------- */
 
-int gt_gen_cache_dir(char *buf, size_t len)
+int gt_cu_cache_dir(char *buf, size_t len)
 {
     const char *d = getenv("GEMMTUNE_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"),
                *home = getenv("HOME");
@@ -115,13 +98,13 @@ int gt_gen_cache_dir(char *buf, size_t len)
 static int disk_path(uint64_t key, char *buf, size_t len)
 {
     char dir[PATH_MAX - 64];
-    if (gt_gen_cache_dir(dir, sizeof dir) != 0)
+    if (gt_cu_cache_dir(dir, sizeof dir) != 0)
         return -1;
     snprintf(buf, len, "%s/%016llx.gtk", dir, (unsigned long long)key);
     return 0;
 }
 
-static int disk_read(gt_gen_entry *e)
+static int disk_read(gt_cu_entry *e)
 {
     char path[PATH_MAX];
     if (disk_path(e->key, path, sizeof path) != 0)
@@ -148,7 +131,7 @@ static int disk_read(gt_gen_entry *e)
     e->img.spill_stores = h.spill_stores;
     e->img.spill_loads = h.spill_loads;
     snprintf(e->img.target, sizeof e->img.target, "%.*s", (int)sizeof h.target - 1, h.target);
-    e->img.origin = GT_GEN_FROM_DISK;
+    e->img.origin = GT_CU_FROM_DISK;
     free(buf);
     return 0;
 bad:
@@ -158,7 +141,7 @@ bad:
 
 /* A unique temporary name per process, thread and write, then rename: two
  * writers of one key both succeed and the last rename wins (same bytes). */
-static void disk_write(const gt_gen_entry *e)
+static void disk_write(const gt_cu_entry *e)
 {
     char path[PATH_MAX], tmp[PATH_MAX + 64];
     if (disk_path(e->key, path, sizeof path) != 0)
@@ -190,114 +173,28 @@ static void disk_write(const gt_gen_entry *e)
 
 /* ---- compile ------------------------------------------------------------------------ */
 
-/* "N bytes spill stores, M bytes spill loads" of `kernel` in a ptxas -v log. */
-static void parse_spills(const char *log, const char *kernel, int *st, int *ld)
+static void compile_entry(gt_cu_entry *e)
 {
-    char needle[64];
-    *st = *ld = -1;
-    snprintf(needle, sizeof needle, "Function properties for %s\n", kernel);
-    const char *p = log ? strstr(log, needle) : NULL;
-    const char *q = p ? strstr(p, "bytes spill stores") : NULL;
-    if (!q)
-        return;
-    const char *b = q;
-    while (b > p && b[-1] != ',')
-        b--;
-    *st = atoi(b);
-    const char *r = strstr(q, "bytes spill loads");
-    if (r) {
-        const char *c = r;
-        while (c > q && c[-1] != ',')
-            c--;
-        *ld = atoi(c);
-    }
-}
-
-/* 1 when this NVRTC (12.9 or newer) has its own compile cache and the
- * --no-cache option that turns it off. */
-static int nvrtc_caches(void)
-{
-    int maj = 0, min = 0;
-    if (nvrtcVersion(&maj, &min) != NVRTC_SUCCESS)
-        return 0;
-    return maj > 12 || (maj == 12 && min >= 9);
-}
-
-static void compile_entry(gt_gen_entry *e)
-{
-    nvrtcProgram prog = NULL;
-    char *log = NULL;
-    const char *opts[MAX_OPTS + 3];
-    char arch[48];
-    int n = 0, cubin = 0;
+    const char *opts[MAX_OPTS];
     double t0 = gt_mono_ms();
-    if (pick_target(e->sm, e->img.target, sizeof e->img.target, &cubin) != 0) {
-        snprintf(e->err, sizeof e->err, "cuda: nvrtc cannot target sm_%d%s", e->sm & ~GT_GEN_SM_A,
-                 e->sm & GT_GEN_SM_A ? "a" : "");
+    for (int i = 0; i < e->nopts; i++)
+        opts[i] = e->opts[i];
+    if (gt_cu_nvrtc_compile(e->src, GT_GEN_PROGRAM_NAME, e->sm, opts, e->nopts, e->kernel, &e->img,
+                            e->err, sizeof e->err) != 0) {
         e->state = ST_FAILED;
         return;
     }
-    snprintf(arch, sizeof arch, "--gpu-architecture=%s", e->img.target);
-    opts[n++] = arch;
-    if (cubin) {
-        opts[n++] = "--ptxas-options=-v";
-        /* NVRTC 12.9+ keeps its own cache in the driver's compute cache
-         * (through libcuda, so only where a driver is installed) and a hit
-         * there prints no ptxas report: the spill counts would be lost for
-         * a kernel compiled by an earlier process on the node. This cache
-         * (memory + GEMMTUNE_CACHE_DIR) already stores them with the cubin. */
-        if (nvrtc_caches())
-            opts[n++] = "--no-cache";
-    }
-    for (int i = 0; i < e->nopts; i++)
-        opts[n++] = e->opts[i];
-    nvrtcResult r = nvrtcCreateProgram(&prog, e->src, "gt_gen.cu", 0, NULL, NULL);
-    if (r == NVRTC_SUCCESS)
-        r = nvrtcCompileProgram(prog, n, opts);
-    size_t ll = 0;
-    if (prog && nvrtcGetProgramLogSize(prog, &ll) == NVRTC_SUCCESS && ll > 1 && (log = malloc(ll)) &&
-        nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS) {
-        free(log);
-        log = NULL;
-    }
-    if (r != NVRTC_SUCCESS) {
-        const char *l = log ? strstr(log, "error") : NULL;
-        snprintf(e->err, sizeof e->err, "cuda: nvrtc compile (%s): %s: %.200s", e->img.target,
-                 nvrtcGetErrorString(r), l ? l : log ? log : "");
-        goto fail;
-    }
-    size_t sz = 0;
-    r = cubin ? nvrtcGetCUBINSize(prog, &sz) : nvrtcGetPTXSize(prog, &sz);
-    if (r != NVRTC_SUCCESS || !sz || !(e->img.data = malloc(sz + 1)) ||
-        (cubin ? nvrtcGetCUBIN(prog, (char *)e->img.data) : nvrtcGetPTX(prog, (char *)e->img.data)) !=
-            NVRTC_SUCCESS) {
-        snprintf(e->err, sizeof e->err, "cuda: nvrtc: cannot fetch the %s", cubin ? "cubin" : "PTX");
-        free(e->img.data);
-        e->img.data = NULL;
-        goto fail;
-    }
-    e->img.data[sz] = 0;
-    e->img.len = sz;
-    e->img.cubin = cubin;
     e->img.compile_ms = gt_mono_ms() - t0;
-    e->img.origin = GT_GEN_FROM_COMPILE;
-    parse_spills(log, e->kernel, &e->img.spill_stores, &e->img.spill_loads);
+    e->img.origin = GT_CU_FROM_COMPILE;
     e->state = ST_DONE;
     disk_write(e);
-    goto out;
-fail:
-    e->state = ST_FAILED;
-out:
-    free(log);
-    if (prog)
-        (void)nvrtcDestroyProgram(&prog);
 }
 
 /* Disk first, then NVRTC; the caller has marked e ST_RUNNING. */
-static void produce(gt_gen_entry *e)
+static void produce(gt_cu_entry *e)
 {
     int cubin = 0;
-    if (pick_target(e->sm, e->img.target, sizeof e->img.target, &cubin) == 0) {
+    if (gt_cu_nvrtc_target(e->sm, e->img.target, sizeof e->img.target, &cubin) == 0) {
         e->key = make_key(e, e->img.target);
         if (disk_read(e) == 0) {
             pthread_mutex_lock(&g_mu);
@@ -331,7 +228,7 @@ static void *worker(void *arg)
             pthread_cond_wait(&g_work, &g_mu);
         if (g_stop)
             break;
-        gt_gen_entry *e = g_qhead;
+        gt_cu_entry *e = g_qhead;
         g_qhead = e->qnext;
         if (!g_qhead)
             g_qtail = NULL;
@@ -368,13 +265,13 @@ static void pool_start(void)
     g_st.threads = g_nthreads;
 }
 
-void gt_gen_pool_stop(void)
+void gt_cu_cache_pool_stop(void)
 {
     pthread_mutex_lock(&g_mu);
     g_stop = 1;
     /* Queued entries stay queued: a waiter compiles them itself, a new
      * asynchronous request queues them again. */
-    for (gt_gen_entry *e = g_qhead; e; e = e->qnext)
+    for (gt_cu_entry *e = g_qhead; e; e = e->qnext)
         e->inq = 0;
     g_qhead = g_qtail = NULL;
     pthread_cond_broadcast(&g_work);
@@ -395,7 +292,7 @@ void gt_gen_pool_stop(void)
 
 /* With g_mu held: queues e for the pool (started when needed); 0 when no
  * thread could be started. */
-static int enqueue(gt_gen_entry *e)
+static int enqueue(gt_cu_entry *e)
 {
     pool_start();
     if (g_nthreads <= 0)
@@ -424,7 +321,7 @@ static uint64_t request_hash(const char *src, const char *kernel, const char *co
     return gt_fnv1a64(&sm, sizeof sm, h);
 }
 
-static int same(const gt_gen_entry *e, const char *src, const char *kernel,
+static int same(const gt_cu_entry *e, const char *src, const char *kernel,
                 const char *const *opts, int nopts, int sm)
 {
     if (e->src != src || e->nopts != nopts || e->sm != sm || strcmp(e->kernel, kernel))
@@ -435,13 +332,13 @@ static int same(const gt_gen_entry *e, const char *src, const char *kernel,
     return 1;
 }
 
-gt_gen_entry *gt_gen_request(const char *src, const char *kernel, const char *const *opts,
-                             int nopts, int sm, int async, int *mem_hit)
+gt_cu_entry *gt_cu_cache_request(const char *src, const char *kernel, const char *const *opts,
+                                 int nopts, int sm, int async, int *mem_hit)
 {
     if (nopts > MAX_OPTS)
         return NULL;
     uint64_t h = request_hash(src, kernel, opts, nopts, sm);
-    gt_gen_entry **b = &g_bucket[h % NBUCKETS], *e;
+    gt_cu_entry **b = &g_bucket[h % NBUCKETS], *e;
     pthread_mutex_lock(&g_mu);
     g_st.requests++;
     for (e = *b; e && !same(e, src, kernel, opts, nopts, sm); e = e->next)
@@ -479,7 +376,7 @@ gt_gen_entry *gt_gen_request(const char *src, const char *kernel, const char *co
     return e;
 }
 
-int gt_gen_wait(gt_gen_entry *e, const gt_gen_image **img, char *err, size_t errlen)
+int gt_cu_cache_wait(gt_cu_entry *e, const gt_cu_image **img, char *err, size_t errlen)
 {
     pthread_mutex_lock(&g_mu);
     if (e->state == ST_QUEUED) {
@@ -502,23 +399,23 @@ int gt_gen_wait(gt_gen_entry *e, const gt_gen_image **img, char *err, size_t err
     return 0;
 }
 
-uint64_t gt_gen_entry_key(const gt_gen_entry *e) { return e->key; }
+uint64_t gt_cu_cache_key(const gt_cu_entry *e) { return e->key; }
 
-void gt_gen_stats_get(gt_gen_stats *s)
+void gt_cu_cache_stats_get(gt_cu_cache_stats *s)
 {
     pthread_mutex_lock(&g_mu);
     *s = g_st;
     pthread_mutex_unlock(&g_mu);
 }
 
-void gt_gen_cache_forget(void)
+void gt_cu_cache_forget(void)
 {
-    gt_gen_pool_stop();
+    gt_cu_cache_pool_stop();
     pthread_mutex_lock(&g_mu);
     for (int i = 0; i < NBUCKETS; i++) {
-        gt_gen_entry *e = g_bucket[i];
+        gt_cu_entry *e = g_bucket[i];
         while (e) {
-            gt_gen_entry *n = e->next;
+            gt_cu_entry *n = e->next;
             free(e->img.data);
             free(e);
             e = n;

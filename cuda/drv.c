@@ -1,0 +1,91 @@
+/* drv.c: the CUDA driver's entry points (gt_cu.h: gt_cu_drv), opened at the
+ * first use with dlopen and taken with cuGetProcAddress at CUDA 12.0's ABI,
+ * once per process: libgemmtune (which must load where no driver is
+ * installed), the preload shim and the worker all reach the driver here. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "gt_cu.h"
+
+typedef CUresult(CUDAAPI *pfn_proc)(const char *, void **, int, cuuint64_t,
+                                    CUdriverProcAddressQueryResult *);
+
+static struct {
+    pthread_once_t once;
+    char err[256]; /* why the driver is unusable; "" when it is */
+    gt_cu_drv d;
+} g_drv = {.once = PTHREAD_ONCE_INIT};
+
+/* Fills *fn; 0, or -1 when the driver does not have the function. */
+static int proc_of(pfn_proc proc, const char *name, void **fn)
+{
+    CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (proc(name, fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||
+        q != CU_GET_PROC_ADDRESS_SUCCESS || !*fn) {
+        *fn = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static void drv_open(void)
+{
+    /* never closed: function pointers into it may be used until exit */
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(g_drv.err, sizeof g_drv.err, "cuda: no CUDA driver: %s", dlerror());
+        return;
+    }
+    pfn_proc proc = (pfn_proc)dlsym(h, "cuGetProcAddress_v2");
+    if (!proc) {
+        snprintf(g_drv.err, sizeof g_drv.err,
+                 "cuda: CUDA driver without cuGetProcAddress_v2 (older than CUDA 12)");
+        return;
+    }
+    gt_cu_drv *d = &g_drv.d;
+    const struct {
+        const char *name;
+        void **fn;
+    } t[] = {{"cuCtxGetDevice", (void **)&d->ctx_get_device},
+             {"cuDeviceGetAttribute", (void **)&d->device_get_attribute},
+             {"cuDeviceGetName", (void **)&d->device_get_name},
+             {"cuModuleLoadData", (void **)&d->module_load_data},
+             {"cuModuleUnload", (void **)&d->module_unload},
+             {"cuModuleGetFunction", (void **)&d->module_get_function},
+             {"cuFuncGetAttribute", (void **)&d->func_get_attribute},
+             {"cuFuncSetAttribute", (void **)&d->func_set_attribute},
+             {"cuLaunchKernel", (void **)&d->launch_kernel},
+             {"cuGetErrorName", (void **)&d->get_error_name}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        if (proc_of(proc, t[i].name, t[i].fn) != 0) {
+            snprintf(g_drv.err, sizeof g_drv.err, "cuda: CUDA driver entry point %s not found",
+                     t[i].name);
+            return;
+        }
+    }
+    /* optional: their users refuse with the reason when they are missing */
+    (void)proc_of(proc, "cuLaunchKernelEx", (void **)&d->launch_kernel_ex);
+    (void)proc_of(proc, "cuTensorMapEncodeTiled", (void **)&d->tensor_map_encode_tiled);
+}
+
+const gt_cu_drv *gt_cu_drv_get(char *err, size_t errlen)
+{
+    if (pthread_once(&g_drv.once, drv_open) != 0) {
+        snprintf(err, errlen, "cuda: cannot initialise the CUDA driver table");
+        return NULL;
+    }
+    if (g_drv.err[0]) {
+        snprintf(err, errlen, "%s", g_drv.err);
+        return NULL;
+    }
+    return &g_drv.d;
+}
+
+void gt_cu_drv_err(const gt_cu_drv *d, CUresult r, const char *what, char *err, size_t errlen)
+{
+    const char *n = NULL;
+    if (!d || !d->get_error_name || d->get_error_name(r, &n) != CUDA_SUCCESS || !n)
+        n = "CUDA_ERROR_?";
+    snprintf(err, errlen, "cuda: %s: %s (%d)", what, n, (int)r);
+}
