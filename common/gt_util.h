@@ -39,6 +39,13 @@ char *gt_read_file(const char *path, size_t *len, size_t max);
 int gt_write_file(const char *path, const void *data, size_t len);
 /* mkdir -p. 0 or -1. */
 int gt_mkdirs(const char *path, int mode);
+/* The directory of one of gemmtune's disk caches (sub: "cpu", "cuda"),
+ * created: $GEMMTUNE_CACHE_DIR (itself when env_sub is NULL, else env_sub
+ * below it), else $XDG_CACHE_HOME/gemmtune/<sub>, else
+ * $HOME/.cache/gemmtune/<sub>, else /tmp/gemmtune-cache-<uid>/<sub>;
+ * resolved at every call, so a test (or an operator) can move it with
+ * setenv. 0, or -1 with errno (ENAMETOOLONG: it does not fit buf). */
+int gt_cache_dir(const char *sub, const char *env_sub, char *buf, size_t len);
 
 /* Runs argv[0] with argv (no shell), waits, collects up to outcap-1 bytes of
  * combined stdout/stderr into out. Returns the exit status (0..255), 128+sig

@@ -208,6 +208,26 @@ int gt_mkdirs(const char *path, int mode)
     return 0;
 }
 
+int gt_cache_dir(const char *sub, const char *env_sub, char *buf, size_t len)
+{
+    const char *d = getenv("GEMMTUNE_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"),
+               *home = getenv("HOME");
+    int n;
+    if (d && *d)
+        n = snprintf(buf, len, "%s%s%s", d, env_sub ? "/" : "", env_sub ? env_sub : "");
+    else if (x && *x)
+        n = snprintf(buf, len, "%s/gemmtune/%s", x, sub);
+    else if (home && *home)
+        n = snprintf(buf, len, "%s/.cache/gemmtune/%s", home, sub);
+    else
+        n = snprintf(buf, len, "/tmp/gemmtune-cache-%ld/%s", (long)getuid(), sub);
+    if (n < 0 || (size_t)n >= len) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return gt_mkdirs(buf, 0755);
+}
+
 int gt_run_argv(char *const argv[], char *out, size_t outcap, int timeout_ms)
 {
     int pfd[2];

@@ -79,20 +79,7 @@ static uint64_t make_key(const gt_cu_entry *e, const char *target)
 
 int gt_cu_cache_dir(char *buf, size_t len)
 {
-    const char *d = getenv("GEMMTUNE_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"),
-               *home = getenv("HOME");
-    int n;
-    if (d && *d)
-        n = snprintf(buf, len, "%s/cuda", d);
-    else if (x && *x)
-        n = snprintf(buf, len, "%s/gemmtune/cuda", x);
-    else if (home && *home)
-        n = snprintf(buf, len, "%s/.cache/gemmtune/cuda", home);
-    else
-        n = snprintf(buf, len, "/tmp/gemmtune-cache-%ld/cuda", (long)getuid());
-    if (n < 0 || (size_t)n >= len || gt_mkdirs(buf, 0755) != 0)
-        return -1;
-    return 0;
+    return gt_cache_dir("cuda", "cuda", buf, len);
 }
 
 static int disk_path(uint64_t key, char *buf, size_t len)

@@ -114,29 +114,18 @@ int gt_cpu_tool_init(gt_cpu_tool *t, char *err, size_t errlen)
     return 0;
 }
 
+/* The CPU objects go into $GEMMTUNE_CACHE_DIR itself (the cuda images into
+ * its cuda/ subdirectory). */
 static int cache_dir(char *buf, size_t len, char *err, size_t errlen)
 {
-    const char *d = getenv("GEMMTUNE_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"),
-               *home = getenv("HOME");
-    int n;
-    if (d && *d)
-        n = snprintf(buf, len, "%s", d);
-    else if (x && *x)
-        n = snprintf(buf, len, "%s/gemmtune/cpu", x);
-    else if (home && *home)
-        n = snprintf(buf, len, "%s/.cache/gemmtune/cpu", home);
-    else
-        n = snprintf(buf, len, "/tmp/gemmtune-cache-%ld/cpu", (long)getuid());
-    if (n < 0 || (size_t)n >= len) {
+    if (gt_cache_dir("cpu", NULL, buf, len) == 0)
+        return 0;
+    if (errno == ENAMETOOLONG)
         snprintf(err, errlen, "cpu backend: cache directory path too long");
-        return -1;
-    }
-    if (gt_mkdirs(buf, 0755) != 0) {
+    else
         snprintf(err, errlen, "cpu backend: cannot create cache directory %s: %s", buf,
                  strerror(errno));
-        return -1;
-    }
-    return 0;
+    return -1;
 }
 
 /* The line of the compiler output that says what went wrong. */
