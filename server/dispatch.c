@@ -5,10 +5,16 @@
  *
  * Every request but register must come on a connection bound to a worker
  * session and carry its credential (gt_session.h): the worker id in a
- * message is only checked against the session, never trusted. */
+ * message is only checked against the session, never trusted.
+ *
+ * This file is where the protocol ends: it decodes each message (proto/'s
+ * helpers) into the C values the store takes (gt_worker_info, gt_report)
+ * and answers by the store's return codes (gt_store_error), so the store
+ * includes no protocol header. */
 #include "gt_dispatch.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 #include <pthread.h>
@@ -19,6 +25,7 @@
 #include <string.h>
 
 #include "gen_dev.h"
+#include "gt_config.h"
 #include "gt_proto.h"
 #include "gt_secret.h"
 #include "gt_session.h"
@@ -230,12 +237,14 @@ static cJSON *on_heartbeat(gt_dispatch *d, const cJSON *m, long long wid)
     /* "job_id": the job the worker works on (0: none); absent from older
      * workers, whose every lease is extended as before. */
     long long job = gt_proto_int_or(m, "job_id", -1, 1LL << 53, -1);
-    int rc = gt_store_heartbeat(d->store, wid, job, gt_wall_ms(), d->o.lease_ms, err, sizeof err);
-    if (rc < 0)
-        return gt_proto_error("heartbeat: %s", err);
-    if (rc == 1)
+    switch (gt_store_heartbeat(d->store, wid, job, gt_wall_ms(), d->o.lease_ms, err, sizeof err)) {
+    case 0:
+        return gt_proto_new(GT_MSG_ACK);
+    case GT_STORE_E_UNKNOWN_WORKER:
         return unknown_worker(wid);
-    return gt_proto_new(GT_MSG_ACK);
+    default:
+        return gt_proto_error("heartbeat: %s", err);
+    }
 }
 
 /* Adds a JSON text column as parsed JSON (null when absent). */
@@ -253,11 +262,10 @@ static cJSON *on_lease(gt_dispatch *d, long long wid)
     char err[256];
     gt_job job;
     int rc = gt_store_lease(d->store, wid, gt_wall_ms(), d->o.lease_ms, &job, err, sizeof err);
-    if (rc < 0) {
-        if (strstr(err, "unknown worker"))
-            return unknown_worker(wid);
+    if (rc == GT_STORE_E_UNKNOWN_WORKER)
+        return unknown_worker(wid);
+    if (rc < 0)
         return gt_proto_error("lease: %s", err);
-    }
     if (rc == 0) {
         cJSON *r = gt_proto_new(GT_MSG_NONE);
         if (r && !cJSON_AddNumberToObject(r, "retry_ms", 500)) {
@@ -290,17 +298,100 @@ static cJSON *on_lease(gt_dispatch *d, long long wid)
     return r;
 }
 
+/* A JSON value's compact text in *out (malloc'd). 0, or -1 out of memory. */
+static int print_dup(const cJSON *v, char **out)
+{
+    char *t = cJSON_PrintUnformatted(v);
+    *out = t ? strdup(t) : NULL;
+    cJSON_free(t);
+    return *out ? 0 : -1;
+}
+
+int gt_dispatch_decode_report(const cJSON *m, gt_report *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    r->baseline_us = NAN;
+    long long job_id;
+    if (gt_proto_get_int(m, "job_id", &job_id, err, errlen))
+        return -1;
+    r->job_id = job_id;
+    r->done = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "done"));
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, "error");
+    if (cJSON_IsString(v) && v->valuestring[0] && !(r->error = strdup(v->valuestring)))
+        goto oom;
+    const cJSON *results = cJSON_GetObjectItemCaseSensitive(m, "results"), *it;
+    int n = cJSON_GetArraySize(results);
+    if (n > 0 && !(r->results = calloc((size_t)n, sizeof *r->results)))
+        goto oom;
+    cJSON_ArrayForEach(it, results)
+    {
+        gt_result pr;
+        if (gt_proto_result_from_json(it, &pr, err, errlen))
+            goto fail;
+        gt_report_result *o = &r->results[r->nresults];
+        /* The coordinator keeps configs canonical: one text and hash per
+         * config whatever order a worker wrote its keys in. */
+        if (!(o->config = gt_cfg_canonical(pr.config)) || gt_cfg_hash(pr.config, o->config_hash)) {
+            free(o->config);
+            o->config = NULL;
+            goto oom;
+        }
+        r->nresults++;
+        o->is_baseline = pr.is_baseline;
+        o->valid = pr.valid;
+        o->time_us = pr.time_us;
+        o->spread = pr.spread;
+        o->tflops = pr.tflops;
+        o->rel_err = pr.rel_err;
+        snprintf(o->reason, sizeof o->reason, "%s", pr.reason);
+    }
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(m, "baseline");
+    if (cJSON_IsObject(b)) {
+        const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(b, "config");
+        if (cJSON_IsObject(cfg) && !(r->baseline_config = gt_cfg_canonical(cfg)))
+            goto oom;
+        v = cJSON_GetObjectItemCaseSensitive(b, "time_us");
+        r->baseline_us = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+        v = cJSON_GetObjectItemCaseSensitive(b, "spread");
+        r->baseline_spread = cJSON_IsNumber(v) ? v->valuedouble : 0;
+    }
+    /* An enumeration's answer, kept as the worker wrote it: its order is
+     * the backend's ranking, which the planner keeps. */
+    v = cJSON_GetObjectItemCaseSensitive(m, "candidates");
+    if (cJSON_IsArray(v) && print_dup(v, &r->enum_candidates))
+        goto oom;
+    v = cJSON_GetObjectItemCaseSensitive(m, "baseline_config");
+    if (cJSON_IsObject(v) && print_dup(v, &r->enum_baseline))
+        goto oom;
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory");
+fail:
+    gt_report_fini(r);
+    return -1;
+}
+
 static cJSON *on_results(gt_dispatch *d, const cJSON *m, long long wid)
 {
     char err[256];
     int cancelled = 0;
     size_t accepted = 0, rejected = 0;
-    if (gt_store_report(d->store, wid, m, gt_wall_ms(), d->o.lease_ms, &cancelled, &accepted,
-                        &rejected, err, sizeof err)) {
-        if (strstr(err, "unknown worker"))
-            return unknown_worker(wid);
-        if (strstr(err, "was not leased"))
-            return refuse(d, GT_REFUSED_NOT_LEASED, 0, "results: %s", err);
+    gt_report rep;
+    if (gt_dispatch_decode_report(m, &rep, err, sizeof err)) {
+        gt_warn("results from worker %lld refused: %s", wid, err);
+        return gt_proto_error("results: %s", err);
+    }
+    int rc = gt_store_report(d->store, wid, &rep, gt_wall_ms(), d->o.lease_ms, &cancelled,
+                             &accepted, &rejected, err, sizeof err);
+    gt_report_fini(&rep);
+    switch (rc) {
+    case 0:
+        break;
+    case GT_STORE_E_UNKNOWN_WORKER:
+        return unknown_worker(wid);
+    case GT_STORE_E_NOT_LEASED:
+        return refuse(d, GT_REFUSED_NOT_LEASED, 0, "results: %s", err);
+    default:
         gt_warn("results from worker %lld refused: %s", wid, err);
         return gt_proto_error("results: %s", err);
     }

@@ -10,6 +10,8 @@
 
 #include "gt_store.h"
 
+struct cJSON;
+
 typedef struct gt_dispatch_opts {
     const char *url;          /* listen URL, e.g. tcp://127.0.0.1:8471 */
     int64_t lease_ms;         /* a lease lives this long without news from its worker */
@@ -54,5 +56,12 @@ typedef struct gt_dispatch_stats {
 void gt_dispatch_stats_get(const gt_dispatch *d, gt_dispatch_stats *out);
 /* The URL listened on, with the port the system chose when asked for 0. */
 const char *gt_dispatch_url(const gt_dispatch *d);
+
+/* Decodes a worker's "results" message (proto/PROTOCOL.md) into what the
+ * store takes: job_id (required), done, error, each result (configs made
+ * canonical), the baseline's timing and an enumeration's answer. 0, or -1
+ * with err for a malformed message (gt_report_fini is done then); release
+ * with gt_report_fini. */
+int gt_dispatch_decode_report(const struct cJSON *msg, gt_report *r, char *err, size_t errlen);
 
 #endif

@@ -103,6 +103,18 @@ int gt_store_create_run(gt_store *s, const gt_run_opts *o, const gt_log_result *
 int gt_store_cancel_run(gt_store *s, int64_t run_id, char *err, size_t errlen);
 
 /* ---- workers and jobs ---- */
+
+/* Why a worker's request failed, as far as its caller answers differently
+ * (the dispatcher tells an unknown worker to register again and refuses a
+ * report for a job the sender never held): a code, never the error's text.
+ * Negative, like every store error; err says the rest. */
+typedef enum gt_store_error {
+    GT_STORE_E_FAILED = -1,         /* a store error (SQLite, memory), or a report the store
+                                       cannot take (unknown job, a bad enumeration) */
+    GT_STORE_E_UNKNOWN_WORKER = -2, /* no such worker, or it left: it must register again */
+    GT_STORE_E_NOT_LEASED = -3,     /* results for a job never leased to the sender */
+} gt_store_error;
+
 typedef struct gt_worker_info {
     char host[128];
     int pid;
@@ -130,8 +142,8 @@ int gt_store_worker_by_session(gt_store *s, const char *digest, int64_t *worker_
                                size_t errlen);
 /* Records a heartbeat and extends the lease of the job the worker works on
  * (job_id; 0: none, < 0: every job it holds, for workers that do not say)
- * to now + lease_ms. Returns 0, 1 when the worker is unknown or gone (it
- * must register again). */
+ * to now + lease_ms. Returns 0, GT_STORE_E_UNKNOWN_WORKER when the worker is
+ * unknown or gone (it must register again), or GT_STORE_E_FAILED with err. */
 int gt_store_heartbeat(gt_store *s, int64_t worker_id, int64_t job_id, int64_t now_ms,
                        int64_t lease_ms, char *err, size_t errlen);
 /* A worker leaves: its leased jobs go back to the queue. */
@@ -150,21 +162,56 @@ typedef struct gt_job {
 void gt_job_free(gt_job *j);
 
 /* Leases the next queued job this worker can run (its backend and, once a run
- * is bound, its device model). Returns 1 with *job filled, 0 when none, -1 on
- * error. */
+ * is bound, its device model). Returns 1 with *job filled, 0 when none,
+ * GT_STORE_E_UNKNOWN_WORKER, or GT_STORE_E_FAILED with err. */
 int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease_ms,
                    gt_job *job, char *err, size_t errlen);
 
+/* One measured config of a report. */
+typedef struct gt_report_result {
+    char *config;            /* canonical JSON text (gt_cfg_canonical), malloc'd */
+    char config_hash[17];    /* gt_cfg_hash of it */
+    int is_baseline;
+    int valid;               /* only with a finite positive time_us and a finite rel_err */
+    double time_us;          /* <= 0 or not finite: not timed */
+    double spread;
+    double tflops;
+    double rel_err;          /* NaN: invalid */
+    char reason[256];        /* why an invalid config failed; "" none */
+} gt_report_result;
+
+/* What a worker reports about a job (a "results" message of the protocol,
+ * decoded by the dispatcher: gt_dispatch_decode_report): the store reads C
+ * values and texts, never the wire format. Strings are malloc'd;
+ * gt_report_fini frees them. */
+typedef struct gt_report {
+    int64_t job_id;
+    int done;                /* the job's last report: it moves the job on */
+    char *error;             /* with done: the job failed with this reason; NULL: not */
+    gt_report_result *results;
+    size_t nresults;
+    /* The untuned default as this job timed it: NULL config, or a time_us
+     * not > 0 (NaN when not sent), when it did not run. */
+    char *baseline_config;   /* canonical JSON text */
+    double baseline_us;
+    double baseline_spread;
+    /* An enumerate job's answer (with done): the candidate space, a JSON
+     * array text, and the default config, a JSON object text; NULL when
+     * not sent. */
+    char *enum_candidates;
+    char *enum_baseline;
+} gt_report;
+void gt_report_fini(gt_report *r);
+
 /* A batch of results for a job, idempotent (re-sent batches add nothing).
- * msg is the worker's "results" message: results[], optional baseline{},
- * optional candidates[]/baseline_config{} (enumerate jobs), done, error.
  * Only a worker the job was leased to may report for it. A time below what
  * the worker's registered device can physically reach (gt_plausible.h) is
  * stored invalid with the reason, an impossible baseline dropped; *rejected
  * counts both. Sets *cancelled when the job's run was cancelled (the worker
- * drops it). Returns 0, or -1 with err for a malformed message or a job the
- * worker never held. */
-int gt_store_report(gt_store *s, int64_t worker_id, const struct cJSON *msg, int64_t now_ms,
+ * drops it). Returns 0, GT_STORE_E_UNKNOWN_WORKER, GT_STORE_E_NOT_LEASED
+ * (a job the worker never held), or GT_STORE_E_FAILED with err (an unknown
+ * job, an enumeration without its answer, a store error). */
+int gt_store_report(gt_store *s, int64_t worker_id, const gt_report *rep, int64_t now_ms,
                     int64_t lease_ms, int *cancelled, size_t *accepted, size_t *rejected, char *err,
                     size_t errlen);
 

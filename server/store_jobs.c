@@ -9,7 +9,6 @@
 
 #include "gt_plausible.h"
 #include "gt_policy.h"
-#include "gt_proto.h"
 #include "gt_util.h"
 #include "store_priv.h"
 
@@ -38,6 +37,18 @@ void gt_job_free(gt_job *j)
     free(j->baseline);
     free(j->timing);
     memset(j, 0, sizeof *j);
+}
+
+void gt_report_fini(gt_report *r)
+{
+    for (size_t i = 0; i < r->nresults; i++)
+        free(r->results[i].config);
+    free(r->results);
+    free(r->error);
+    free(r->baseline_config);
+    free(r->enum_candidates);
+    free(r->enum_baseline);
+    memset(r, 0, sizeof *r);
 }
 
 /* ------------------------------------------------------------------ workers */
@@ -128,7 +139,7 @@ int gt_store_heartbeat(gt_store *s, int64_t worker_id, int64_t job_id, int64_t n
                           (int64_t[]){worker_id, now_ms}, 2, err, errlen))
         goto out;
     if (sqlite3_changes(s->db) == 0) {
-        rc = 1;
+        rc = GT_STORE_E_UNKNOWN_WORKER;
         goto out;
     }
     /* Only the job the worker says it works on stays leased: one it gave
@@ -269,6 +280,7 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
     if (sqlite3_step(st) != SQLITE_ROW) {
         sqlite3_finalize(st);
         snprintf(err, errlen, "unknown worker %lld: register first", (long long)worker_id);
+        rc = GT_STORE_E_UNKNOWN_WORKER;
         goto out;
     }
     snprintf(backend, sizeof backend, "%s", gt_store_col_text(st, 0));
@@ -600,16 +612,9 @@ static int load_job(gt_store *s, int64_t job_id, job_row *j, char *err, size_t e
 }
 
 static int insert_result(gt_store *s, const job_row *j, int64_t job_id, int64_t worker_id,
-                         const char *model, const gt_result *r, int64_t now_ms, char *err,
+                         const char *model, const gt_report_result *r, int64_t now_ms, char *err,
                          size_t errlen)
 {
-    char *cfg = gt_cfg_canonical(r->config);
-    char hash[17];
-    if (!cfg || gt_cfg_hash(r->config, hash)) {
-        free(cfg);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
     const char *phase = strcmp(j->kind, "final") ? "screen" : "final";
     if (!s->ins_result)
         s->ins_result = gt_store_prep(
@@ -619,10 +624,8 @@ static int insert_result(gt_store *s, const job_row *j, int64_t job_id, int64_t 
             " device_model, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             err, errlen);
     sqlite3_stmt *st = s->ins_result;
-    if (!st) {
-        free(cfg);
+    if (!st)
         return -1;
-    }
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     sqlite3_bind_int64(st, 1, j->run_id);
@@ -630,8 +633,8 @@ static int insert_result(gt_store *s, const job_row *j, int64_t job_id, int64_t 
     sqlite3_bind_int64(st, 3, job_id);
     gt_store_bind_text(st, 4, j->backend);
     gt_store_bind_text(st, 5, phase);
-    gt_store_bind_text(st, 6, cfg);
-    gt_store_bind_text(st, 7, hash);
+    gt_store_bind_text(st, 6, r->config);
+    gt_store_bind_text(st, 7, r->config_hash);
     sqlite3_bind_int(st, 8, r->is_baseline);
     if (r->time_us > 0 && isfinite(r->time_us))
         sqlite3_bind_double(st, 9, r->time_us);
@@ -648,9 +651,7 @@ static int insert_result(gt_store *s, const job_row *j, int64_t job_id, int64_t 
     sqlite3_bind_int64(st, 15, worker_id);
     gt_store_bind_text(st, 16, model);
     sqlite3_bind_int64(st, 17, now_ms);
-    int rc = sqlite3_step(st);
-    free(cfg); /* bound with SQLITE_TRANSIENT: sqlite keeps its own copy */
-    if (rc != SQLITE_DONE) {
+    if (sqlite3_step(st) != SQLITE_DONE) {
         snprintf(err, errlen, "sqlite step: %s", sqlite3_errmsg(s->db));
         sqlite3_reset(st);
         return -1;
@@ -700,50 +701,40 @@ static int baseline_outlier(gt_store *s, const job_row *j, int64_t worker_id, co
 }
 
 static int insert_baseline(gt_store *s, const job_row *j, int64_t job_id, int64_t worker_id,
-                           const char *model, const cJSON *b, int64_t now_ms, size_t *rejected,
-                           char *err, size_t errlen)
+                           const char *model, const gt_report *rep, int64_t now_ms,
+                           size_t *rejected, char *err, size_t errlen)
 {
-    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(b, "config");
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(b, "time_us");
-    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(b, "spread");
-    if (!cJSON_IsObject(cfg) || !cJSON_IsNumber(t) || !(t->valuedouble > 0))
+    double t = rep->baseline_us;
+    if (!rep->baseline_config || !(t > 0))
         return 0; /* the baseline did not run (its failure is in the results) */
     double others = 0;
-    int out = baseline_outlier(s, j, worker_id, model, t->valuedouble, &others, err, errlen);
+    int out = baseline_outlier(s, j, worker_id, model, t, &others, err, errlen);
     if (out < 0)
         return -1;
     if (out) {
         gt_warn("worker %lld job %lld: baseline of %.4g us dropped: the other workers timed it "
-                "beyond %.2fx away (e.g. %.4g us)", (long long)worker_id, (long long)job_id,
-                t->valuedouble, GT_BASELINE_DRIFT_MAX, others);
+                "beyond %.2fx away (e.g. %.4g us)", (long long)worker_id, (long long)job_id, t,
+                GT_BASELINE_DRIFT_MAX, others);
         (*rejected)++;
         return 0;
-    }
-    char *txt = gt_cfg_canonical(cfg);
-    if (!txt) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
     }
     sqlite3_stmt *st = gt_store_prep(
         s,
         "INSERT OR IGNORE INTO baselines(run_id, problem_id, job_id, backend, device_model, config,"
         " time_us, spread, worker_id, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         err, errlen);
-    if (!st) {
-        free(txt);
+    if (!st)
         return -1;
-    }
     sqlite3_bind_int64(st, 1, j->run_id);
     sqlite3_bind_int64(st, 2, j->problem_id);
     sqlite3_bind_int64(st, 3, job_id);
     gt_store_bind_text(st, 4, j->backend);
     gt_store_bind_text(st, 5, model);
-    gt_store_bind_text(st, 6, txt);
-    sqlite3_bind_double(st, 7, t->valuedouble);
-    sqlite3_bind_double(st, 8, cJSON_IsNumber(sp) ? sp->valuedouble : 0);
+    gt_store_bind_text(st, 6, rep->baseline_config);
+    sqlite3_bind_double(st, 7, t);
+    sqlite3_bind_double(st, 8, rep->baseline_spread);
     sqlite3_bind_int64(st, 9, worker_id);
     sqlite3_bind_int64(st, 10, now_ms);
-    free(txt);
     return gt_store_step_done(s, st, err, errlen);
 }
 
@@ -780,59 +771,59 @@ static cJSON *select_enumerated(const cJSON *cands, const job_row *j, const gt_r
     return out;
 }
 
-static int finish_enumerate(gt_store *s, const job_row *j, const cJSON *msg, int64_t now_ms,
+static int finish_enumerate(gt_store *s, const job_row *j, const gt_report *rep, int64_t now_ms,
                             char *err, size_t errlen)
 {
-    const cJSON *cands = cJSON_GetObjectItemCaseSensitive(msg, "candidates");
-    const cJSON *base = cJSON_GetObjectItemCaseSensitive(msg, "baseline_config");
-    if (!cJSON_IsArray(cands) || !cJSON_IsObject(base)) {
+    if (!rep->enum_candidates || !rep->enum_baseline) {
         snprintf(err, errlen, "enumerate results need candidates[] and baseline_config{}");
         return -1;
     }
+    cJSON *cands = cJSON_Parse(rep->enum_candidates), *base = cJSON_Parse(rep->enum_baseline);
     gt_run_opts o;
+    int rc = -1;
+    if (!cands || !base) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
     if (gt_store_run_opts(s, j->run_id, &o, err, errlen))
-        return -1;
+        goto out;
     if (o.strategy == GT_STRAT_EVOLUTIONARY) {
         /* The whole enumerated list is the space (every entry passed
          * AlgoCheck or the pruning rules on the device); the search draws
          * its generations from it. */
         size_t nj = 0, nc = 0;
-        int rc = gt_store_evo_start(s, j->run_id, j->problem_id, cands, base, o.candidates, now_ms,
-                                    &nj, &nc, err, errlen);
-        gt_run_opts_fini(&o);
-        if (rc)
-            return -1;
-        return set_problem_state(s, j->problem_id, "screening", NULL, err, errlen);
-    }
-    cJSON *sel = select_enumerated(cands, j, &o);
-    if (sel && gt_store_add_extra(sel, base, o.candidates)) {
+        rc = gt_store_evo_start(s, j->run_id, j->problem_id, cands, base, o.candidates, now_ms,
+                                &nj, &nc, err, errlen);
+    } else {
+        cJSON *sel = select_enumerated(cands, j, &o);
+        if (sel && gt_store_add_extra(sel, base, o.candidates)) {
+            cJSON_Delete(sel);
+            sel = NULL;
+        }
+        size_t nj = 0;
+        if (!sel)
+            snprintf(err, errlen, "out of memory");
+        else
+            rc = gt_store_insert_screen_jobs(s, j->run_id, j->problem_id, j->backend, sel, base,
+                                             o.shard_size, -1, now_ms, &nj, err, errlen);
         cJSON_Delete(sel);
-        sel = NULL;
     }
-    if (!sel) {
-        gt_run_opts_fini(&o);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    size_t nj = 0;
-    int rc = gt_store_insert_screen_jobs(s, j->run_id, j->problem_id, j->backend, sel, base,
-                                         o.shard_size, -1, now_ms, &nj, err, errlen);
     gt_run_opts_fini(&o);
-    cJSON_Delete(sel);
-    if (rc)
-        return -1;
-    return set_problem_state(s, j->problem_id, "screening", NULL, err, errlen);
+    if (rc == 0)
+        rc = set_problem_state(s, j->problem_id, "screening", NULL, err, errlen);
+out:
+    cJSON_Delete(cands);
+    cJSON_Delete(base);
+    return rc;
 }
 
-static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t now_ms,
+static int report_tx(gt_store *s, int64_t worker_id, const gt_report *rep, int64_t now_ms,
                      int64_t lease_ms, int *cancelled, size_t *accepted, size_t *rejected, char *err,
                      size_t errlen)
 {
     int rc = -1;
     job_row j = {0};
-    long long job_id;
-    if (gt_proto_get_int(msg, "job_id", &job_id, err, errlen))
-        return -1;
+    long long job_id = (long long)rep->job_id;
     if (load_job(s, job_id, &j, err, errlen))
         goto out;
     char model[128] = "";
@@ -845,6 +836,7 @@ static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t n
     if (sqlite3_step(st) != SQLITE_ROW) {
         sqlite3_finalize(st);
         snprintf(err, errlen, "unknown worker %lld: register first", (long long)worker_id);
+        rc = GT_STORE_E_UNKNOWN_WORKER;
         goto out;
     }
     snprintf(model, sizeof model, "%s", gt_store_col_text(st, 0));
@@ -865,6 +857,7 @@ static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t n
     if (sqlite3_step(st) != SQLITE_ROW || !sqlite3_column_int(st, 3)) {
         sqlite3_finalize(st);
         snprintf(err, errlen, "job %lld was not leased to worker %lld", job_id, (long long)worker_id);
+        rc = GT_STORE_E_NOT_LEASED;
         goto out;
     }
     char why[160];
@@ -874,13 +867,8 @@ static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t n
     sqlite3_finalize(st);
 
     *cancelled = !strcmp(j.run_state, "cancelled") || !strcmp(j.state, "cancelled");
-    const cJSON *results = cJSON_GetObjectItemCaseSensitive(msg, "results");
-    const cJSON *it;
-    cJSON_ArrayForEach(it, results)
-    {
-        gt_result r;
-        if (gt_proto_result_from_json(it, &r, err, errlen))
-            goto out;
+    for (size_t i = 0; i < rep->nresults; i++) {
+        gt_report_result r = rep->results[i];
         if (r.valid && r.time_us > 0 && r.time_us < min_us) {
             /* Faster than the device can run it: stored, so the claim is
              * visible, but never a winner. */
@@ -895,15 +883,14 @@ static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t n
             goto out;
         *accepted += (size_t)sqlite3_changes(s->db);
     }
-    const cJSON *b = cJSON_GetObjectItemCaseSensitive(msg, "baseline");
-    const cJSON *bt = cJSON_GetObjectItemCaseSensitive(b, "time_us");
-    if (cJSON_IsNumber(bt) && bt->valuedouble > 0 && bt->valuedouble < min_us) {
+    double bt = rep->baseline_us;
+    if (bt > 0 && bt < min_us) {
         /* An impossible baseline would inflate every uplift of the job. */
         gt_warn("worker %lld job %lld: baseline of %.4g us dropped, below the physical bound %.4g us "
-                "(%s)", (long long)worker_id, job_id, bt->valuedouble, min_us, why);
+                "(%s)", (long long)worker_id, job_id, bt, min_us, why);
         (*rejected)++;
-    } else if (cJSON_IsObject(b) &&
-               insert_baseline(s, &j, job_id, worker_id, model, b, now_ms, rejected, err, errlen)) {
+    } else if (insert_baseline(s, &j, job_id, worker_id, model, rep, now_ms, rejected, err,
+                               errlen)) {
         goto out;
     }
     if (gt_store_exec_i64(s,
@@ -918,11 +905,9 @@ static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t n
      * stored, idempotently, but not its state change. A job back in the
      * queue may be finished by its old owner: that saves redoing it. */
     int owner = (!strcmp(j.state, "leased") && j.owner == worker_id) || !strcmp(j.state, "queued");
-    int done = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "done"));
-    const cJSON *jerr = cJSON_GetObjectItemCaseSensitive(msg, "error");
-    const char *job_error = cJSON_IsString(jerr) && jerr->valuestring[0] ? jerr->valuestring : NULL;
+    const char *job_error = rep->error && rep->error[0] ? rep->error : NULL;
     if (owner && !*cancelled) {
-        if (!done) {
+        if (!rep->done) {
             if (gt_store_exec_i64(s,
                                   "UPDATE jobs SET lease_deadline_ms = ?2, updated_ms = ?3"
                                   " WHERE id = ?1",
@@ -930,7 +915,7 @@ static int report_tx(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t n
                 goto out;
         } else {
             if (!job_error && !strcmp(j.kind, "enumerate") &&
-                finish_enumerate(s, &j, msg, now_ms, err, errlen))
+                finish_enumerate(s, &j, rep, now_ms, err, errlen))
                 goto out;
             st = gt_store_prep(s,
                                "UPDATE jobs SET state = ?2, error = ?3, lease_owner = NULL,"
@@ -957,7 +942,7 @@ out:
     return rc;
 }
 
-int gt_store_report(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t now_ms,
+int gt_store_report(gt_store *s, int64_t worker_id, const gt_report *rep, int64_t now_ms,
                     int64_t lease_ms, int *cancelled, size_t *accepted, size_t *rejected, char *err,
                     size_t errlen)
 {
@@ -965,7 +950,7 @@ int gt_store_report(gt_store *s, int64_t worker_id, const cJSON *msg, int64_t no
     *accepted = 0;
     *rejected = 0;
     TX_BEGIN(s, err, errlen);
-    int rc = report_tx(s, worker_id, msg, now_ms, lease_ms, cancelled, accepted, rejected, err,
+    int rc = report_tx(s, worker_id, rep, now_ms, lease_ms, cancelled, accepted, rejected, err,
                        errlen);
     if (rc)
         *accepted = *rejected = 0;

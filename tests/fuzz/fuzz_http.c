@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gt_dispatch.h"
 #include "gt_http.h"
 #include "gt_log.h"
 #include "gt_proto.h"
@@ -167,7 +168,13 @@ static void prefill(void)
     cJSON_AddBoolToObject(msg, "done", 1);
     int cancelled = 0;
     size_t accepted = 0, rejected = 0;
-    if (gt_store_report(g.store, wid, msg, now, 30000, &cancelled, &accepted, &rejected, err, sizeof err))
+    gt_report rep;
+    if (gt_dispatch_decode_report(msg, &rep, err, sizeof err))
+        FUZZ_DIE("prefill: decode report: %s", err);
+    rc = gt_store_report(g.store, wid, &rep, now, 30000, &cancelled, &accepted, &rejected, err,
+                         sizeof err);
+    gt_report_fini(&rep);
+    if (rc)
         FUZZ_DIE("prefill: report: %s", err);
     cJSON_Delete(msg);
     cJSON_Delete(cands);

@@ -1,6 +1,7 @@
 /* fuzz_proto.c: libFuzzer target for the coordinator <-> worker protocol
  * decoder and every JSON reader behind it (proto/gt_proto.h,
- * common/gt_problem.h, common/gt_config.h, server/gt_store.h).
+ * common/gt_problem.h, common/gt_config.h, server/gt_run_opts.h,
+ * server/gt_dispatch.h).
  *
  * What it proves, for any bytes a peer can send on the nng socket (the
  * buffer is exactly the message: not NUL-terminated, ASan sees over-reads):
@@ -20,7 +21,10 @@
  *     print/parse trip a config makes between coordinator and worker, and
  *     the hash is FNV-1a 64 of that text as 16 hex digits;
  *   - gt_run_opts_from_json on every object (the POST /v1/runs JSON body):
- *     accepted options stay inside their documented ranges;
+ *     accepted options stay inside their documented ranges, and their
+ *     stored form reads back the same (gt_run_opts_from_stored);
+ *   - gt_dispatch_decode_report on a "results" message (what the store is
+ *     handed): canonical configs with their hashes, valid only when timed;
  *   - gt_gen_dev_from_json on every object (a register message's
  *     "gen_device"): an accepted device is inside gen_dev.c's ranges and
  *     survives gt_gen_dev_to_json -> gt_gen_dev_from_json unchanged.
@@ -37,6 +41,7 @@
 
 #include "gen_dev.h"
 #include "gt_config.h"
+#include "gt_dispatch.h"
 #include "gt_problem.h"
 #include "gt_proto.h"
 #include "gt_store.h"
@@ -216,7 +221,7 @@ static void fuzz_run_opts(const cJSON *obj)
         gt_run_opts_fini(&o);
         return;
     }
-    /* The ranges of README.md's run options (server/store.c enforces them). */
+    /* The ranges of README.md's run options (server/run_opts.c enforces them). */
     FUZZ_REQUIRE(terminated(o.name, sizeof o.name));
     FUZZ_REQUIRE(terminated(o.backend, sizeof o.backend));
     FUZZ_REQUIRE(terminated(o.device_model, sizeof o.device_model));
@@ -224,7 +229,8 @@ static void fuzz_run_opts(const cJSON *obj)
                  !strcmp(o.backend, "hip"));
     FUZZ_REQUIRE(o.budget >= 0 && o.shard_size >= 1 && o.final_k >= 1 && o.ncpu >= 1);
     FUZZ_REQUIRE(o.repeats >= 1 && o.warmup >= 0);
-    FUZZ_REQUIRE(o.strategy == GT_STRAT_EXHAUSTIVE || o.strategy == GT_STRAT_RANDOM);
+    FUZZ_REQUIRE(o.strategy == GT_STRAT_EXHAUSTIVE || o.strategy == GT_STRAT_RANDOM ||
+                 o.strategy == GT_STRAT_EVOLUTIONARY);
     FUZZ_REQUIRE(o.log.format >= GT_LOG_AUTO && o.log.format <= GT_LOG_YAML);
     FUZZ_REQUIRE(isfinite(o.min_time_ms) && o.min_time_ms >= 0);
     FUZZ_REQUIRE(isfinite(o.log.threshold) && o.log.threshold >= 0 && o.log.threshold <= 1);
@@ -234,6 +240,24 @@ static void fuzz_run_opts(const cJSON *obj)
         FUZZ_REQUIRE(cJSON_IsArray(c));
         cJSON_Delete(c);
     }
+    /* What the store keeps reads back as the same options (every later
+     * reader of the run reads them through gt_run_opts_from_stored). */
+    cJSON *st = gt_run_opts_to_stored(&o);
+    char *txt = st ? cJSON_PrintUnformatted(st) : NULL;
+    gt_run_opts b;
+    if (txt && gt_run_opts_from_stored(&b, txt) == 0) {
+        FUZZ_REQUIRE(b.shard_size == o.shard_size && b.final_k == o.final_k && b.ncpu == o.ncpu);
+        FUZZ_REQUIRE(b.repeats == o.repeats && b.warmup == o.warmup);
+        FUZZ_REQUIRE(b.population == o.population && b.generations == o.generations);
+        FUZZ_REQUIRE(b.min_time_ms == o.min_time_ms && b.log.threshold == o.log.threshold);
+        FUZZ_REQUIRE(b.log.skip_invalid == o.log.skip_invalid && b.chained == o.chained);
+        FUZZ_REQUIRE(o.seed >= (1ULL << 53) || b.seed == o.seed);
+        FUZZ_REQUIRE(!o.candidates == !b.candidates);
+        FUZZ_REQUIRE(!o.candidates || !strcmp(o.candidates, b.candidates));
+        gt_run_opts_fini(&b);
+    }
+    cJSON_free(txt);
+    cJSON_Delete(st);
     gt_run_opts_fini(&o);
 }
 
@@ -292,8 +316,32 @@ static void walk(const cJSON *it, size_t *budget)
     }
 }
 
-/* What the coordinator does with a decoded message (server/dispatch.c and
- * gt_store_report): read the fixed fields, each result, the baseline. */
+/* A "results" message decoded the way the dispatcher hands it to the store
+ * (gt_dispatch_decode_report): every result's config canonical with its
+ * hash, valid only with a finite positive time and a finite error. */
+static void fuzz_report(const cJSON *msg)
+{
+    char err[256];
+    err[0] = '\0';
+    gt_report rep;
+    if (gt_dispatch_decode_report(msg, &rep, err, sizeof err) != 0) {
+        FUZZ_REQUIRE(err[0] != '\0' && terminated(err, sizeof err));
+        return;
+    }
+    for (size_t i = 0; i < rep.nresults; i++) {
+        const gt_report_result *r = &rep.results[i];
+        FUZZ_REQUIRE(r->config && r->config[0] == '{');
+        FUZZ_REQUIRE(strlen(r->config_hash) == 16 && terminated(r->reason, sizeof r->reason));
+        FUZZ_REQUIRE(!r->valid || (isfinite(r->time_us) && r->time_us > 0 && isfinite(r->rel_err)));
+    }
+    FUZZ_REQUIRE(!rep.baseline_config || rep.baseline_config[0] == '{');
+    FUZZ_REQUIRE(!rep.enum_candidates || rep.enum_candidates[0] == '[');
+    FUZZ_REQUIRE(!rep.enum_baseline || rep.enum_baseline[0] == '{');
+    gt_report_fini(&rep);
+}
+
+/* What the coordinator does with a decoded message (server/dispatch.c):
+ * read the fixed fields, each result, the baseline. */
 static void fuzz_message(const cJSON *msg, const char *type)
 {
     char err[256];
@@ -308,6 +356,7 @@ static void fuzz_message(const cJSON *msg, const char *type)
         const cJSON *r;
         cJSON_ArrayForEach(r, res) fuzz_result(r);
         fuzz_result(cJSON_GetObjectItemCaseSensitive(msg, "baseline"));
+        fuzz_report(msg);
     }
     const cJSON *job = cJSON_GetObjectItemCaseSensitive(msg, "job");
     if (cJSON_IsObject(job)) {

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 
+#include "gt_dispatch.h"
 #include "gt_store.h"
 
 int gt_test_failures;
@@ -69,5 +70,20 @@ int gt_test_store_sql(gt_store *s, const char *sql)
     gt_store_lock(s);
     int rc = gt_test_sql(gt_store_db(s), sql);
     gt_store_unlock(s);
+    return rc;
+}
+
+int gt_test_report(gt_store *s, int64_t worker_id, const struct cJSON *msg, int64_t now_ms,
+                   int64_t lease_ms, int *cancelled, size_t *accepted, size_t *rejected, char *err,
+                   size_t errlen)
+{
+    gt_report rep;
+    *cancelled = 0;
+    *accepted = *rejected = 0;
+    if (gt_dispatch_decode_report(msg, &rep, err, errlen))
+        return -1;
+    int rc = gt_store_report(s, worker_id, &rep, now_ms, lease_ms, cancelled, accepted, rejected,
+                             err, errlen);
+    gt_report_fini(&rep);
     return rc;
 }

@@ -4,6 +4,7 @@
 #define GT_TEST_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 extern int gt_test_failures;
@@ -55,5 +56,14 @@ struct gt_store;
  * start. The second form holds the store's lock around it (a live store). */
 int gt_test_sql(struct sqlite3 *db, const char *sql);
 int gt_test_store_sql(struct gt_store *s, const char *sql);
+
+/* A worker's "results" message reported the way the dispatcher does it
+ * (gt_dispatch_decode_report, then gt_store_report): the store tests build
+ * messages as JSON. Returns what gt_store_report returns, or -1 with err for
+ * a message that does not decode. */
+struct cJSON;
+int gt_test_report(struct gt_store *s, int64_t worker_id, const struct cJSON *msg, int64_t now_ms,
+                   int64_t lease_ms, int *cancelled, size_t *accepted, size_t *rejected, char *err,
+                   size_t errlen);
 
 #endif

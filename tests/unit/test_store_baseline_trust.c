@@ -55,7 +55,7 @@ static size_t screen(gt_store *s, int64_t wid, double base_us)
     cJSON_AddItemToObject(msg, "baseline", b);
     int cancelled = 0;
     size_t acc = 0, rej = 0;
-    CHECK_MSG(gt_store_report(s, wid, msg, gt_wall_ms(), 30000, &cancelled, &acc, &rej, err, sizeof err) == 0,
+    CHECK_MSG(gt_test_report(s, wid, msg, gt_wall_ms(), 30000, &cancelled, &acc, &rej, err, sizeof err) == 0,
               "report: %s", err);
     cJSON_Delete(msg);
     cJSON_Delete(cands);

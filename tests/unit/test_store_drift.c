@@ -112,7 +112,7 @@ static cJSON *run_with(const char *name, double final_base_us)
         cJSON_AddItemToObject(msg, "baseline", b);
         int cancelled = 0;
         size_t acc = 0, rejected = 0;
-        r = gt_store_report(s, wid, msg, now, 30000, &cancelled, &acc, &rejected, err, sizeof err);
+        r = gt_test_report(s, wid, msg, now, 30000, &cancelled, &acc, &rejected, err, sizeof err);
         CHECK_MSG(r == 0, "report: %s", err);
         cJSON_Delete(msg);
         cJSON_Delete(cands);

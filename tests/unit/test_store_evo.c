@@ -240,7 +240,7 @@ static void drive(sim *m)
         }
         int cancelled = 0;
         size_t acc = 0, rejected = 0;
-        r = gt_store_report(m->s, m->wid, msg, now, 30000, &cancelled, &acc, &rejected, err, sizeof err);
+        r = gt_test_report(m->s, m->wid, msg, now, 30000, &cancelled, &acc, &rejected, err, sizeof err);
         CHECK_MSG(r == 0, "report: %s", err);
         cJSON_Delete(msg);
         cJSON_Delete(cands);

@@ -92,7 +92,7 @@ int main(void)
         }
         int cancelled = 0;
         size_t acc = 0, rej = 0;
-        CHECK_MSG(gt_store_report(s, wid, msg, gt_wall_ms(), 30000, &cancelled, &acc, &rej, err,
+        CHECK_MSG(gt_test_report(s, wid, msg, gt_wall_ms(), 30000, &cancelled, &acc, &rej, err,
                                   sizeof err) == 0,
                   "report: %s", err);
         cJSON_Delete(msg);
