@@ -1,0 +1,165 @@
+"""The package's PEP 517 build backend (in tree, standard library only).
+
+`pip install --no-build-isolation ./python` needs nothing but pip: no
+setuptools or wheel in the environment (a PyTorch environment may have an
+old setuptools without bdist_wheel). The wheel holds the gemmtune package
+and, when the project's CMake build is found, a copy of its
+libgemmtune.so.0 as gemmtune/_lib/libgemmtune.so.0 (what the package loads
+when GEMMTUNE_LIB is not set): $GEMMTUNE_BUILD_DIR/lib/, else ../build/lib/
+next to this folder. Without one the wheel is built without a copy and says
+so on stderr.
+"""
+
+import base64
+import hashlib
+import os
+import re
+import sys
+import sysconfig
+import zipfile
+
+NAME = "gemmtune"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PKG = os.path.join(ROOT, NAME)
+SONAME = "libgemmtune.so.0"
+SUMMARY = "Python layer over gemmtune: coordinator client, libgemmtune lookups, PyTorch GEMM recording and routing"
+
+
+def _version():
+    with open(os.path.join(PKG, "__init__.py")) as f:
+        return re.search(r'^__version__ = "([^"]+)"', f.read(), re.M).group(1)
+
+
+def _built_lib():
+    env = os.environ.get("GEMMTUNE_BUILD_DIR")
+    dirs = [env] if env else [os.path.join(ROOT, "..", "build")]
+    for d in dirs:
+        for p in (os.path.join(d, "lib", SONAME), os.path.join(d, SONAME)):
+            if os.path.exists(p):
+                return os.path.realpath(p)
+    return None
+
+
+def _metadata(version):
+    readme = os.path.join(ROOT, "README.md")
+    body = open(readme).read() if os.path.exists(readme) else ""
+    return (
+        "Metadata-Version: 2.1\n"
+        f"Name: {NAME}\n"
+        f"Version: {version}\n"
+        f"Summary: {SUMMARY}\n"
+        "Requires-Python: >=3.9\n"
+        "Provides-Extra: torch\n"
+        "Requires-Dist: torch>=2.4; extra == \"torch\"\n"
+        "Provides-Extra: test\n"
+        "Requires-Dist: pytest>=7; extra == \"test\"\n"
+        "Description-Content-Type: text/markdown\n"
+        "\n" + body
+    )
+
+
+def _tag(lib):
+    if lib is None:
+        return "py3-none-any", "true"
+    plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    return f"py3-none-{plat}", "false"
+
+
+def _package_files():
+    for d, dirs, files in os.walk(PKG):
+        dirs[:] = sorted(x for x in dirs if x not in ("__pycache__", "_lib"))
+        for f in sorted(files):
+            if f.endswith(".py"):
+                full = os.path.join(d, f)
+                yield full, os.path.relpath(full, ROOT)
+
+
+class _Wheel:
+    def __init__(self, path):
+        self.zip = zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED)
+        self.record = []
+
+    def add(self, arcname, data, mode=0o644):
+        if isinstance(data, str):
+            data = data.encode()
+        info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))
+        info.external_attr = (0o100000 | mode) << 16
+        info.compress_type = zipfile.ZIP_DEFLATED
+        self.zip.writestr(info, data)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        self.record.append(f"{arcname},sha256={digest},{len(data)}")
+
+    def close(self, record_name):
+        self.record.append(f"{record_name},,")
+        self.zip.writestr(zipfile.ZipInfo(record_name, date_time=(2020, 1, 1, 0, 0, 0)), "\n".join(self.record) + "\n")
+        self.zip.close()
+
+
+def _dist_info(w, version, tag, purelib):
+    di = f"{NAME}-{version}.dist-info"
+    w.add(f"{di}/METADATA", _metadata(version))
+    w.add(f"{di}/WHEEL", f"Wheel-Version: 1.0\nGenerator: gemmtune_build\nRoot-Is-Purelib: {purelib}\nTag: {tag}\n")
+    w.add(f"{di}/top_level.txt", f"{NAME}\n")
+    return f"{di}/RECORD"
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def get_requires_for_build_editable(config_settings=None):
+    return []
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    version = _version()
+    lib = _built_lib()
+    tag, purelib = _tag(lib)
+    name = f"{NAME}-{version}-{tag}.whl"
+    w = _Wheel(os.path.join(wheel_directory, name))
+    for full, arc in _package_files():
+        with open(full, "rb") as f:
+            w.add(arc, f.read())
+    if lib is not None:
+        with open(lib, "rb") as f:
+            w.add(f"{NAME}/_lib/{SONAME}", f.read(), mode=0o755)
+        w.add(f"{NAME}/_lib/SOURCE", lib + "\n")
+        sys.stderr.write(f"gemmtune: bundled {lib}\n")
+    else:
+        sys.stderr.write(
+            "gemmtune: WARNING: no libgemmtune found to bundle (set GEMMTUNE_BUILD_DIR to the CMake build "
+            "folder); the package will look for GEMMTUNE_LIB or a system libgemmtune\n"
+        )
+    w.close(_dist_info(w, version, tag, purelib))
+    return name
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    """An editable install: a .pth file putting this folder on sys.path
+    (no bundled library: set GEMMTUNE_LIB or install libgemmtune)."""
+    version = _version()
+    name = f"{NAME}-{version}-py3-none-any.whl"
+    w = _Wheel(os.path.join(wheel_directory, name))
+    w.add(f"__editable__.{NAME}.pth", ROOT + "\n")
+    w.close(_dist_info(w, version, "py3-none-any", "true"))
+    return name
+
+
+def build_sdist(sdist_directory, config_settings=None):
+    import tarfile
+
+    version = _version()
+    base = f"{NAME}-{version}"
+    name = f"{base}.tar.gz"
+    with tarfile.open(os.path.join(sdist_directory, name), "w:gz") as t:
+        for rel in ("pyproject.toml", "README.md", "_build/gemmtune_build.py"):
+            t.add(os.path.join(ROOT, rel), f"{base}/{rel}")
+        for full, arc in _package_files():
+            t.add(full, f"{base}/{arc}")
+        info = _metadata(version).encode()
+        import io
+
+        ti = tarfile.TarInfo(f"{base}/PKG-INFO")
+        ti.size = len(info)
+        t.addfile(ti, io.BytesIO(info))
+    return name

@@ -1,0 +1,321 @@
+"""The router: for each aten GEMM a gemmtune:: op issues, run the tuned
+implementation or PyTorch's own.
+
+The decision is libgemmtune's: the GemmDesc of the call (_blas.describe, what
+PyTorch would hand cuBLAS) is looked up with gt_db_lookup for this device's
+model; the answer is cached per (device, description), thread-safe, and the
+description per call signature (dtypes, sizes, strides, scalars: all that
+describe reads), so a repeated call costs a tuple and two dict probes. The
+aten GEMMs of mm/bmm/addmm/baddbmm and of the common linear/matmul shapes
+are known directly (_fast); other calls are decomposed under a
+TorchDispatchMode that sees each aten GEMM (exact, ~100 us dearer). A tuned
+GEMM runs through the device's runner (_cuda.py) when its inputs are exactly
+what the tuning saw (no copy PyTorch would make first, 16-byte aligned
+pointers); anything else, including every failure, runs the aten operator
+unchanged, so the result is never other than PyTorch's path or the tuned
+kernel's.
+"""
+
+import threading
+import warnings
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from . import _blas
+
+__all__ = ["Router", "run", "active", "set_active"]
+
+_WATCH = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
+# CompositeImplicitAutograd operators whose decomposition issues GEMMs. Inside
+# a custom op (below autograd) they reach a dispatch mode whole; the mode
+# decomposes them itself to see the GEMMs.
+DECOMPOSE = {"aten::linear", "aten::matmul"}
+_CACHE_MAX = 1 << 16
+
+_aten = torch.ops.aten
+
+
+# ---- the aten operators the gemmtune:: ops stand for ------------------------
+
+
+def _ref_linear(input, weight, bias=None):
+    return _aten.linear.default(input, weight, bias)
+
+
+def _ref_matmul(input, other):
+    return _aten.matmul.default(input, other)
+
+
+def _ref_mm(input, mat2):
+    return _aten.mm.default(input, mat2)
+
+
+def _ref_bmm(input, mat2):
+    return _aten.bmm.default(input, mat2)
+
+
+def _ref_addmm(input, mat1, mat2, beta=1.0, alpha=1.0):
+    return _aten.addmm.default(input, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def _ref_baddbmm(input, batch1, batch2, beta=1.0, alpha=1.0):
+    return _aten.baddbmm.default(input, batch1, batch2, beta=beta, alpha=alpha)
+
+
+REFS = {
+    "linear": _ref_linear,
+    "matmul": _ref_matmul,
+    "mm": _ref_mm,
+    "bmm": _ref_bmm,
+    "addmm": _ref_addmm,
+    "baddbmm": _ref_baddbmm,
+}
+
+
+def _gemm(r, func, args, kwargs=None):
+    kwargs = kwargs or {}
+    out = r.maybe_run(func, args, kwargs)
+    return out if out is not None else func(*args, **kwargs)
+
+
+# Calls whose aten GEMM is known without decomposing, so the router is asked
+# directly (a dispatch mode costs ~100 us a call); exactly what aten runs:
+# - aten::linear of a 2-D input: addmm(bias, input, weight.t()), or without a
+#   bias matmul(input, weight.t()), i.e. mm for two 2-D tensors;
+# - of a contiguous 3-D input with a bias: _flatten_nd_linear, addmm on
+#   input.reshape(-1, K), viewed back;
+# - without a bias, matmul(input, weight.t()) of a contiguous input of 3 or
+#   more dimensions folds it (should_fold: a view) into mm of
+#   input.reshape(-1, K), viewed back.
+# None: decompose under the dispatch mode (exact for anything else).
+def _fast(r, op, args):
+    if op == "mm":
+        return _gemm(r, _aten.mm.default, args)
+    if op == "bmm":
+        return _gemm(r, _aten.bmm.default, args)
+    if op == "addmm":
+        return _gemm(r, _aten.addmm.default, args[:3], {"beta": args[3], "alpha": args[4]})
+    if op == "baddbmm":
+        return _gemm(r, _aten.baddbmm.default, args[:3], {"beta": args[3], "alpha": args[4]})
+    if op == "linear":
+        x, w, b = args
+        if w.dim() != 2:
+            return None
+        if x.dim() == 2:
+            if b is None:
+                return _gemm(r, _aten.mm.default, (x, w.t()))
+            return _gemm(r, _aten.addmm.default, (b, x, w.t()))
+        if x.dim() >= 3 and x.is_contiguous() and (b is None or x.dim() == 3):
+            lead = x.shape[:-1]
+            flat = x.reshape(-1, x.shape[-1])
+            if b is None:
+                y = _gemm(r, _aten.mm.default, (flat, w.t()))
+            else:
+                y = _gemm(r, _aten.addmm.default, (b, flat, w.t()))
+            return y.view(*lead, y.shape[-1])
+        return None
+    if op == "matmul" and args[0].dim() == 2 and args[1].dim() == 2:
+        return _gemm(r, _aten.mm.default, args)
+    return None
+
+
+_active = None
+_active_lock = threading.Lock()
+
+
+def active():
+    """The router in effect, or None."""
+    return _active
+
+
+def set_active(router):
+    global _active
+    with _active_lock:
+        prev, _active = _active, router
+    return prev
+
+
+def run(op, *args):
+    """Runs gemmtune::<op>'s aten operator, its GEMMs routed by the active router."""
+    r = _active
+    if r is None:
+        return REFS[op](*args)
+    out = _fast(r, op, args)
+    if out is not None:
+        return out
+    with _RouteDispatch(r):
+        return REFS[op](*args)
+
+
+def _signature(func, args, kwargs):
+    """Everything _blas.describe reads of a call, as a hashable tuple."""
+    sig = [func, torch._C._get_cublas_allow_tf32()]
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            sig.append((a.dtype, tuple(a.shape), a.stride(), a.is_neg()))
+        else:
+            sig.append(a)
+    for k in sorted(kwargs):
+        sig.append((k, kwargs[k]))
+    return tuple(sig)
+
+
+class _RouteDispatch(TorchDispatchMode):
+    def __init__(self, router):
+        super().__init__()
+        self.router = router
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = func._schema.name
+        if name in _WATCH and func._overloadname == "default":
+            out = self.router.maybe_run(func, args, kwargs)
+            if out is not None:
+                return out
+        elif name in DECOMPOSE:
+            with self:
+                out = func.decompose(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
+        return func(*args, **kwargs)
+
+
+class _Decision:
+    __slots__ = ("lookup", "plan", "broken")
+
+    def __init__(self, lookup):
+        self.lookup = lookup
+        self.plan = None  # the runner's plan, made at the first tuned call
+        self.broken = None  # why the plan could not be made or run
+
+
+class Router:
+    """Routes GEMMs on one kind of device: "cuda" (every CUDA device, or the
+    one given), or "cpu" (tests: libgemmtune has no CPU runner, so a tuned CPU
+    GEMM is counted and runs PyTorch's path)."""
+
+    def __init__(self, db, device=None, device_model=None, backend=None):
+        dev = torch.device(device) if device is not None else torch.device("cuda")
+        if dev.type not in ("cuda", "cpu"):
+            raise ValueError(f"device {dev}: gemmtune routes cuda (or, for tests, cpu) GEMMs")
+        if dev.type == "cpu" and not device_model:
+            raise ValueError("routing cpu GEMMs needs device_model= (the model the export was tuned on)")
+        self.db = db
+        self.device_type = dev.type
+        self.device_index = dev.index
+        self.device_model = device_model
+        self.backend = backend or ("cuda" if dev.type == "cuda" else "cpu")
+        self._lock = threading.Lock()
+        self._cache = {}  # (device, GemmDesc) -> _Decision: libgemmtune's answer
+        self._memo = {}  # (device, call signature) -> (BlasCall, why, _Decision)
+        self._models = {}
+        self._runners = {}
+        self._stats = {}
+
+    # ---- bookkeeping ----
+
+    def _count(self, what, gemm=True):
+        with self._lock:
+            st = self._stats
+            if gemm:
+                st["gemms"] = st.get("gemms", 0) + 1
+            st[what] = st.get(what, 0) + 1
+
+    def stats(self):
+        """Counters: calls seen, tuned GEMMs run tuned, and every reason a
+        GEMM ran PyTorch's path."""
+        with self._lock:
+            return dict(self._stats)
+
+    def reset_stats(self):
+        with self._lock:
+            self._stats.clear()
+
+    def model(self, dev):
+        if self.device_model:
+            return self.device_model
+        m = self._models.get(dev.index)
+        if m is None:
+            m = torch.cuda.get_device_name(dev)
+            self._models[dev.index] = m
+        return m
+
+    # ---- decisions ----
+
+    def decide(self, dev, desc):
+        """libgemmtune's answer for desc on dev's model (cached)."""
+        ck = (dev.type, dev.index, desc)
+        d = self._cache.get(ck)
+        if d is None:
+            d = _Decision(self.db.lookup(desc, self.model(dev), self.backend))
+            with self._lock:
+                if len(self._cache) < _CACHE_MAX:
+                    d = self._cache.setdefault(ck, d)
+        return d
+
+    def _runner(self, dev):
+        r = self._runners.get(dev.index)
+        if r is None:
+            from . import _cuda
+
+            with self._lock:
+                r = self._runners.get(dev.index)
+                if r is None:
+                    r = _cuda.Runner(self.db, dev)
+                    self._runners[dev.index] = r
+        return r
+
+    def _entry(self, dev, func, args, kwargs):
+        """(BlasCall or None, why, _Decision or None) of a call, memoized on
+        its signature (describe is a pure function of it)."""
+        mk = (dev.index, _signature(func, args, kwargs))
+        e = self._memo.get(mk)
+        if e is None:
+            call, why = _blas.describe(func, args, kwargs)
+            d = None
+            if call is not None and not (call.a.copy or call.b.copy):
+                d = self.decide(dev, call.desc)
+            e = (call, why, d)
+            with self._lock:
+                if len(self._memo) < _CACHE_MAX:
+                    self._memo[mk] = e
+        return e
+
+    def maybe_run(self, func, args, kwargs):
+        """The tuned result of this aten GEMM, or None: run PyTorch's path."""
+        first = args[0] if args else None
+        if not isinstance(first, torch.Tensor):
+            return None
+        dev = first.device
+        if dev.type != self.device_type or (self.device_index is not None and dev.index != self.device_index):
+            self._count("other_device", gemm=False)
+            return None
+        call, why, d = self._entry(dev, func, args, kwargs)
+        if call is None:
+            self._count("not_modelled")
+            return None
+        if d is None:
+            self._count("operand_copied")  # PyTorch copies it first: not the tuned layout
+            return None
+        if not d.lookup.hit:
+            self._count("not_tuned")
+            return None
+        if self.device_type != "cuda":
+            self._count("tuned_no_runner")
+            return None
+        if d.broken:
+            self._count("tuned_unrunnable")
+            return None
+        runner = self._runner(dev)
+        try:
+            out, why = runner.run(d, call, _blas.Args(func, args, kwargs), self.model(dev))
+        except Exception as e:  # never let a tuned path fail the model
+            d.broken = f"{type(e).__name__}: {e}"
+            warnings.warn(f"gemmtune: {d.lookup.key}: tuned path failed, using PyTorch's: {d.broken}")
+            out, why = None, "error"
+        if out is None:
+            self._count(f"fallback_{why}")
+            return None
+        self._count("tuned_run")
+        return out

@@ -1,0 +1,202 @@
+"""gemmtune.torch.use / disable: route a model's GEMMs to tuned implementations.
+
+    with gemmtune.torch.use("tuned.db"):            # or h = use(...); ...; disable()
+        y = model(x)                                # eager or torch.compile'd
+
+While in effect, a TorchFunctionMode on the calling thread (other threads:
+`with routing.thread():`) replaces F.linear, torch.matmul / @, mm, bmm, addmm
+and baddbmm (functions and Tensor methods) by the gemmtune:: custom ops
+(ops.py) when their tensors are on the routed device type, have a float dtype
+and no autograd graph is being recorded (inference: torch.no_grad /
+inference_mode, or inputs that do not require grad); anything else is called
+unchanged. Dynamo traces the mode, so a function compiled while it is in
+effect holds the gemmtune:: ops in its graph (no graph break); in eager mode
+on plain tensors the ops' implementation is called directly (the same code,
+without the custom-op machinery's cost). The ops ask the process-wide
+router, so disable() turns routing off for compiled graphs too: they then
+run PyTorch's path.
+"""
+
+import contextlib
+
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+from ..db import Database
+from . import _router, ops
+
+__all__ = ["use", "disable", "enabled", "stats", "reset_stats", "Routing"]
+
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_T = torch.Tensor
+
+
+class _RouteMode(TorchFunctionMode):
+    def __init__(self, routing):
+        super().__init__()
+        self.routing = routing  # shared by the modes of every thread; .on turns them all off
+        self.device_type = routing.router.device_type
+
+    def _ok(self, *ts):
+        for t in ts:
+            if t is None:
+                continue
+            if not isinstance(t, torch.Tensor):
+                return False
+            if t.dtype not in _FLOATS or t.device.type != self.device_type:
+                return False
+            if t.requires_grad and torch.is_grad_enabled():
+                return False
+        return True
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self.routing.on and "out" not in kwargs:
+            if func is F.linear:
+                if args and set(kwargs) <= {"weight", "bias"}:
+                    x = args[0]
+                    w = args[1] if len(args) > 1 else kwargs.get("weight")
+                    b = args[2] if len(args) > 2 else kwargs.get("bias")
+                    if w is not None and self._ok(x, w, b):
+                        return _call("linear", ops.linear, x, w, b)
+            elif func is torch.matmul or func is _T.matmul or func is _T.__matmul__:
+                if len(args) == 2 and not kwargs and self._ok(*args):
+                    return _call("matmul", ops.matmul, args[0], args[1])
+            elif func is _T.__rmatmul__:
+                if len(args) == 2 and not kwargs and self._ok(*args):
+                    return _call("matmul", ops.matmul, args[1], args[0])
+            elif func is torch.mm or func is _T.mm:
+                if len(args) == 2 and not kwargs and self._ok(*args):
+                    return _call("mm", ops.mm, args[0], args[1])
+            elif func is torch.bmm or func is _T.bmm:
+                if len(args) == 2 and not kwargs and self._ok(*args):
+                    return _call("bmm", ops.bmm, args[0], args[1])
+            elif func is torch.addmm or func is _T.addmm:
+                if len(args) == 3 and set(kwargs) <= {"beta", "alpha"} and self._ok(*args):
+                    sc = (float(kwargs.get("beta", 1.0)), float(kwargs.get("alpha", 1.0)))
+                    return _call("addmm", ops.addmm, *args, *sc)
+            elif func is torch.baddbmm or func is _T.baddbmm:
+                if len(args) == 3 and set(kwargs) <= {"beta", "alpha"} and self._ok(*args):
+                    sc = (float(kwargs.get("beta", 1.0)), float(kwargs.get("alpha", 1.0)))
+                    return _call("baddbmm", ops.baddbmm, *args, *sc)
+        return func(*args, **kwargs)
+
+
+def _call(name, op, *args):
+    """The gemmtune:: op when tracing (Dynamo, or the fake/functional tensors
+    of AOTAutograd), so the graph holds it; in eager mode on plain tensors the
+    op's implementation directly, which skips the custom-op machinery's
+    per-call cost and does the same."""
+    if torch.compiler.is_compiling():
+        return op(*args)
+    for t in args:
+        if t is not None and type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter:
+            return op(*args)
+    return _router.run(name, *args)
+
+
+class Routing:
+    """What use() returns: the router in effect. Its exit (or close(), or
+    disable()) turns routing off in every thread. Other threads route
+    inside `with routing.thread():`."""
+
+    def __init__(self, router, owns_db):
+        self.router = router
+        self.on = True
+        self._owns_db = owns_db
+        self._mode = _RouteMode(self)
+
+    def stats(self):
+        """The router's counters (_router.Router.stats)."""
+        return self.router.stats()
+
+    def reset_stats(self):
+        self.router.reset_stats()
+
+    @contextlib.contextmanager
+    def thread(self):
+        """Routes the calling thread's GEMMs too while entered (the function
+        mode is per thread; the router and its caches are shared)."""
+        mode = _RouteMode(self)
+        with mode:
+            yield self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if not self.on:
+            return
+        self.on = False  # every thread's mode passes everything through from now on
+        if _router.active() is self.router:
+            _router.set_active(None)
+        stack = torch.overrides._get_current_function_mode_stack()
+        if stack and stack[-1] is self._mode:
+            self._mode.__exit__(None, None, None)
+        if self._owns_db:
+            self.router.db.close()
+
+
+_current = None
+
+
+def use(db, device=None, *, device_model=None, backend=None):
+    """Routes every GEMM whose full problem key is tuned in db (a path to an
+    export, or a gemmtune.Database) for this GPU model to the tuned
+    implementation; everything else to PyTorch's own path unchanged.
+
+    device: None (every CUDA device, each looked up with its own model),
+    "cuda:N" (that device only), or "cpu" (tests: decisions are made and
+    counted, PyTorch computes). device_model: the model name to look up
+    instead of torch.cuda.get_device_name() (like GEMMTUNE_DEVICE_MODEL).
+    backend: the export's backend to use ("cuda"; "cpu" for a CPU device).
+
+    Enables routing now for this thread (other threads: Routing.thread()),
+    and for the gemmtune ops of compiled graphs everywhere; returns a Routing
+    usable as a context manager. A second use() replaces the first."""
+    global _current
+    if _current is not None:
+        _current.close()
+    owns = not isinstance(db, Database)
+    database = Database(db) if owns else db
+    try:
+        router = _router.Router(database, device, device_model, backend)
+    except Exception:
+        if owns:
+            database.close()
+        raise
+    routing = Routing(router, owns)
+    routing._mode.__enter__()
+    _router.set_active(router)
+    _current = routing
+    return routing
+
+
+def disable():
+    """Turns routing off: every GEMM runs PyTorch's path again."""
+    global _current
+    if _current is not None:
+        _current.close()
+        _current = None
+    _router.set_active(None)
+
+
+def enabled():
+    """Whether a router is in effect."""
+    return _router.active() is not None
+
+
+def stats():
+    """The active router's counters (see _router.Router.stats); {} when off."""
+    r = _router.active()
+    return r.stats() if r is not None else {}
+
+
+def reset_stats():
+    r = _router.active()
+    if r is not None:
+        r.reset_stats()

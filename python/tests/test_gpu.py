@@ -1,0 +1,200 @@
+"""On a CUDA GPU: the recorded GEMMs are exactly what cuBLASLt sees (the
+LD_PRELOAD shim's own record of the same program), and use() runs a tuned
+generated kernel through libgemmtune with PyTorch's answer. Skipped without
+a GPU."""
+
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+import torch
+
+import gemmtune
+import gemmtune.torch as gt
+
+from _models import run_small, write_generated_export
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The program both recorders watch: Small in bf16, a one-token Linear with
+# bias, the edges of addmm's cuBLASLt path (each its own m), and (sm_89+) an
+# fp8 _scaled_mm.
+PROGRAM = r"""
+import sys, torch
+sys.path.insert(0, %(here)r)
+from _models import run_small
+def c(*s, dt=torch.bfloat16):
+    return torch.randn(*s, device="cuda", dtype=dt)
+def program():
+    run_small("cuda", times=2, dtype=torch.bfloat16)
+    lin = torch.nn.Linear(256, 512, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        for _ in range(3):
+            lin(torch.randn(1, 256, device="cuda", dtype=torch.bfloat16))
+        torch.addmm(c(112), c(1, 64), c(112, 64).t())              # one row, 1-D bias
+        torch.addmm(c(1), c(8, 72), c(1, 72).t())                  # one output column
+        torch.addmm(c(1, 120), c(8, 64), c(120, 64).t())           # a [1, N] bias
+        torch.addmm(c(128), c(8, 1), c(128, 1).t())                # K = 1
+        torch.addmm(c(136), c(8, 64), c(136, 64).t(), beta=0.5)
+        torch.addmm(c(8, 144), c(8, 64), c(144, 64).t())           # 2-D C
+        torch.addmm(c(152), c(8, 64), c(152, 64).t(), alpha=2.0)
+        torch.addmm(c(168, dt=torch.float32), c(1, 64, dt=torch.float32), c(168, 64, dt=torch.float32).t())
+        torch.nn.functional.linear(c(1, 1, 64), c(176, 64), c(176))
+        torch.mm(c(1, 64), c(184, 64).t())
+        torch.bmm(c(1, 8, 64), c(1, 64, 192))
+    if torch.cuda.get_device_capability() >= (8, 9):
+        a = torch.randn(32, 64, device="cuda").to(torch.float8_e4m3fn)
+        w = torch.randn(48, 64, device="cuda").to(torch.float8_e4m3fn)
+        one = torch.ones((), device="cuda")
+        torch._scaled_mm(a, w.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    torch.cuda.synchronize()
+"""
+
+
+def _preload():
+    p = os.environ.get("GEMMTUNE_PRELOAD")
+    if p:
+        return p
+    lib = os.path.realpath(gemmtune.library_path())
+    cand = os.path.join(os.path.dirname(lib), "libgemmtune-preload.so")
+    return cand if os.path.exists(cand) else None
+
+
+def test_record_equals_what_cublaslt_sees(tmp_path):
+    shim = _preload()
+    if shim is None:
+        pytest.skip("no libgemmtune-preload.so (a CUDA build's, or GEMMTUNE_PRELOAD)")
+    ns = {}
+    exec(PROGRAM % {"here": HERE}, ns)
+    torch.backends.cuda.preferred_blas_library("cublaslt")
+    try:
+        with gt.record() as rec:
+            ns["program"]()
+    finally:
+        torch.backends.cuda.preferred_blas_library("default")
+    ours = sorted(rec.lines())
+    shim_log = tmp_path / "shim.log"
+    code = PROGRAM % {"here": HERE} + "\ntorch.backends.cuda.preferred_blas_library('cublaslt')\nprogram()\n"
+    env = dict(os.environ, LD_PRELOAD=shim, GEMMTUNE_RECORD=str(shim_log), GEMMTUNE_VERBOSE="1")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    theirs = sorted(shim_log.read_text().splitlines(keepends=True))
+    assert ours == theirs, f"ours:\n{''.join(ours)}\ncuBLASLt (shim):\n{''.join(theirs)}\n{r.stderr}"
+
+
+def test_record_on_cuda_equals_meta():
+    with gt.record() as a:
+        run_small("cuda", dtype=torch.bfloat16)
+    with gt.record() as b:
+        run_small("meta", dtype=torch.bfloat16)
+    assert a.lines() == b.lines()
+
+
+@pytest.fixture
+def gemv_db(tmp_path):
+    """An export whose winner for bf16 TN 4096 x 1 x 4096 on this GPU is a generated gemv kernel."""
+    desc = gemmtune.GemmDesc(m=4096, n=1, k=4096, a_type="bf16", transa="T")
+    model = torch.cuda.get_device_name()
+    return write_generated_export(str(tmp_path / "gemv.db"), desc, model), desc, model
+
+
+def _close(got, want):
+    err = (got.float() - want.float()).norm() / want.float().norm()
+    assert err < 1e-2, err
+
+
+def test_use_runs_the_generated_kernel(gemv_db):
+    path, desc, model = gemv_db
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4096, 4096, bias=False, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
+    x3 = torch.randn(1, 1, 4096, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        want, want3 = lin(x), lin(x3)
+        with gemmtune.Database(path) as db:
+            assert db.kernel(desc, model).family == "gemv"
+        with gt.use(path) as r:
+            got = lin(x)
+            got3 = lin(x3)
+            other = lin(torch.randn(2, 4096, device="cuda", dtype=torch.bfloat16))  # n = 2: not tuned
+            torch.cuda.synchronize()
+            st = r.stats()
+    _close(got, want)
+    _close(got3, want3)
+    assert other.shape == (2, 4096)
+    assert st["tuned_run"] == 2 and st["not_tuned"] == 1, st
+
+
+def test_compiled_model_runs_the_generated_kernel(gemv_db):
+    path, _, _ = gemv_db
+    lin = torch.nn.Linear(4096, 4096, bias=False, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        want = lin(x)
+        with gt.use(path) as r:
+            torch._dynamo.reset()
+            f = torch.compile(lambda t: lin(t) * 2, backend="inductor", fullgraph=True)
+            got = f(x)
+            got = f(x)
+            torch.cuda.synchronize()
+            st = r.stats()
+    _close(got, want * 2)
+    assert st["tuned_run"] == 2, st
+
+
+def test_misaligned_or_cublaslt_configs_fall_back(gemv_db, tmp_path):
+    path, desc, model = gemv_db
+    lin = torch.nn.Linear(4096, 4096, bias=False, device="cuda", dtype=torch.bfloat16)
+    buf = torch.randn(4097, device="cuda", dtype=torch.bfloat16)
+    x = buf[1:].view(1, 4096)  # 2 bytes off: the kernel's vector loads would be misaligned
+    with torch.no_grad():
+        want = lin(x)
+        with gt.use(path) as r:
+            got = lin(x)
+            st = r.stats()
+    assert torch.equal(got, want) and st == {"gemms": 1, "fallback_misaligned": 1}, st
+    lt_cfg = ('{"algo_id":66,"cluster":2,"custom":0,"inner_shape":0,"reduction":0,"splitk":1,"stages":35,'
+              '"swizzle":0,"tile":20}')
+    lt = write_generated_export(str(tmp_path / "lt.db"), desc, model, config=lt_cfg)
+    x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        want = lin(x)
+        with gt.use(lt) as r:
+            got = lin(x)
+            st = r.stats()
+    assert torch.equal(got, want) and st == {"gemms": 1, "fallback_cublaslt_no_run_api": 1}, st
+
+
+def test_threads_and_streams(gemv_db):
+    path, _, _ = gemv_db
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4096, 4096, bias=False, device="cuda", dtype=torch.bfloat16)
+    xs = [torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16) for _ in range(4)]
+    with torch.no_grad():
+        wants = [lin(x) for x in xs]
+    results, errors = {}, []
+    with gt.use(path) as r:
+
+        def work(i):
+            try:
+                s = torch.cuda.Stream()
+                with torch.no_grad(), r.thread(), torch.cuda.stream(s):  # the mode is per thread
+                    for _ in range(20):
+                        results[i] = lin(xs[i])
+                    s.synchronize()
+            except Exception as e:  # reported below
+                errors.append(e)
+
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    assert errors == []
+    for i in range(4):
+        _close(results[i], wants[i])
+    assert r.stats()["tuned_run"] == 80
