@@ -5,8 +5,9 @@
  * (config, time) pairs measured so far, it picks the next generation. No
  * I/O, no clock, no global state: the same inputs and seed give the same
  * generation, which is what makes a run reproducible and the tests exact.
- * The store (server/store_evo.c) keeps the space and the counters in SQLite
- * and calls this between generations.
+ * The planner (server/plan.c) starts a search (its limits, seed and
+ * generation 0); the store (server/store_evo.c) keeps the space and the
+ * counters in SQLite and calls this between generations.
  *
  * A config is a vector of attributes (the union of the members' keys; a key
  * a member lacks is one more value, "absent"), so cuBLASLt's integer
@@ -57,6 +58,9 @@ long gt_evo_space_find(const gt_evo_space *sp, const struct cJSON *cfg);
 const struct cJSON *gt_evo_space_config(const gt_evo_space *sp, size_t i);
 /* Number of attributes in which members a and b differ. */
 int gt_evo_mismatch(const gt_evo_space *sp, size_t a, size_t b);
+/* The members idx[0..k) as a new JSON array of copies of their configs (a
+ * generation as jobs carry it), or NULL when out of memory. */
+struct cJSON *gt_evo_members_json(const gt_evo_space *sp, const size_t *idx, size_t k);
 
 /* The search's bounds for a space of size members, from the run options
  * (0 = default): budget min(budget, size) (0: size); population max(8,

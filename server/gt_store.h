@@ -17,6 +17,7 @@
 
 #include "gt_config.h"
 #include "gt_log.h"
+#include "gt_plan.h"
 #include "gt_run_opts.h"
 
 struct cJSON;
@@ -94,10 +95,11 @@ typedef struct gt_run_created {
     size_t problems, jobs, candidates;
 } gt_run_created;
 
-/* Creates a run from a parsed log: run, problems and jobs in one
- * transaction; nothing is written when it fails. */
+/* Writes a run planned from a parsed log (gt_plan_run of o and log): run,
+ * problems, their jobs and searches in one transaction; nothing is written
+ * when it fails. */
 int gt_store_create_run(gt_store *s, const gt_run_opts *o, const gt_log_result *log,
-                        gt_run_created *out, char *err, size_t errlen);
+                        const gt_plan *plan, gt_run_created *out, char *err, size_t errlen);
 /* Cancels a run: its queued and leased jobs are cancelled. 0, 1 when the run
  * does not exist, -1 on error. */
 int gt_store_cancel_run(gt_store *s, int64_t run_id, char *err, size_t errlen);

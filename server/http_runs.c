@@ -15,6 +15,7 @@
 #include "gt_caps.h"
 #include "gt_export.h"
 #include "gt_log.h"
+#include "gt_plan.h"
 #include "gt_store_stats.h"
 #include "http_priv.h"
 
@@ -189,8 +190,15 @@ enum MHD_Result gt_http_post_run(gt_req *q)
                                  nunsup > GT_LOG_MAX_ERRORS ? "; the first 50 are listed" : "");
         goto out;
     }
+    /* What to measure is planned before the store's transaction (building
+     * a CPU space takes a while); the store writes the plan in one. */
     gt_run_created cr;
-    int created = gt_store_create_run(h->store, &o, &res, &cr, err, sizeof err);
+    gt_plan plan;
+    int created = gt_plan_run(&o, &res, &plan, err, sizeof err);
+    if (created == 0) {
+        created = gt_store_create_run(h->store, &o, &res, &plan, &cr, err, sizeof err);
+        gt_plan_free(&plan);
+    }
     gt_http_cache_clear(&h->views); /* the submitter's next GET sees the new run */
     if (created) {
         gt_err("create run: %s", err);

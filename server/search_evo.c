@@ -312,6 +312,22 @@ out:
     return m;
 }
 
+cJSON *gt_evo_members_json(const gt_evo_space *sp, const size_t *idx, size_t k)
+{
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr)
+        return NULL;
+    for (size_t i = 0; i < k; i++) {
+        cJSON *c = cJSON_Duplicate(sp->items[idx[i]], 1);
+        if (!c || !cJSON_AddItemToArray(arr, c)) {
+            cJSON_Delete(c);
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
 size_t gt_evo_space_size(const gt_evo_space *sp) { return sp->n; }
 size_t gt_evo_space_attrs(const gt_evo_space *sp) { return sp->na; }
 const cJSON *gt_evo_space_config(const gt_evo_space *sp, size_t i) { return sp->items[i]; }

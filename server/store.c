@@ -2,9 +2,9 @@
  * store file runs its SQL through (and so the one place where write
  * transactions begin and end: the write health of /readyz and /metrics is
  * kept there), the check that the database and WAL files are still the ones
- * written (before every commit), schema migrations, run creation
- * (problems + candidate jobs in one transaction) and reading a run's
- * options back. */
+ * written (before every commit), schema migrations, run creation (a
+ * planned run, gt_plan.h, written in one transaction: run, problems, jobs)
+ * and reading a run's options back. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
@@ -16,7 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gt_search_evo.h"
 #include "gt_util.h"
 #include "store_priv.h"
 
@@ -542,104 +541,44 @@ int gt_store_checkpoint(gt_store *s)
 
 /* ------------------------------------------------------------- run creation */
 
-int gt_store_insert_screen_jobs(gt_store *s, int64_t run_id, int64_t problem_id, const char *backend,
-                                const cJSON *cands, const cJSON *baseline, int shard_size,
-                                int generation, int64_t now_ms, size_t *njobs, char *err,
-                                size_t errlen)
+int gt_store_insert_jobs(gt_store *s, int64_t run_id, int64_t problem_id, const char *backend,
+                         const gt_plan_job *jobs, size_t njobs, const char *baseline,
+                         int generation, int64_t now_ms, char *err, size_t errlen)
 {
-    int n = cJSON_GetArraySize(cands);
-    char *base_txt = baseline ? cJSON_PrintUnformatted(baseline) : NULL;
-    if (baseline && !base_txt) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    *njobs = 0;
-    for (int start = 0; start < n; start += shard_size) {
-        cJSON *shard = cJSON_CreateArray();
-        if (!shard)
-            goto oom;
-        for (int i = start; i < n && i < start + shard_size; i++) {
-            cJSON *c = cJSON_Duplicate(cJSON_GetArrayItem(cands, i), 1);
-            if (!c || !cJSON_AddItemToArray(shard, c)) {
-                cJSON_Delete(c);
-                cJSON_Delete(shard);
-                goto oom;
-            }
-        }
-        char *txt = cJSON_PrintUnformatted(shard);
-        int cnt = cJSON_GetArraySize(shard);
-        cJSON_Delete(shard);
-        if (!txt)
-            goto oom;
+    for (size_t i = 0; i < njobs; i++) {
         sqlite3_stmt *st = gt_store_prep(
             s,
             "INSERT INTO jobs(run_id, problem_id, backend, kind, candidates, ncandidates, baseline,"
             " state, created_ms, updated_ms, generation)"
             " VALUES (?, ?, ?, 'screen', ?, ?, ?, 'queued', ?, ?, ?)",
             err, errlen);
-        if (!st) {
-            cJSON_free(txt);
-            goto fail;
-        }
+        if (!st)
+            return -1;
         sqlite3_bind_int64(st, 1, run_id);
         sqlite3_bind_int64(st, 2, problem_id);
         gt_store_bind_text(st, 3, backend);
-        gt_store_bind_text(st, 4, txt);
-        sqlite3_bind_int(st, 5, cnt);
-        gt_store_bind_text(st, 6, base_txt);
+        gt_store_bind_text(st, 4, jobs[i].candidates);
+        sqlite3_bind_int(st, 5, jobs[i].ncandidates);
+        gt_store_bind_text(st, 6, baseline);
         sqlite3_bind_int64(st, 7, now_ms);
         sqlite3_bind_int64(st, 8, now_ms);
         if (generation >= 0)
             sqlite3_bind_int(st, 9, generation);
         else
             sqlite3_bind_null(st, 9);
-        cJSON_free(txt);
         if (gt_store_step_done(s, st, err, errlen))
-            goto fail;
-        (*njobs)++;
+            return -1;
     }
-    cJSON_free(base_txt);
     return 0;
-oom:
-    snprintf(err, errlen, "out of memory");
-fail:
-    cJSON_free(base_txt);
-    return -1;
 }
 
-int gt_store_add_extra(cJSON *cands, const cJSON *baseline, const char *extra)
+int gt_store_insert_plan(gt_store *s, int64_t run_id, int64_t problem_id, const char *backend,
+                         const gt_plan_problem *pp, int64_t now_ms, char *err, size_t errlen)
 {
-    if (!extra)
-        return 0;
-    cJSON *ex = cJSON_Parse(extra);
-    if (!ex)
+    if (pp->search && gt_store_evo_record(s, run_id, problem_id, pp, err, errlen))
         return -1;
-    char bh[17], h[17], ch[17];
-    if (baseline && gt_cfg_hash(baseline, bh))
-        bh[0] = '\0';
-    const cJSON *c;
-    cJSON_ArrayForEach(c, ex)
-    {
-        if (gt_cfg_hash(c, h))
-            continue;
-        int dup = baseline && !strcmp(h, bh);
-        const cJSON *d;
-        cJSON_ArrayForEach(d, cands)
-        {
-            if (!dup && !gt_cfg_hash(d, ch) && !strcmp(h, ch))
-                dup = 1;
-        }
-        if (dup)
-            continue;
-        cJSON *copy = cJSON_Duplicate(c, 1);
-        if (!copy || !cJSON_AddItemToArray(cands, copy)) {
-            cJSON_Delete(copy);
-            cJSON_Delete(ex);
-            return -1;
-        }
-    }
-    cJSON_Delete(ex);
-    return 0;
+    return gt_store_insert_jobs(s, run_id, problem_id, backend, pp->jobs, pp->njobs, pp->baseline,
+                                pp->generation, now_ms, err, errlen);
 }
 
 static int insert_problem(gt_store *s, int64_t run_id, const gt_problem *p, const char *state,
@@ -752,7 +691,8 @@ static cJSON *skipped_json(const gt_log_result *log)
 }
 
 static int create_run_tx(gt_store *s, const gt_run_opts *o, const gt_log_result *log,
-                         gt_run_created *out, int64_t now, char *err, size_t errlen)
+                         const gt_plan *plan, gt_run_created *out, int64_t now, char *err,
+                         size_t errlen)
 {
     int rc = -1;
     cJSON *oj = gt_run_opts_to_stored(o), *sk = skipped_json(log);
@@ -790,54 +730,26 @@ static int create_run_tx(gt_store *s, const gt_run_opts *o, const gt_log_result 
     if (gt_store_step_done(s, st, err, errlen))
         goto out;
     out->id = sqlite3_last_insert_rowid(s->db);
-    int device_space = strcmp(o->backend, "cpu") != 0; /* enumerated by a worker on the device */
-    for (size_t i = 0; i < log->nproblems; i++) {
-        const gt_problem *p = &log->problems[i];
+    for (size_t i = 0; i < plan->nproblems; i++) {
+        const gt_plan_problem *pp = &plan->problems[i];
         int64_t pid;
-        if (insert_problem(s, out->id, p, device_space ? "enumerating" : "screening", &pid, err,
-                           errlen))
+        if (insert_problem(s, out->id, pp->problem, pp->enumerate ? "enumerating" : "screening",
+                           &pid, err, errlen))
             goto out;
         out->problems++;
-        if (device_space) {
+        if (pp->enumerate) {
             if (insert_enumerate_job(s, out->id, pid, o->backend, now, err, errlen))
                 goto out;
             out->jobs++;
             continue;
         }
-        cJSON *base = gt_space_cpu_baseline(p, o->ncpu);
-        cJSON *cands = NULL;
-        size_t nj = 0, nc = 0;
-        int bad;
-        if (o->strategy == GT_STRAT_EVOLUTIONARY) {
-            /* The whole space is kept; the search draws its generations
-             * from it. Its head is the CPU's "heuristic": the spread order. */
-            cands = gt_space_cpu_all(p, GT_EVO_HEADS, o->ncpu);
-            bad = !cands || !base;
-            if (bad)
-                snprintf(err, errlen, "out of memory building the candidate space");
-            else
-                bad = gt_store_evo_start(s, out->id, pid, cands, base, o->candidates, now, &nj,
-                                         &nc, err, errlen);
-        } else {
-            cands = gt_space_cpu(p, o->strategy, o->budget, o->seed + (uint64_t)i, o->ncpu);
-            bad = !cands || !base || gt_store_add_extra(cands, base, o->candidates);
-            if (bad)
-                snprintf(err, errlen, "out of memory building the candidate space");
-            else
-                bad = gt_store_insert_screen_jobs(s, out->id, pid, o->backend, cands, base,
-                                                  o->shard_size, -1, now, &nj, err, errlen);
-            nc = cands ? (size_t)cJSON_GetArraySize(cands) : 0;
-        }
-        if (!bad)
-            out->candidates += nc;
-        cJSON_Delete(cands);
-        cJSON_Delete(base);
-        if (bad)
+        if (gt_store_insert_plan(s, out->id, pid, o->backend, pp, now, err, errlen))
             goto out;
-        out->jobs += nj;
+        out->candidates += pp->ncandidates;
+        out->jobs += pp->njobs;
         /* A problem whose pruned space is empty goes straight to the final
          * phase, where the baseline alone is measured. */
-        if (nj == 0 && gt_store_advance_problem(s, pid, now, err, errlen))
+        if (pp->njobs == 0 && gt_store_advance_problem(s, pid, now, err, errlen))
             goto out;
     }
     rc = 0;
@@ -850,14 +762,14 @@ out:
 }
 
 int gt_store_create_run(gt_store *s, const gt_run_opts *o, const gt_log_result *log,
-                        gt_run_created *out, char *err, size_t errlen)
+                        const gt_plan *plan, gt_run_created *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     int64_t now = gt_wall_ms();
     gt_store_lock(s);
     int rc = gt_store_exec(s, "BEGIN IMMEDIATE", err, errlen);
     if (rc == 0) {
-        rc = create_run_tx(s, o, log, out, now, err, errlen);
+        rc = create_run_tx(s, o, log, plan, out, now, err, errlen);
         char tmp[128];
         if (rc == 0)
             rc = gt_store_exec(s, "COMMIT", err, errlen);

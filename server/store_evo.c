@@ -7,7 +7,9 @@
  * the next one (server/search_evo.c) from every screen result of the problem,
  * in the same transaction as the report that finished the generation: a
  * coordinator killed at any point restarts with either the old generation
- * finished and the next one queued, or neither. */
+ * finished and the next one queued, or neither. Where a search starts (its
+ * space, seed, limits and generation 0) is the planner's decision
+ * (gt_plan.h), recorded here by gt_store_evo_record. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,142 +20,32 @@
 #include "gt_util.h"
 #include "store_priv.h"
 
-/* What the search needs from the run and the problem. */
-typedef struct evo_run {
-    char backend[16];
-    int budget, population, generations, shard_size;
-    uint64_t seed; /* the run's seed option */
-    char key[512]; /* the problem's canonical key */
-} evo_run;
-
-/* The run's options the search needs (gt_store_run_opts: their defaults
- * are gt_run_opts'), and the problem's key. */
-static int load_run(gt_store *s, int64_t run_id, int64_t pid, evo_run *r, char *err, size_t errlen)
+int gt_store_evo_record(gt_store *s, int64_t run_id, int64_t pid, const gt_plan_problem *pp,
+                        char *err, size_t errlen)
 {
-    memset(r, 0, sizeof *r);
-    gt_run_opts o;
-    if (gt_store_run_opts(s, run_id, &o, err, errlen))
-        return -1;
-    snprintf(r->backend, sizeof r->backend, "%s", o.backend);
-    r->budget = o.budget;
-    r->population = o.population;
-    r->generations = o.generations;
-    r->shard_size = o.shard_size;
-    r->seed = o.seed;
-    gt_run_opts_fini(&o);
-    sqlite3_stmt *st =
-        gt_store_prep(s, "SELECT key FROM problems WHERE id = ?2 AND run_id = ?1", err, errlen);
-    if (!st)
-        return -1;
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_int64(st, 2, pid);
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_ROW) {
-        snprintf(err, errlen, "problem %lld of run %lld: %s", (long long)pid, (long long)run_id,
-                 rc == SQLITE_DONE ? "not found" : sqlite3_errmsg(s->db));
-        sqlite3_finalize(st);
-        return -1;
-    }
-    snprintf(r->key, sizeof r->key, "%s", gt_store_col_text(st, 0));
-    sqlite3_finalize(st);
-    return 0;
-}
-
-/* The members out[0..k) as a new JSON array (copies), or NULL on OOM. */
-static cJSON *members_json(const gt_evo_space *sp, const size_t *out, size_t k)
-{
-    cJSON *arr = cJSON_CreateArray();
-    if (!arr)
-        return NULL;
-    for (size_t i = 0; i < k; i++) {
-        cJSON *c = cJSON_Duplicate(gt_evo_space_config(sp, out[i]), 1);
-        if (!c || !cJSON_AddItemToArray(arr, c)) {
-            cJSON_Delete(c);
-            cJSON_Delete(arr);
-            return NULL;
-        }
-    }
-    return arr;
-}
-
-int gt_store_evo_start(gt_store *s, int64_t run_id, int64_t pid, const cJSON *space,
-                       const cJSON *baseline, const char *extra, int64_t now_ms, size_t *njobs,
-                       size_t *ncands, char *err, size_t errlen)
-{
-    int rc = -1;
-    evo_run r;
-    gt_evo_space *sp = NULL;
-    unsigned char *taken = NULL;
-    size_t *out = NULL;
-    cJSON *gen = NULL;
-    char *space_txt = NULL;
-    *njobs = 0;
-    *ncands = 0;
-    if (load_run(s, run_id, pid, &r, err, errlen))
-        goto out;
-    cJSON *copy = cJSON_Duplicate(space, 1);
-    if (!copy)
-        goto oom;
-    sp = gt_evo_space_new(copy, err, errlen);
-    if (!sp)
-        goto out;
-    size_t n = gt_evo_space_size(sp);
-    gt_evo_limits lim;
-    gt_evo_limits_resolve(r.budget, r.population, r.generations, n, &lim);
-    uint64_t seed = gt_evo_seed(r.seed, r.key);
-    taken = calloc(n ? n : 1, 1);
-    out = calloc(lim.population ? (size_t)lim.population : 1, sizeof *out);
-    space_txt = cJSON_PrintUnformatted(space);
-    if (!taken || !out || !space_txt)
-        goto oom;
-    /* The baseline is timed in every job anyway: never spend budget on it. */
-    long bm = baseline ? gt_evo_space_find(sp, baseline) : -1;
-    if (bm >= 0)
-        taken[bm] = 1;
-    long k = gt_evo_next(sp, NULL, 0, taken, (size_t)lim.population, 0, seed, out);
-    if (k < 0)
-        goto oom;
-    gen = members_json(sp, out, (size_t)k);
-    /* Run option candidates: measured in generation 0 on top of the budget,
-     * as with the other strategies; bred from only when they are members. */
-    if (!gen || gt_store_add_extra(gen, baseline, extra))
-        goto oom;
     sqlite3_stmt *st = gt_store_prep(
         s,
         "INSERT INTO spaces(problem_id, run_id, configs, size, seed, budget, population,"
         " generations, generation, issued, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, 'searching')",
         err, errlen);
     if (!st)
-        goto out;
+        return -1;
     sqlite3_bind_int64(st, 1, pid);
     sqlite3_bind_int64(st, 2, run_id);
-    gt_store_bind_text(st, 3, space_txt);
-    sqlite3_bind_int64(st, 4, (sqlite3_int64)n);
-    sqlite3_bind_int64(st, 5, (sqlite3_int64)seed); /* two's complement round trip */
-    sqlite3_bind_int(st, 6, lim.budget);
-    sqlite3_bind_int(st, 7, lim.population);
-    sqlite3_bind_int(st, 8, lim.generations);
-    sqlite3_bind_int64(st, 9, k);
+    gt_store_bind_text(st, 3, pp->space);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)pp->space_size);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)pp->seed); /* two's complement round trip */
+    sqlite3_bind_int(st, 6, pp->lim.budget);
+    sqlite3_bind_int(st, 7, pp->lim.population);
+    sqlite3_bind_int(st, 8, pp->lim.generations);
+    sqlite3_bind_int64(st, 9, pp->issued);
     if (gt_store_step_done(s, st, err, errlen))
-        goto out;
-    if (gt_store_insert_screen_jobs(s, run_id, pid, r.backend, gen, baseline, r.shard_size, 0,
-                                    now_ms, njobs, err, errlen))
-        goto out;
-    *ncands = (size_t)lim.budget + (size_t)cJSON_GetArraySize(gen) - (size_t)k;
+        return -1;
     gt_info("problem %lld: evolutionary search over %zu configs: budget %d, population %d, "
             "at most %d generations; generation 0: %ld configs",
-            (long long)pid, n, lim.budget, lim.population, lim.generations, k);
-    rc = 0;
-    goto out;
-oom:
-    snprintf(err, errlen, "out of memory");
-out:
-    cJSON_Delete(gen);
-    cJSON_free(space_txt);
-    free(out);
-    free(taken);
-    gt_evo_space_free(sp);
-    return rc;
+            (long long)pid, pp->space_size, pp->lim.budget, pp->lim.population,
+            pp->lim.generations, pp->issued);
+    return 0;
 }
 
 /* Marks the members among a job's candidates (JSON array text) taken. */
@@ -269,6 +161,9 @@ int gt_store_evo_step(gt_store *s, int64_t pid, int64_t now_ms, int *queued, cha
     unsigned char *taken = NULL;
     gt_evo_obs *obs = NULL;
     size_t nobs = 0, *out = NULL;
+    gt_plan_job *jobs = NULL;
+    size_t njobs = 0;
+    char *base_txt = NULL;
     sqlite3_stmt *st = gt_store_prep(
         s,
         "SELECT run_id, configs, seed, budget, population, generations, generation, issued,"
@@ -360,15 +255,20 @@ int gt_store_evo_step(gt_store *s, int64_t pid, int64_t now_ms, int *queued, cha
             why = "exhausted";
     }
     if (k > 0) {
-        evo_run er;
-        size_t nj = 0;
-        if (load_run(s, run_id, pid, &er, err, errlen))
+        /* The generation's jobs, cut as the planner cuts every job list. */
+        gt_run_opts o;
+        if (gt_store_run_opts(s, run_id, &o, err, errlen))
             goto out;
-        gen = members_json(sp, out, (size_t)k);
-        if (!gen)
+        char backend[sizeof o.backend];
+        snprintf(backend, sizeof backend, "%s", o.backend);
+        int shard_size = o.shard_size;
+        gt_run_opts_fini(&o);
+        gen = gt_evo_members_json(sp, out, (size_t)k);
+        base_txt = base ? cJSON_PrintUnformatted(base) : NULL;
+        if (!gen || (base && !base_txt) || gt_plan_shard(gen, shard_size, &jobs, &njobs))
             goto oom;
-        if (gt_store_insert_screen_jobs(s, run_id, pid, er.backend, gen, base, er.shard_size,
-                                        pr.generation + 1, now_ms, &nj, err, errlen))
+        if (gt_store_insert_jobs(s, run_id, pid, backend, jobs, njobs, base_txt,
+                                 pr.generation + 1, now_ms, err, errlen))
             goto out;
         gt_info("problem %lld: generation %d: %ld configs (best so far %.3f us, %d of %d measured)",
                 (long long)pid, pr.generation + 1, k, best, pr.issued, lim.budget);
@@ -402,6 +302,8 @@ record:
 oom:
     snprintf(err, errlen, "out of memory");
 out:
+    gt_plan_jobs_free(jobs, njobs);
+    cJSON_free(base_txt);
     cJSON_Delete(space);
     cJSON_Delete(gen);
     cJSON_Delete(base);

@@ -738,39 +738,8 @@ static int insert_baseline(gt_store *s, const job_row *j, int64_t job_id, int64_
     return gt_store_step_done(s, st, err, errlen);
 }
 
-/* The candidates an enumeration returned, cut to the run's budget: with the
- * exhaustive strategy the first ones (the device's list puts the library's
- * heuristic picks first), with random the first entries (up to 32, at most
- * half the budget: the heuristic's picks) plus a seeded uniform sample of
- * the rest. */
-static cJSON *select_enumerated(const cJSON *cands, const job_row *j, const gt_run_opts *o)
-{
-    cJSON *out = cJSON_Duplicate(cands, 1);
-    if (!out)
-        return NULL;
-    int n = cJSON_GetArraySize(out);
-    if (o->budget <= 0 || n <= o->budget)
-        return out;
-    if (o->strategy == GT_STRAT_RANDOM) {
-        int keep = o->budget / 2 < 32 ? o->budget / 2 : 32;
-        uint64_t x = 0x9e3779b97f4a7c15ULL ^ (uint64_t)j->problem_id;
-        /* Partial Fisher-Yates over items [keep, n): move the sample up front. */
-        for (int i = keep; i < o->budget; i++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            int r = i + (int)(x % (uint64_t)(n - i));
-            if (r != i) {
-                cJSON *a = cJSON_DetachItemFromArray(out, r);
-                cJSON *b = cJSON_DetachItemFromArray(out, i);
-                cJSON_InsertItemInArray(out, i, a);
-                cJSON_InsertItemInArray(out, r, b);
-            }
-        }
-    }
-    while (cJSON_GetArraySize(out) > o->budget)
-        cJSON_DeleteItemFromArray(out, cJSON_GetArraySize(out) - 1);
-    return out;
-}
-
+/* An enumerate job's answer: the problem's screen jobs (and search) as the
+ * planner decides them from the device's list, written here. */
 static int finish_enumerate(gt_store *s, const job_row *j, const gt_report *rep, int64_t now_ms,
                             char *err, size_t errlen)
 {
@@ -778,43 +747,34 @@ static int finish_enumerate(gt_store *s, const job_row *j, const gt_report *rep,
         snprintf(err, errlen, "enumerate results need candidates[] and baseline_config{}");
         return -1;
     }
-    cJSON *cands = cJSON_Parse(rep->enum_candidates), *base = cJSON_Parse(rep->enum_baseline);
+    char key[512] = "";
+    sqlite3_stmt *st = gt_store_prep(s, "SELECT key FROM problems WHERE id = ?", err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, j->problem_id);
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW)
+        snprintf(key, sizeof key, "%s", gt_store_col_text(st, 0));
+    else
+        snprintf(err, errlen, "problem %lld: %s", (long long)j->problem_id,
+                 r == SQLITE_DONE ? "not found" : sqlite3_errmsg(s->db));
+    sqlite3_finalize(st);
+    if (r != SQLITE_ROW)
+        return -1;
     gt_run_opts o;
-    int rc = -1;
-    if (!cands || !base) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
-    }
     if (gt_store_run_opts(s, j->run_id, &o, err, errlen))
-        goto out;
-    if (o.strategy == GT_STRAT_EVOLUTIONARY) {
-        /* The whole enumerated list is the space (every entry passed
-         * AlgoCheck or the pruning rules on the device); the search draws
-         * its generations from it. */
-        size_t nj = 0, nc = 0;
-        rc = gt_store_evo_start(s, j->run_id, j->problem_id, cands, base, o.candidates, now_ms,
-                                &nj, &nc, err, errlen);
-    } else {
-        cJSON *sel = select_enumerated(cands, j, &o);
-        if (sel && gt_store_add_extra(sel, base, o.candidates)) {
-            cJSON_Delete(sel);
-            sel = NULL;
-        }
-        size_t nj = 0;
-        if (!sel)
-            snprintf(err, errlen, "out of memory");
-        else
-            rc = gt_store_insert_screen_jobs(s, j->run_id, j->problem_id, j->backend, sel, base,
-                                             o.shard_size, -1, now_ms, &nj, err, errlen);
-        cJSON_Delete(sel);
-    }
+        return -1;
+    gt_plan_problem pp;
+    int rc = gt_plan_enumerated(&o, j->problem_id, key, rep->enum_candidates, rep->enum_baseline,
+                                &pp, err, errlen);
     gt_run_opts_fini(&o);
-    if (rc == 0)
-        rc = set_problem_state(s, j->problem_id, "screening", NULL, err, errlen);
-out:
-    cJSON_Delete(cands);
-    cJSON_Delete(base);
-    return rc;
+    if (rc)
+        return -1;
+    rc = gt_store_insert_plan(s, j->run_id, j->problem_id, j->backend, &pp, now_ms, err, errlen);
+    gt_plan_problem_fini(&pp);
+    if (rc)
+        return -1;
+    return set_problem_state(s, j->problem_id, "screening", NULL, err, errlen);
 }
 
 static int report_tx(gt_store *s, int64_t worker_id, const gt_report *rep, int64_t now_ms,

@@ -1,7 +1,8 @@
 /* store_priv.h: internals shared by the store's files (store.c: open,
- * migrations, runs; store_jobs.c: leases and results; store_query.c: JSON
- * views; store_progress.c: a run's progress). Not part of the public
- * interface. */
+ * migrations, writing a planned run, reading its options; store_jobs.c:
+ * leases and results; store_evo.c: the evolutionary search's state;
+ * store_query.c: JSON views; store_progress.c: a run's progress). Not part
+ * of the public interface. */
 #ifndef GT_STORE_PRIV_H
 #define GT_STORE_PRIV_H
 
@@ -87,22 +88,23 @@ int gt_store_run_opts(gt_store *s, int64_t run_id, gt_run_opts *o, char *err, si
  * transaction. */
 int gt_store_advance_problem(gt_store *s, int64_t problem_id, int64_t now_ms, char *err,
                              size_t errlen);
-/* Shards a candidate array into screen jobs of a problem, tagged with an
- * evolutionary generation (< 0: none). Caller's transaction. */
-int gt_store_insert_screen_jobs(gt_store *s, int64_t run_id, int64_t problem_id,
-                                const char *backend, const struct cJSON *cands,
-                                const struct cJSON *baseline, int shard_size, int generation,
-                                int64_t now_ms, size_t *njobs, char *err, size_t errlen);
+/* Writes the planned screen jobs of a problem, each beside baseline (JSON
+ * object text), tagged with an evolutionary generation (< 0: none).
+ * Caller's transaction. */
+int gt_store_insert_jobs(gt_store *s, int64_t run_id, int64_t problem_id, const char *backend,
+                         const gt_plan_job *jobs, size_t njobs, const char *baseline,
+                         int generation, int64_t now_ms, char *err, size_t errlen);
+/* Writes what a plan decided for a problem: its search (when it has one)
+ * and its screen jobs. Caller's transaction. */
+int gt_store_insert_plan(gt_store *s, int64_t run_id, int64_t problem_id, const char *backend,
+                         const gt_plan_problem *pp, int64_t now_ms, char *err, size_t errlen);
 
 /* strategy=evolutionary (store_evo.c), in the caller's transaction.
- * Starts a problem's search over space (a JSON array: the whole candidate
- * space, the backend's picks first): records the space and queues generation
- * 0 plus the run option candidates (extra, JSON array text or NULL) as
- * screen jobs. *ncands: the configs the problem will measure in all (the
- * search's budget plus the extras). */
-int gt_store_evo_start(gt_store *s, int64_t run_id, int64_t problem_id, const struct cJSON *space,
-                       const struct cJSON *baseline, const char *extra, int64_t now_ms,
-                       size_t *njobs, size_t *ncands, char *err, size_t errlen);
+ * Records a problem's search as planned (gt_plan.h: its whole space, seed,
+ * limits and generation 0's draw); the planned jobs are written by the
+ * caller. */
+int gt_store_evo_record(gt_store *s, int64_t run_id, int64_t problem_id,
+                        const gt_plan_problem *pp, char *err, size_t errlen);
 /* Configs the evolutionary searches of run ?1 have still to propose (one
  * row, one column): the progress views add them to the candidates total. */
 #define GT_STORE_EVO_PENDING_SQL                                                                   \
@@ -141,8 +143,5 @@ int gt_store_add_eta(struct cJSON *o, int started, double elapsed_s, double prog
 int gt_store_evo_step(gt_store *s, int64_t problem_id, int64_t now_ms, int *queued, char *err,
                       size_t errlen);
 
-/* Appends the configs of the JSON array text extra (NULL: none) to cands,
- * skipping duplicates of cands and of the baseline. 0 or -1 (OOM/bad JSON). */
-int gt_store_add_extra(struct cJSON *cands, const struct cJSON *baseline, const char *extra);
 
 #endif

@@ -45,6 +45,7 @@
 #include "gt_dispatch.h"
 #include "gt_http.h"
 #include "gt_log.h"
+#include "gt_plan.h"
 #include "gt_proto.h"
 #include "gt_store.h"
 #include "gt_util.h"
@@ -109,7 +110,12 @@ static void prefill(void)
     if (gt_log_parse(log, sizeof log - 1, &o.log, &res) != 0)
         FUZZ_DIE("prefill: log rejected: %s", res.errors[0].msg);
     gt_run_created cr;
-    int rc = gt_store_create_run(g.store, &o, &res, &cr, err, sizeof err);
+    gt_plan plan;
+    int rc = gt_plan_run(&o, &res, &plan, err, sizeof err);
+    if (rc == 0) {
+        rc = gt_store_create_run(g.store, &o, &res, &plan, &cr, err, sizeof err);
+        gt_plan_free(&plan);
+    }
     gt_log_result_free(&res);
     if (rc)
         FUZZ_DIE("prefill: create run: %s", err);

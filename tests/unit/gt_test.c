@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "gt_dispatch.h"
+#include "gt_plan.h"
 #include "gt_store.h"
 
 int gt_test_failures;
@@ -70,6 +71,18 @@ int gt_test_store_sql(gt_store *s, const char *sql)
     gt_store_lock(s);
     int rc = gt_test_sql(gt_store_db(s), sql);
     gt_store_unlock(s);
+    return rc;
+}
+
+int gt_test_create_run(gt_store *s, const gt_run_opts *o, const gt_log_result *log,
+                       gt_run_created *out, char *err, size_t errlen)
+{
+    gt_plan plan;
+    int rc = gt_plan_run(o, log, &plan, err, errlen);
+    if (rc)
+        return rc;
+    rc = gt_store_create_run(s, o, log, &plan, out, err, errlen);
+    gt_plan_free(&plan);
     return rc;
 }
 

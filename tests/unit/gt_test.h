@@ -57,6 +57,16 @@ struct gt_store;
 int gt_test_sql(struct sqlite3 *db, const char *sql);
 int gt_test_store_sql(struct gt_store *s, const char *sql);
 
+/* A run created the way POST /v1/runs does it: planned (gt_plan_run), then
+ * written (gt_store_create_run). Returns what the failing step returned (0
+ * when both succeeded), with err. */
+struct gt_run_opts;
+struct gt_log_result;
+struct gt_run_created;
+int gt_test_create_run(struct gt_store *s, const struct gt_run_opts *o,
+                       const struct gt_log_result *log, struct gt_run_created *out, char *err,
+                       size_t errlen);
+
 /* A worker's "results" message reported the way the dispatcher does it
  * (gt_dispatch_decode_report, then gt_store_report): the store tests build
  * messages as JSON. Returns what gt_store_report returns, or -1 with err for

@@ -519,7 +519,7 @@ static void test_store_row(void)
     gt_run_opts_default(&o);
     snprintf(o.backend, sizeof o.backend, "cuda");
     CHECK(gt_log_parse(log, sizeof log - 1, &o.log, &res) == 0);
-    CHECK(gt_store_create_run(s, &o, &res, &cr, err, sizeof err) == 0 && cr.problems == 2);
+    CHECK(gt_test_create_run(s, &o, &res, &cr, err, sizeof err) == 0 && cr.problems == 2);
     gt_log_result_free(&res);
     gt_run_opts_fini(&o);
     snprintf(sql, sizeof sql,

@@ -408,7 +408,7 @@ static int64_t new_run(gt_store *s, const char *backend, const char *model)
     snprintf(o.backend, sizeof o.backend, "%s", backend);
     snprintf(o.device_model, sizeof o.device_model, "%s", model);
     int ok = gt_log_parse(log, sizeof log - 1, &o.log, &res) == 0 &&
-             gt_store_create_run(s, &o, &res, &cr, err, sizeof err) == 0;
+             gt_test_create_run(s, &o, &res, &cr, err, sizeof err) == 0;
     gt_log_result_free(&res); /* in both cases (gt_log.h) */
     gt_run_opts_fini(&o);
     return ok ? cr.id : -1;

@@ -103,7 +103,7 @@ static const char *make_export(void)
     gt_run_opts_default(&o);
     snprintf(o.backend, sizeof o.backend, "cuda");
     int ok = gt_log_parse(log, sizeof log - 1, &o.log, &res) == 0 &&
-             gt_store_create_run(s, &o, &res, &cr, err, sizeof err) == 0 && cr.problems == 4;
+             gt_test_create_run(s, &o, &res, &cr, err, sizeof err) == 0 && cr.problems == 4;
     CHECK_MSG(ok, "%s", err);
     gt_log_result_free(&res);
     gt_run_opts_fini(&o);

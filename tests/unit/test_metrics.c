@@ -156,7 +156,7 @@ static gt_store *make_store(int64_t *run_id)
     gt_run_created cr;
     int rc = gt_log_parse(log, strlen(log), &o.log, &res);
     if (rc == 0)
-        rc = gt_store_create_run(s, &o, &res, &cr, err, sizeof err);
+        rc = gt_test_create_run(s, &o, &res, &cr, err, sizeof err);
     gt_log_result_free(&res);
     gt_run_opts_fini(&o);
     if (rc) {

@@ -65,7 +65,7 @@ static cJSON *run_with(const char *name, double final_base_us)
     gt_run_created cr;
     int rc = gt_log_parse(log, strlen(log), &o.log, &res);
     if (rc == 0)
-        rc = gt_store_create_run(s, &o, &res, &cr, err, sizeof err);
+        rc = gt_test_create_run(s, &o, &res, &cr, err, sizeof err);
     CHECK_MSG(rc == 0, "create run: %s", err);
     gt_log_result_free(&res);
     gt_run_opts_fini(&o);

@@ -160,7 +160,7 @@ static int create(sim *m, const char *backend, const char *extra_opts, uint64_t 
     gt_run_created cr;
     int rc = gt_log_parse(log, strlen(log), &o.log, &res);
     if (rc == 0)
-        rc = gt_store_create_run(m->s, &o, &res, &cr, err, sizeof err);
+        rc = gt_test_create_run(m->s, &o, &res, &cr, err, sizeof err);
     CHECK_MSG(rc == 0, "create run: %s", err);
     gt_log_result_free(&res);
     gt_run_opts_fini(&o);

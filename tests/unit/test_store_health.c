@@ -52,7 +52,7 @@ static int big_run(gt_store *s, int n, char *err, size_t errlen)
     gt_run_created cr;
     rc = gt_log_parse(log.s, log.len, &o.log, &res);
     if (rc == 0)
-        rc = gt_store_create_run(s, &o, &res, &cr, err, errlen);
+        rc = gt_test_create_run(s, &o, &res, &cr, err, errlen);
     else
         snprintf(err, errlen, "log did not parse");
     gt_log_result_free(&res);

@@ -44,7 +44,7 @@ int main(void)
     gt_run_created cr;
     int rc = gt_log_parse(log, strlen(log), &o.log, &res);
     if (rc == 0)
-        rc = gt_store_create_run(s, &o, &res, &cr, err, sizeof err);
+        rc = gt_test_create_run(s, &o, &res, &cr, err, sizeof err);
     CHECK_MSG(rc == 0, "create run: %s", err);
     gt_log_result_free(&res);
     gt_run_opts_fini(&o);
