@@ -342,6 +342,19 @@ int gt_db_key(const gt_gemm_desc *d, char *key, size_t keylen, char *err, size_t
     return gt_problem_key(&p, key, keylen);
 }
 
+int gt_db_record_line(const gt_gemm_desc *d, int64_t calls, char *line, size_t linelen,
+                      char *err, size_t errlen)
+{
+    gt_problem p;
+    if (gt_db_desc_problem(d, &p, err, errlen) != 0)
+        return -1;
+    const gt_dtype t[4] = {p.a_type, p.b_type, p.c_type, p.d_type};
+    for (int i = 0; i < 4; i++)
+        if (t[i] == GT_DT_F8E4M3FNUZ || t[i] == GT_DT_F8E5M2FNUZ)
+            FAIL("%s: a hipBLASLt record line cannot spell FNUZ fp8", gt_dtype_name(t[i]));
+    return gt_lib_record_line(&p, calls, line, linelen);
+}
+
 static void fill(const ent *e, gt_db_result *out)
 {
     out->backend = e->backend;

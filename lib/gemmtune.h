@@ -127,6 +127,15 @@ GT_DB_API void gt_gemm_desc_init(gt_gemm_desc *d, int64_t m, int64_t n, int64_t 
  * with the reason in err when d is not a valid GEMM. */
 GT_DB_API int gt_db_key(const gt_gemm_desc *d, char *key, size_t keylen, char *err,
                         size_t errlen);
+/* The record line of d called `calls` times: one hipBLASLt bench line
+ * (HIPBLASLT_LOG_MASK=32 format, with every field: sizes, leading
+ * dimensions, batch strides, types, alpha/beta, epilogue, call_count), what
+ * libgemmtune-preload.so's GEMMTUNE_RECORD writes and `gemmtune submit`
+ * ingests; newline-terminated. Returns its length like snprintf, or -1 with
+ * the reason in err when d is not a valid GEMM or has a type that line
+ * cannot spell (FNUZ fp8). */
+GT_DB_API int gt_db_record_line(const gt_gemm_desc *d, int64_t calls, char *line, size_t linelen,
+                                char *err, size_t errlen);
 
 /* The tuned configuration of d on device_model for backend ("cuda", "cpu").
  * GT_DB_OK, GT_DB_GENERATED (a generated kernel: config is its family's

@@ -609,6 +609,23 @@ static void test_record_lines(void)
     }
     gt_log_result_free(&r);
     gt_str_free(&s);
+
+    /* The public form (gt_db_record_line, what the Python recorder writes):
+     * the same line as the internal one for a desc, FNUZ refused. */
+    gt_gemm_desc d;
+    gt_gemm_desc_init(&d, 6144, 16, 4096, "bf16");
+    d.transa = 'T';
+    char pub[1024], key[1024], err[256];
+    int n = gt_db_record_line(&d, 5, pub, sizeof pub, err, sizeof err);
+    CHECK_MSG(n > 0 && pub[n - 1] == '\n', "%s", err);
+    memset(&r, 0, sizeof r);
+    rc = gt_log_parse(pub, (size_t)n, &o, &r);
+    CHECK(rc == 0 && r.nproblems == 1 && r.problems[0].call_count == 5);
+    CHECK(gt_db_key(&d, key, sizeof key, err, sizeof err) > 0 && rc == 0 && r.nproblems == 1 &&
+          !strcmp(key_of(&r.problems[0]), key));
+    gt_log_result_free(&r);
+    gt_gemm_desc_init(&d, 64, 16, 64, "f8e4m3fnuz");
+    CHECK(gt_db_record_line(&d, 1, pub, sizeof pub, err, sizeof err) == -1 && strstr(err, "FNUZ"));
 }
 
 #ifdef GT_WITH_CUDA
