@@ -1,7 +1,13 @@
 /* gt_dispatch.h: the worker endpoint of the coordinator (module prefix
  * gt_dispatch_): an nng rep socket that answers workers' register, heartbeat,
  * lease, results and bye requests against the store, and a periodic sweep
- * that requeues expired leases. */
+ * that requeues expired leases.
+ *
+ * The one layer of server/ that speaks the worker protocol: it includes
+ * proto/gt_proto.h and the store (gt_store.h, below it), decodes messages
+ * into the store's C types and never hands it JSON; nothing below it
+ * includes this header, the HTTP API above reads its counters
+ * (gt_dispatch_stats). server/'s layers: gt_store.h. */
 #ifndef GT_DISPATCH_H
 #define GT_DISPATCH_H
 

@@ -4,7 +4,13 @@
  * /v1/runs/{id}/cancel, GET /v1/runs/{id}/events (server-sent events), GET
  * /v1/runs/{id}/timeline, GET /v1/workers, GET /healthz, GET /readyz, GET /metrics
  * (Prometheus), and the status page at / (/index.html, /app.js,
- * /style.css). README.md and docs/observability.md document them. */
+ * /style.css). README.md and docs/observability.md document them.
+ *
+ * The top layer of server/ (with events.c, status_page.c, metrics.c): it
+ * may include the store (gt_store.h, gt_store_stats.h, gt_store_space.h),
+ * the planner, the dispatcher's counters (gt_dispatch.h), the export files
+ * and common/ and gen/; nothing of server/ but main_gemmtuned.c includes
+ * it. server/'s layers: gt_store.h. */
 #ifndef GT_HTTP_H
 #define GT_HTTP_H
 

@@ -8,7 +8,11 @@
  * Inputs are the run's options (gt_run_opts.h) and either the parsed log
  * (the CPU backend's space is built here, gt_space_cpu) or a device's
  * enumeration; the evolutionary search's generation 0 comes from
- * search_evo.c. The same inputs give the same plan. */
+ * search_evo.c. The same inputs give the same plan.
+ *
+ * Below the store (server/'s layers: gt_store.h): it includes the run
+ * options, the search and common/, never the store, dispatcher or HTTP
+ * headers; the store includes it for the types it writes. */
 #ifndef GT_PLAN_H
 #define GT_PLAN_H
 

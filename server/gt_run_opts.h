@@ -10,7 +10,8 @@
  * search, the kernel download) reads them back through
  * gt_run_opts_from_stored into this struct, so an option absent from an
  * older database gets the same default as a new submission. Pure: no I/O
- * (ncpu's default is this machine's core count). */
+ * (ncpu's default is this machine's core count). At the bottom of server/
+ * (its layers: gt_store.h): it includes common/ only. */
 #ifndef GT_RUN_OPTS_H
 #define GT_RUN_OPTS_H
 

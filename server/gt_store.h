@@ -7,7 +7,22 @@
  * deadline and expire back to the queue.
  *
  * Thread safety: a gt_store serialises its calls with an internal mutex; the
- * HTTP threads and the worker dispatcher share one. */
+ * HTTP threads and the worker dispatcher share one.
+ *
+ * server/ owns gemmtuned: this store (store*.c), the run options and the
+ * planner (run_opts.c, plan.c, search_evo.c), the worker dispatcher
+ * (dispatch.c, session.c, plausible.c), the HTTP API and its views (http*.c,
+ * events.c, status_page.c, metrics.c, space_view.c) and the export files
+ * (export.c, a library of its own that the CLI links too). Across folders
+ * it sits above common/, proto/, gen/ and cuda/ and may include their
+ * headers, never worker/, lib/ or cli/'s (common <- proto, gen, cuda <-
+ * server, worker, lib <- cli, python, bench). Inside it the dependencies
+ * run one way: run options, planner, search <- store <- dispatcher <- HTTP
+ * API, events, status page, metrics <- main_gemmtuned.c. The store sits
+ * below everything that speaks a wire format: it includes no protocol,
+ * dispatcher or HTTP header (the dispatcher decodes worker messages into
+ * the C values below, gt_worker_info and gt_report, and switches on
+ * gt_store_error). */
 #ifndef GT_STORE_H
 #define GT_STORE_H
 
