@@ -151,7 +151,10 @@ static int plan_search(const gt_run_opts *o, const char *key, const cJSON *space
         goto out;
     size_t n = gt_evo_space_size(sp);
     gt_evo_limits_resolve(o->budget, o->population, o->generations, n, &pp->lim);
-    pp->seed = gt_evo_seed(o->seed, key);
+    /* The run seed as the store keeps it (a JSON number in runs.options,
+     * exact up to 2^53), so that a problem planned at submission and one
+     * planned from an enumeration (options read back) search alike. */
+    pp->seed = gt_evo_seed((uint64_t)(double)o->seed, key);
     pp->space_size = n;
     taken = calloc(n ? n : 1, 1);
     out = calloc(pp->lim.population ? (size_t)pp->lim.population : 1, sizeof *out);
