@@ -4,7 +4,11 @@
  * in BLAS column-major terms (op(A) is m x k, op(B) is k x n, C/D are m x n),
  * with its data types, leading dimensions, batch strides, epilogue and how often
  * the workload calls it. Everything that makes two calls "the same GEMM" is part
- * of the canonical key; call_count and weight are not. */
+ * of the canonical key; call_count and weight are not.
+ *
+ * common/ is the bottom layer (problem model, parsers, capabilities,
+ * policy constants, utilities): it includes only libc and cJSON, and every
+ * other folder may include it (ARCHITECTURE.md). */
 #ifndef GT_PROBLEM_H
 #define GT_PROBLEM_H
 

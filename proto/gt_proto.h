@@ -2,7 +2,12 @@
  *
  * Transport: nng req/rep over TCP; the worker sends a request, the coordinator
  * answers each one. Every message is one JSON object with "v" (protocol
- * version) and "type". PROTOCOL.md documents every message and field. */
+ * version) and "type". PROTOCOL.md documents every message and field.
+ *
+ * proto/ owns the wire format only; it may include common/. Only the
+ * coordinator's dispatcher (server/dispatch.c) and the worker's client side
+ * (worker/) speak it: the store takes C structs, and tuning-policy
+ * constants live in common/gt_policy.h (ARCHITECTURE.md). */
 #ifndef GT_PROTO_H
 #define GT_PROTO_H
 

@@ -10,7 +10,12 @@
  *       unprepare
  *   close
  *
- * Backends never print; they return -1 with a one-line reason in err. */
+ * Backends never print; they return -1 with a one-line reason in err.
+ *
+ * worker/ owns gemmtune-worker: the client (sessions), the supervisor and
+ * its bench child, the runner and the backends. It may include common/,
+ * proto/, gen/ and cuda/, never server/, lib/ or cli/; self-test and sweep
+ * code lives in bench/ (ARCHITECTURE.md). */
 #ifndef GT_BACKEND_H
 #define GT_BACKEND_H
 
