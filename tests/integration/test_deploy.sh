@@ -259,6 +259,15 @@ for f in "$CC" "$CW"; do
   check "$b parses: FROM lines tagged (not latest), USER in the runtime stage, COPY sources exist" \
     eval "! grep -q . '$T/cf.err' || { sed 's/^/  /' '$T/cf.err'; false; }"
   check "$b is multi-stage (a builder and one runtime stage)" [ "$(cf stages "$f" "$SRC")" = "2 1" ]
+  # Every top-level folder the CMake build reads must be copied in, or the
+  # image fails at configure time (it once lacked gen/, lib/, cuda/, web/).
+  miss=""
+  for d in $(cd "$SRC" && grep -ohE 'add_subdirectory\([a-z_]+|CMAKE_SOURCE_DIR\}/[a-z_]+|GLOB [A-Z_]+ CONFIGURE_DEPENDS [a-z_]+/' \
+             CMakeLists.txt */CMakeLists.txt | sed -E 's/.*[(}]//; s/.* //; s|^/||; s|/.*||' | sort -u); do
+    [ -d "$SRC/$d" ] || continue # a subfolder's own add_subdirectory (tests/fuzz)
+    grep -qE "^COPY $d/ $d/\$" "$f" || miss="$miss $d"
+  done
+  check "$b copies every folder the build reads${miss:+ (missing:$miss)}" [ -z "$miss" ]
   user=$(cf user "$f" "$SRC")
   check "$b runtime stage runs as $user, not root" eval "[ -n '$user' ] && [ '${user%%:*}' != 0 ] && [ '${user%%:*}' != root ]"
   cf build-pkgs "$f" "$SRC" >"$T/build-pkgs"
