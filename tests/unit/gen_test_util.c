@@ -37,7 +37,7 @@ int gen_test_hiprtc_ready(char *why, size_t len)
          * missing hipRTC is a broken setup, not a reason to skip. */
         const char *req = getenv("GT_REQUIRE_HIP");
         CHECK_MSG(!(req && !strcmp(req, "1")), "GT_REQUIRE_HIP=1 but hipRTC is missing: %s", why);
-        fprintf(stderr, "     SKIP hip: %s\n", why);
+        gt_test_skip("hip", why);
         CHECK(why[0] != 0); /* the skip names its reason */
         return 0;
     }

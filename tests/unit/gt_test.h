@@ -38,7 +38,25 @@ extern int gt_test_checks;
         fprintf(stderr, "%s %s\n", gt_test_failures == before_ ? "ok  " : "FAIL", #fn);            \
     } while (0)
 
-/* Prints the summary; returns the process exit code. Fails when nothing was checked. */
+/* Sections. A test with sections that need a GPU (or hipRTC) takes
+ *   (none)  every section that can run here: on a GPU machine CPU and GPU
+ *           sections, as it always did;
+ *   --cpu   the CPU sections only (its plain ctest entry);
+ *   --gpu   the GPU sections only (its <name>_gpu ctest entry), exiting
+ *           GT_TEST_SKIP when one of them could not run here, so that a CPU
+ *           machine reports the entry skipped instead of passed.
+ * gt_test_mode parses argv (exits 2 on anything else); gt_test_cpu and
+ * gt_test_gpu say whether this run does that kind of section; a GPU section
+ * that cannot run calls gt_test_skip with its reason. */
+#define GT_TEST_SKIP 77 /* ctest's SKIP_RETURN_CODE */
+void gt_test_mode(int argc, char **argv);
+int gt_test_cpu(void);
+int gt_test_gpu(void);
+void gt_test_skip(const char *section, const char *why);
+
+/* Prints the summary; returns the process exit code. Fails when a check
+ * failed or nothing was checked; with --gpu, GT_TEST_SKIP when a section
+ * was skipped and none failed. */
 int gt_test_done(void);
 /* A fresh folder /tmp/gt-<tag>.XXXXXX in buf (len >= 32): 0, or -1 after
  * printing why. gt_test_rmdir removes it (0, or -1 after printing why);

@@ -716,11 +716,24 @@ static void test_open(void)
     CHECK(bk->open(9999, &ctx, &dev, err, sizeof err) == -1 && ctx == NULL);
     CHECK(strncmp(err, "cuda: ", 6) == 0);
     err[0] = 0;
-    int rc = bk->open(0, &ctx, &dev, err, sizeof err);
-    if (rc != 0) {
+    if (bk->open(0, &ctx, &dev, err, sizeof err) != 0) {
         /* The GPU-less CI: a clear reason, no crash, no context. */
         fprintf(stderr, "  (no GPU: %s)\n", err);
         CHECK(ctx == NULL && strncmp(err, "cuda: ", 6) == 0 && strlen(err) > 20);
+        return;
+    }
+    bk->close(ctx); /* a device: test_gpu uses it */
+}
+
+/* With a GPU: the backend end to end through the vtable. */
+static void test_gpu(void)
+{
+    const gt_backend *bk = gt_bk_find("cuda");
+    char err[512] = "";
+    gt_bk_ctx *ctx = NULL;
+    gt_bk_device dev;
+    if (bk->open(0, &ctx, &dev, err, sizeof err) != 0) {
+        gt_test_skip("gpu", err);
         return;
     }
     fprintf(stderr, "  device: %s %s %d SMs %s\n", dev.model, dev.arch, dev.units, dev.driver);
@@ -740,22 +753,27 @@ static void test_open(void)
     bk->close(ctx);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    RUN(test_dtypes);
-    RUN(test_compute);
-    RUN(test_unsupported);
-    RUN(test_epilogue);
-    RUN(test_desc);
-    RUN(test_codecs);
-    RUN(test_rel_err);
-    RUN(test_is_bad);
-    RUN(test_sampling);
-    RUN(test_sampled_check);
-    RUN(test_fp8);
-    RUN(test_config);
-    RUN(test_nvrtc);
-    RUN(test_open);
+    gt_test_mode(argc, argv);
+    if (gt_test_cpu()) {
+        RUN(test_dtypes);
+        RUN(test_compute);
+        RUN(test_unsupported);
+        RUN(test_epilogue);
+        RUN(test_desc);
+        RUN(test_codecs);
+        RUN(test_rel_err);
+        RUN(test_is_bad);
+        RUN(test_sampling);
+        RUN(test_sampled_check);
+        RUN(test_fp8);
+        RUN(test_config);
+        RUN(test_nvrtc);
+        RUN(test_open);
+    }
+    if (gt_test_gpu())
+        RUN(test_gpu);
     return gt_test_done();
 }
 
@@ -768,9 +786,13 @@ static void test_absent(void)
     CHECK(gt_bk_find("cpu") == &gt_bk_cpu);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    RUN(test_absent);
+    gt_test_mode(argc, argv);
+    if (gt_test_cpu())
+        RUN(test_absent);
+    if (gt_test_gpu())
+        gt_test_skip("gpu", "built without CUDA");
     return gt_test_done();
 }
 

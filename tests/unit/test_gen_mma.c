@@ -640,7 +640,7 @@ static void test_gpu(void)
     gt_bk_ctx *ctx = NULL;
     gt_bk_device dev;
     if (bk->open(0, &ctx, &dev, err, sizeof err) != 0) {
-        fprintf(stderr, "     SKIP gpu: %s\n", err);
+        gt_test_skip("gpu", err);
         CHECK(ctx == NULL && strncmp(err, "cuda: ", 6) == 0);
         return;
     }
@@ -706,20 +706,29 @@ static void test_gpu(void)
 }
 #endif
 
-int main(void)
+int main(int argc, char **argv)
 {
-    RUN(test_encoding);
-    RUN(test_applicable);
-    RUN(test_rules);
-    RUN(test_wgmma);
-    RUN(test_prune);
-    RUN(test_geometry);
+    gt_test_mode(argc, argv);
+    if (gt_test_cpu()) {
+        RUN(test_encoding);
+        RUN(test_applicable);
+        RUN(test_rules);
+        RUN(test_wgmma);
+        RUN(test_prune);
+        RUN(test_geometry);
 #ifdef GT_WITH_CUDA
-    RUN(test_nvrtc);
-    RUN(test_gpu);
+        RUN(test_nvrtc);
 #else
-    fprintf(stderr, "     SKIP nvrtc, gpu: built without CUDA\n");
-    CHECK(1);
+        fprintf(stderr, "     SKIP nvrtc: built without CUDA\n");
+        CHECK(1);
 #endif
+    }
+    if (gt_test_gpu()) {
+#ifdef GT_WITH_CUDA
+        RUN(test_gpu);
+#else
+        gt_test_skip("gpu", "built without CUDA");
+#endif
+    }
     return gt_test_done();
 }

@@ -377,7 +377,9 @@ out:
 static void test_cuda(void)
 {
     char err[512];
-    gt_db *db = gt_db_open(tpath("m.db"), err, sizeof err);
+    /* --gpu runs no test_lookups: the export is made here then */
+    const char *path = gt_test_cpu() ? tpath("m.db") : make_export();
+    gt_db *db = path ? gt_db_open(path, err, sizeof err) : NULL;
     CHECK_MSG(db, "%s", err);
     if (!db)
         return;
@@ -389,34 +391,40 @@ static void test_cuda(void)
         CHECK(gt_db_kernel_get(db, &d, MODEL, &k) == GT_DB_OK && k);
         if (!k)
             continue;
-        /* the source as returned, with the returned options, for sm_90 */
-        const char *opts[8] = {k->arch_specific ? "--gpu-architecture=sm_90a" : "--gpu-architecture=sm_90"};
-        for (int i = 0; i < k->noptions && i < 7; i++)
-            opts[i + 1] = k->options[i];
-        nvrtcProgram prog = NULL;
-        size_t cub = 0;
-        CHECK(nvrtcCreateProgram(&prog, k->source, k->program_name, 0, NULL, NULL) == NVRTC_SUCCESS &&
-              nvrtcCompileProgram(prog, k->noptions + 1, opts) == NVRTC_SUCCESS &&
-              nvrtcGetCUBINSize(prog, &cub) == NVRTC_SUCCESS && cub > 1000);
-        if (prog)
-            nvrtcDestroyProgram(&prog);
+        if (gt_test_cpu()) {
+            /* the source as returned, with the returned options, for sm_90 */
+            const char *opts[8] = {k->arch_specific ? "--gpu-architecture=sm_90a"
+                                                    : "--gpu-architecture=sm_90"};
+            for (int i = 0; i < k->noptions && i < 7; i++)
+                opts[i + 1] = k->options[i];
+            nvrtcProgram prog = NULL;
+            size_t cub = 0;
+            CHECK(nvrtcCreateProgram(&prog, k->source, k->program_name, 0, NULL, NULL) ==
+                      NVRTC_SUCCESS &&
+                  nvrtcCompileProgram(prog, k->noptions + 1, opts) == NVRTC_SUCCESS &&
+                  nvrtcGetCUBINSize(prog, &cub) == NVRTC_SUCCESS && cub > 1000);
+            if (prog)
+                nvrtcDestroyProgram(&prog);
+        }
         void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
         int gpus = 0;
         if (drv && cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0 &&
             cudaFree(NULL) == cudaSuccess) {
-            long bad = run_on_gpu(k, shapes[s][0], shapes[s][1], shapes[s][2]);
-            CHECK_MSG(bad == 0, "%s on the GPU: %ld elements of D wrong", k->config, bad);
-            fprintf(stderr, "     GPU: %lldx%lldx%lld %s: D matches the host reference\n",
-                    (long long)shapes[s][0], (long long)shapes[s][1], (long long)shapes[s][2],
-                    k->launch[k->nlaunch - 1].kernel);
+            if (gt_test_gpu()) { /* --cpu leaves the launch to the _gpu entry */
+                long bad = run_on_gpu(k, shapes[s][0], shapes[s][1], shapes[s][2]);
+                CHECK_MSG(bad == 0, "%s on the GPU: %ld elements of D wrong", k->config, bad);
+                fprintf(stderr, "     GPU: %lldx%lldx%lld %s: D matches the host reference\n",
+                        (long long)shapes[s][0], (long long)shapes[s][1], (long long)shapes[s][2],
+                        k->launch[k->nlaunch - 1].kernel);
+            }
         } else {
             /* no driver or no device: a reason, nothing loaded */
             gt_db_module mod;
             memset(&mod, 0x55, sizeof mod);
             CHECK(gt_db_kernel_cuda_load(k, &mod, err, sizeof err) == -1 && err[0] && !mod.module);
             CHECK_MSG(drv || strstr(err, "no CUDA driver"), "%s", err);
-            if (s == 0)
-                fprintf(stderr, "     SKIP GPU launch: %s\n", err);
+            if (s == 0 && gt_test_gpu())
+                gt_test_skip("GPU launch", err);
         }
         if (drv)
             dlclose(drv);
@@ -426,18 +434,23 @@ static void test_cuda(void)
 }
 #endif
 
-int main(void)
+int main(int argc, char **argv)
 {
+    gt_test_mode(argc, argv);
     snprintf(g_dir, sizeof g_dir, "/tmp/gt-libkern-XXXXXX");
     if (!mkdtemp(g_dir)) {
         perror("mkdtemp");
         return 1;
     }
-    RUN(test_lookups);
+    if (gt_test_cpu())
+        RUN(test_lookups);
 #ifdef GT_WITH_CUDA
-    RUN(test_cuda);
+    RUN(test_cuda); /* NVRTC compiles (CPU) and launches (GPU): it picks by mode */
 #else
-    fprintf(stderr, "     SKIP nvrtc and launch: built without CUDA\n");
+    if (gt_test_cpu())
+        fprintf(stderr, "     SKIP nvrtc and launch: built without CUDA\n");
+    if (gt_test_gpu())
+        gt_test_skip("GPU launch", "built without CUDA");
 #endif
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
