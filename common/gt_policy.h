@@ -9,7 +9,7 @@
 #define GT_POLICY_H
 
 /* A final phase's baseline more than this factor away (either way) from the
- * mean of its screen jobs' (job timing "baseline_ref_us"): the worker times
+ * median of its screen jobs' (job timing "baseline_ref_us"): the worker times
  * the final rounds once more (worker/runner.c), a result that still drifts
  * is flagged baseline_suspect in GET /v1/runs/{id} (server/store_query.c)
  * and the CLI says so; a screen baseline this far from at least two other

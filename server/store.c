@@ -451,6 +451,69 @@ static void store_free(gt_store *s)
     free(s);
 }
 
+/* median(x): the middle of a group's non-NULL values (the mean of the two
+ * middle ones for an even count), NULL for none. The reference a final
+ * phase's baseline is checked against is the median of the problem's screen
+ * baselines: one screen job timed while the GPU was disturbed (an H100 once
+ * measured 282 us where four others measured 45) moves a mean by 2x and
+ * flagged a correct final baseline as suspect; it does not move a median. */
+typedef struct median_acc {
+    double *v;
+    size_t n, cap;
+    int oom;
+} median_acc;
+
+static void median_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    median_acc *a = sqlite3_aggregate_context(ctx, sizeof *a);
+    if (!a || sqlite3_value_type(argv[0]) == SQLITE_NULL || a->oom)
+        return;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 16;
+        double *nv = sqlite3_realloc64(a->v, cap * sizeof *nv);
+        if (!nv) {
+            a->oom = 1;
+            return;
+        }
+        a->v = nv;
+        a->cap = cap;
+    }
+    a->v[a->n++] = sqlite3_value_double(argv[0]);
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static void median_final(sqlite3_context *ctx)
+{
+    median_acc *a = sqlite3_aggregate_context(ctx, 0);
+    if (!a || a->n == 0) {
+        sqlite3_result_null(ctx);
+    } else if (a->oom) {
+        sqlite3_result_error_nomem(ctx);
+    } else {
+        qsort(a->v, a->n, sizeof *a->v, cmp_double);
+        size_t h = a->n / 2;
+        sqlite3_result_double(ctx, a->n % 2 ? a->v[h] : (a->v[h - 1] + a->v[h]) / 2);
+    }
+    if (a)
+        sqlite3_free(a->v);
+}
+
+static int add_functions(gt_store *s, char *err, size_t errlen)
+{
+    if (sqlite3_create_function_v2(s->db, "median", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
+                                   NULL, median_step, median_final, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "sqlite: cannot add median(): %s", sqlite3_errmsg(s->db));
+        return -1;
+    }
+    return 0;
+}
+
 gt_store *gt_store_open(const char *path, char *err, size_t errlen)
 {
     gt_store *s = store_alloc(err, errlen);
@@ -464,6 +527,8 @@ gt_store *gt_store_open(const char *path, char *err, size_t errlen)
         goto fail;
     }
     sqlite3_busy_timeout(s->db, 5000);
+    if (add_functions(s, err, errlen))
+        goto fail;
     /* WAL: readers never block the writer; synchronous=NORMAL is durable
      * across process crashes (kill -9), which is the failure we design for. */
     if (gt_store_exec(s, "PRAGMA journal_mode=WAL", err, errlen) ||
@@ -497,6 +562,8 @@ gt_store *gt_store_open_reader(gt_store *w, char *err, size_t errlen)
         goto fail;
     }
     sqlite3_busy_timeout(s->db, 5000);
+    if (add_functions(s, err, errlen))
+        goto fail;
     /* The schema and WAL mode are the writer's business (already done), and
      * so are the files' checks: a reader acknowledges nothing. */
     if (gt_store_exec(s, "PRAGMA foreign_keys=ON", err, errlen))

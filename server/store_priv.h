@@ -68,12 +68,13 @@ const char *gt_store_col_text(sqlite3_stmt *st, int i);
 /* A malloc'd copy of gt_store_col_text in *out: 0, or -1 out of memory. */
 int gt_store_col_dup(char **out, sqlite3_stmt *st, int i);
 
-/* A scalar subquery: the mean of the baseline's times in the screen jobs of
- * problem `pid` on `backend` and `model` (SQL expressions), what a final
+/* A scalar subquery: the median (store.c's median()) of the baseline's times
+ * in the screen jobs of problem `pid` on `backend` and `model` (SQL
+ * expressions): one disturbed screen job must not move it. What a final
  * phase's baseline is checked against (the lease's baseline_ref_us, the run
  * view's baseline_screen_us and baseline_drift). NULL before any. */
 #define GT_STORE_SCREEN_BASELINE_SQL(pid, backend, model)                                        \
-    "(SELECT AVG(bl.time_us) FROM baselines bl JOIN jobs jb ON jb.id = bl.job_id"                \
+    "(SELECT median(bl.time_us) FROM baselines bl JOIN jobs jb ON jb.id = bl.job_id"                \
     " WHERE bl.problem_id = " pid " AND jb.kind = 'screen' AND bl.backend = " backend              \
     " AND bl.device_model = " model ")"
 

@@ -117,7 +117,7 @@ cJSON *gt_store_runs_json(gt_store *s, char *err, size_t errlen)
  * winner. On the H100 that baseline once measured twice what every screen
  * job of the same GEMM measured (16.8 against 33.6 us: a disturbed machine,
  * bench/results/h100_25_service_gen.txt), which doubled the GEMM's uplift.
- * baseline_drift = final baseline / the screen jobs' mean; outside
+ * baseline_drift = final baseline / the screen jobs' median; outside
  * [1/GT_BASELINE_DRIFT_MAX, GT_BASELINE_DRIFT_MAX] the entry says
  * baseline_suspect (the worker re-timed the rounds once already): its uplift
  * is not to be trusted, tune the GEMM again. */
@@ -157,7 +157,7 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
         "  (SELECT b.time_us FROM results b WHERE b.problem_id = p.id AND b.phase = 'final'"
         "    AND b.is_baseline = 1 AND b.valid = 1 AND b.backend = r.backend"
         "    AND b.device_model = r.device_model)"
-        " ELSE (SELECT AVG(bl.time_us) FROM baselines bl WHERE bl.problem_id = p.id"
+        " ELSE (SELECT median(bl.time_us) FROM baselines bl WHERE bl.problem_id = p.id"
         "    AND bl.backend = r.backend AND bl.device_model = r.device_model) END,"
         " r.tflops, r.rel_err, p.error, p.flops,"
         /* the baseline as the screen jobs timed it, next to their candidates */
@@ -434,7 +434,7 @@ static const char k_kernel_sql[] =
     "  (SELECT b.time_us FROM results b WHERE b.problem_id = r.problem_id AND b.phase = 'final'"
     "    AND b.is_baseline = 1 AND b.valid = 1 AND b.backend = r.backend"
     "    AND b.device_model = r.device_model)"
-    " ELSE (SELECT AVG(bl.time_us) FROM baselines bl WHERE bl.problem_id = r.problem_id"
+    " ELSE (SELECT median(bl.time_us) FROM baselines bl WHERE bl.problem_id = r.problem_id"
     "    AND bl.backend = r.backend AND bl.device_model = r.device_model) END,"
     " COALESCE(w.arch, (SELECT w2.arch FROM workers w2 WHERE w2.backend = r.backend"
     "    AND w2.device_model = r.device_model ORDER BY w2.last_heartbeat_ms DESC LIMIT 1)),"

@@ -105,6 +105,19 @@ int main(void)
     CHECK(q1(s, "SELECT COUNT(*) FROM baselines WHERE time_us = 600") == 0);
     /* the candidates of the dropped job still count (they were timed) */
     CHECK(q1(s, "SELECT COUNT(*) FROM results WHERE phase = 'screen' AND valid = 1") == 8);
+    /* The final job checks its baseline against the median of the screen
+     * baselines kept (60, 66, 150: 66), not their mean (92): one disturbed
+     * screen job must not flag a correct final baseline as drifting. */
+    gt_job fin;
+    int r = gt_store_lease(s, wid[0], gt_wall_ms(), 30000, &fin, err, sizeof err);
+    CHECK_MSG(r == 1 && !strcmp(fin.kind, "final"), "lease: %s", err);
+    if (r == 1) {
+        cJSON *t = cJSON_Parse(fin.timing);
+        const cJSON *ref = cJSON_GetObjectItemCaseSensitive(t, "baseline_ref_us");
+        CHECK_MSG(cJSON_IsNumber(ref) && ref->valuedouble == 66, "baseline_ref_us %s", fin.timing);
+        cJSON_Delete(t);
+        gt_job_free(&fin);
+    }
     gt_store_close(s);
     return gt_test_done_rm(dir);
 }
