@@ -10,7 +10,7 @@
 
 #include "gt_store.h"
 
-typedef struct gt_space_target {
+typedef struct gt_spview_target {
     int64_t problem_id;
     char *key, *label, *spec;   /* problem key, label, JSON spec (owned) */
     char backend[16];
@@ -19,15 +19,15 @@ typedef struct gt_space_target {
     char arch[64];              /* that worker's ("sm_90") */
     int units;                  /* its SMs (CUs on HIP) */
     char *gen_device;           /* its gen/gen_dev.h JSON text (owned), NULL when it sent none */
-} gt_space_target;
+} gt_spview_target;
 
 /* problem: the problem's id (decimal) or its canonical key, within the run.
  * The worker is the most recently seen one with the run's backend and
  * device model (any state: a gone worker still tells what the model is).
- * 0 with *t filled (release with gt_space_target_fini), GT_STORE_NO_RUN,
+ * 0 with *t filled (release with gt_spview_target_fini), GT_STORE_NO_RUN,
  * GT_STORE_NO_PROBLEM, or -1 with err. */
-int gt_store_space_target(gt_store *s, int64_t run_id, const char *problem, gt_space_target *t,
+int gt_store_space_target(gt_store *s, int64_t run_id, const char *problem, gt_spview_target *t,
                           char *err, size_t errlen);
-void gt_space_target_fini(gt_space_target *t);
+void gt_spview_target_fini(gt_spview_target *t);
 
 #endif

@@ -42,7 +42,7 @@
 #define MAX_SMS 4096
 
 typedef struct space_args {
-    gt_space_query sq;
+    gt_spview_query sq;
     const char *config; /* JSON text or NULL */
     const char *arch;   /* or NULL */
     int sm, sms;        /* 0: not given */
@@ -114,16 +114,16 @@ static int take(cJSON *o, const char *name, cJSON *src)
 }
 
 /* The device the rules see, and where its arch, SM count and limits came
- * from (gt_space_device). */
-static cJSON *device_json(const space_args *a, const gt_space_target *t, gt_gen_dev *d)
+ * from (gt_spview_device). */
+static cJSON *device_json(const space_args *a, const gt_spview_target *t, gt_gen_dev *d)
 {
-    gt_space_dev_in in = {.q_sm = a->sm,
+    gt_spview_dev_in in = {.q_sm = a->sm,
                           .q_sms = a->sms,
                           .w_sm = t->worker_id ? gt_gen_dev_sm_of(t->arch) : 0,
                           .w_sms = t->worker_id && t->units > 0 ? t->units : 0,
                           .w_gen_device = t->gen_device};
-    gt_space_dev sd;
-    gt_space_device(&in, &sd);
+    gt_spview_dev sd;
+    gt_spview_device(&in, &sd);
     *d = sd.d;
     int worker = !strcmp(sd.limits_from, "worker");
     char arch[16];
@@ -182,7 +182,7 @@ enum MHD_Result gt_http_space(gt_req *q, const char *method, int64_t run_id, con
         return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL, "%s",
                                   a.err[0] ? a.err : "bad query");
 
-    gt_space_target t;
+    gt_spview_target t;
     int rc = gt_store_space_target(h->rstore, run_id, rest, &t, err, sizeof err);
     if (rc != 0)
         return lookup_error(q, rc, run_id, rest, err);
@@ -235,8 +235,8 @@ enum MHD_Result gt_http_space(gt_req *q, const char *method, int64_t run_id, con
         ret = MHD_NO;
         goto out;
     }
-    rc = cfg ? gt_space_add_verdict(j, &p, &d, cfg, err, sizeof err)
-             : gt_space_add_families(j, &p, &d, &a.sq, err, sizeof err);
+    rc = cfg ? gt_spview_add_verdict(j, &p, &d, cfg, err, sizeof err)
+             : gt_spview_add_families(j, &p, &d, &a.sq, err, sizeof err);
     if (rc == 1) {
         ret = gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL, "%s", err);
         goto out;
@@ -251,6 +251,6 @@ out:
     cJSON_Delete(j);
     cJSON_Delete(cfg);
     cJSON_Delete(spec);
-    gt_space_target_fini(&t);
+    gt_spview_target_fini(&t);
     return ret;
 }

@@ -100,7 +100,7 @@ static void pruned_text(const fam *f, int i, char *buf, size_t len)
 
 /* ---- rules ----------------------------------------------------------------------------- */
 
-void gt_space_rule(const char *reason, char *buf, size_t len)
+void gt_spview_rule(const char *reason, char *buf, size_t len)
 {
     size_t n = strcspn(reason, ":=");
     while (n > 0 && reason[n - 1] == ' ')
@@ -188,7 +188,7 @@ static int add_kept(cJSON *o, const fam *f, const gt_problem *p, const gt_gen_de
     return 0;
 }
 
-static int add_pruned(cJSON *o, const fam *f, const gt_space_query *q)
+static int add_pruned(cJSON *o, const fam *f, const gt_spview_query *q)
 {
     rule_count *rc = calloc(MAX_RULES, sizeof *rc);
     cJSON *pr = cJSON_AddObjectToObject(o, "pruned"), *by = NULL, *ex = NULL;
@@ -200,7 +200,7 @@ static int add_pruned(cJSON *o, const fam *f, const gt_space_query *q)
         !(ex = cJSON_CreateArray()))
         goto out;
     for (int i = 0; i < f->npruned; i++) {
-        gt_space_rule(fam_reason(f, i), rule, sizeof rule);
+        gt_spview_rule(fam_reason(f, i), rule, sizeof rule);
         count_rule(rc, &nrc, rule);
         if (q->rule && strcmp(rule, q->rule))
             continue;
@@ -230,7 +230,7 @@ out:
 }
 
 static cJSON *family_json(const fam *f, const gt_problem *p, const gt_gen_dev *d,
-                          const gt_space_query *q)
+                          const gt_spview_query *q)
 {
     cJSON *o = cJSON_CreateObject();
     int applies = f->why[0] == '\0';
@@ -244,8 +244,8 @@ static cJSON *family_json(const fam *f, const gt_problem *p, const gt_gen_dev *d
     return o;
 }
 
-int gt_space_add_families(cJSON *obj, const gt_problem *p, const gt_gen_dev *d,
-                          const gt_space_query *q, char *err, size_t errlen)
+int gt_spview_add_families(cJSON *obj, const gt_problem *p, const gt_gen_dev *d,
+                          const gt_spview_query *q, char *err, size_t errlen)
 {
     static const int ids[2] = {GT_FAM_GEMV, GT_FAM_MMA}, bits[2] = {GT_SPACE_GEMV, GT_SPACE_MMA};
     cJSON *fams = cJSON_AddObjectToObject(obj, "families");
@@ -274,7 +274,7 @@ nomem:
 
 #define TEXT_LEN 256
 
-int gt_space_add_verdict(cJSON *obj, const gt_problem *p, const gt_gen_dev *d, const cJSON *cfg,
+int gt_spview_add_verdict(cJSON *obj, const gt_problem *p, const gt_gen_dev *d, const cJSON *cfg,
                          char *err, size_t errlen)
 {
     gt_gen_cfg gc;
@@ -339,11 +339,11 @@ int gt_space_add_verdict(cJSON *obj, const gt_problem *p, const gt_gen_dev *d, c
         snprintf(rule, sizeof rule, "applicability");
     } else if (pruned >= 0) {
         snprintf(why, sizeof why, "%s", fam_reason(&f, pruned));
-        gt_space_rule(why, rule, sizeof rule);
+        gt_spview_rule(why, rule, sizeof rule);
         runnable = !strcmp(rule, "rank");
     } else if (id == GT_FAM_GEMV ? gt_gen_check(p, d, &gc, why, sizeof why)
                                  : gt_mma_check(p, d, &mc, why, sizeof why)) {
-        gt_space_rule(why, rule, sizeof rule);
+        gt_spview_rule(why, rule, sizeof rule);
     } else {
         snprintf(why, sizeof why, "raw space: passes every rule, but the family's enumeration "
                                   "does not generate these attribute values");
@@ -364,7 +364,7 @@ out:
 
 /* ---- the device ----------------------------------------------------------------------- */
 
-void gt_space_device(const gt_space_dev_in *in, gt_space_dev *out)
+void gt_spview_device(const gt_spview_dev_in *in, gt_spview_dev *out)
 {
     memset(out, 0, sizeof *out);
     int sm = in->q_sm ? in->q_sm : in->w_sm ? in->w_sm : GT_SPACE_DEFAULT_SM;

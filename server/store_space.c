@@ -10,7 +10,7 @@
 #include "gt_util.h"
 #include "store_priv.h"
 
-void gt_space_target_fini(gt_space_target *t)
+void gt_spview_target_fini(gt_spview_target *t)
 {
     free(t->key);
     free(t->label);
@@ -33,7 +33,7 @@ static const char k_target_sql[] =
     "   LIMIT 1)"
     " WHERE r.id = ?1 LIMIT 1";
 
-int gt_store_space_target(gt_store *s, int64_t run_id, const char *problem, gt_space_target *t,
+int gt_store_space_target(gt_store *s, int64_t run_id, const char *problem, gt_spview_target *t,
                           char *err, size_t errlen)
 {
     int64_t pid = -1;
@@ -86,6 +86,6 @@ out:
     sqlite3_finalize(st); /* NULL is a no-op */
     gt_store_unlock(s);
     if (rc != 0)
-        gt_space_target_fini(t);
+        gt_spview_target_fini(t);
     return rc;
 }

@@ -68,9 +68,9 @@ static cJSON *space(const gt_problem *p, const gt_gen_dev *d, int fams, const ch
                     int offset, int limit)
 {
     char err[256];
-    gt_space_query q = {.families = fams, .rule = rule, .offset = offset, .limit = limit};
+    gt_spview_query q = {.families = fams, .rule = rule, .offset = offset, .limit = limit};
     cJSON *o = cJSON_CreateObject();
-    if (!o || gt_space_add_families(o, p, d, &q, err, sizeof err) != 0) {
+    if (!o || gt_spview_add_families(o, p, d, &q, err, sizeof err) != 0) {
         fprintf(stderr, "space: %s\n", err);
         cJSON_Delete(o);
         return NULL;
@@ -106,17 +106,17 @@ static int cfg_is(const cJSON *cfg, const char *text)
 static void rule_names(void)
 {
     char r[GT_SPACE_RULE_LEN];
-    gt_space_rule("alignment: lda=4100, ldb=4096 not all multiples", r, sizeof r);
+    gt_spview_rule("alignment: lda=4100, ldb=4096 not all multiples", r, sizeof r);
     CHECK(!strcmp(r, "alignment"));
-    gt_space_rule("n_tile=8 < n=32: A would be streamed", r, sizeof r);
+    gt_spview_rule("n_tile=8 < n=32: A would be streamed", r, sizeof r);
     CHECK(!strcmp(r, "n_tile"));
-    gt_space_rule("split-K: splitk=4 leaves empty splits", r, sizeof r);
+    gt_spview_rule("split-K: splitk=4 leaves empty splits", r, sizeof r);
     CHECK(!strcmp(r, "split-K"));
-    gt_space_rule("in flight: 1.9 KiB", r, sizeof r);
+    gt_spview_rule("in flight: 1.9 KiB", r, sizeof r);
     CHECK(!strcmp(r, "in flight"));
-    gt_space_rule("rank: 49 of 200", r, sizeof r);
+    gt_spview_rule("rank: 49 of 200", r, sizeof r);
     CHECK(!strcmp(r, "rank"));
-    gt_space_rule("no separator at all", r, 4);
+    gt_spview_rule("no separator at all", r, 4);
     CHECK(!strcmp(r, "no "));
 }
 
@@ -175,7 +175,7 @@ static void family_matches(const gt_problem *p, const gt_gen_dev *d, int fam)
         int n = 0;
         char r[GT_SPACE_RULE_LEN];
         for (int j = 0; j < npruned; j++) {
-            gt_space_rule(fam == GT_SPACE_GEMV ? gs.pruned[j].reason : ms.pruned[j].reason, r,
+            gt_spview_rule(fam == GT_SPACE_GEMV ? gs.pruned[j].reason : ms.pruned[j].reason, r,
                           sizeof r);
             n += !strcmp(r, e->string);
         }
@@ -290,7 +290,7 @@ static cJSON *verdict(const gt_problem *p, const gt_gen_dev *d, const char *cfg,
 {
     char err[256];
     cJSON *c = cJSON_Parse(cfg), *o = cJSON_CreateObject();
-    *rc = c && o ? gt_space_add_verdict(o, p, d, c, err, sizeof err) : -1;
+    *rc = c && o ? gt_spview_add_verdict(o, p, d, c, err, sizeof err) : -1;
     cJSON_Delete(c);
     if (*rc != 0) {
         cJSON_Delete(o);
@@ -425,13 +425,13 @@ static void store_target(void)
         return;
     int64_t run = new_run(s, "cuda", "H100"), unbound = new_run(s, "cuda", "");
     CHECK(run > 0 && unbound > 0);
-    gt_space_target t;
+    gt_spview_target t;
     CHECK(gt_store_space_target(s, run, "1", &t, err, sizeof err) == 0);
     CHECK(t.problem_id == 1 && !strcmp(t.backend, "cuda") && !strcmp(t.device_model, "H100") &&
           t.worker_id == 0 && t.spec && t.spec[0] == '{' && t.key && !strncmp(t.key, "m=4096,n=1,", 11));
     char key[512];
     snprintf(key, sizeof key, "%s", t.key ? t.key : "");
-    gt_space_target_fini(&t);
+    gt_spview_target_fini(&t);
     /* workers: another model, another backend, then two of the model (the
      * newer heartbeat wins) */
     CHECK(gt_test_store_sql(s, "INSERT INTO workers (host, pid, device_index, backend, device_model, arch,"
@@ -442,12 +442,12 @@ static void store_target(void)
                   " ('d', 1, 0, 'cuda', 'H100', 'sm_90', 1, 132, 'd', 'v', 'gone', 1, 40);") == 0);
     CHECK(gt_store_space_target(s, run, key, &t, err, sizeof err) == 0);
     CHECK(t.problem_id == 1 && t.worker_id == 4 && !strcmp(t.arch, "sm_90") && t.units == 132);
-    gt_space_target_fini(&t);
+    gt_spview_target_fini(&t);
     /* an unbound run matches no worker */
     snprintf(id, sizeof id, "%d", 2);
     CHECK(gt_store_space_target(s, unbound, id, &t, err, sizeof err) == 0);
     CHECK(t.worker_id == 0 && t.device_model[0] == '\0');
-    gt_space_target_fini(&t);
+    gt_spview_target_fini(&t);
     /* what is missing */
     CHECK(gt_store_space_target(s, run, "2", &t, err, sizeof err) == GT_STORE_NO_PROBLEM);
     CHECK(gt_store_space_target(s, run, "m=1", &t, err, sizeof err) == GT_STORE_NO_PROBLEM);
@@ -471,7 +471,7 @@ static char *kept_text(const cJSON *o)
 
 /* A worker that registered with its own limits (gen_device, through the
  * store's register call as dispatch.c makes it): the store hands them back
- * for the run's problems, gt_space_device uses them exactly (limits_from
+ * for the run's problems, gt_spview_device uses them exactly (limits_from
  * "worker"), and the space is gt_gen_prune's / gt_mma_prune's with that
  * device, which differs from the defaults' (smem_optin of an sm_86, 2 %
  * more DRAM bandwidth). ?arch= of another arch falls back to its defaults;
@@ -504,12 +504,12 @@ static void worker_limits(void)
     cJSON_Delete(gj);
     int64_t wid = 0;
     CHECK(gt_store_register_worker(s, &w, 100, &wid, err, sizeof err) == 0 && wid > 0);
-    gt_space_target t;
+    gt_spview_target t;
     CHECK(gt_store_space_target(s, run, "1", &t, err, sizeof err) == 0);
     CHECK(t.worker_id == wid && t.gen_device && !strcmp(t.gen_device, w.gen_device));
-    gt_space_dev_in in = {.w_sm = 90, .w_sms = t.units, .w_gen_device = t.gen_device};
-    gt_space_dev sd;
-    gt_space_device(&in, &sd);
+    gt_spview_dev_in in = {.w_sm = 90, .w_sms = t.units, .w_gen_device = t.gen_device};
+    gt_spview_dev sd;
+    gt_spview_device(&in, &sd);
     CHECK(!strcmp(sd.limits_from, "worker") && !strcmp(sd.arch_from, "worker") &&
           !sd.ignored[0] && gt_gen_dev_equal(&sd.d, &wd));
     /* the space is gen's with that exact device, and not the defaults' */
@@ -533,16 +533,16 @@ static void worker_limits(void)
               differ);
     /* ?sms= wins over the worker's, the limits stay its own */
     in.q_sms = 100;
-    gt_space_device(&in, &sd);
+    gt_spview_device(&in, &sd);
     CHECK(!strcmp(sd.limits_from, "worker") && !strcmp(sd.sms_from, "query") && sd.d.sms == 100 &&
           sd.d.dram_bw == wd.dram_bw);
     /* ?arch=sm_90 is the worker's arch: still its limits; sm_80: the defaults */
     in.q_sms = 0;
     in.q_sm = 90;
-    gt_space_device(&in, &sd);
+    gt_spview_device(&in, &sd);
     CHECK(!strcmp(sd.limits_from, "worker") && !strcmp(sd.arch_from, "query"));
     in.q_sm = 80;
-    gt_space_device(&in, &sd);
+    gt_spview_device(&in, &sd);
     gt_gen_dev a100;
     gt_gen_dev_default(&a100, 80, 114);
     CHECK(!strcmp(sd.limits_from, "default") && strstr(sd.ignored, "sm_80") &&
@@ -550,14 +550,14 @@ static void worker_limits(void)
     /* an older worker (no gen_device): the defaults, nothing ignored */
     in.q_sm = 0;
     in.w_gen_device = NULL;
-    gt_space_device(&in, &sd);
+    gt_spview_device(&in, &sd);
     CHECK(!strcmp(sd.limits_from, "default") && !sd.ignored[0] && gt_gen_dev_equal(&sd.d, &def));
     /* a stored text of another version: the defaults, and why */
     in.w_gen_device = "{\"hip\":0}";
-    gt_space_device(&in, &sd);
+    gt_spview_device(&in, &sd);
     CHECK(!strcmp(sd.limits_from, "default") && strstr(sd.ignored, "missing") &&
           gt_gen_dev_equal(&sd.d, &def));
-    gt_space_target_fini(&t);
+    gt_spview_target_fini(&t);
     /* GET /v1/workers shows it, parsed; a worker without one shows null */
     memset(w.gen_device, 0, sizeof w.gen_device);
     w.pid = 2;
