@@ -2,12 +2,14 @@
 #include "gt_test.h"
 
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gt_dispatch.h"
 #include "gt_plan.h"
 #include "gt_store.h"
+#include "gt_util.h"
 
 int gt_test_failures;
 int gt_test_checks;
@@ -139,4 +141,63 @@ int gt_test_report(gt_store *s, int64_t worker_id, const struct cJSON *msg, int6
                              err, errlen);
     gt_report_fini(&rep);
     return rc;
+}
+
+gt_store *gt_test_store_with_run(const char *dir, const char *log, const char *const (*opts)[2],
+                                 size_t nopts, gt_run_created *cr)
+{
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s/c.db", dir);
+    gt_store *s = gt_store_open(path, err, sizeof err);
+    CHECK_MSG(s != NULL, "%s", err);
+    if (!s)
+        return NULL;
+    gt_run_opts o;
+    gt_run_opts_default(&o);
+    int rc = gt_run_opts_set(&o, "backend", "cpu", err, sizeof err);
+    for (size_t i = 0; rc == 0 && i < nopts; i++)
+        rc = gt_run_opts_set(&o, opts[i][0], opts[i][1], err, sizeof err);
+    gt_log_result res;
+    gt_run_created created;
+    memset(&res, 0, sizeof res);
+    if (rc == 0)
+        rc = gt_log_parse(log, strlen(log), &o.log, &res);
+    if (rc == 0)
+        rc = gt_test_create_run(s, &o, &res, cr ? cr : &created, err, sizeof err);
+    CHECK_MSG(rc == 0, "create run: %s", err);
+    gt_log_result_free(&res);
+    gt_run_opts_fini(&o);
+    if (rc != 0) {
+        gt_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+int64_t gt_test_sim_worker(gt_store *s, const char *host, int units)
+{
+    char err[512];
+    gt_worker_info w;
+    memset(&w, 0, sizeof w);
+    snprintf(w.host, sizeof w.host, "%s", host);
+    snprintf(w.backend, sizeof w.backend, "cpu");
+    snprintf(w.device_model, sizeof w.device_model, "Sim CPU");
+    w.units = units;
+    int64_t id = 0;
+    int rc = gt_store_register_worker(s, &w, gt_wall_ms(), &id, err, sizeof err);
+    CHECK_MSG(rc == 0, "register: %s", err);
+    return rc == 0 ? id : 0;
+}
+
+long long gt_test_int(gt_store *s, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    long long n = -1;
+    gt_store_lock(s);
+    if (sqlite3_prepare_v2(gt_store_db(s), sql, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    gt_store_unlock(s);
+    return n;
 }

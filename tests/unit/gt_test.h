@@ -85,6 +85,18 @@ int gt_test_create_run(struct gt_store *s, const struct gt_run_opts *o,
                        const struct gt_log_result *log, struct gt_run_created *out, char *err,
                        size_t errlen);
 
+/* A store at dir/c.db holding one run of log (a size list) with the options
+ * given as name/value pairs (backend cpu unless named), created as
+ * gt_test_create_run does; *cr (may be NULL) gets what was created. NULL
+ * after a failed check. */
+struct gt_store *gt_test_store_with_run(const char *dir, const char *log, const char *const (*opts)[2],
+                                        size_t nopts, struct gt_run_created *cr);
+/* A simulated cpu worker ("Sim CPU", units cores) registered on host: its
+ * id, or 0 after a failed check. */
+int64_t gt_test_sim_worker(struct gt_store *s, const char *host, int units);
+/* The first column of the first row of sql as an integer, -1 when none. */
+long long gt_test_int(struct gt_store *s, const char *sql);
+
 /* A worker's "results" message reported the way the dispatcher does it
  * (gt_dispatch_decode_report, then gt_store_report): the store tests build
  * messages as JSON. Returns what gt_store_report returns, or -1 with err for

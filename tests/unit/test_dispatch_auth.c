@@ -78,43 +78,19 @@ static int refused(cJSON *r, const char *why)
     return ok;
 }
 
-static long long count(gt_store *s, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    long long n = -1;
-    if (sqlite3_prepare_v2(gt_store_db(s), sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return n;
-}
-
 #define REG "{\"v\":1,\"type\":\"register\",\"host\":\"%s\",\"pid\":%d,\"backend\":\"cpu\"," \
             "\"device_model\":\"Sim CPU\",\"units\":2%s}"
 
 int main(void)
 {
-    char dir[64], path[128], err[512];
+    char dir[64], err[512];
     if (gt_test_tmpdir(dir, sizeof dir, "auth"))
         return 1;
-    snprintf(path, sizeof path, "%s/c.db", dir);
-    gt_store *s = gt_store_open(path, err, sizeof err);
-    CHECK_MSG(s, "%s", err);
+    /* a cpu run of two GEMMs, queued */
+    static const char *const opts[][2] = {{"budget", "4"}};
+    gt_store *s = gt_test_store_with_run(dir, "M,N,K\n64,64,64\n48,32,96\n", opts, 1, NULL);
     if (!s)
         return gt_test_done();
-    /* a cpu run of two GEMMs, queued */
-    gt_run_opts o;
-    gt_run_opts_default(&o);
-    CHECK(gt_run_opts_set(&o, "backend", "cpu", err, sizeof err) == 0);
-    CHECK(gt_run_opts_set(&o, "budget", "4", err, sizeof err) == 0);
-    const char *log = "M,N,K\n64,64,64\n48,32,96\n";
-    gt_log_result res;
-    gt_run_created cr;
-    int rc = gt_log_parse(log, strlen(log), &o.log, &res);
-    if (rc == 0)
-        rc = gt_test_create_run(s, &o, &res, &cr, err, sizeof err);
-    CHECK_MSG(rc == 0, "create run: %s", err);
-    gt_log_result_free(&res);
-    gt_run_opts_fini(&o);
 
     gt_dispatch_opts dopt = {.url = "tcp://127.0.0.1:0", .lease_ms = 30000, .heartbeat_ms = 5000,
                              .max_attempts = 3, .token = "T0ken"};
@@ -140,7 +116,7 @@ int main(void)
     long long job = (long long)cJSON_GetNumberValue(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "job"), "id"));
     cJSON_Delete(r);
-    long long leased_before = count(s, "SELECT COUNT(*) FROM jobs WHERE state = 'leased'");
+    long long leased_before = gt_test_int(s, "SELECT COUNT(*) FROM jobs WHERE state = 'leased'");
     CHECK(leased_before == 1);
 
     /* The attacker: a connection that never registered. */
@@ -167,11 +143,11 @@ int main(void)
     CHECK(refused(req(evil, REG, "evil", 66, attach), "bad_token"));
     CHECK(refused(req(evil, "{\"v\":1,\"type\":\"lease\",\"session\":\"%s\"}", cred), "no_session"));
     /* nothing changed: no result, no new worker, the lease still the honest one's */
-    CHECK(count(s, "SELECT COUNT(*) FROM results") == 0);
-    CHECK(count(s, "SELECT COUNT(*) FROM baselines") == 0);
-    CHECK(count(s, "SELECT COUNT(*) FROM workers") == 1);
-    CHECK(count(s, "SELECT COUNT(*) FROM workers WHERE state = 'gone'") == 0);
-    CHECK(count(s, "SELECT COUNT(*) FROM jobs WHERE state = 'leased'") == 1);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM results") == 0);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM baselines") == 0);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM workers") == 1);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM workers WHERE state = 'gone'") == 0);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM jobs WHERE state = 'leased'") == 1);
     CHECK(gt_dispatch_refused(d, GT_REFUSED_NO_SESSION) == 8);
     CHECK(gt_dispatch_refused(d, GT_REFUSED_TOKEN) == 3);
     CHECK(gt_dispatch_refused(d, GT_REFUSED_NO_CREDENTIAL) == 0);
@@ -196,7 +172,7 @@ int main(void)
                       "\"results\":[]}",
                       cred2, job),
                   "not_leased"));
-    CHECK(count(s, "SELECT COUNT(*) FROM jobs WHERE state = 'leased'") == 1);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM jobs WHERE state = 'leased'") == 1);
 
     /* A second connection of the honest worker attaches with the token and
      * its credential (what its heartbeat socket does) and keeps its id. */
@@ -222,10 +198,10 @@ int main(void)
             cred, job);
     CHECK(r && !strcmp(str(r, "type"), "ack"));
     cJSON_Delete(r);
-    CHECK(count(s, "SELECT COUNT(*) FROM results WHERE valid = 1") == 1);
-    CHECK(count(s, "SELECT COUNT(*) FROM results WHERE valid = 0 AND time_us = 0.001"
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM results WHERE valid = 1") == 1);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM results WHERE valid = 0 AND time_us = 0.001"
                    " AND reason LIKE 'implausible: %below the physical bound%'") == 1);
-    CHECK(count(s, "SELECT COUNT(*) FROM baselines") == 0);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM baselines") == 0);
     CHECK(gt_dispatch_implausible(d) == 2);
 
     /* bye from the honest worker unbinds both its connections */

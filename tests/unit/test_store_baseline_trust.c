@@ -14,16 +14,6 @@
 #include "gt_test.h"
 #include "gt_util.h"
 
-static long long q1(gt_store *s, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    long long n = -1;
-    if (sqlite3_prepare_v2(gt_store_db(s), sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return n;
-}
-
 /* Worker wid leases a job and reports its candidates at 50 us and the
  * baseline at base_us; returns how many the store rejected. */
 static size_t screen(gt_store *s, int64_t wid, double base_us)
@@ -65,46 +55,27 @@ static size_t screen(gt_store *s, int64_t wid, double base_us)
 
 int main(void)
 {
-    char dir[64], path[128], err[512];
+    char dir[64], err[512];
     if (gt_test_tmpdir(dir, sizeof dir, "bltrust"))
         return 1;
-    snprintf(path, sizeof path, "%s/c.db", dir);
-    gt_store *s = gt_store_open(path, err, sizeof err);
-    CHECK_MSG(s, "%s", err);
+    static const char *const opts[][2] = {{"budget", "8"}, {"shard_size", "2"}};
+    gt_run_created cr;
+    gt_store *s = gt_test_store_with_run(dir, "M,N,K\n64,64,64\n", opts, 2, &cr);
     if (!s)
         return gt_test_done();
-    gt_run_opts o;
-    gt_run_opts_default(&o);
-    CHECK(gt_run_opts_set(&o, "backend", "cpu", err, sizeof err) == 0);
-    CHECK(gt_run_opts_set(&o, "budget", "8", err, sizeof err) == 0);
-    CHECK(gt_run_opts_set(&o, "shard_size", "2", err, sizeof err) == 0);
-    const char *log = "M,N,K\n64,64,64\n";
-    gt_log_result res;
-    gt_run_created cr;
-    int rc = gt_log_parse(log, strlen(log), &o.log, &res);
-    if (rc == 0)
-        rc = gt_test_create_run(s, &o, &res, &cr, err, sizeof err);
-    CHECK_MSG(rc == 0 && cr.jobs == 4, "create run: %s (%zu jobs)", err, cr.jobs);
-    gt_log_result_free(&res);
-    gt_run_opts_fini(&o);
-    int64_t wid[4] = {0};
-    for (int i = 0; i < 4; i++) {
-        gt_worker_info w;
-        memset(&w, 0, sizeof w);
-        snprintf(w.host, sizeof w.host, "node%d", i);
-        snprintf(w.backend, sizeof w.backend, "cpu");
-        snprintf(w.device_model, sizeof w.device_model, "Sim CPU");
-        w.units = 2;
-        CHECK(gt_store_register_worker(s, &w, gt_wall_ms(), &wid[i], err, sizeof err) == 0);
-    }
+    CHECK_MSG(cr.jobs == 4, "%zu jobs", cr.jobs);
+    int64_t wid[4];
+    const char *hosts[4] = {"node0", "node1", "node2", "node3"};
+    for (int i = 0; i < 4; i++)
+        wid[i] = gt_test_sim_worker(s, hosts[i], 2);
     CHECK(screen(s, wid[0], 60) == 0);  /* the first has nothing to compare with */
     CHECK(screen(s, wid[1], 150) == 0); /* 2.5x the only other: in doubt, kept */
     CHECK(screen(s, wid[2], 66) == 0);  /* agrees with the first: kept */
     CHECK(screen(s, wid[3], 600) == 1); /* disagrees with all three: dropped */
-    CHECK(q1(s, "SELECT COUNT(*) FROM baselines") == 3);
-    CHECK(q1(s, "SELECT COUNT(*) FROM baselines WHERE time_us = 600") == 0);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM baselines") == 3);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM baselines WHERE time_us = 600") == 0);
     /* the candidates of the dropped job still count (they were timed) */
-    CHECK(q1(s, "SELECT COUNT(*) FROM results WHERE phase = 'screen' AND valid = 1") == 8);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM results WHERE phase = 'screen' AND valid = 1") == 8);
     /* The final job checks its baseline against the median of the screen
      * baselines kept (60, 66, 150: 66), not their mean (92): one disturbed
      * screen job must not flag a correct final baseline as drifting. */

@@ -13,49 +13,18 @@
 #include "gt_test.h"
 #include "gt_util.h"
 
-static long long q1(gt_store *s, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    long long n = -1;
-    if (sqlite3_prepare_v2(gt_store_db(s), sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return n;
-}
-
 int main(void)
 {
-    char dir[64], path[128], err[512];
+    char dir[64], err[512];
     if (gt_test_tmpdir(dir, sizeof dir, "screenfail"))
         return 1;
-    snprintf(path, sizeof path, "%s/c.db", dir);
-    gt_store *s = gt_store_open(path, err, sizeof err);
-    CHECK_MSG(s, "%s", err);
+    /* the bigger GEMM is problem 1 (heaviest first) */
+    static const char *const opts[][2] = {{"budget", "4"}, {"shard_size", "8"}};
+    gt_store *s = gt_test_store_with_run(dir, "M,N,K\n64,64,64\n16,16,16\n", opts, 2, NULL);
     if (!s)
         return gt_test_done();
-    gt_run_opts o;
-    gt_run_opts_default(&o);
-    CHECK(gt_run_opts_set(&o, "backend", "cpu", err, sizeof err) == 0);
-    CHECK(gt_run_opts_set(&o, "budget", "4", err, sizeof err) == 0);
-    CHECK(gt_run_opts_set(&o, "shard_size", "8", err, sizeof err) == 0);
-    /* the bigger GEMM is problem 1 (heaviest first) */
-    const char *log = "M,N,K\n64,64,64\n16,16,16\n";
-    gt_log_result res;
-    gt_run_created cr;
-    int rc = gt_log_parse(log, strlen(log), &o.log, &res);
-    if (rc == 0)
-        rc = gt_test_create_run(s, &o, &res, &cr, err, sizeof err);
-    CHECK_MSG(rc == 0, "create run: %s", err);
-    gt_log_result_free(&res);
-    gt_run_opts_fini(&o);
-    gt_worker_info w;
-    memset(&w, 0, sizeof w);
-    snprintf(w.host, sizeof w.host, "sim");
-    snprintf(w.backend, sizeof w.backend, "cpu");
-    snprintf(w.device_model, sizeof w.device_model, "Sim CPU");
-    w.units = 2;
-    int64_t wid = 0;
-    CHECK(gt_store_register_worker(s, &w, gt_wall_ms(), &wid, err, sizeof err) == 0);
+    int64_t wid = gt_test_sim_worker(s, "sim", 2);
+    int rc = wid > 0 ? 0 : -1;
     for (int step = 0; rc == 0 && step < 20; step++) {
         gt_job job;
         int r = gt_store_lease(s, wid, gt_wall_ms(), 30000, &job, err, sizeof err);
@@ -99,13 +68,13 @@ int main(void)
         cJSON_Delete(cands);
         gt_job_free(&job);
     }
-    CHECK(q1(s, "SELECT COUNT(*) FROM jobs WHERE problem_id = 2 AND kind = 'final'") == 0);
-    CHECK(q1(s, "SELECT COUNT(*) FROM problems WHERE id = 2 AND state = 'failed'"
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM jobs WHERE problem_id = 2 AND kind = 'final'") == 0);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM problems WHERE id = 2 AND state = 'failed'"
                 " AND error LIKE 'screen: nothing valid to re-time (wrong result%'") == 1);
-    CHECK(q1(s, "SELECT COUNT(*) FROM jobs WHERE problem_id = 1 AND kind = 'final'") == 1);
-    CHECK(q1(s, "SELECT COUNT(*) FROM problems WHERE id = 1 AND state = 'done'") == 1);
-    CHECK(q1(s, "SELECT COUNT(*) FROM jobs WHERE state = 'failed'") == 0);
-    CHECK(q1(s, "SELECT state = 'done' FROM runs") == 1);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM jobs WHERE problem_id = 1 AND kind = 'final'") == 1);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM problems WHERE id = 1 AND state = 'done'") == 1);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM jobs WHERE state = 'failed'") == 0);
+    CHECK(gt_test_int(s, "SELECT state = 'done' FROM runs") == 1);
     gt_store_close(s);
     return gt_test_done_rm(dir);
 }
