@@ -278,6 +278,52 @@ GT_DB_API int gt_db_kernel_cuda_launch_ex(const gt_db_kernel *k, const gt_db_mod
                                           unsigned flags, char *err, size_t errlen);
 #endif
 
+/* ---- plans: run the tuned winner, whichever kind it is -----------------------
+ * A plan is everything needed to run one tuned GEMM on the current device:
+ * for a cuBLASLt winner the matmul descriptor and layouts built from the GEMM
+ * by the code the worker timed with (cuda/: gt_cu_map_problem,
+ * gt_cu_desc_create), the config's algo re-created and checked against them
+ * (gt_cu_lt_algo_make) and a cublasLt handle of its own (one per plan: they
+ * are cheap next to a compile, and a plan needs no handle from its caller);
+ * for a generated winner the kernel (gt_db_kernel_get) compiled with NVRTC
+ * and loaded (gt_db_kernel_cuda_load). Plans are made in the calling
+ * thread's current CUDA context (the device's primary context of a CUDA
+ * runtime program, once the runtime has touched it) and run there.
+ * Builds without CUDA define these functions too: they return GT_DB_EINVAL
+ * with "built without CUDA". */
+typedef struct gt_db_plan gt_db_plan;
+/* Looks d up for backend "cuda" on device_model and builds its plan in *out.
+ * GT_DB_OK; GT_DB_NOT_TUNED (nothing is built: use the library's heuristic);
+ * GT_DB_REJECTED (tuned, but cuBLASLt refused the config here, or the
+ * generated kernel is not one this library can build); GT_DB_EINVAL with the
+ * reason in err (a bad argument, no CUDA driver or current context, a
+ * compile or cuBLASLt failure). */
+GT_DB_API int gt_db_plan_create(gt_db *db, const gt_gemm_desc *d, const char *device_model,
+                                gt_db_plan **out, char *err, size_t errlen);
+/* The device workspace gt_db_plan_run needs (*bytes, 0: none) and whether it
+ * must be zeroed once before its first run (*zero_once; the generated kernels
+ * that need it leave it zero). Runs sharing one workspace must not overlap:
+ * give each stream its own. Either pointer may be NULL. */
+GT_DB_API void gt_db_plan_workspace(const gt_db_plan *p, size_t *bytes, int *zero_once);
+/* Enqueues the GEMM on stream (a cudaStream_t/CUstream; NULL: the default
+ * stream) with these device pointers: c NULL when beta is 0, bias only when
+ * the GEMM has one, scale_a/scale_b (and scale_d for an fp8 output) for fp8
+ * GEMMs (device f32 scalars), NULL otherwise; workspace as
+ * gt_db_plan_workspace says. A, B, C and D must be aligned as the tuned algo
+ * requires (checked here: an error, never a cuBLASLt fault). flags:
+ * GT_DB_LAUNCH_* (1 = chained) for a generated kernel, ignored for cuBLASLt.
+ * No synchronisation. GT_DB_OK, or GT_DB_EINVAL with the reason in err.
+ * Thread safety: any number of threads may run one plan; the per-call
+ * pointers written into the cuBLASLt descriptor are guarded by the plan's
+ * mutex up to the enqueue. */
+GT_DB_API int gt_db_plan_run(gt_db_plan *p, void *stream, const void *a, const void *b,
+                             const void *c, const void *bias, void *d, const void *scale_a,
+                             const void *scale_b, const void *scale_d, void *workspace, int flags,
+                             char *err, size_t errlen);
+/* Frees the plan (its module, handle and descriptors); NULL is a no-op. Its
+ * context must still exist and no run of it may be pending on the GPU. */
+GT_DB_API void gt_db_plan_free(gt_db_plan *p);
+
 #if defined(GEMMTUNE_CUBLASLT) && !defined(CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA)
 #include <cublasLt.h>
 #endif

@@ -9,6 +9,8 @@
  *   gemmtune_kernel.c  generated kernels from the gen/ library (host only)
  *   kernel_cuda.c      (CUDA builds) NVRTC compile, load and launch of them
  *   gemmtune_cuda.c    (CUDA builds) the public cuBLASLt lookups
+ *   plan_cuda.c        (CUDA builds) plans: either winner made ready and run
+ *   plan_nocuda.c      (builds without CUDA) the plan functions, refusing
  *   record.c           the record-file line writer of the preload shim
  *   preload.c          (CUDA builds) the shim
  *

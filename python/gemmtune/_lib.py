@@ -156,6 +156,11 @@ _DECLS = {
         [_P(KernelC), _P(ModuleC), _VP, _VP, _VP, _VP, _VP, _VP, _VP, ctypes.c_uint, _CP, _SZ],
         False,
     ),
+    # plans (gemmtune.h): every build defines them; without CUDA they say so
+    "gt_db_plan_create": (ctypes.c_int, [_VP, _P(GemmDescC), _CP, _P(_VP), _CP, _SZ], False),
+    "gt_db_plan_workspace": (None, [_VP, _P(_SZ), _P(ctypes.c_int)], False),
+    "gt_db_plan_run": (ctypes.c_int, [_VP] * 11 + [ctypes.c_int, _CP, _SZ], False),
+    "gt_db_plan_free": (None, [_VP], False),
 }
 
 

@@ -1,7 +1,7 @@
 """On a CUDA GPU: the recorded GEMMs are exactly what cuBLASLt sees (the
 LD_PRELOAD shim's own record of the same program), and use() runs a tuned
-generated kernel through libgemmtune with PyTorch's answer. Skipped without
-a GPU."""
+generated kernel and a tuned cuBLASLt config (its plan) through libgemmtune
+with PyTorch's answer. Skipped without a GPU."""
 
 import os
 import subprocess
@@ -146,7 +146,7 @@ def test_compiled_model_runs_the_generated_kernel(gemv_db):
     assert st["tuned_run"] == 2, st
 
 
-def test_misaligned_or_cublaslt_configs_fall_back(gemv_db, tmp_path):
+def test_misaligned_falls_back(gemv_db):
     path, desc, model = gemv_db
     lin = torch.nn.Linear(4096, 4096, bias=False, device="cuda", dtype=torch.bfloat16)
     buf = torch.randn(4097, device="cuda", dtype=torch.bfloat16)
@@ -157,16 +157,35 @@ def test_misaligned_or_cublaslt_configs_fall_back(gemv_db, tmp_path):
             got = lin(x)
             st = r.stats()
     assert torch.equal(got, want) and st == {"gemms": 1, "fallback_misaligned": 1}, st
-    lt_cfg = ('{"algo_id":66,"cluster":2,"custom":0,"inner_shape":0,"reduction":0,"splitk":1,"stages":35,'
-              '"swizzle":0,"tile":20}')
-    lt = write_generated_export(str(tmp_path / "lt.db"), desc, model, config=lt_cfg)
+
+
+# An H100 cuBLASLt winner of bf16 TN 6144x1x4096 (tests/unit/test_lib_kernels.c)
+LT_CFG = ('{"algo_id":66,"cluster":2,"custom":0,"inner_shape":0,"reduction":0,"splitk":1,"stages":35,'
+          '"swizzle":0,"tile":20}')
+
+
+def test_cublaslt_winner_runs_tuned(gemv_db, tmp_path):
+    """A tuned cuBLASLt config runs through libgemmtune's plan (gt_db_plan_run)
+    on the current stream, twice and on a side stream, and matches PyTorch."""
+    _, desc, model = gemv_db
+    torch.manual_seed(0)
+    lt = write_generated_export(str(tmp_path / "lt.db"), desc, model, config=LT_CFG)
+    lin = torch.nn.Linear(4096, 4096, bias=False, device="cuda", dtype=torch.bfloat16)
     x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
+    s = torch.cuda.Stream()
     with torch.no_grad():
         want = lin(x)
         with gt.use(lt) as r:
             got = lin(x)
+            got2 = lin(x)
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                got3 = lin(x)
+            torch.cuda.synchronize()
             st = r.stats()
-    assert torch.equal(got, want) and st == {"gemms": 1, "fallback_cublaslt_no_run_api": 1}, st
+    assert st == {"gemms": 3, "tuned_run": 3}, st
+    for g in (got, got2, got3):
+        _close(g, want)
 
 
 def test_threads_and_streams(gemv_db):

@@ -178,6 +178,48 @@ static void check_args(const gt_db_kernel *k, const gt_problem *p, const char *c
     CHECK(k->workspace_bytes == g.ws_bytes && !k->workspace_zero);
 }
 
+/* Plans without a GPU: an untuned GEMM is GT_DB_NOT_TUNED and makes
+ * nothing; a cuBLASLt winner without a driver is an error that says so (in
+ * builds without CUDA, every plan is); free(NULL) is safe. */
+static void test_plan_host(gt_db *db, const gt_gemm_desc *gen, const gt_gemm_desc *lt)
+{
+    char err[512];
+    gt_db_plan *p = (gt_db_plan *)(uintptr_t)1;
+    size_t ws = 1;
+    int z = 1;
+    gt_db_plan_free(NULL);
+    gt_db_plan_workspace(NULL, &ws, &z);
+    CHECK(ws == 0 && z == 0);
+    CHECK(gt_db_plan_create(NULL, lt, MODEL, &p, err, sizeof err) == GT_DB_EINVAL && p == NULL);
+#ifdef GT_WITH_CUDA
+    gt_gemm_desc un;
+    desc_of(&un, 512, 3, 512);
+    p = (gt_db_plan *)(uintptr_t)1;
+    CHECK(gt_db_plan_create(db, &un, MODEL, &p, err, sizeof err) == GT_DB_NOT_TUNED && p == NULL);
+    CHECK(gt_db_plan_create(db, gen, "OtherGPU", &p, err, sizeof err) == GT_DB_NOT_TUNED && !p);
+    void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    int rc = gt_db_plan_create(db, lt, MODEL, &p, err, sizeof err);
+    if (!drv) {
+        CHECK_MSG(rc == GT_DB_EINVAL && p == NULL && strstr(err, "no CUDA driver"), "%d: %s", rc,
+                  err);
+        rc = gt_db_plan_create(db, gen, MODEL, &p, err, sizeof err);
+        CHECK_MSG(rc == GT_DB_EINVAL && p == NULL && strstr(err, "no CUDA driver"), "%d: %s", rc,
+                  err);
+    } else {
+        /* a driver: no current context here, or this device's cuBLASLt's answer */
+        CHECK_MSG(rc == GT_DB_OK ? p != NULL : (p == NULL && err[0]), "%d: %s", rc, err);
+        gt_db_plan_free(p);
+        dlclose(drv);
+    }
+#else
+    (void)gen;
+    CHECK(gt_db_plan_create(db, lt, MODEL, &p, err, sizeof err) == GT_DB_EINVAL && p == NULL &&
+          strstr(err, "built without CUDA"));
+    CHECK(gt_db_plan_run(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, err,
+                         sizeof err) == GT_DB_EINVAL);
+#endif
+}
+
 static void test_lookups(void)
 {
     char err[512];
@@ -268,6 +310,7 @@ static void test_lookups(void)
     CHECK(gt_db_kernel_get(NULL, &d1, MODEL, &k) == GT_DB_EINVAL);
     CHECK(gt_db_kernel_get(db, &d1, MODEL, NULL) == GT_DB_EINVAL);
     gt_db_kernel_free(NULL);
+    test_plan_host(db, &d1, &d2);
 #ifdef GT_WITH_CUDA
     /* cuBLASLt is never asked to run a generated winner (the handle is not
      * touched before the lookup decides) */
@@ -374,6 +417,191 @@ out:
     return bad;
 }
 
+/* The config cuBLASLt's heuristic picks for D = A^T B (bf16, m x n x k) on
+ * the current device, as the canonical JSON of a tuned cuda config (keys
+ * sorted, worker/cuda/CONFIG.md): a config this device certainly accepts. */
+static int heuristic_cfg(int64_t m, int64_t n, int64_t k, char *cfg, size_t len)
+{
+    cublasLtHandle_t h = NULL;
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t res;
+    int nres = 0, rc = -1;
+    int32_t ta = CUBLAS_OP_T;
+    uint64_t wsmax = 32u << 20;
+    if (cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) !=
+            CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, (uint64_t)k, (uint64_t)m, k) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, (uint64_t)k, (uint64_t)n, k) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, (uint64_t)m, (uint64_t)n, m) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsmax,
+                                             sizeof wsmax) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 1, &res, &nres) !=
+            CUBLAS_STATUS_SUCCESS ||
+        nres < 1)
+        goto out;
+    int32_t id = 0, splitk = 1;
+    uint32_t tile = 0, stages = 0, red = 0, swz = 0, custom = 0;
+    uint16_t cluster = 0, inner = 0;
+    size_t got;
+    const cublasLtMatmulAlgo_t *al = &res.algo;
+    if (cublasLtMatmulAlgoConfigGetAttribute(al, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &got) ||
+        cublasLtMatmulAlgoConfigGetAttribute(al, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &got) ||
+        cublasLtMatmulAlgoConfigGetAttribute(al, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &got) ||
+        cublasLtMatmulAlgoConfigGetAttribute(al, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &got) ||
+        cublasLtMatmulAlgoConfigGetAttribute(al, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof red, &got) ||
+        cublasLtMatmulAlgoConfigGetAttribute(al, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof swz, &got) ||
+        cublasLtMatmulAlgoConfigGetAttribute(al, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom, sizeof custom, &got) ||
+        cublasLtMatmulAlgoConfigGetAttribute(al, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster,
+                                             &got) ||
+        cublasLtMatmulAlgoConfigGetAttribute(al, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, &inner, sizeof inner, &got))
+        goto out;
+    snprintf(cfg, len,
+             "{\"algo_id\":%d,\"cluster\":%u,\"custom\":%u,\"inner_shape\":%u,\"reduction\":%u,"
+             "\"splitk\":%d,\"stages\":%u,\"swizzle\":%u,\"tile\":%u}",
+             (int)id, (unsigned)cluster, (unsigned)custom, (unsigned)inner, (unsigned)red, (int)splitk,
+             (unsigned)stages, (unsigned)swz, (unsigned)tile);
+    rc = 0;
+out:
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    if (la)
+        cublasLtMatrixLayoutDestroy(la);
+    if (lb)
+        cublasLtMatrixLayoutDestroy(lb);
+    if (lc)
+        cublasLtMatrixLayoutDestroy(lc);
+    if (op)
+        cublasLtMatmulDescDestroy(op);
+    if (h)
+        cublasLtDestroy(h);
+    return rc;
+}
+
+/* An export whose one GEMM (m x n x k bf16 TN) has the cuBLASLt winner cfg
+ * on model, made as make_export makes its file; the path. */
+static const char *make_lt_export(const char *model, const char *cfg, int64_t m, int64_t n, int64_t k)
+{
+    char err[512], sql[4096], log[128];
+    gt_store *s = gt_store_open(tpath("lt.db"), err, sizeof err);
+    CHECK_MSG(s, "%s", err);
+    if (!s)
+        return NULL;
+    int ll = snprintf(log, sizeof log, "%lld,%lld,%lld,bf16,T,N,1,10\n", (long long)m, (long long)n,
+                      (long long)k);
+    gt_run_opts o;
+    gt_log_result res;
+    gt_run_created cr;
+    gt_run_opts_default(&o);
+    snprintf(o.backend, sizeof o.backend, "cuda");
+    int ok = gt_log_parse(log, (size_t)ll, &o.log, &res) == 0 &&
+             gt_test_create_run(s, &o, &res, &cr, err, sizeof err) == 0 && cr.problems == 1;
+    CHECK_MSG(ok, "%s", err);
+    gt_log_result_free(&res);
+    gt_run_opts_fini(&o);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO results (run_id, problem_id, job_id, backend, phase, config, config_hash,"
+             " is_baseline, time_us, rel_err, valid, device_model, created_ms)"
+             " SELECT p.run_id, p.id, (SELECT MIN(id) FROM jobs WHERE problem_id = p.id), 'cuda',"
+             " 'final', '%s', v.h, v.bl, v.t, 0.001, 1, '%s', 1 FROM problems p, ("
+             "  SELECT '00000000000000e1' AS h, 0 AS bl, 9.0 AS t"
+             "  UNION ALL SELECT '00000000000000e2', 1, 10.0) v",
+             cfg, model);
+    gt_store_lock(s);
+    ok = ok && gt_test_sql(gt_store_db(s), sql) == 0 &&
+         gt_export_run(gt_store_db(s), cr.id, "test/run/lt", tpath("lt-export.db"), err, sizeof err) == 0;
+    gt_store_unlock(s);
+    CHECK_MSG(ok, "%s", err);
+    gt_store_close(s);
+    return ok ? tpath("lt-export.db") : NULL;
+}
+
+/* A cuBLASLt winner through the plan API on this device: created, run twice
+ * on the default stream with its workspace, D compared with a host
+ * reference (exact bf16 inputs). */
+static void test_plan_gpu(void)
+{
+    const int64_t m = 256, n = 64, kk = 512;
+    char err[512], cfg[512];
+    struct cudaDeviceProp prop;
+    gt_db *db = NULL;
+    gt_db_plan *plan = NULL;
+    size_t na = (size_t)(m * kk), nb = (size_t)(kk * n), nd = (size_t)(m * n), wsb = 0;
+    uint16_t *ha = malloc(na * 2), *hb = malloc(nb * 2), *hd = malloc(nd * 2);
+    void *da = NULL, *dbuf = NULL, *dd = NULL, *ws = NULL;
+    int zero = 0;
+    int ok = ha && hb && hd && cudaGetDeviceProperties(&prop, 0) == cudaSuccess &&
+             heuristic_cfg(m, n, kk, cfg, sizeof cfg) == 0;
+    CHECK_MSG(ok, "device properties or cuBLASLt heuristic");
+    const char *path = ok ? make_lt_export(prop.name, cfg, m, n, kk) : NULL;
+    if (!path)
+        goto out;
+    CHECK_MSG(db = gt_db_open(path, err, sizeof err), "%s", err);
+    if (!db)
+        goto out;
+    gt_gemm_desc d;
+    desc_of(&d, m, n, kk);
+    gt_db_result r;
+    CHECK(gt_db_lookup(db, &d, "cuda", prop.name, &r) == GT_DB_OK && !strcmp(r.config, cfg));
+    int rc = gt_db_plan_create(db, &d, prop.name, &plan, err, sizeof err);
+    CHECK_MSG(rc == GT_DB_OK && plan, "plan of %s: %d %s", cfg, rc, err);
+    if (!plan)
+        goto out;
+    gt_db_plan_workspace(plan, &wsb, &zero);
+    CHECK(zero == 0);
+    uint64_t x = 777;
+    for (size_t i = 0; i < na; i++)
+        ha[i] = gt_cpu_f32_to_bf16((float)((int)((x = x * 6364136223846793005ULL + 1) >> 60) - 8) / 16.0f);
+    for (size_t i = 0; i < nb; i++)
+        hb[i] = gt_cpu_f32_to_bf16((float)((int)((x = x * 6364136223846793005ULL + 1) >> 60) - 8) / 16.0f);
+    ok = cudaMalloc(&da, na * 2) == cudaSuccess && cudaMalloc(&dbuf, nb * 2) == cudaSuccess &&
+         cudaMalloc(&dd, nd * 2) == cudaSuccess && (!wsb || cudaMalloc(&ws, wsb) == cudaSuccess) &&
+         cudaMemcpy(da, ha, na * 2, cudaMemcpyHostToDevice) == cudaSuccess &&
+         cudaMemcpy(dbuf, hb, nb * 2, cudaMemcpyHostToDevice) == cudaSuccess &&
+         cudaMemset(dd, 0xff, nd * 2) == cudaSuccess; /* NaN: an unwritten element shows */
+    CHECK(ok);
+    for (int rep = 0; ok && rep < 2; rep++) {
+        rc = gt_db_plan_run(plan, NULL, da, dbuf, NULL, NULL, dd, NULL, NULL, NULL, ws, 0, err, sizeof err);
+        CHECK_MSG(rc == GT_DB_OK, "run: %s", err);
+        ok = rc == GT_DB_OK;
+    }
+    /* a missing workspace is refused, not run */
+    if (ok && wsb)
+        CHECK(gt_db_plan_run(plan, NULL, da, dbuf, NULL, NULL, dd, NULL, NULL, NULL, NULL, 0, err,
+                             sizeof err) == GT_DB_EINVAL && err[0]);
+    ok = ok && cudaDeviceSynchronize() == cudaSuccess &&
+         cudaMemcpy(hd, dd, nd * 2, cudaMemcpyDeviceToHost) == cudaSuccess;
+    CHECK(ok);
+    if (ok) {
+        long bad = 0;
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t i = 0; i < m; i++) {
+                double ref = 0;
+                for (int64_t q = 0; q < kk; q++)
+                    ref += (double)gt_cpu_bf16_to_f32(ha[i * kk + q]) * gt_cpu_bf16_to_f32(hb[j * kk + q]);
+                double got = gt_cpu_bf16_to_f32(hd[j * m + i]);
+                bad += !(fabs(got - ref) <= fabs(ref) / 128 + 1e-6);
+            }
+        CHECK_MSG(bad == 0, "%s: %ld elements of D wrong", cfg, bad);
+        fprintf(stderr, "     GPU: plan of cuBLASLt winner %s (%zu B workspace): D matches the host reference\n",
+                cfg, wsb);
+    }
+out:
+    gt_db_plan_free(plan);
+    gt_db_close(db);
+    cudaFree(da);
+    cudaFree(dbuf);
+    cudaFree(dd);
+    cudaFree(ws);
+    free(ha);
+    free(hb);
+    free(hd);
+}
+
 static void test_cuda(void)
 {
     char err[512];
@@ -416,6 +644,8 @@ static void test_cuda(void)
                 fprintf(stderr, "     GPU: %lldx%lldx%lld %s: D matches the host reference\n",
                         (long long)shapes[s][0], (long long)shapes[s][1], (long long)shapes[s][2],
                         k->launch[k->nlaunch - 1].kernel);
+                if (s == 0)
+                    test_plan_gpu();
             }
         } else {
             /* no driver or no device: a reason, nothing loaded */

@@ -7,11 +7,15 @@ gt_db_kernel_cuda_load compiles it with NVRTC for this device and loads it
 (once per device); each call enqueues gt_db_kernel_cuda_launch_ex on the
 current stream, with a workspace per stream from PyTorch's allocator.
 
-A tuned cuBLASLt configuration (GT_DB_OK) needs descriptors built exactly as
-the tuning built them, which libgemmtune keeps internal: this first version
-runs PyTorch's path for those and says so in the router's counters
-("fallback_cublaslt_no_run_api") until libgemmtune exports a run call for
-them (the package's README describes the one needed).
+A tuned cuBLASLt configuration (GT_DB_OK) runs through libgemmtune's plan
+API: gt_db_plan_create builds the descriptors and layouts exactly as the
+tuning built them, re-creates and checks the algo and keeps a cublasLt
+handle; each call enqueues gt_db_plan_run (cublasLtMatmul with that algo) on
+the current stream, with the bias pointer when the GEMM has one and a
+workspace per stream. A config this device's cuBLASLt refuses
+(GT_DB_REJECTED) runs PyTorch's path ("fallback_cublaslt_rejected"), and so
+does every tuned cuBLASLt GEMM with a libgemmtune too old for plans
+("fallback_cublaslt_no_plan_api").
 """
 
 import ctypes
@@ -20,7 +24,7 @@ import threading
 import torch
 
 from .. import _lib
-from ..db import GENERATED, OK
+from ..db import GENERATED, OK, REJECTED
 
 __all__ = ["Runner"]
 
@@ -76,6 +80,54 @@ class _KernelPlan:
             raise RuntimeError(f"gt_db_kernel_cuda_launch: {err.value.decode(errors='replace')}")
 
 
+class _LtPlan:
+    """A tuned cuBLASLt config as a libgemmtune plan (gt_db_plan_create)."""
+
+    def __init__(self, db, desc, model, device):
+        lib = _lib.load()
+        self.p = None
+        c = desc.to_c()
+        out = ctypes.c_void_p()
+        err = ctypes.create_string_buffer(1024)
+        with torch.cuda.device(device):
+            torch.cuda.current_stream(device)  # the primary context is current on this thread
+            rc = lib.gt_db_plan_create(db.handle, ctypes.byref(c), model.encode(), ctypes.byref(out), err, len(err))
+        self.rc = rc
+        if rc != OK:
+            # REJECTED is the device's answer, not a failure: the caller falls back
+            if rc == REJECTED:
+                self.why = err.value.decode(errors="replace")
+                return
+            raise RuntimeError(f"gt_db_plan_create: {lib.gt_db_strerror(rc).decode()}: "
+                               f"{err.value.decode(errors='replace')}")
+        self.p = out
+        nbytes, zero = ctypes.c_size_t(), ctypes.c_int()
+        lib.gt_db_plan_workspace(out, ctypes.byref(nbytes), ctypes.byref(zero))
+        self.ws_bytes = nbytes.value
+        self.ws_zero = bool(zero.value)
+        self._ws = {}  # stream handle -> workspace tensor (runs sharing one must not overlap)
+        self._lock = threading.Lock()
+        self.device = device
+
+    workspace = _KernelPlan.workspace
+
+    def launch(self, stream, a, b, c, bias, d):
+        lib = _lib.load()
+        err = ctypes.create_string_buffer(512)
+        ws = self.workspace(stream)
+        rc = lib.gt_db_plan_run(self.p, stream, a, b, c, bias, d, None, None, None, ws, 0, err, len(err))
+        if rc != OK:
+            raise RuntimeError(f"gt_db_plan_run: {err.value.decode(errors='replace')}")
+
+    def __del__(self):
+        try:
+            if self.p:
+                _lib.load().gt_db_plan_free(self.p)
+                self.p = None
+        except Exception:
+            pass
+
+
 class Runner:
     """Tuned GEMMs of one CUDA device."""
 
@@ -90,7 +142,8 @@ class Runner:
             with self._lock:
                 if decision.plan is None and decision.broken is None:
                     try:
-                        decision.plan = _KernelPlan(self.db, desc, model, self.device)
+                        make = _KernelPlan if decision.lookup.rc == GENERATED else _LtPlan
+                        decision.plan = make(self.db, desc, model, self.device)
                     except Exception as e:
                         decision.broken = str(e)
                         raise
@@ -99,9 +152,9 @@ class Runner:
     def run(self, decision, call, p, model):
         """(output, None) after enqueueing the tuned implementation on the
         current stream, or (None, reason) to run PyTorch's path."""
-        if decision.lookup.rc == OK:
-            return None, "cublaslt_no_run_api"
-        if decision.lookup.rc != GENERATED:
+        if decision.lookup.rc == OK and not _lib.has("gt_db_plan_create"):
+            return None, "cublaslt_no_plan_api"
+        if decision.lookup.rc not in (OK, GENERATED):
             return None, "not_runnable"
         a, b = p[call.a.arg], p[call.b.arg]
         bias = p[call.bias] if call.bias else None
@@ -114,6 +167,8 @@ class Runner:
         if any(x % _ALIGN for x in ptrs):
             return None, "misaligned"
         plan = self._plan(decision, call.desc, model)
+        if getattr(plan, "p", True) is None:  # an _LtPlan cuBLASLt refused on this device
+            return None, "cublaslt_rejected"
         stream = torch._C._cuda_getCurrentRawStream(self.index)
         plan.launch(
             stream,
