@@ -202,6 +202,10 @@ typedef struct gt_cu_drv {
 const gt_cu_drv *gt_cu_drv_get(char *err, size_t errlen);
 /* "cuda: what: CUDA_ERROR_NAME (code)" in err. */
 void gt_cu_drv_err(const gt_cu_drv *d, CUresult r, const char *what, char *err, size_t errlen);
+/* The compute capability (10 * major + minor) of the calling thread's
+ * current context's device: 0, or -1 with the reason (no driver, no current
+ * context) in err. */
+int gt_cu_current_sm(int *sm, char *err, size_t errlen);
 
 /* ---- modules and launches (module.c) ------------------------------------------------ */
 

@@ -34,31 +34,17 @@ void gt_db_kernel_cuda_unload(gt_db_module *m)
 int gt_db_kernel_cuda_load(const gt_db_kernel *k, gt_db_module *m, char *err, size_t errlen)
 {
     const gt_cu_drv *d;
-    CUdevice dev;
-    CUresult r;
     CUmodule mod = NULL;
     CUfunction fns[2] = {NULL, NULL};
     gt_cu_image img;
-    int major = 0, minor = 0;
+    int sm = 0;
     if (!m || !k || !k->source || k->nlaunch < 1 || k->nlaunch > 2) {
         snprintf(err, errlen, "invalid argument");
         return -1;
     }
     memset(m, 0, sizeof *m);
-    if (!(d = gt_cu_drv_get(err, errlen)))
+    if (!(d = gt_cu_drv_get(err, errlen)) || gt_cu_current_sm(&sm, err, errlen) != 0)
         return -1;
-    if ((r = d->ctx_get_device(&dev)) != CUDA_SUCCESS) {
-        gt_cu_drv_err(d, r, "no current CUDA context (cuCtxGetDevice)", err, errlen);
-        return -1;
-    }
-    if ((r = d->device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)) !=
-            CUDA_SUCCESS ||
-        (r = d->device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) !=
-            CUDA_SUCCESS) {
-        gt_cu_drv_err(d, r, "cuDeviceGetAttribute(compute capability)", err, errlen);
-        return -1;
-    }
-    int sm = major * 10 + minor;
     if (sm < k->min_sm) {
         snprintf(err, errlen, "device sm_%d: the %s kernel needs sm_%d or newer", sm, k->family,
                  k->min_sm);

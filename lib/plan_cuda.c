@@ -37,30 +37,6 @@ struct gt_db_plan {
     gt_db_module mod;
 };
 
-/* The compute capability of the calling thread's current context. */
-static int current_sm(int *sm, char *err, size_t errlen)
-{
-    CUdevice dev;
-    CUresult r;
-    int major = 0, minor = 0;
-    const gt_cu_drv *d = gt_cu_drv_get(err, errlen);
-    if (!d)
-        return -1;
-    if ((r = d->ctx_get_device(&dev)) != CUDA_SUCCESS) {
-        gt_cu_drv_err(d, r, "no current CUDA context (cuCtxGetDevice)", err, errlen);
-        return -1;
-    }
-    if ((r = d->device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)) !=
-            CUDA_SUCCESS ||
-        (r = d->device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) !=
-            CUDA_SUCCESS) {
-        gt_cu_drv_err(d, r, "cuDeviceGetAttribute(compute capability)", err, errlen);
-        return -1;
-    }
-    *sm = major * 10 + minor;
-    return 0;
-}
-
 /* The cuBLASLt half of gt_db_plan_create: key is tuned with a cuBLASLt config. */
 static int make_lt(gt_db_plan *p, const gt_db *db, const gt_problem *prob, const char *key,
                    const char *model, char *err, size_t errlen)
@@ -73,7 +49,7 @@ static int make_lt(gt_db_plan *p, const gt_db *db, const gt_problem *prob, const
         return rc;
     }
     /* the device first: without one, say so before cuBLASLt is touched */
-    if (current_sm(&sm, err, errlen) != 0)
+    if (gt_cu_current_sm(&sm, err, errlen) != 0)
         return GT_DB_EINVAL;
     gt_cu_ptrs ptrs = {PLACEHOLDER, PLACEHOLDER, PLACEHOLDER, PLACEHOLDER};
     if (gt_cu_map_problem(prob, sm, &p->map, err, errlen) != 0 ||
