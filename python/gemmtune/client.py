@@ -9,11 +9,12 @@
 import json
 import os
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+
+from ._files import write_atomic
 
 __all__ = ["Client", "HTTPError", "TERMINAL_STATES"]
 
@@ -204,20 +205,7 @@ class Client:
         """GET /v1/runs/{id}/export into path (written under a temporary name,
         renamed when complete). Returns path."""
         data = self._request("GET", f"/v1/runs/{int(run_id)}/export", timeout=max(self.timeout, 300.0))
-        path = os.fspath(path)
-        d = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".gemmtune-export-", dir=d)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        return path
+        return write_atomic(path, data, ".gemmtune-export-")
 
 
 def _printer(run_id):

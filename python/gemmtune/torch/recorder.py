@@ -18,11 +18,11 @@ _int_mm, row-wise fp8 scales, ...) are listed in `skipped` with the reason.
 """
 
 import os
-import tempfile
 import threading
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .._files import write_atomic
 from . import _blas, _router, ops
 
 __all__ = ["record", "Recorder"]
@@ -105,20 +105,7 @@ class Recorder:
         path = os.fspath(path) if path is not None else self.path
         if path is None:
             raise ValueError("no path to write the record to")
-        text = "".join(self.lines())
-        d = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".gemmtune-record-", dir=d)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        return path
+        return write_atomic(path, "".join(self.lines()), ".gemmtune-record-")
 
     def __enter__(self):
         if self._mode is not None:
