@@ -143,15 +143,10 @@ int gt_test_report(gt_store *s, int64_t worker_id, const struct cJSON *msg, int6
     return rc;
 }
 
-gt_store *gt_test_store_with_run(const char *dir, const char *log, const char *const (*opts)[2],
-                                 size_t nopts, gt_run_created *cr)
+int gt_test_add_run(gt_store *s, const char *log, const char *const (*opts)[2], size_t nopts,
+                    gt_run_created *cr)
 {
-    char path[512], err[512];
-    snprintf(path, sizeof path, "%s/c.db", dir);
-    gt_store *s = gt_store_open(path, err, sizeof err);
-    CHECK_MSG(s != NULL, "%s", err);
-    if (!s)
-        return NULL;
+    char err[512];
     gt_run_opts o;
     gt_run_opts_default(&o);
     int rc = gt_run_opts_set(&o, "backend", "cpu", err, sizeof err);
@@ -164,12 +159,24 @@ gt_store *gt_test_store_with_run(const char *dir, const char *log, const char *c
         rc = gt_log_parse(log, strlen(log), &o.log, &res);
     if (rc == 0)
         rc = gt_test_create_run(s, &o, &res, cr ? cr : &created, err, sizeof err);
+    else if (res.nerrors)
+        snprintf(err, sizeof err, "%s", res.errors[0].msg);
     CHECK_MSG(rc == 0, "create run: %s", err);
     gt_log_result_free(&res);
     gt_run_opts_fini(&o);
-    if (rc != 0) {
+    return rc == 0 ? 0 : -1;
+}
+
+gt_store *gt_test_store_with_run(const char *dir, const char *log, const char *const (*opts)[2],
+                                 size_t nopts, gt_run_created *cr)
+{
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s/c.db", dir);
+    gt_store *s = gt_store_open(path, err, sizeof err);
+    CHECK_MSG(s != NULL, "%s", err);
+    if (s && gt_test_add_run(s, log, opts, nopts, cr) != 0) {
         gt_store_close(s);
-        return NULL;
+        s = NULL;
     }
     return s;
 }

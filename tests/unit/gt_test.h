@@ -85,10 +85,13 @@ int gt_test_create_run(struct gt_store *s, const struct gt_run_opts *o,
                        const struct gt_log_result *log, struct gt_run_created *out, char *err,
                        size_t errlen);
 
-/* A store at dir/c.db holding one run of log (a size list) with the options
- * given as name/value pairs (backend cpu unless named), created as
- * gt_test_create_run does; *cr (may be NULL) gets what was created. NULL
- * after a failed check. */
+/* One run of log (a size list) in s with the options given as name/value
+ * pairs (backend cpu unless named), created as gt_test_create_run does;
+ * *cr (may be NULL) gets what was created. 0, or -1 after a failed check.
+ * gt_test_store_with_run: the same in a new store at dir/c.db (NULL after a
+ * failed check). */
+int gt_test_add_run(struct gt_store *s, const char *log, const char *const (*opts)[2], size_t nopts,
+                    struct gt_run_created *cr);
 struct gt_store *gt_test_store_with_run(const char *dir, const char *log, const char *const (*opts)[2],
                                         size_t nopts, struct gt_run_created *cr);
 /* A simulated cpu worker ("Sim CPU", units cores) registered on host: its

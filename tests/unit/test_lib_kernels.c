@@ -97,16 +97,11 @@ static const char *make_export(void)
         "6144,1,4096,bf16,T,N,1,10\n"
         "1024,16,2048,bf16,T,N,1,10\n"
         "2048,128,2048,bf16,T,N,1,10\n";
-    gt_run_opts o;
-    gt_log_result res;
-    gt_run_created cr;
-    gt_run_opts_default(&o);
-    snprintf(o.backend, sizeof o.backend, "cuda");
-    int ok = gt_log_parse(log, sizeof log - 1, &o.log, &res) == 0 &&
-             gt_test_create_run(s, &o, &res, &cr, err, sizeof err) == 0 && cr.problems == 4;
-    CHECK_MSG(ok, "%s", err);
-    gt_log_result_free(&res);
-    gt_run_opts_fini(&o);
+    static const char *const cuda[][2] = {{"backend", "cuda"}};
+    gt_run_created cr = {0};
+    int ok = gt_test_add_run(s, log, cuda, 1, &cr) == 0;
+    CHECK_MSG(!ok || cr.problems == 4, "%zu problems", cr.problems);
+    ok = ok && cr.problems == 4;
     snprintf(sql, sizeof sql,
              "INSERT INTO results (run_id, problem_id, job_id, backend, phase, config, config_hash,"
              " is_baseline, time_us, rel_err, valid, device_model, created_ms)"
@@ -493,16 +488,11 @@ static const char *make_lt_export(const char *model, const char *cfg, int64_t m,
         return NULL;
     int ll = snprintf(log, sizeof log, "%lld,%lld,%lld,bf16,T,N,1,10\n", (long long)m, (long long)n,
                       (long long)k);
-    gt_run_opts o;
-    gt_log_result res;
-    gt_run_created cr;
-    gt_run_opts_default(&o);
-    snprintf(o.backend, sizeof o.backend, "cuda");
-    int ok = gt_log_parse(log, (size_t)ll, &o.log, &res) == 0 &&
-             gt_test_create_run(s, &o, &res, &cr, err, sizeof err) == 0 && cr.problems == 1;
-    CHECK_MSG(ok, "%s", err);
-    gt_log_result_free(&res);
-    gt_run_opts_fini(&o);
+    static const char *const cuda[][2] = {{"backend", "cuda"}};
+    gt_run_created cr = {0};
+    int ok = ll > 0 && (size_t)ll < sizeof log && gt_test_add_run(s, log, cuda, 1, &cr) == 0;
+    CHECK_MSG(!ok || cr.problems == 1, "%zu problems", cr.problems);
+    ok = ok && cr.problems == 1;
     snprintf(sql, sizeof sql,
              "INSERT INTO results (run_id, problem_id, job_id, backend, phase, config, config_hash,"
              " is_baseline, time_us, rel_err, valid, device_model, created_ms)"
