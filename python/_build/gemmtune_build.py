@@ -5,7 +5,9 @@ setuptools or wheel in the environment (a PyTorch environment may have an
 old setuptools without bdist_wheel). The wheel holds the gemmtune package
 and, when the project's CMake build is found, a copy of its
 libgemmtune.so.0 as gemmtune/_lib/libgemmtune.so.0 (what the package loads
-when GEMMTUNE_LIB is not set): $GEMMTUNE_BUILD_DIR/lib/, else ../build/lib/
+when GEMMTUNE_LIB is not set): $GEMMTUNE_BUILD_DIR/lib/ (a relative path is
+taken from the folder pip was run in, else the repository root; named but
+holding no library, the build fails saying where it looked), else ../build/lib/
 next to this folder. Without one the wheel is built without a copy and says
 so on stderr.
 """
@@ -32,11 +34,24 @@ def _version():
 
 def _built_lib():
     env = os.environ.get("GEMMTUNE_BUILD_DIR")
-    dirs = [env] if env else [os.path.join(ROOT, "..", "build")]
+    if not env:
+        dirs = [os.path.join(ROOT, "..", "build")]
+    elif os.path.isabs(env):
+        dirs = [env]
+    else:
+        # pip runs this backend in the package's folder, not where the user
+        # typed `GEMMTUNE_BUILD_DIR=build pip install ./python`: a relative
+        # path means the shell's folder ($PWD), else the repository root.
+        dirs = [os.path.join(b, env) for b in (os.environ.get("PWD"), os.path.join(ROOT, "..")) if b]
     for d in dirs:
         for p in (os.path.join(d, "lib", SONAME), os.path.join(d, SONAME)):
             if os.path.exists(p):
                 return os.path.realpath(p)
+    if env:
+        raise RuntimeError(
+            f"GEMMTUNE_BUILD_DIR={env}: no lib/{SONAME} in " + ", ".join(os.path.abspath(d) for d in dirs)
+            + " (build the project first: cmake -S . -B build && cmake --build build)"
+        )
     return None
 
 
