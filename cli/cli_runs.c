@@ -218,11 +218,11 @@ static int results_best(const gt_cli *c, int64_t id)
     snprintf(path, sizeof path, "/v1/runs/%" PRId64, id);
     if (gt_cli_get_json(c, path, &j) != 0)
         return GT_CLI_EXIT_ERR;
-    static const char *const head[] = {"PROBLEM", "CALLS",  "WEIGHT%", "BASELINE_US", "TUNED_US",
-                                       "UPLIFT",  "TFLOP/S", "CONFIG"};
-    gt_cli_table t = {.ncols = 8, .head = head, .align = "lrrrrrrl"};
+    static const char *const head[] = {"PROBLEM", "CALLS",   "WEIGHT%", "BASELINE_US", "TUNED_US",
+                                       "UPLIFT",  "95% CI (ROUNDS)", "TFLOP/S", "CONFIG"};
+    gt_cli_table t = {.ncols = 9, .head = head, .align = "lrrrrrlrl"};
     const cJSON *best = gt_cli_jget(j, "best"), *b;
-    int suspect = 0;
+    int suspect = 0, nogain = 0;
     cJSON_ArrayForEach(b, best)
     {
         char b1[32], b2[32], b3[32], b4[32], b5[32];
@@ -234,7 +234,16 @@ static int results_best(const gt_cli *c, int64_t id)
         gt_cli_table_cell(&t, "%s", gt_cli_fnum(b1, sizeof b1, b, "weight", "%.1f", 100.0));
         gt_cli_table_cell(&t, "%s", gt_cli_fnum(b2, sizeof b2, b, "baseline_us", "%.2f", 1.0));
         gt_cli_table_cell(&t, "%s", gt_cli_fnum(b3, sizeof b3, b, "time_us", "%.2f", 1.0));
-        gt_cli_table_cell(&t, "%s%s", gt_cli_fnum(b4, sizeof b4, b, "uplift", "%.3fx", 1.0), sus ? "!" : "");
+        int none = cJSON_IsFalse(gt_cli_jget(b, "significant"));
+        nogain += none;
+        gt_cli_table_cell(&t, "%s%s%s", gt_cli_fnum(b4, sizeof b4, b, "uplift", "%.3fx", 1.0), sus ? "!" : "",
+                          none ? "=" : "");
+        double lo, hi, rounds;
+        if (gt_cli_jnum(b, "uplift_lo", &lo) && gt_cli_jnum(b, "uplift_hi", &hi) &&
+            gt_cli_jnum(b, "rounds", &rounds))
+            gt_cli_table_cell(&t, "%.3f-%.3f (%.0f)", lo, hi, rounds);
+        else
+            gt_cli_table_cell(&t, "-");
         gt_cli_table_cell(&t, "%s", gt_cli_fnum(b5, sizeof b5, b, "tflops", "%.2f", 1.0));
         if (cfg)
             gt_cli_table_cell(&t, "%s", cfg);
@@ -247,6 +256,10 @@ static int results_best(const gt_cli *c, int64_t id)
     char u[32];
     printf("FLOP-weighted uplift: %s\n",
            gt_cli_fnum(u, sizeof u, j, "weighted_uplift", "%.3fx", 1.0));
+    if (nogain)
+        printf("%d GEMM(s) marked =: no significant gain (no finalist's interval lay above 1): the default "
+               "stays\n",
+               nogain);
     if (suspect)
         printf("%d GEMM(s) marked !: the final phase timed the baseline more than %.2fx away from its screen "
                "jobs (baseline_drift), also when re-timed: that uplift is not to be trusted; tune them again\n",

@@ -17,4 +17,25 @@
  * runs agree within a few percent; a disturbed final once measured 2x. */
 #define GT_BASELINE_DRIFT_MAX 1.25
 
+/* The final phase's paired rounds (common/gt_paired.h: worker/runner.c and
+ * `gemmtune verify` time by it). Each finalist's uplift over the default is
+ * the median of per-round ratios baseline / finalist with a
+ * GT_PAIRED_CONFIDENCE two-sided, distribution-free interval; the rounds
+ * stop when every interval is narrower than the run option final_ci
+ * (relative width, default GT_FINAL_CI_WIDTH) or after final_rounds
+ * (default GT_FINAL_ROUNDS), and never before GT_PAIRED_MIN_ROUNDS (at 95 %
+ * an interval needs at least 6). A finalist is the GEMM's winner only when
+ * its interval lies above 1 (gt_paired_significant); otherwise the default
+ * stays: "no significant gain". A width of 2 % (+-1 %) is what `verify`'s
+ * default tolerance of 2 % can check. */
+#define GT_PAIRED_CONFIDENCE 0.95
+#define GT_PAIRED_MIN_ROUNDS 8
+#define GT_FINAL_ROUNDS 40
+#define GT_FINAL_ROUNDS_MAX 1000
+#define GT_FINAL_CI_WIDTH 0.02
+
+/* `gemmtune verify`: a re-timed uplift passes when it is within this
+ * fraction of the stored one (|retimed / stored - 1| <= tolerance). */
+#define GT_VERIFY_TOLERANCE 0.02
+
 #endif

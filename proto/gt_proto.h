@@ -63,6 +63,11 @@ typedef struct gt_result {
     double tflops;
     double rel_err;          /* NaN allowed: invalid */
     char reason[256];
+    /* final phase, paired with the baseline (common/gt_paired.h): rounds > 0,
+     * the median of per-round ratios baseline / this and its interval;
+     * rounds 0: not paired (screen, or the baseline did not run) */
+    int rounds;
+    double uplift, uplift_lo, uplift_hi;
 } gt_result;
 
 /* Encodes r into a new JSON object (config is duplicated). */

@@ -128,6 +128,11 @@ cJSON *gt_proto_result_to_json(const gt_result *r)
              (isfinite(r->rel_err) ? cJSON_AddNumberToObject(j, "rel_err", r->rel_err) != NULL
                                    : cJSON_AddNullToObject(j, "rel_err") != NULL) &&
              cJSON_AddStringToObject(j, "reason", r->reason);
+    if (ok && r->rounds > 0)
+        ok = cJSON_AddNumberToObject(j, "rounds", r->rounds) &&
+             cJSON_AddNumberToObject(j, "uplift", r->uplift) &&
+             cJSON_AddNumberToObject(j, "uplift_lo", r->uplift_lo) &&
+             cJSON_AddNumberToObject(j, "uplift_hi", r->uplift_hi);
     if (!ok) {
         cJSON_Delete(j);
         return NULL;
@@ -159,6 +164,23 @@ int gt_proto_result_from_json(const cJSON *j, gt_result *r, char *err, size_t er
     r->rel_err = cJSON_IsNumber(v) ? v->valuedouble : NAN;
     v = cJSON_GetObjectItemCaseSensitive(j, "reason");
     snprintf(r->reason, sizeof r->reason, "%s", cJSON_IsString(v) ? v->valuestring : "");
+    /* Paired statistics: all four, finite, 0 <= lo <= uplift <= hi, or none. */
+    r->rounds = (int)gt_proto_int_or(j, "rounds", 0, 1000000, 0);
+    if (r->rounds > 0) {
+        const cJSON *u = cJSON_GetObjectItemCaseSensitive(j, "uplift"),
+                    *lo = cJSON_GetObjectItemCaseSensitive(j, "uplift_lo"),
+                    *hi = cJSON_GetObjectItemCaseSensitive(j, "uplift_hi");
+        if (cJSON_IsNumber(u) && cJSON_IsNumber(lo) && cJSON_IsNumber(hi) && isfinite(u->valuedouble) &&
+            isfinite(lo->valuedouble) && isfinite(hi->valuedouble) && lo->valuedouble >= 0 &&
+            lo->valuedouble <= u->valuedouble && u->valuedouble <= hi->valuedouble) {
+            r->uplift = u->valuedouble;
+            r->uplift_lo = lo->valuedouble;
+            r->uplift_hi = hi->valuedouble;
+        } else {
+            snprintf(err, errlen, "result: rounds needs uplift_lo <= uplift <= uplift_hi, finite, >= 0");
+            return -1;
+        }
+    }
     /* A result is only valid with a finite time and error: never trust the flag alone. */
     if (r->valid && (!isfinite(r->time_us) || r->time_us <= 0 || !isfinite(r->rel_err))) {
         r->valid = 0;

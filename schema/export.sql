@@ -45,6 +45,10 @@ CREATE TABLE results (
     reason       TEXT,
     source       TEXT    NOT NULL,             -- "<coordinator host>/run/<id>"
     created_ms   INTEGER NOT NULL,
+    rounds       INTEGER,                      -- final phase: paired rounds (NULL: not paired)
+    uplift       REAL,                         -- median of per-round baseline / this
+    uplift_lo    REAL,                         -- its confidence interval
+    uplift_hi    REAL,
     UNIQUE (problem_id, backend, device_model, config_hash, phase, source)
 );
 
@@ -56,9 +60,12 @@ CREATE TABLE best (
     config_hash  TEXT    NOT NULL,
     time_us      REAL    NOT NULL,
     baseline_us  REAL,                         -- the default, timed next to the winner
-    uplift       REAL,                         -- baseline_us / time_us
+    uplift       REAL,                         -- paired median ratio, else baseline_us / time_us
     tflops       REAL,
     rel_err      REAL,
     source       TEXT    NOT NULL,
+    uplift_lo    REAL,                         -- the uplift's confidence interval
+    uplift_hi    REAL,                         -- (NULL: not from paired final rounds)
+    rounds       INTEGER,
     PRIMARY KEY (problem_id, backend, device_model)
 );

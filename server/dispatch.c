@@ -343,6 +343,10 @@ int gt_dispatch_decode_report(const cJSON *m, gt_report *r, char *err, size_t er
         o->spread = pr.spread;
         o->tflops = pr.tflops;
         o->rel_err = pr.rel_err;
+        o->rounds = pr.rounds;
+        o->uplift = pr.uplift;
+        o->uplift_lo = pr.uplift_lo;
+        o->uplift_hi = pr.uplift_hi;
         snprintf(o->reason, sizeof o->reason, "%s", pr.reason);
     }
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(m, "baseline");

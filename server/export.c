@@ -42,11 +42,12 @@ extern const struct gt_schema_file gt_schema_files[];
 
 #define RESULT_COLS                                                                                \
     "problem_id, backend, device_model, phase, config, config_hash, is_baseline, "                \
-    "time_us, spread, tflops, rel_err, valid, reason, source, created_ms"
+    "time_us, spread, tflops, rel_err, valid, reason, source, created_ms, "                      \
+    "rounds, uplift, uplift_lo, uplift_hi"
 
 #define BEST_COLS                                                                                  \
     "problem_id, backend, device_model, config, config_hash, time_us, baseline_us, uplift, "      \
-    "tflops, rel_err, source"
+    "tflops, rel_err, source, uplift_lo, uplift_hi, rounds"
 
 /* Tables a file must have to be read as an export. */
 static const char *const k_export_tables[] = {"meta", "problems", "results", "best"};
@@ -340,7 +341,8 @@ static const char k_sql_problems[] =
 static const char k_sql_results[] =
     "INSERT INTO " OUT_SCHEMA ".results (id, " RESULT_COLS ") "
     "SELECT id, problem_id, backend, device_model, phase, config, config_hash, is_baseline, "
-    "       time_us, spread, tflops, rel_err, valid, reason, ?1, created_ms "
+    "       time_us, spread, tflops, rel_err, valid, reason, ?1, created_ms, "
+    "       rounds, uplift, uplift_lo, uplift_hi "
     "FROM main.results WHERE run_id = ?3 ORDER BY id";
 
 /* The view ranks over every run; restricting on problem_id (a partition
@@ -348,8 +350,11 @@ static const char k_sql_results[] =
 static const char k_sql_best[] =
     "INSERT INTO " OUT_SCHEMA ".best (" BEST_COLS ") "
     "SELECT problem_id, backend, device_model, config, config_hash, time_us, baseline_us, "
-    "       CASE WHEN baseline_us IS NOT NULL AND time_us > 0 THEN baseline_us / time_us END, "
-    "       tflops, rel_err, ?1 "
+    /* a paired final's uplift is its median per-round ratio (006_final_rounds.sql) */
+    "       CASE WHEN baseline_us IS NULL OR NOT time_us > 0 THEN NULL"
+    "            WHEN paired_uplift IS NOT NULL THEN paired_uplift"
+    "            ELSE baseline_us / time_us END, "
+    "       tflops, rel_err, ?1, uplift_lo, uplift_hi, rounds "
     "FROM main.problem_best "
     "WHERE problem_id IN (SELECT id FROM main.problems WHERE run_id = ?3) AND run_id = ?3 "
     "ORDER BY problem_id, backend, device_model";
@@ -639,11 +644,13 @@ static const char k_merge_problems[] =
     "                                weight = max(weight, excluded.weight)";
 
 /* Results: remapped to the merged problem ids; DO NOTHING only absorbs
- * uniqueness conflicts (identical rows), unlike OR IGNORE. */
+ * uniqueness conflicts (identical rows), unlike OR IGNORE. %s: the paired
+ * columns, or NULLs for an input written before they existed. */
 static const char k_merge_results[] =
     "INSERT INTO main.results (" RESULT_COLS ") "
     "SELECT mp.id, r.backend, r.device_model, r.phase, r.config, r.config_hash, r.is_baseline, "
-    "       r.time_us, r.spread, r.tflops, r.rel_err, r.valid, r.reason, r.source, r.created_ms "
+    "       r.time_us, r.spread, r.tflops, r.rel_err, r.valid, r.reason, r.source, r.created_ms, "
+    "       %s "
     "FROM " IN_SCHEMA ".results r "
     "JOIN " IN_SCHEMA ".problems ip ON ip.id = r.problem_id "
     "JOIN main.problems mp ON mp.key = ip.key "
@@ -654,7 +661,7 @@ static const char k_merge_results[] =
 static const char k_merge_best[] =
     "INSERT INTO main.best (" BEST_COLS ") "
     "SELECT mp.id, b.backend, b.device_model, b.config, b.config_hash, b.time_us, b.baseline_us, "
-    "       b.uplift, b.tflops, b.rel_err, b.source "
+    "       b.uplift, b.tflops, b.rel_err, b.source, %s "
     "FROM " IN_SCHEMA ".best b "
     "JOIN " IN_SCHEMA ".problems ip ON ip.id = b.problem_id "
     "JOIN main.problems mp ON mp.key = ip.key "
@@ -663,8 +670,26 @@ static const char k_merge_best[] =
     "    config = excluded.config, config_hash = excluded.config_hash, "
     "    time_us = excluded.time_us, baseline_us = excluded.baseline_us, "
     "    uplift = excluded.uplift, tflops = excluded.tflops, rel_err = excluded.rel_err, "
-    "    source = excluded.source "
+    "    source = excluded.source, uplift_lo = excluded.uplift_lo, "
+    "    uplift_hi = excluded.uplift_hi, rounds = excluded.rounds "
     "WHERE excluded.time_us < best.time_us";
+
+/* 1 when the attached input's table has the column (exports before the
+ * paired final rounds have no rounds, uplift_lo, ...), 0 when not, -1 on
+ * error. Names are fixed identifiers, never user text. */
+static int in_has_column(sqlite3 *db, const char *table, const char *col)
+{
+    sqlite3_stmt *st = NULL;
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT 1 FROM pragma_table_info('%s', '" IN_SCHEMA "') WHERE name = ?1",
+             table);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(st, 1, col, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
 
 /* Copies one validated input into the open output, in its own transaction
  * (ATTACH cannot run inside one; the output is private until published). */
@@ -683,9 +708,20 @@ static int merge_one(sqlite3 *db, const char *in, char *err, size_t errlen)
         goto fail;
     }
     in_tx = 1;
+    int rpaired = in_has_column(db, "results", "uplift_lo"),
+        bpaired = in_has_column(db, "best", "uplift_lo");
+    if (rpaired < 0 || bpaired < 0) {
+        set_err(err, errlen, "%s: reading its columns: %s", in, sqlite3_errmsg(db));
+        goto fail;
+    }
+    char rsql[sizeof k_merge_results + 64], bsql[sizeof k_merge_best + 64];
+    snprintf(rsql, sizeof rsql, k_merge_results,
+             rpaired ? "r.rounds, r.uplift, r.uplift_lo, r.uplift_hi" : "NULL, NULL, NULL, NULL");
+    snprintf(bsql, sizeof bsql, k_merge_best,
+             bpaired ? "b.uplift_lo, b.uplift_hi, b.rounds" : "NULL, NULL, NULL");
     if (exec_sql(db, k_merge_problems, "table problems", msg, sizeof msg) != 0 ||
-        exec_sql(db, k_merge_results, "table results", msg, sizeof msg) != 0 ||
-        exec_sql(db, k_merge_best, "table best", msg, sizeof msg) != 0 ||
+        exec_sql(db, rsql, "table results", msg, sizeof msg) != 0 ||
+        exec_sql(db, bsql, "table best", msg, sizeof msg) != 0 ||
         exec_sql(db, "COMMIT", "commit", msg, sizeof msg) != 0) {
         set_err(err, errlen, "%s: merging %s", in, msg);
         goto fail;

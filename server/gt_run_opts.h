@@ -31,6 +31,9 @@ typedef struct gt_run_opts {
     int budget;                 /* max candidates per problem; 0 = all */
     int shard_size;             /* candidates per job */
     int final_k;                /* top configs re-timed next to the baseline */
+    int final_rounds;           /* the final phase's round budget (GT_FINAL_ROUNDS) */
+    double final_ci;            /* the final's target relative width of an uplift's
+                                   interval (GT_FINAL_CI_WIDTH); 0: run the budget */
     int ncpu;                   /* cpu backend: cores of the target machines */
     uint64_t seed;              /* seed of the random and evolutionary strategies */
     int population;             /* evolutionary: configs per generation; 0 = max(8, budget/5) */

@@ -195,6 +195,10 @@ typedef struct gt_report_result {
     double tflops;
     double rel_err;          /* NaN: invalid */
     char reason[256];        /* why an invalid config failed; "" none */
+    /* final phase, paired with the baseline: rounds > 0 with the median
+     * uplift baseline / this and its interval; 0: not paired */
+    int rounds;
+    double uplift, uplift_lo, uplift_hi;
 } gt_report_result;
 
 /* What a worker reports about a job (a "results" message of the protocol,

@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "gt_policy.h"
 #include "gt_util.h"
 
 void gt_run_opts_default(gt_run_opts *o)
@@ -23,6 +24,8 @@ void gt_run_opts_default(gt_run_opts *o)
     o->budget = 32;
     o->shard_size = 8;
     o->final_k = 4;
+    o->final_rounds = GT_FINAL_ROUNDS;
+    o->final_ci = GT_FINAL_CI_WIDTH;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     o->ncpu = n > 0 ? (int)n : 1;
     o->seed = 1;
@@ -77,6 +80,8 @@ int gt_run_opts_set(gt_run_opts *o, const char *key, const char *v, char *err, s
     } ints[] = {
         {"budget", 0, 1000000, &o->budget}, {"shard_size", 1, 100000, &o->shard_size},
         {"final_k", 1, 64, &o->final_k},    {"ncpu", 1, 4096, &o->ncpu},
+        /* at least the rounds a 95 % interval of a median needs */
+        {"final_rounds", 6, GT_FINAL_ROUNDS_MAX, &o->final_rounds},
         {"repeats", 1, 1000, &o->repeats},  {"warmup", 0, 1000, &o->warmup},
         {"population", 0, 100000, &o->population}, {"generations", 0, 100000, &o->generations},
     };
@@ -130,6 +135,15 @@ int gt_run_opts_set(gt_run_opts *o, const char *key, const char *v, char *err, s
         o->chained = !strcmp(v, "chained");
     } else if (!strcmp(key, "skip_invalid")) {
         return parse_bool_opt(key, v, &o->log.skip_invalid, err, errlen);
+    } else if (!strcmp(key, "final_ci")) {
+        char *end;
+        double d = strtod(v, &end);
+        if (*v == '\0' || *end != '\0' || !isfinite(d) || d < 0 || d > 1) {
+            snprintf(err, errlen, "option final_ci=%s: must be a number in [0, 1] (0: run final_rounds)",
+                     v);
+            return -1;
+        }
+        o->final_ci = d;
     } else if (!strcmp(key, "threshold") || !strcmp(key, "min_time_ms")) {
         char *end;
         double d = strtod(v, &end);
@@ -241,6 +255,8 @@ cJSON *gt_run_opts_to_stored(const gt_run_opts *o)
         return NULL;
     int ok = cJSON_AddNumberToObject(j, "shard_size", o->shard_size) &&
              cJSON_AddNumberToObject(j, "final_k", o->final_k) &&
+             cJSON_AddNumberToObject(j, "final_rounds", o->final_rounds) &&
+             cJSON_AddNumberToObject(j, "final_ci", o->final_ci) &&
              cJSON_AddNumberToObject(j, "ncpu", o->ncpu) &&
              cJSON_AddNumberToObject(j, "seed", (double)o->seed) &&
              cJSON_AddNumberToObject(j, "min_time_ms", o->min_time_ms) &&

@@ -175,8 +175,10 @@ out:
 /* -------------------------------------------------------------------- lease */
 
 /* Timing settings a job is run with (o: the run's options). The final
- * phase measures few configs precisely, so it gets longer repeats and more
- * of them than the screen. */
+ * phase measures few configs precisely, so it gets longer repeats than the
+ * screen, timed in paired rounds (common/gt_paired.h) up to final_rounds,
+ * until every uplift's interval is narrower than final_ci; "repeats" is
+ * what a worker from before the paired rounds takes as its round count. */
 static char *timing_json(const gt_run_opts *o, const char *kind, double baseline_ref_us)
 {
     cJSON *t = cJSON_CreateObject();
@@ -192,6 +194,9 @@ static char *timing_json(const gt_run_opts *o, const char *kind, double baseline
         cJSON_AddNumberToObject(t, "repeats", repeats) &&
         cJSON_AddNumberToObject(t, "warmup", warmup) &&
         (!o->chained || cJSON_AddTrueToObject(t, "chained")) &&
+        /* the paired rounds' budget and stopping width (common/gt_paired.h) */
+        (strcmp(kind, "final") || (cJSON_AddNumberToObject(t, "rounds", o->final_rounds) &&
+                                   cJSON_AddNumberToObject(t, "ci_width", o->final_ci))) &&
         (strcmp(kind, "final") || !(baseline_ref_us > 0) ||
          cJSON_AddNumberToObject(t, "baseline_ref_us", baseline_ref_us)))
         txt = cJSON_PrintUnformatted(t);
@@ -621,7 +626,8 @@ static int insert_result(gt_store *s, const job_row *j, int64_t job_id, int64_t 
             s,
             "INSERT OR IGNORE INTO results(run_id, problem_id, job_id, backend, phase, config,"
             " config_hash, is_baseline, time_us, spread, tflops, rel_err, valid, reason, worker_id,"
-            " device_model, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " device_model, created_ms, rounds, uplift, uplift_lo, uplift_hi)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             err, errlen);
     sqlite3_stmt *st = s->ins_result;
     if (!st)
@@ -651,6 +657,13 @@ static int insert_result(gt_store *s, const job_row *j, int64_t job_id, int64_t 
     sqlite3_bind_int64(st, 15, worker_id);
     gt_store_bind_text(st, 16, model);
     sqlite3_bind_int64(st, 17, now_ms);
+    /* paired statistics belong to a final phase's valid result only */
+    if (r->rounds > 0 && r->valid && !strcmp(phase, "final")) {
+        sqlite3_bind_int(st, 18, r->rounds);
+        sqlite3_bind_double(st, 19, r->uplift);
+        sqlite3_bind_double(st, 20, r->uplift_lo);
+        sqlite3_bind_double(st, 21, r->uplift_hi);
+    }
     if (sqlite3_step(st) != SQLITE_DONE) {
         snprintf(err, errlen, "sqlite step: %s", sqlite3_errmsg(s->db));
         sqlite3_reset(st);

@@ -140,6 +140,28 @@ static int add_drift(cJSON *b, sqlite3_stmt *st, int *suspect_n)
                : -1;
 }
 
+/* A best entry's paired-rounds fields (columns 14..18 of add_best):
+ * uplift_lo, uplift_hi, rounds, and the verdict. The final's baseline as
+ * the entry means no finalist's interval lay above 1: "no significant
+ * gain", uplift 1. Unpaired entries (screen only, older finals): null. */
+static int add_paired(cJSON *b, sqlite3_stmt *st, int paired)
+{
+    if (!paired)
+        return cJSON_AddNullToObject(b, "uplift_lo") && cJSON_AddNullToObject(b, "uplift_hi") &&
+                       cJSON_AddNullToObject(b, "rounds") && cJSON_AddNullToObject(b, "significant") &&
+                       cJSON_AddNullToObject(b, "verdict")
+                   ? 0
+                   : -1;
+    int sig = !sqlite3_column_int(st, 18) && sqlite3_column_double(st, 15) > 1;
+    return cJSON_AddNumberToObject(b, "uplift_lo", sqlite3_column_double(st, 15)) &&
+                   cJSON_AddNumberToObject(b, "uplift_hi", sqlite3_column_double(st, 16)) &&
+                   cJSON_AddNumberToObject(b, "rounds", sqlite3_column_int(st, 17)) &&
+                   cJSON_AddBoolToObject(b, "significant", sig) &&
+                   cJSON_AddStringToObject(b, "verdict", sig ? "significant gain" : "no significant gain")
+               ? 0
+               : -1;
+}
+
 /* The best entry of every problem of a run, heaviest first, and the two
  * workload-level summaries: the speedup of the whole workload
  * (sum calls*baseline / sum calls*tuned) and the FLOP-weighted mean uplift. */
@@ -161,10 +183,11 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
         "    AND bl.backend = r.backend AND bl.device_model = r.device_model) END,"
         " r.tflops, r.rel_err, p.error, p.flops,"
         /* the baseline as the screen jobs timed it, next to their candidates */
-        " " GT_STORE_SCREEN_BASELINE_SQL("p.id", "r.backend", "r.device_model")
+        " " GT_STORE_SCREEN_BASELINE_SQL("p.id", "r.backend", "r.device_model") ","
+        /* the paired rounds' statistics (NULL: not paired) */
+        " r.uplift, r.uplift_lo, r.uplift_hi, r.rounds, r.is_baseline"
         " FROM problems p LEFT JOIN results r ON r.id = COALESCE("
-        "  (SELECT r2.id FROM results r2 WHERE r2.problem_id = p.id AND r2.phase = 'final'"
-        "    AND r2.valid = 1 AND r2.time_us IS NOT NULL ORDER BY r2.time_us, r2.id LIMIT 1),"
+        "  " GT_STORE_BEST_FINAL_SQL("p.id") ","
         "  (SELECT r2.id FROM results r2 WHERE r2.problem_id = p.id AND r2.phase = 'screen'"
         "    AND r2.valid = 1 AND r2.time_us IS NOT NULL ORDER BY r2.time_us, r2.id LIMIT 1))"
         " WHERE p.run_id = ? ORDER BY p.weight DESC, p.id",
@@ -185,12 +208,17 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
         int known = sqlite3_column_type(st, 7) != SQLITE_NULL && sqlite3_column_type(st, 8) != SQLITE_NULL &&
                     t > 0 && bu > 0;
         double calls = sqlite3_column_double(st, 2), w = sqlite3_column_double(st, 3);
+        /* a paired final's uplift is its median per-round ratio */
+        int paired = known && sqlite3_column_type(st, 14) != SQLITE_NULL &&
+                     sqlite3_column_type(st, 17) != SQLITE_NULL;
+        double up = paired ? sqlite3_column_double(st, 14) : known ? bu / t : 0;
         if (!cJSON_AddNumberToObject(b, "problem_id", (double)sqlite3_column_int64(st, 0)) ||
             !add_str_col(b, "label", st, 1) || !add_num_col(b, "call_count", st, 2) ||
             !add_num_col(b, "weight", st, 3) || !add_str_col(b, "state", st, 4) ||
             !add_str_col(b, "phase", st, 5) || !add_json_col(b, "config", st, 6) ||
             !add_num_col(b, "time_us", st, 7) || !add_num_col(b, "baseline_us", st, 8) ||
-            !(known ? cJSON_AddNumberToObject(b, "uplift", bu / t) : cJSON_AddNullToObject(b, "uplift")) ||
+            !(known ? cJSON_AddNumberToObject(b, "uplift", up) : cJSON_AddNullToObject(b, "uplift")) ||
+            add_paired(b, st, paired) != 0 ||
             !add_num_col(b, "tflops", st, 9) || !add_num_col(b, "rel_err", st, 10) ||
             !add_str_col(b, "error", st, 11) || !add_num_col(b, "baseline_screen_us", st, 13) ||
             add_drift(b, st, &suspect_n) != 0) {
@@ -201,7 +229,7 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
             base_sum += calls * bu;
             tuned_sum += calls * t;
             wsum += w;
-            wup += w * (bu / t);
+            wup += w * up;
         }
     }
     sqlite3_finalize(st);
@@ -282,7 +310,7 @@ cJSON *gt_store_run_json(gt_store *s, int64_t run_id, int64_t now_ms, int *found
 static const char k_results_sql[] =
     "SELECT r.problem_id, p.label, r.backend, r.phase, r.config, r.config_hash, r.is_baseline,"
     " r.time_us, r.spread, r.tflops, r.rel_err, r.valid, r.reason, r.worker_id, r.device_model,"
-    " r.created_ms, r.job_id"
+    " r.created_ms, r.job_id, r.rounds, r.uplift, r.uplift_lo, r.uplift_hi"
     " FROM results r JOIN problems p ON p.id = r.problem_id WHERE r.run_id = ?"
     " ORDER BY p.weight DESC, r.problem_id, r.phase, r.time_us IS NULL, r.time_us";
 
@@ -300,7 +328,9 @@ static int fill_result(cJSON *r, sqlite3_stmt *st, gt_store *s, int64_t now_ms, 
         !cJSON_AddBoolToObject(r, "valid", sqlite3_column_int(st, 11)) ||
         !add_str_col(r, "reason", st, 12) || !add_num_col(r, "worker_id", st, 13) ||
         !add_str_col(r, "device_model", st, 14) || !add_num_col(r, "created_ms", st, 15) ||
-        !add_num_col(r, "job_id", st, 16)) {
+        !add_num_col(r, "job_id", st, 16) || !add_num_col(r, "rounds", st, 17) ||
+        !add_num_col(r, "uplift", st, 18) || !add_num_col(r, "uplift_lo", st, 19) ||
+        !add_num_col(r, "uplift_hi", st, 20)) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -345,7 +375,8 @@ char *gt_store_results_csv(gt_store *s, int64_t run_id, int *found, char *err, s
     static const char *cols[] = {"problem_id", "label", "backend", "phase", "config",
                                  "config_hash", "baseline", "time_us", "spread", "tflops",
                                  "rel_err", "valid", "reason", "worker_id", "device_model",
-                                 "created_ms", "job_id"};
+                                 "created_ms", "job_id", "rounds", "uplift", "uplift_lo",
+                                 "uplift_hi"};
     const int ncols = (int)(sizeof cols / sizeof cols[0]);
     gt_str b;
     gt_str_init(&b);
@@ -417,15 +448,15 @@ static double col_num(sqlite3_stmt *st, int i)
     return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
 }
 
-/* The winner is problem_best's: the fastest valid final result, else the
+/* The winner is problem_best's: the best final result (GT_STORE_BEST_FINAL_SQL:
+ * a finalist beyond the noise, else the final's baseline), else the
  * fastest valid screen result; its baseline as add_best computes it. A
  * config_hash picks that candidate instead (valid or not, the final phase's
  * row first). The target arch is the measuring worker's, else that of the
  * most recently seen worker of the same backend and device model. */
 static const char k_kernel_sql[] =
     "WITH best(id) AS (SELECT COALESCE("
-    "  (SELECT r2.id FROM results r2 WHERE r2.problem_id = ?1 AND r2.phase = 'final'"
-    "    AND r2.valid = 1 AND r2.time_us IS NOT NULL ORDER BY r2.time_us, r2.id LIMIT 1),"
+    "  " GT_STORE_BEST_FINAL_SQL("?1") ","
     "  (SELECT r2.id FROM results r2 WHERE r2.problem_id = ?1 AND r2.phase = 'screen'"
     "    AND r2.valid = 1 AND r2.time_us IS NOT NULL ORDER BY r2.time_us, r2.id LIMIT 1)))"
     " SELECT r.config, r.config_hash, r.backend, r.device_model, r.phase, r.valid, r.time_us,"

@@ -231,10 +231,11 @@ int gt_store_run_fingerprint(gt_store *s, int64_t run_id, char *fp, size_t fplen
 }
 
 /* Per problem of a run: the tuned and baseline times the problem_best view
- * would pick (final phase first, else screen against the mean baseline). */
+ * would pick (final phase first: its winner by GT_STORE_BEST_FINAL_SQL, a
+ * finalist beyond the noise or the baseline itself; else screen against the
+ * mean baseline). */
 static const char k_best_cols[] =
-    " (SELECT MIN(r.time_us) FROM results r WHERE r.problem_id = p.id AND r.phase = 'final'"
-    "   AND r.valid = 1),"
+    " (SELECT r.time_us FROM results r WHERE r.id = " GT_STORE_BEST_FINAL_SQL("p.id") "),"
     " (SELECT r.time_us FROM results r WHERE r.problem_id = p.id AND r.phase = 'final'"
     "   AND r.valid = 1 AND r.is_baseline = 1),"
     " (SELECT MIN(r.time_us) FROM results r WHERE r.problem_id = p.id AND r.phase = 'screen'"
@@ -262,7 +263,7 @@ typedef struct uplift_sums {
 
 static int summary_uplift(gt_store *s, int64_t run_id, uplift_sums *u, char *err, size_t errlen)
 {
-    char sql[1200];
+    char sql[2048];
     snprintf(sql, sizeof sql, "SELECT p.call_count, p.weight,%s FROM problems p WHERE p.run_id = ?",
              k_best_cols);
     sqlite3_stmt *st = gt_store_prep(s, sql, err, errlen);
@@ -408,7 +409,7 @@ static cJSON *timeline_locked(gt_store *s, int64_t run_id, int *found, char *err
             goto fail;
     if (!(arr = cJSON_AddArrayToObject(root, "problems")))
         goto fail;
-    char sql[1200];
+    char sql[2048];
     snprintf(sql, sizeof sql,
              "SELECT p.id, p.label, p.weight, p.call_count, p.state,%s FROM problems p"
              " WHERE p.run_id = ? ORDER BY p.weight DESC, p.id",

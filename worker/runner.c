@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gt_bk_paired.h"
+#include "gt_paired.h"
 #include "gt_policy.h"
 #include "gt_proto.h"
 #include "gt_util.h"
@@ -22,6 +24,8 @@ typedef struct jobctx {
     gt_problem prob;
     gt_timing_opts timing;
     double baseline_ref_us;  /* final: the screen jobs' baseline (0: unknown) */
+    int final_rounds;        /* final: the round budget */
+    double final_ci;         /* final: target relative width of the uplift intervals */
     double tol;
     gt_bk_prob *pp;
     int dead;                /* an event could not be delivered: stop */
@@ -215,57 +219,56 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The median of n sorted values. */
-static double median_of(const double *v, int n)
+/* Entry i's per-call time over the rounds it ran in (median, range, spread). */
+static int row_timing(const double *times, int stride, int i, int rounds, gt_timing *t)
 {
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* The rounds of a final phase: every built candidate timed once per round,
- * round-robin; a candidate whose timing fails is released and reported. */
-static int final_rounds(jobctx *j, gt_bk_cand **built, gt_result *res, int n, int rounds, double *times)
-{
-    char err[256];
-    gt_timing_opts one = j->timing;
-    one.repeats = 1;
-    for (int round = 0; round < rounds; round++) {
-        for (int i = 0; i < n; i++) {
-            if (!built[i])
-                continue;
-            if (emit_start(j, i - 1))
-                return -1;
-            gt_timing t;
-            if (j->r->bk->time(j->pp, built[i], &one, &t, err, sizeof err)) {
-                snprintf(res[i].reason, sizeof res[i].reason, "timing: %.200s", err);
-                j->r->bk->release(built[i]);
-                built[i] = NULL;
-                continue;
-            }
-            times[(size_t)i * (size_t)rounds + (size_t)round] = t.median_us;
-        }
+    double v[GT_FINAL_ROUNDS_MAX];
+    int n = 0;
+    for (int r = 0; r < rounds && r < GT_FINAL_ROUNDS_MAX; r++) {
+        double x = times[(size_t)i * (size_t)stride + (size_t)r];
+        if (x > 0 && isfinite(x))
+            v[n++] = x;
     }
-    for (int i = 0; i < n; i++)
-        if (built[i])
-            qsort(times + (size_t)i * (size_t)rounds, (size_t)rounds, sizeof *times, cmp_double);
+    memset(t, 0, sizeof *t);
+    if (n == 0)
+        return -1;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    t->median_us = gt_paired_median_time(times, stride, i, rounds);
+    t->min_us = v[0];
+    t->max_us = v[n - 1];
+    t->repeats = n;
+    t->spread = t->median_us > 0 ? (v[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1] - v[n / 4]) / t->median_us : 0;
     return 0;
 }
 
+/* The supervisor blames the entry in flight: index i - 1 of the job (-1: baseline). */
+static int before_timing(void *ctx, int i)
+{
+    return emit_start(ctx, i - 1);
+}
+
 /* Final phase: baseline and the top candidates, each validated, then timed
- * round-robin, one repeat per round. When the baseline's median lands more
- * than GT_BASELINE_DRIFT_MAX away from what the screen jobs measured
- * (timing baseline_ref_us), the machine was disturbed during the rounds:
- * they run once more and the second set is reported (the coordinator flags
- * a baseline that drifts again). */
+ * in paired, interleaved rounds (common/gt_paired.h through
+ * worker/gt_bk_paired.h) until every finalist's uplift interval is narrower
+ * than the job's ci_width or its round budget is spent. Each result carries
+ * its paired uplift, interval and rounds; the coordinator makes a finalist
+ * the winner only when the interval lies above 1. When the baseline's median
+ * lands more than GT_BASELINE_DRIFT_MAX away from what the screen jobs
+ * measured (timing baseline_ref_us), the machine was disturbed during the
+ * rounds: they run once more and the second set is reported (the
+ * coordinator flags a baseline that drifts again). */
 static int run_final(jobctx *j, const cJSON *cands, const cJSON *baseline)
 {
     int n = 1 + cJSON_GetArraySize(cands);
+    int maxr = j->final_rounds;
     const cJSON **cfgs = calloc((size_t)n, sizeof *cfgs);
     gt_bk_cand **built = calloc((size_t)n, sizeof *built);
     gt_result *res = calloc((size_t)n, sizeof *res);
-    int rounds = j->timing.repeats > 0 ? j->timing.repeats : 9;
-    double *times = calloc((size_t)n * (size_t)rounds, sizeof *times);
-    int rc = -1;
-    if (!cfgs || !built || !res || !times)
+    char(*why)[256] = calloc((size_t)n, sizeof *why);
+    double *times = calloc((size_t)n * (size_t)maxr, sizeof *times);
+    gt_paired_stat *st = calloc((size_t)n, sizeof *st);
+    int rc = -1, rounds = 0;
+    if (!cfgs || !built || !res || !why || !times || !st)
         goto out;
     cfgs[0] = baseline;
     for (int i = 1; i < n; i++)
@@ -276,10 +279,16 @@ static int run_final(jobctx *j, const cJSON *cands, const cJSON *baseline)
             goto out;
         check_candidate(j, cfgs[i], &built[i], &res[i]);
     }
+    gt_paired_opts po;
+    gt_paired_opts_init(&po, maxr, j->final_ci);
+    po.seed = (uint64_t)j->job_id;
+    gt_bk_paired bp = {.bk = j->r->bk, .pp = j->pp, .cands = built, .n = n, .timing = j->timing,
+                       .before = before_timing, .ctx = j, .why = why};
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (final_rounds(j, built, res, n, rounds, times))
+        po.seed += (uint64_t)attempt;
+        if (gt_bk_paired_run(&bp, &po, times, &rounds, st) || j->dead)
             goto out;
-        double b = built[0] ? median_of(times, rounds) : 0, ref = j->baseline_ref_us;
+        double b = built[0] ? gt_paired_median_time(times, maxr, 0, rounds) : 0, ref = j->baseline_ref_us;
         int drift = b > ref * GT_BASELINE_DRIFT_MAX || b * GT_BASELINE_DRIFT_MAX < ref;
         if (attempt || !(b > 0) || !(ref > 0) || !drift)
             break;
@@ -288,16 +297,23 @@ static int run_final(jobctx *j, const cJSON *cands, const cJSON *baseline)
                 j->job_id, b, ref);
     }
     for (int i = 0; i < n; i++) {
-        if (!built[i])
+        if (!built[i]) {
+            if (why[i][0] && !res[i].reason[0])
+                snprintf(res[i].reason, sizeof res[i].reason, "%s", why[i]);
             continue;
-        double *ti = times + (size_t)i * (size_t)rounds;
-        gt_timing t = {.median_us = median_of(ti, rounds), .min_us = ti[0], .max_us = ti[rounds - 1],
-                       .repeats = rounds};
-        t.spread = t.median_us > 0 ? (ti[(3 * rounds) / 4] - ti[rounds / 4]) / t.median_us : 0;
-        if (t.median_us > 0 && isfinite(t.median_us))
+        }
+        gt_timing t;
+        if (row_timing(times, maxr, i, rounds, &t) == 0 && t.median_us > 0 && isfinite(t.median_us))
             fill_timing(j, &res[i], &t);
         else
             snprintf(res[i].reason, sizeof res[i].reason, "timing: no valid time measured");
+        /* paired with a baseline that ran: the uplift and its interval */
+        if (res[i].valid && built[0] && st[i].rounds > 0) {
+            res[i].rounds = st[i].rounds;
+            res[i].uplift = st[i].uplift;
+            res[i].uplift_lo = st[i].lo;
+            res[i].uplift_hi = st[i].hi;
+        }
     }
     for (int i = 0; i < n; i++)
         if (add_result(j, &res[i]))
@@ -313,7 +329,9 @@ out:
     free(cfgs);
     free(built);
     free(res);
+    free(why);
     free(times);
+    free(st);
     return rc;
 }
 
@@ -378,6 +396,11 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
     j.baseline_ref_us = num_or(t, "baseline_ref_us", 0);
     if (!(j.baseline_ref_us > 0 && isfinite(j.baseline_ref_us)))
         j.baseline_ref_us = 0;
+    /* a coordinator before the paired rounds sends neither: the defaults */
+    j.final_rounds = (int)gt_proto_int_or(t, "rounds", 1, GT_FINAL_ROUNDS_MAX, GT_FINAL_ROUNDS);
+    j.final_ci = num_or(t, "ci_width", GT_FINAL_CI_WIDTH);
+    if (!(j.final_ci >= 0 && j.final_ci <= 1))
+        j.final_ci = GT_FINAL_CI_WIDTH;
     j.tol = gt_bk_tolerance(&j.prob);
     const cJSON *cands = cJSON_GetObjectItemCaseSensitive(job, "candidates");
     const cJSON *baseline = cJSON_GetObjectItemCaseSensitive(job, "baseline");

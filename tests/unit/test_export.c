@@ -119,15 +119,16 @@ static const char k_problem_cols[] =
 static sqlite3 *make_coordinator(const char *path)
 {
     sqlite3 *db = NULL;
-    const char *init = NULL;
-    for (const struct gt_schema_file *f = gt_schema_files; f->name; f++)
-        if (strcmp(f->name, "001_init") == 0)
-            init = f->sql;
-    CHECK(init != NULL);
-    if (!init || sqlite3_open(path, &db) != SQLITE_OK)
+    if (sqlite3_open(path, &db) != SQLITE_OK)
         goto fail;
     if (gt_test_sql(db, "PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL;") != 0 ||
-        gt_test_sql(db, "BEGIN") != 0 || gt_test_sql(db, init) != 0 || gt_test_sql(db, "COMMIT") != 0)
+        gt_test_sql(db, "BEGIN") != 0)
+        goto fail;
+    /* every migration, in order, as the store applies them (not export.sql) */
+    for (const struct gt_schema_file *f = gt_schema_files; f->name; f++)
+        if (f->name[0] >= '0' && f->name[0] <= '9' && gt_test_sql(db, f->sql) != 0)
+            goto fail;
+    if (gt_test_sql(db, "COMMIT") != 0)
         goto fail;
 
     char sql[8192];
@@ -189,7 +190,13 @@ static sqlite3 *make_coordinator(const char *path)
              "(1, 1, 2, 'cpu', 'testcpu', '{}', 12.0, 0.01, 1, 20),"
              "(1, 2, 3, 'cpu', 'testcpu', '{}', 30.0, 0.01, 1, 30),"
              "(1, 2, 4, 'cpu', 'testcpu', '{}', 34.0, 0.01, 1, 31),"
-             "(2, 4, 6, 'cpu', 'testcpu', '{}', 6.0, 0.01, 1, 42);") != 0)
+             "(2, 4, 6, 'cpu', 'testcpu', '{}', 6.0, 0.01, 1, 42);"
+             /* run 2's final was paired (006): G's median ratio 1.5 in [1.4, 1.6]
+              * over 12 rounds, beyond the noise; the baseline's row 1 */
+             "UPDATE results SET rounds = 12, uplift = 1.5, uplift_lo = 1.4, uplift_hi = 1.6"
+             " WHERE problem_id = 3 AND config_hash = 'hG';"
+             "UPDATE results SET rounds = 12, uplift = 1, uplift_lo = 1, uplift_hi = 1"
+             " WHERE problem_id = 3 AND is_baseline = 1;") != 0)
         goto fail;
     return db;
 fail:
@@ -257,6 +264,9 @@ static void test_export_run(void)
     CHECK(near(q_num(e, sql), 12.0 / 9.0));
     snprintf(sql, sizeof sql, "SELECT b.source %s", k1);
     CHECK(strcmp(q_str(e, sql), "hostA/run/1") == 0);
+    /* measured before the paired rounds: no interval */
+    snprintf(sql, sizeof sql, "SELECT b.uplift_lo IS NULL AND b.rounds IS NULL %s", k1);
+    CHECK(near(q_num(e, sql), 1));
     /* K2: screen only, against the mean of its screen baselines. */
     CHECK(near(q_num(e, "SELECT b.time_us FROM best b JOIN problems p ON p.id = b.problem_id "
                         "WHERE p.key = 'K2'"),
@@ -296,8 +306,11 @@ static void test_export_merge(void)
         CHECK(strcmp(q_str(m, sql), "hG") == 0);
         snprintf(sql, sizeof sql, "SELECT b.baseline_us %s", k1);
         CHECK(near(q_num(m, sql), 11.0));
+        /* a paired final's uplift is its median ratio, carried with its interval */
         snprintf(sql, sizeof sql, "SELECT b.uplift %s", k1);
-        CHECK(near(q_num(m, sql), 11.0 / 7.0));
+        CHECK(near(q_num(m, sql), 1.5));
+        snprintf(sql, sizeof sql, "SELECT b.uplift_lo + 10 * b.uplift_hi + 100 * b.rounds %s", k1);
+        CHECK(near(q_num(m, sql), 1.4 + 16 + 1200));
         snprintf(sql, sizeof sql, "SELECT b.source %s", k1);
         CHECK(strcmp(q_str(m, sql), "hostA/run/2") == 0);
         /* Problems present in one input only are kept with their best. */

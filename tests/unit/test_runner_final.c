@@ -1,12 +1,16 @@
 /* test_runner_final.c: the final phase of worker/runner.c against a fake
  * backend whose timings the test scripts: the baseline and the candidates
- * are timed in interleaved rounds, the medians reported; when the baseline's
+ * are timed in paired, interleaved rounds, the medians reported with each
+ * candidate's paired uplift, interval and rounds; the rounds stop at the
+ * job's budget ("rounds") or once every interval is narrower than
+ * "ci_width" (never before GT_PAIRED_MIN_ROUNDS); when the baseline's
  * median is more than GT_BASELINE_DRIFT_MAX away from the screen jobs'
  * (timing "baseline_ref_us"), the rounds run once more and the second set is
  * reported; never a third time; without a reference, or within it, once.
  * (On the H100 a disturbed final once timed cuBLASLt's default at 2x its
  * screen time: bench/results/h100_25_service_gen.txt.) */
 #include "gen_test_util.h"
+#include "gt_policy.h"
 #include "gt_proto.h"
 #include "gt_runner.h"
 #include "gt_test.h"
@@ -92,6 +96,8 @@ static const gt_backend k_fake = {
  * event's time, whether "done" came without an error. */
 typedef struct seen {
     double time_of[4], baseline_us;
+    double uplift_of[4], lo_of[4], hi_of[4];
+    int rounds_of[4];
     int done_ok, results;
 } seen;
 
@@ -105,8 +111,13 @@ static int collect(void *ctx, cJSON *ev)
         const cJSON *o = cJSON_GetObjectItemCaseSensitive(ev, "result");
         if (gt_proto_result_from_json(o, &r, err, sizeof err) == 0 && r.valid) {
             int id = cJSON_GetObjectItemCaseSensitive(r.config, "id")->valueint;
-            if (id >= 0 && id < 4)
+            if (id >= 0 && id < 4) {
                 s->time_of[id] = r.time_us;
+                s->uplift_of[id] = r.uplift;
+                s->lo_of[id] = r.uplift_lo;
+                s->hi_of[id] = r.uplift_hi;
+                s->rounds_of[id] = r.rounds;
+            }
             s->results++;
         }
     } else if (name && !strcmp(name, "baseline")) {
@@ -119,10 +130,12 @@ static int collect(void *ctx, cJSON *ev)
     return 0;
 }
 
-/* Runs a final job of the baseline and two candidates, 9 rounds, with the
- * reference ref_us (0: none); the fake's baseline takes base_us, the first
- * slow of its calls slow_us. */
-static seen run_final(double ref_us, double base_us, int slow, double slow_us)
+/* Runs a final job of the baseline and two candidates, `rounds` rounds
+ * (ci_width 0: the whole budget; > 0: until every interval is that narrow),
+ * with the reference ref_us (0: none); the fake's baseline takes base_us,
+ * the first slow of its calls slow_us. */
+static seen run_final_ci(double ref_us, double base_us, int slow, double slow_us, int rounds,
+                         double ci_width)
 {
     memset(&g, 0, sizeof g);
     g.base_us = base_us, g.slow_calls = slow, g.slow_us = slow_us;
@@ -137,8 +150,9 @@ static seen run_final(double ref_us, double base_us, int slow, double slow_us)
         snprintf(ref, sizeof ref, ",\"baseline_ref_us\":%g", ref_us);
     snprintf(job, sizeof job,
              "{\"id\":5,\"kind\":\"final\",\"problem\":%s,\"candidates\":[{\"id\":1},{\"id\":2}],"
-             "\"baseline\":{\"id\":0},\"timing\":{\"min_time_ms\":1,\"repeats\":9,\"warmup\":1%s}}",
-             ptxt ? ptxt : "null", ref);
+             "\"baseline\":{\"id\":0},\"timing\":{\"min_time_ms\":1,\"repeats\":9,\"warmup\":1,"
+             "\"rounds\":%d,\"ci_width\":%g%s}}",
+             ptxt ? ptxt : "null", rounds, ci_width, ref);
     cJSON *j = cJSON_Parse(job);
     CHECK(j != NULL);
     gt_runner r = {.bk = &k_fake, .emit = collect, .emit_ctx = &s};
@@ -149,12 +163,22 @@ static seen run_final(double ref_us, double base_us, int slow, double slow_us)
     return s;
 }
 
+static seen run_final(double ref_us, double base_us, int slow, double slow_us)
+{
+    return run_final_ci(ref_us, base_us, slow, slow_us, 9, 0);
+}
+
 static void test_steady(void)
 {
     /* no reference: one set of rounds, medians reported */
     seen s = run_final(0, 20, 0, 0);
     CHECK(s.done_ok && s.results == 3 && g.base_calls == 9 && g.cand_calls == 18);
     CHECK(s.time_of[0] == 20 && s.time_of[1] == 11 && s.time_of[2] == 12 && s.baseline_us == 20);
+    /* paired: every round's ratio is 20/11 (20/12), so is the interval */
+    CHECK(s.rounds_of[1] == 9 && s.rounds_of[2] == 9 && s.rounds_of[0] == 9);
+    CHECK(fabs(s.uplift_of[1] - 20.0 / 11) < 1e-12 && fabs(s.lo_of[1] - 20.0 / 11) < 1e-12 &&
+          fabs(s.hi_of[1] - 20.0 / 11) < 1e-12 && fabs(s.uplift_of[2] - 20.0 / 12) < 1e-12);
+    CHECK(s.uplift_of[0] == 1 && s.lo_of[0] == 1 && s.hi_of[0] == 1);
     /* within the reference's factor (20 against 17: 1.18x): once */
     s = run_final(17, 20, 0, 0);
     CHECK(s.done_ok && g.base_calls == 9 && s.baseline_us == 20);
@@ -179,10 +203,25 @@ static void test_drift(void)
     CHECK(s.done_ok && g.base_calls == 18 && s.baseline_us == 40);
 }
 
+static void test_stop_rule(void)
+{
+    /* zero-width intervals from the first interval on: the rounds stop at
+     * GT_PAIRED_MIN_ROUNDS, not at the budget of 40 */
+    seen s = run_final_ci(0, 20, 0, 0, 40, 0.02);
+    CHECK_MSG(s.done_ok && g.base_calls == GT_PAIRED_MIN_ROUNDS && s.rounds_of[1] == GT_PAIRED_MIN_ROUNDS,
+              "%d rounds", g.base_calls);
+    /* a noisy baseline (its first 7 calls at 35 us, later 20): the intervals
+     * stay wide while the slow rounds are inside them; the budget ends it */
+    s = run_final_ci(0, 20, 7, 35, 12, 0.02);
+    CHECK_MSG(s.done_ok && g.base_calls == 12 && s.rounds_of[1] == 12, "%d rounds", g.base_calls);
+    CHECK(s.lo_of[1] <= s.uplift_of[1] && s.uplift_of[1] <= s.hi_of[1] && s.hi_of[1] > s.lo_of[1]);
+}
+
 int main(void)
 {
     gt_log_set_level(GT_LOG_ERR);
     RUN(test_steady);
+    RUN(test_stop_rule);
     RUN(test_drift);
     return gt_test_done();
 }

@@ -65,7 +65,7 @@ static void upgrades_v3(void)
     CHECK_MSG(s, "%s", err);
     if (!s)
         return;
-    CHECK(user_version(gt_store_db(s)) == 5);
+    CHECK(user_version(gt_store_db(s)) == 6);
     gt_worker_info w;
     memset(&w, 0, sizeof w);
     snprintf(w.host, sizeof w.host, "new");
@@ -93,7 +93,7 @@ static void upgrades_v3(void)
     s = gt_store_open(path, err, sizeof err);
     CHECK_MSG(s, "%s", err);
     if (s) {
-        CHECK(user_version(gt_store_db(s)) == 5);
+        CHECK(user_version(gt_store_db(s)) == 6);
         ws = gt_store_workers_json(s, 10, err, sizeof err);
         CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ws, "workers")) == 2);
         cJSON_Delete(ws);
