@@ -17,7 +17,7 @@ import ctypes
 import os
 import threading
 
-__all__ = ["LibraryNotFound", "load", "path", "has"]
+__all__ = ["LibraryNotFound", "load", "path", "has", "address"]
 
 _SONAME = "libgemmtune.so.0"
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -226,3 +226,9 @@ def path():
 def has(name):
     """Whether the loaded library defines the optional function name."""
     return getattr(load(), name, None) is not None and name in _DECLS
+
+
+def address(name):
+    """The address of libgemmtune's function `name` in the loaded library
+    (for native code that must call the same copy the package uses)."""
+    return ctypes.cast(getattr(load(), name), ctypes.c_void_p).value

@@ -19,7 +19,7 @@ if _v < (2, 4):
 from . import ops  # noqa: E402  (registers the gemmtune:: operators)
 from ._blas import BlasCall, describe  # noqa: E402
 from .recorder import Recorder, record  # noqa: E402
-from .routing import Routing, disable, enabled, reset_stats, stats, use  # noqa: E402
+from .routing import Routing, disable, enabled, native_status, reset_stats, stats, use  # noqa: E402
 
 __all__ = [
     "record",
@@ -29,6 +29,7 @@ __all__ = [
     "enabled",
     "stats",
     "reset_stats",
+    "native_status",
     "Routing",
     "describe",
     "BlasCall",

@@ -141,6 +141,8 @@ def run(op, *args):
     r = _active
     if r is None:
         return REFS[op](*args)
+    if r.native is not None:  # the extension's aten overrides route the GEMMs
+        return r.native.call(REFS[op], args)
     out = _fast(r, op, args)
     if out is not None:
         return out
@@ -182,11 +184,12 @@ class _RouteDispatch(TorchDispatchMode):
 
 
 class _Decision:
-    __slots__ = ("lookup", "plan", "broken")
+    __slots__ = ("lookup", "plan", "nplan", "broken")
 
     def __init__(self, lookup):
         self.lookup = lookup
         self.plan = None  # the runner's plan, made at the first tuned call
+        self.nplan = None  # the native path's gt_db_plan (_cuda._LtPlan), likewise
         self.broken = None  # why the plan could not be made or run
 
 
@@ -212,6 +215,7 @@ class Router:
         self._models = {}
         self._runners = {}
         self._stats = {}
+        self.native = None  # _native.Native while the extension's overrides route
 
     # ---- bookkeeping ----
 
@@ -226,11 +230,17 @@ class Router:
         """Counters: calls seen, tuned GEMMs run tuned, and every reason a
         GEMM ran PyTorch's path."""
         with self._lock:
-            return dict(self._stats)
+            st = dict(self._stats)
+        if self.native is not None:
+            for k, v in self.native.counts().items():
+                st[k] = st.get(k, 0) + v
+        return st
 
     def reset_stats(self):
         with self._lock:
             self._stats.clear()
+        if self.native is not None:
+            self.native.reset()
 
     def model(self, dev):
         if self.device_model:
@@ -282,30 +292,34 @@ class Router:
                     self._memo[mk] = e
         return e
 
+    def _verdict(self, dev, func, args, kwargs):
+        """(reason, BlasCall, _Decision) of a call: reason is why it runs
+        PyTorch's path (a stats() counter), None when it is tuned and may
+        run tuned."""
+        if dev.type != self.device_type or (self.device_index is not None and dev.index != self.device_index):
+            return "other_device", None, None
+        call, why, d = self._entry(dev, func, args, kwargs)
+        if call is None:
+            return "not_modelled", call, d
+        if d is None:
+            return "operand_copied", call, d  # PyTorch copies it first: not the tuned layout
+        if not d.lookup.hit:
+            return "not_tuned", call, d
+        if self.device_type != "cuda":
+            return "tuned_no_runner", call, d
+        if d.broken:
+            return "tuned_unrunnable", call, d
+        return None, call, d
+
     def maybe_run(self, func, args, kwargs):
         """The tuned result of this aten GEMM, or None: run PyTorch's path."""
         first = args[0] if args else None
         if not isinstance(first, torch.Tensor):
             return None
         dev = first.device
-        if dev.type != self.device_type or (self.device_index is not None and dev.index != self.device_index):
-            self._count("other_device", gemm=False)
-            return None
-        call, why, d = self._entry(dev, func, args, kwargs)
-        if call is None:
-            self._count("not_modelled")
-            return None
-        if d is None:
-            self._count("operand_copied")  # PyTorch copies it first: not the tuned layout
-            return None
-        if not d.lookup.hit:
-            self._count("not_tuned")
-            return None
-        if self.device_type != "cuda":
-            self._count("tuned_no_runner")
-            return None
-        if d.broken:
-            self._count("tuned_unrunnable")
+        reason, call, d = self._verdict(dev, func, args, kwargs)
+        if reason is not None:
+            self._count(reason, gemm=reason != "other_device")
             return None
         runner = self._runner(dev)
         try:
@@ -319,3 +333,21 @@ class Router:
             return None
         self._count("tuned_run")
         return out
+
+    def native_answer(self, dev, func, args, kwargs):
+        """The native path's answer for a call (args may be meta tensors of
+        the call's layout): (reason, None) to run PyTorch's path, counted as
+        reason, or ("tuned_run", (plan, BlasCall)) with the gt_db_plan
+        (_cuda._LtPlan) to run. The same decisions as maybe_run."""
+        reason, call, d = self._verdict(dev, func, args, kwargs)
+        if reason is not None:
+            return reason, None
+        try:
+            plan, why = self._runner(dev).native_plan(d, call, self.model(dev))
+        except Exception as e:  # never let a tuned path fail the model
+            d.broken = f"{type(e).__name__}: {e}"
+            warnings.warn(f"gemmtune: {d.lookup.key}: tuned path failed, using PyTorch's: {d.broken}")
+            return "fallback_error", None
+        if plan is None:
+            return f"fallback_{why}", None
+        return "tuned_run", (plan, call)

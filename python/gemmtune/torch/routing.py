@@ -24,9 +24,9 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from ..db import Database
-from . import _router, ops
+from . import _native, _router, ops
 
-__all__ = ["use", "disable", "enabled", "stats", "reset_stats", "Routing"]
+__all__ = ["use", "disable", "enabled", "stats", "reset_stats", "Routing", "native_status"]
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _T = torch.Tensor
@@ -37,6 +37,9 @@ class _RouteMode(TorchFunctionMode):
         super().__init__()
         self.routing = routing  # shared by the modes of every thread; .on turns them all off
         self.device_type = routing.router.device_type
+        # With the native path the aten overrides route eager calls: the mode
+        # only matters to Dynamo, and passes everything else straight on.
+        self.native = routing.router.native is not None
 
     def _ok(self, *ts):
         for t in ts:
@@ -51,6 +54,8 @@ class _RouteMode(TorchFunctionMode):
         return True
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if self.native and not _compiling():
+            return func(*args, **(kwargs or {}))
         kwargs = kwargs or {}
         if self.routing.on and "out" not in kwargs:
             if func is F.linear:
@@ -81,6 +86,10 @@ class _RouteMode(TorchFunctionMode):
                     sc = (float(kwargs.get("beta", 1.0)), float(kwargs.get("alpha", 1.0)))
                     return _call("baddbmm", ops.baddbmm, *args, *sc)
         return func(*args, **kwargs)
+
+
+# Dynamo constant-folds it to True while tracing; in eager it is one call.
+_compiling = getattr(torch.compiler, "is_dynamo_compiling", None) or torch.compiler.is_compiling
 
 
 def _call(name, op, *args):
@@ -119,8 +128,15 @@ class Routing:
         """Routes the calling thread's GEMMs too while entered (the function
         mode is per thread; the router and its caches are shared)."""
         mode = _RouteMode(self)
-        with mode:
-            yield self
+        native = self.router.native
+        if native is not None:
+            native.enter()
+        try:
+            with mode:
+                yield self
+        finally:
+            if native is not None:
+                native.exit()
 
     def __enter__(self):
         return self
@@ -134,6 +150,8 @@ class Routing:
         self.on = False  # every thread's mode passes everything through from now on
         if _router.active() is self.router:
             _router.set_active(None)
+        if self.router.native is not None:
+            self.router.native.uninstall()  # PyTorch's kernels again; the router's counters stay
         stack = torch.overrides._get_current_function_mode_stack()
         if stack and stack[-1] is self._mode:
             self._mode.__exit__(None, None, None)
@@ -144,7 +162,26 @@ class Routing:
 _current = None
 
 
-def use(db, device=None, *, device_model=None, backend=None):
+def _want_native(router, native):
+    """The extension's overrides for router, installed; or None (the Python
+    router routes). native: None (use it for CUDA routing when it loads),
+    True (required; on a cpu router too: tests), False (never)."""
+    if native is False or (native is None and router.device_type != "cuda"):
+        return None
+    if not _native.available():
+        if native:
+            raise RuntimeError(f"gemmtune torch extension: {_native.status()['reason']}")
+        return None
+    return _native.Native(router, "CUDA" if router.device_type == "cuda" else "CPU")
+
+
+def native_status():
+    """Whether the native path (the C++ extension) can be used, and if not
+    why: {"loaded", "path", "reason", "installed"}."""
+    return _native.status()
+
+
+def use(db, device=None, *, device_model=None, backend=None, native=None):
     """Routes every GEMM whose full problem key is tuned in db (a path to an
     export, or a gemmtune.Database) for this GPU model to the tuned
     implementation; everything else to PyTorch's own path unchanged.
@@ -154,6 +191,9 @@ def use(db, device=None, *, device_model=None, backend=None):
     counted, PyTorch computes). device_model: the model name to look up
     instead of torch.cuda.get_device_name() (like GEMMTUNE_DEVICE_MODEL).
     backend: the export's backend to use ("cuda"; "cpu" for a CPU device).
+    native: None (default: CUDA routing goes through the C++ extension's
+    aten overrides when it loads, see native_status()), False (the Python
+    router), True (the extension or an error; on "cpu" too, for tests).
 
     Enables routing now for this thread (other threads: Routing.thread()),
     and for the gemmtune ops of compiled graphs everywhere; returns a Routing
@@ -169,8 +209,16 @@ def use(db, device=None, *, device_model=None, backend=None):
         if owns:
             database.close()
         raise
+    try:
+        router.native = _want_native(router, native)
+    except Exception:
+        if owns:
+            database.close()
+        raise
     routing = Routing(router, owns)
     routing._mode.__enter__()
+    if router.native is not None:
+        router.native.enter()
     _router.set_active(router)
     _current = routing
     return routing

@@ -1,0 +1,295 @@
+"""The native fast path (python/csrc/gemmtune_torch.cpp) on CPU: it builds
+with the package's backend against this torch, installs its aten overrides
+and uninstalls them (PyTorch's kernels again), keys each call by exactly
+what describe() reads, caches the resolver's answers, counts as the Python
+router does, and falls back where the TorchFunctionMode would not route.
+The CUDA run itself is in test_gpu.py."""
+
+import hashlib
+import importlib.util
+import os
+import threading
+import warnings
+import zipfile
+
+import pytest
+import torch
+
+import gemmtune.torch as gt
+from gemmtune.torch import _native, _router
+
+from _models import Small
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BACKEND = os.path.join(os.path.dirname(HERE), "_build", "gemmtune_build.py")
+ATEN = torch.ops.aten
+
+
+def backend():
+    spec = importlib.util.spec_from_file_location("gemmtune_build", BACKEND)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+@pytest.fixture(scope="session")
+def torch_ext(build_dir, tmp_path_factory):
+    """The extension from a wheel the package's backend builds (once per
+    source and torch version, kept in the build folder)."""
+    b = backend()
+    with open(b.EXT_SRC, "rb") as f:
+        tag = hashlib.sha256(f.read() + torch.__version__.encode()).hexdigest()[:16]
+    keep = os.path.join(build_dir, "python-torch-ext", tag)
+    so = os.path.join(keep, b.EXT_NAME)
+    if not os.path.exists(so):
+        out = tmp_path_factory.mktemp("wheel")
+        name = b.build_wheel(str(out))
+        with zipfile.ZipFile(out / name) as z:
+            names = z.namelist()
+            if f"gemmtune/_lib/{b.EXT_NAME}" not in names:
+                pytest.fail("the wheel holds no torch extension: see the backend's stderr above "
+                            "(this torch has headers and a compiler here)")
+            assert z.read("gemmtune/_lib/TORCH_EXT").decode().strip() == torch.__version__
+            os.makedirs(keep, exist_ok=True)
+            with open(so + ".tmp", "wb") as f:
+                f.write(z.read(f"gemmtune/_lib/{b.EXT_NAME}"))
+            os.replace(so + ".tmp", so)
+    os.environ["GEMMTUNE_TORCH_EXT"] = so
+    assert _native.available(), _native.status()
+    return so
+
+
+@pytest.fixture
+def native_cpu(tuned, torch_ext):
+    path, model, _, _ = tuned
+    with gt.use(path, device="cpu", device_model=model, backend="cpu", native=True) as r:
+        assert r.router.native is not None and gt.native_status()["installed"]
+        yield r
+    assert not gt.native_status()["installed"]
+
+
+def small_args():
+    torch.manual_seed(1)
+    return [torch.randn(2, 8, 64), torch.randn(48, 40), torch.randn(48, 24)]
+
+
+def kernels(op, key):
+    """The dispatcher's registrations of op for dispatch key `key`."""
+    return [l for l in torch._C._dispatch_dump(op).splitlines() if l.split(":")[0].split(" ")[0] == key]
+
+
+def test_build_reports_why_without_torch_ext(monkeypatch):
+    monkeypatch.setenv("GEMMTUNE_BUILD_TORCH_EXT", "0")
+    path, version, secs, why = backend().build_torch_ext("/nonexistent")
+    assert path is None and why == "GEMMTUNE_BUILD_TORCH_EXT=0"
+
+
+def test_status_says_why_it_is_not_loaded(monkeypatch, tmp_path):
+    monkeypatch.delenv("GEMMTUNE_TORCH_EXT", raising=False)
+    monkeypatch.setattr(_native, "BUNDLED", str(tmp_path / "libgemmtune_torch.so"))
+    path, why = _native._candidate()
+    assert path is None and "not built" in why
+    (tmp_path / "libgemmtune_torch.so").write_bytes(b"")
+    (tmp_path / "TORCH_EXT").write_text("1.0.0\n")
+    path, why = _native._candidate()
+    assert path is None and "built for torch 1.0.0" in why
+
+
+def test_install_and_uninstall_restore_pytorchs_kernels(tuned, torch_ext):
+    path, model, _, _ = tuned
+    ops = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+    before = {op: torch._C._dispatch_dump(op) for op in ops}
+    for key, device in (("CPU", "cpu"), ("CUDA", "cuda")):
+        with gemmtune_db(path) as db:
+            router = _router.Router(db, device, model, "cpu" if device == "cpu" else "cuda")
+            n = _native.Native(router, key)
+            try:
+                for op in ops:
+                    k = kernels(op, key)
+                    assert "gemmtune_torch.cpp" in k[0], f"{op} {key} after install: {k}"
+                    assert any("(inactive)" in l for l in k[1:]), k
+                assert _native.status()["installed"]
+            finally:
+                n.uninstall()
+        for op in ops:
+            assert torch._C._dispatch_dump(op) == before[op], f"{op}: dispatcher differs after uninstall ({key})"
+    assert not _native.status()["installed"]
+
+
+def gemmtune_db(path):
+    import gemmtune
+
+    return gemmtune.Database(path)
+
+
+def test_native_cpu_routes_and_counts_like_the_python_router(tuned, torch_ext):
+    path, model, _, _ = tuned
+    got = {}
+    for native in (False, True):
+        with torch.no_grad(), gt.use(path, device="cpu", device_model=model, backend="cpu", native=native) as r:
+            assert (r.router.native is not None) == native
+            out = Small()(*small_args())
+            got[native] = (r.stats(), out)
+    assert got[True][0] == got[False][0] == {"gemms": 4, "not_tuned": 1, "tuned_no_runner": 3}
+    torch.manual_seed(0)
+    m = Small()
+    with torch.no_grad():
+        want = m(*small_args())
+        torch.manual_seed(0)
+        m = Small()
+        with gt.use(path, device="cpu", device_model=model, backend="cpu", native=True):
+            have = m(*small_args())
+    for a, b in zip(have, want):
+        assert torch.equal(a, b)
+
+
+def calls():
+    """aten GEMMs in the layouts describe() tells apart. (A negative-bit view
+    never reaches the kernel: the Negative dispatch key materializes it.)"""
+    a, b = torch.randn(6, 5), torch.randn(5, 7)
+    x, y = torch.randn(3, 6, 5), torch.randn(3, 5, 7)
+    return [
+        (ATEN.mm.default, (a, b), {}),
+        (ATEN.mm.default, (a, b.t().contiguous().t()), {}),
+        (ATEN.mm.default, (torch.randn(5, 6).t(), b), {}),
+        (ATEN.mm.default, (a[:, :4], b[:4]), {}),
+        (ATEN.addmm.default, (torch.randn(7), a, b), {"beta": 1.0, "alpha": 1.0}),
+        (ATEN.addmm.default, (torch.randn(1, 7), a, b), {"beta": 0.5, "alpha": 2.0}),
+        (ATEN.addmm.default, (torch.randn(6, 7), a, b), {"beta": 0.0, "alpha": 1.0}),
+        (ATEN.bmm.default, (x, y), {}),
+        (ATEN.bmm.default, (x.transpose(1, 2).contiguous().transpose(1, 2), y[:1].expand(3, 5, 7)), {}),
+        (ATEN.baddbmm.default, (torch.randn(3, 6, 7), x, y), {"beta": 0.5, "alpha": 1.0}),
+        (ATEN.baddbmm.default, (torch.randn(7), x, y), {"beta": 1.0, "alpha": 3.0}),
+    ]
+
+
+def test_keys_hold_what_describe_reads(native_cpu, monkeypatch):
+    """The resolver sees the call rebuilt from the key alone: its signature
+    (what describe reads) equals the real call's, and so does describe's
+    answer."""
+    from gemmtune.torch import _blas
+
+    seen = []
+    orig = _router.Router.native_answer
+
+    def spy(self, dev, func, args, kwargs):
+        seen.append((func, args, kwargs))
+        return orig(self, dev, func, args, kwargs)
+
+    monkeypatch.setattr(_router.Router, "native_answer", spy)
+    cs = calls()
+    with torch.no_grad():
+        for func, args, kwargs in cs:
+            before = len(seen)
+            func(*args, **kwargs)
+            assert len(seen) == before + 1, f"{func} {[a.shape for a in args]}: not resolved"
+            mfunc, margs, mkw = seen[-1]
+            assert all(t.device.type == "meta" for t in margs)
+            assert _router._signature(mfunc, margs, mkw) == _router._signature(func, args, kwargs)
+            assert _blas.describe(mfunc, margs, mkw) == _blas.describe(func, args, kwargs)
+        # each call again: answered from the cache
+        for func, args, kwargs in cs:
+            func(*args, **kwargs)
+    assert len(seen) == len(cs)
+    assert native_cpu.router.native.ext.gtn_cache_size() == len(cs)
+
+
+def test_what_the_native_path_does_not_route(native_cpu):
+    a, b = torch.randn(6, 5), torch.randn(5, 7)
+    w = torch.randn(5, 7, requires_grad=True)
+    native_cpu.reset_stats()
+    torch.mm(a, w)  # an autograd graph is recorded: the mode never routed it either
+    torch.mm(a.int(), b.int())  # not a float GEMM
+    torch.mm(a.double(), b.double())  # routed (counted), untuned
+    assert native_cpu.stats() == {"gemms": 1, "not_tuned": 1}
+    with torch.no_grad():
+        torch.mm(a, w)  # no graph: routed
+    assert native_cpu.stats() == {"gemms": 2, "not_tuned": 2}
+
+
+def test_threads_route_only_inside_thread(native_cpu):
+    seen = {}
+
+    def work(name, enter):
+        with torch.no_grad():
+            if enter:
+                with native_cpu.thread():
+                    Small()(*small_args())
+            else:
+                Small()(*small_args())
+        seen[name] = True
+
+    native_cpu.reset_stats()
+    for name, enter in (("plain", False), ("routed", True)):
+        t = threading.Thread(target=work, args=(name, enter))
+        t.start()
+        t.join()
+    assert seen == {"plain": True, "routed": True}
+    assert native_cpu.stats() == {"gemms": 4, "not_tuned": 1, "tuned_no_runner": 3}
+
+
+def test_many_threads_share_the_cache(native_cpu):
+    errors = []
+    a, b = torch.randn(6, 5), torch.randn(5, 7)
+    want = torch.mm(a, b)
+    native_cpu.reset_stats()
+
+    def work():
+        try:
+            with native_cpu.thread(), torch.no_grad():
+                for _ in range(200):
+                    assert torch.equal(torch.mm(a, b), want)
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=work) for _ in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert errors == []
+    assert native_cpu.stats()["gemms"] == 1600
+
+
+def test_a_failing_resolver_falls_back_and_warns_once(native_cpu, monkeypatch):
+    def boom(self, dev, func, args, kwargs):
+        raise RuntimeError("resolver test failure")
+
+    monkeypatch.setattr(_router.Router, "native_answer", boom)
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    native_cpu.reset_stats()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with torch.no_grad():
+            outs = [torch.mm(a, b) for _ in range(3)]
+    assert sum("resolver test failure" in str(x.message) for x in w) == 1
+    assert native_cpu.stats() == {"gemms": 3, "fallback_error": 3}
+    native_cpu.router.native.uninstall()
+    for out in outs:  # PyTorch's own result
+        assert torch.equal(out, torch.mm(a, b))
+
+
+def test_disable_uninstalls_and_the_ops_still_work(tuned, torch_ext):
+    path, model, _, _ = tuned
+    r = gt.use(path, device="cpu", device_model=model, backend="cpu", native=True)
+    assert gt.native_status()["installed"]
+    gt.disable()
+    assert not gt.native_status()["installed"] and not r.on
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    assert torch.equal(torch.ops.gemmtune.mm(a, b), torch.mm(a, b))
+
+
+def test_compiled_graph_holds_gemmtune_ops_with_native(native_cpu):
+    torch._dynamo.reset()
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    cnt = CompileCounterWithBackend("eager")
+    w, b = torch.randn(7, 5), torch.randn(7)
+    f = torch.compile(lambda x: torch.nn.functional.linear(x, w, b).relu(), backend=cnt, fullgraph=True)
+    x = torch.randn(3, 5)
+    with torch.no_grad():
+        native_cpu.reset_stats()
+        torch.testing.assert_close(f(x), torch.nn.functional.linear(x, w, b).relu())
+    targets = [str(n.target) for g in cnt.graphs for n in g.graph.nodes if n.op == "call_function"]
+    assert any("gemmtune" in t for t in targets), targets
+    assert native_cpu.stats().get("gemms", 0) >= 1  # the op's aten GEMM went through the override
