@@ -7,10 +7,13 @@ installed package finds (GEMMTUNE_LIB, its bundled copy, the system); when it
 finds none, the build folder's.
 """
 
+import hashlib
+import importlib.util
 import os
 import signal
 import subprocess
 import time
+import zipfile
 
 import pytest
 
@@ -157,6 +160,45 @@ def tuned(coordinator, tmp_path_factory):
     keys = {k for (k,) in con.execute("SELECT p.key FROM best b JOIN problems p ON p.id = b.problem_id")}
     con.close()
     return str(path), model, rec.gemms, keys
+
+
+def backend():
+    """The package's PEP 517 backend (python/_build/gemmtune_build.py)."""
+    spec = importlib.util.spec_from_file_location(
+        "gemmtune_build", os.path.join(os.path.dirname(HERE), "_build", "gemmtune_build.py"))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+@pytest.fixture(scope="session")
+def torch_ext(build_dir, tmp_path_factory):
+    """The extension from a wheel the package's backend builds (once per
+    source and torch version, kept in the build folder)."""
+    import torch
+    from gemmtune.torch import _native
+
+    b = backend()
+    with open(b.EXT_SRC, "rb") as f:
+        tag = hashlib.sha256(f.read() + torch.__version__.encode()).hexdigest()[:16]
+    keep = os.path.join(build_dir, "python-torch-ext", tag)
+    so = os.path.join(keep, b.EXT_NAME)
+    if not os.path.exists(so):
+        out = tmp_path_factory.mktemp("wheel")
+        name = b.build_wheel(str(out))
+        with zipfile.ZipFile(out / name) as z:
+            names = z.namelist()
+            if f"gemmtune/_lib/{b.EXT_NAME}" not in names:
+                pytest.fail("the wheel holds no torch extension: see the backend's stderr above "
+                            "(this torch has headers and a compiler here)")
+            assert z.read("gemmtune/_lib/TORCH_EXT").decode().strip() == torch.__version__
+            os.makedirs(keep, exist_ok=True)
+            with open(so + ".tmp", "wb") as f:
+                f.write(z.read(f"gemmtune/_lib/{b.EXT_NAME}"))
+            os.replace(so + ".tmp", so)
+    os.environ["GEMMTUNE_TORCH_EXT"] = so
+    assert _native.available(), _native.status()
+    return so
 
 
 @pytest.fixture

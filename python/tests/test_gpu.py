@@ -217,3 +217,164 @@ def test_threads_and_streams(gemv_db):
     for i in range(4):
         _close(results[i], wants[i])
     assert r.stats()["tuned_run"] == 80
+
+
+# ---- the native path (python/csrc, the aten overrides) -----------------------
+# Each test says which path it ran (use(native=...)) and compares the native
+# path's results with the Python router's tuned results and with PyTorch's.
+
+
+def _same(got, want, what):
+    if not torch.equal(got, want):
+        diff = (got.float() - want.float()).abs().max().item()
+        raise AssertionError(f"{what}: native and Python tuned paths differ (max abs diff {diff}, shapes "
+                             f"{tuple(got.shape)} vs {tuple(want.shape)})")
+
+
+@pytest.fixture(params=["generated", "cublaslt"])
+def tuned_db(request, gemv_db, tmp_path):
+    path, desc, model = gemv_db
+    if request.param == "cublaslt":
+        path = write_generated_export(str(tmp_path / "lt.db"), desc, model, config=LT_CFG)
+    return request.param, path
+
+
+def _routed(path, native, fn, n=2):
+    with torch.no_grad(), gt.use(path, native=native) as r:
+        assert (r.router.native is not None) == native, gt.native_status()
+        assert gt.native_status()["installed"] == native, gt.native_status()
+        outs = [fn() for _ in range(n)]
+        torch.cuda.synchronize()
+        st = r.stats()
+    return outs, st
+
+
+def test_native_equals_the_python_tuned_path(tuned_db, torch_ext):
+    kind, path = tuned_db
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4096, 4096, bias=False, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
+    x3 = torch.randn(1, 1, 4096, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        want = lin(x)
+    py, st_py = _routed(path, False, lambda: (lin(x), lin(x3), x @ lin.weight.t()))
+    nat, st_nat = _routed(path, True, lambda: (lin(x), lin(x3), x @ lin.weight.t()))
+    assert st_py == {"gemms": 6, "tuned_run": 6}, f"{kind}: Python path stats {st_py}"
+    assert st_nat == {"gemms": 6, "tuned_run": 6}, f"{kind}: native path stats {st_nat}"
+    for i, (p, q) in enumerate(zip(py, nat)):
+        for j, (a, b) in enumerate(zip(p, q)):
+            _same(b, a, f"{kind} call {i} form {j}")
+    _close(nat[0][0], want)
+
+
+def test_native_untuned_and_misaligned_fall_back(gemv_db, torch_ext):
+    path, _, _ = gemv_db
+    lin = torch.nn.Linear(4096, 4096, bias=False, device="cuda", dtype=torch.bfloat16)
+    buf = torch.randn(4097, device="cuda", dtype=torch.bfloat16)
+    x = buf[1:].view(1, 4096)  # 2 bytes off
+    x2 = torch.randn(2, 4096, device="cuda", dtype=torch.bfloat16)  # n = 2: not tuned
+    with torch.no_grad():
+        want, want2 = lin(x), lin(x2)
+    (outs,), st = _routed(path, True, lambda: (lin(x), lin(x2)), n=1)
+    assert torch.equal(outs[0], want) and torch.equal(outs[1], want2), "fallbacks must be PyTorch's own result"
+    assert st == {"gemms": 2, "fallback_misaligned": 1, "not_tuned": 1}, st
+
+
+def test_native_under_cuda_graph_capture(tuned_db, torch_ext):
+    """Warm up, capture, replay with new input: the tuned GEMM runs inside
+    the graph (workspace from the caching allocator, no sync)."""
+    kind, path = tuned_db
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4096, 4096, bias=False, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad(), gt.use(path, native=True) as r:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            lin(x)  # warm-up: plan, workspace of this stream
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            y = lin(x)
+        st = r.stats()
+        outs = []
+        for seed in (1, 2):
+            torch.manual_seed(seed)
+            x.copy_(torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16))
+            g.replay()
+            torch.cuda.synchronize()
+            outs.append((y.clone(), x.clone()))
+    assert st == {"gemms": 2, "tuned_run": 2}, f"{kind}: stats after capture {st}"
+    with torch.no_grad():
+        for i, (got, xi) in enumerate(outs):
+            want = lin(xi)
+            err = (got.float() - want.float()).norm() / want.float().norm()
+            assert err < 1e-2, f"{kind}: replay {i}: relative error {err} against PyTorch"
+
+
+def test_native_two_threads(tuned_db, torch_ext):
+    kind, path = tuned_db
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4096, 4096, bias=False, device="cuda", dtype=torch.bfloat16)
+    xs = [torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+    with torch.no_grad():
+        wants = [lin(x) for x in xs]
+    results, errors = {}, []
+    with gt.use(path, native=True) as r:
+        assert r.router.native is not None
+
+        def work(i):
+            try:
+                s = torch.cuda.Stream()
+                with torch.no_grad(), r.thread(), torch.cuda.stream(s):
+                    for _ in range(50):
+                        results[i] = lin(xs[i])
+                    s.synchronize()
+            except Exception as e:  # reported below
+                errors.append(f"thread {i}: {type(e).__name__}: {e}")
+
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        st = r.stats()
+    assert errors == [], errors
+    for i in range(2):
+        err = (results[i].float() - wants[i].float()).norm() / wants[i].float().norm()
+        assert err < 1e-2, f"{kind}: thread {i}: relative error {err}"
+    assert st == {"gemms": 100, "tuned_run": 100}, f"{kind}: {st}"
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_native_second_device(gemv_db, torch_ext):
+    path, _, _ = gemv_db
+    outs = {}
+    with torch.no_grad(), gt.use(path, native=True) as r:
+        for dev in ("cuda:0", "cuda:1"):
+            torch.manual_seed(0)
+            lin = torch.nn.Linear(4096, 4096, bias=False, device=dev, dtype=torch.bfloat16)
+            x = torch.randn(1, 4096, device=dev, dtype=torch.bfloat16)
+            outs[dev] = (lin(x), lin(x))
+            torch.cuda.synchronize(dev)
+        st = r.stats()
+    assert st == {"gemms": 4, "tuned_run": 4}, st
+    assert outs["cuda:1"][0].device.index == 1
+    _same(outs["cuda:1"][0].cpu(), outs["cuda:0"][0].cpu(), "cuda:1 vs cuda:0")
+
+
+def test_native_compiled_model(gemv_db, torch_ext):
+    path, _, _ = gemv_db
+    lin = torch.nn.Linear(4096, 4096, bias=False, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        want = lin(x)
+        torch._dynamo.reset()
+        with gt.use(path, native=True) as r:
+            f = torch.compile(lambda t: lin(t) * 2, backend="inductor", fullgraph=True)
+            got = f(x)
+            got = f(x)
+            torch.cuda.synchronize()
+            st = r.stats()
+    _close(got, want * 2)
+    assert st["tuned_run"] == 2, st
