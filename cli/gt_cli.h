@@ -12,8 +12,11 @@
  * only, so it may include common/ headers (gt_policy.h for the tuning
  * policy it prints), and of server/ only gt_export.h: `merge`, `report --db`
  * and `export --tunableop` work on export files locally (library gt_export,
- * SQLite). Never the store, HTTP server or dispatcher: nothing here links
- * gt_server, libmicrohttpd or nng. */
+ * SQLite). Of worker/, only the backend interface and the paired rounds
+ * over it (gt_backend.h, gt_bk_paired.h; library gt_bk): `verify` re-times
+ * cpu entries with the worker's own backend, never a copy of it. Never the
+ * store, HTTP server, dispatcher or the worker's protocol side: nothing
+ * here links gt_server, libmicrohttpd or nng. */
 #ifndef GT_CLI_H
 #define GT_CLI_H
 
@@ -120,6 +123,17 @@ int gt_cli_download(const gt_cli *c, const char *path, const char *out);
  * words after the command name. Returns the exit code. */
 int gt_cli_cmd_status(gt_cli *c, int argc, char **argv);
 int gt_cli_cmd_results(gt_cli *c, int argc, char **argv);
+
+/* ---- verify (cli_verify.c) ---- */
+
+/* `verify EXPORT.db [...]`: re-times every best entry against its baseline
+ * here with the final phase's paired rounds. Returns the exit code: 0 when
+ * every entry passed, 1 when one failed, was refused (cuda) or errored. */
+int gt_cli_cmd_verify(gt_cli *c, int argc, char **argv);
+/* The verdict: the re-timed uplift within tolerance (a fraction) of the
+ * stored one, |retimed / stored - 1| <= tolerance; 0 when either is not a
+ * positive number. */
+int gt_cli_verify_pass(double stored, double retimed, double tolerance);
 
 /* ---- a plain text table (cli_table.c) ---- */
 

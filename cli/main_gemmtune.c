@@ -46,6 +46,10 @@ static const char k_usage[] =
     "                                     a generated winner's source as a .cuh header\n"
     "                                     (PROBLEM: its id or key; stdout without -o)\n"
     "  merge A.db B.db ... -o OUT.db      combine exported result databases (local)\n"
+    "  verify EXPORT.db [--tolerance F] [--rounds N] [--ci W] [--min-time-ms T]\n"
+    "         [--device-model M] [--json]  re-time every best entry against its baseline\n"
+    "                                     here (paired rounds, cpu entries); exit 1 when\n"
+    "                                     one is off its stored uplift by > F (0.02)\n"
     "  workers                            list workers\n"
     "  help, --help, --version\n"
     "\n"
@@ -54,7 +58,8 @@ static const char k_usage[] =
     "  --token T      API token, sent as Authorization: Bearer (default $GEMMTUNE_TOKEN)\n"
     "\n"
     "exit status: 0 ok, 1 error, 2 usage error; status: 2 when the run failed or was\n"
-    "cancelled, 0 when it is done (or still running, for a single snapshot).\n";
+    "cancelled, 0 when it is done (or still running, for a single snapshot); verify:\n"
+    "1 when an entry failed, was refused or could not be timed.\n";
 
 /* ---- submit ---- */
 
@@ -497,6 +502,8 @@ int main(int argc, char **argv)
         return gt_report_main(c.server, c.token, sub_argc, sub_argv);
     if (strcmp(cmd, "workers") == 0)
         return cmd_workers(&c, sub_argc, sub_argv);
+    if (strcmp(cmd, "verify") == 0)
+        return gt_cli_cmd_verify(&c, sub_argc, sub_argv);
     gt_cli_usage_error(&c, "unknown command '%s'", cmd);
     return GT_CLI_EXIT_USAGE;
 }

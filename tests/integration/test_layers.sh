@@ -51,6 +51,27 @@ none "server/ includes nothing of worker/, lib/ or cli/" "$UPPER" server/*.c ser
 
 none "the CLI includes no protocol header" 'gt_proto\.h' cli/*.c cli/*.h
 
+# `gemmtune verify` re-times cpu entries with the worker's backend and its
+# paired rounds (library gt_bk): of worker/ the CLI includes those two
+# headers and nothing of the worker's protocol side (client, supervisor,
+# runner), whose library links nng.
+WORKER_NOT_BK=$(cd worker && ls -- *.h | grep -vxE 'gt_backend\.h|gt_bk_paired\.h' | sed 's/\./\\./g' | paste -sd'|' -)
+none "the CLI includes of worker/ only gt_backend.h and gt_bk_paired.h" "$WORKER_NOT_BK" cli/*.c cli/*.h
+none "library gt_bk (cpu backend, paired rounds) includes nothing of the protocol side" \
+  'gt_proto\.h|gt_client\.h|gt_sup\.h|gt_runner\.h|nng/.*' \
+  worker/bk_cpu.c worker/cpu_*.c worker/tolerance.c worker/bk_paired.c worker/gt_bk_paired.h
+
+# The paired-rounds protocol is written once (common/paired.c): the worker's
+# final phase and `gemmtune verify` both call it.
+CHECKS=$((CHECKS + 1))
+defs=$(grep -rlnE --include='*.c' '^int gt_paired_run\(' common proto server worker lib cli gen 2>/dev/null || true)
+if [ "$defs" = "common/paired.c" ]; then
+  echo "ok   gt_paired_run is defined in common/paired.c only"
+else
+  echo "FAIL gt_paired_run defined in: ${defs:-nowhere}"
+  FAILS=$((FAILS + 1))
+fi
+
 CHECKS=$((CHECKS + 1))
 defs=$(grep -rln --include='*.h' --include='*.c' '#define GT_BASELINE_DRIFT_MAX' \
          common proto server worker lib cli gen 2>/dev/null || true)

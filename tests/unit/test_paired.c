@@ -5,7 +5,9 @@
  * and gt_paired_run over a scripted timer: every round times each live
  * entry once in a shuffled order, stops at GT_PAIRED_MIN_ROUNDS once every
  * interval is narrow, runs the budget when one stays wide, drops an entry
- * whose timing fails, and aborts when the timer says so. */
+ * whose timing fails, and aborts when the timer says so; and `gemmtune
+ * verify`'s pass/fail rule. */
+#include "gt_cli.h"
 #include "gt_paired.h"
 #include "gt_policy.h"
 #include "gt_test.h"
@@ -152,10 +154,21 @@ static void run_rule(void)
           rounds == GT_PAIRED_MIN_ROUNDS);
 }
 
+/* `gemmtune verify`'s verdict: within the tolerance of the stored uplift */
+static void verify_pass(void)
+{
+    CHECK(gt_cli_verify_pass(1.05, 1.04, 0.02) && gt_cli_verify_pass(1.0, 1.02, 0.02));
+    CHECK(!gt_cli_verify_pass(1.0, 1.021, 0.02) && !gt_cli_verify_pass(1.055, 0.981, 0.02));
+    CHECK(gt_cli_verify_pass(3.0, 1.0, 1.0) && !gt_cli_verify_pass(3.0, 1.0, 0.5));
+    CHECK(!gt_cli_verify_pass(0, 1.0, 1.0) && !gt_cli_verify_pass(NAN, 1.0, 1.0) &&
+          !gt_cli_verify_pass(1.0, INFINITY, 1.0));
+}
+
 int main(void)
 {
     RUN(ci_rank);
     RUN(stat_of);
     RUN(run_rule);
+    RUN(verify_pass);
     return gt_test_done();
 }

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Proves issue 17's trust path end to end on loopback: a real gemmtuned and a
+# real CPU worker tune a small run whose final phase measures paired,
+# interleaved rounds; every final entry carries uplift_lo <= uplift <=
+# uplift_hi and rounds > 0 in GET /v1/runs/{id}, the results JSON and CSV,
+# and the export, and is either a finalist beyond the noise (uplift_lo > 1)
+# or the default with uplift 1 ("no significant gain"). Then `gemmtune
+# verify` re-times every entry of the export in a fresh process: each is
+# re-timed (its own interval and rounds), with a generous tolerance on this
+# noisy machine. The verdict logic is pinned with synthetic exports whose
+# stored uplifts the test chooses: an entry whose best is its own baseline
+# re-times near 1 and passes against a stored 1.0, fails against a stored
+# 3.0, passes again with --tolerance 100%; a cuda entry is refused.
+source "$(dirname "$0")/lib.sh"
+
+start_coordinator --lease-timeout 30
+start_worker w1
+
+submit "$GT_TEST_DATA/cpu_two.log" \
+  "name=verify&budget=4&shard_size=4&min_time_ms=1&repeats=3&ncpu=1&final_k=2&final_rounds=12&final_ci=0.05"
+nprob=$(json "$T/submit.json" '$.problems')
+check "submission accepted ($nprob problems)" [ "$nprob" -ge 1 ]
+state=$(wait_run "$RUN" 400)
+check "run finished (state=$state)" [ "$state" = done ]
+
+bad=$(jsonq "$T/run.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.best')) e
+       WHERE json_extract(e.value, '$.phase') != 'final'
+          OR NOT json_extract(e.value, '$.rounds') > 0
+          OR NOT (json_extract(e.value, '$.uplift_lo') <= json_extract(e.value, '$.uplift')
+                  AND json_extract(e.value, '$.uplift') <= json_extract(e.value, '$.uplift_hi'));")
+check "API: every best entry is final, rounds > 0, uplift_lo <= uplift <= uplift_hi" [ "$bad" = 0 ]
+bad=$(jsonq "$T/run.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.best')) e
+       WHERE NOT ((json_extract(e.value, '$.significant') = 1 AND json_extract(e.value, '$.uplift_lo') > 1
+                   AND json_extract(e.value, '$.verdict') = 'significant gain')
+               OR (json_extract(e.value, '$.significant') = 0 AND json_extract(e.value, '$.uplift') = 1
+                   AND json_extract(e.value, '$.verdict') = 'no significant gain'));")
+check "API: a winner is beyond the noise, else the default with uplift 1 (no significant gain)" [ "$bad" = 0 ]
+check "the run's options carry final_rounds and final_ci" \
+  [ "$(json "$T/run.json" '$.options.final_rounds')/$(json "$T/run.json" '$.options.final_ci')" = 12/0.05 ]
+bad=$(jsonq "$T/run.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.best')) e
+       WHERE json_extract(e.value, '$.rounds') > 12 OR json_extract(e.value, '$.rounds') < 8;")
+check "rounds within [GT_PAIRED_MIN_ROUNDS, final_rounds]" [ "$bad" = 0 ]
+
+curl -sf "$HTTP/v1/runs/$RUN/results" -o "$T/results.json"
+bad=$(jsonq "$T/results.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.results')) e
+       WHERE json_extract(e.value, '$.phase') = 'final' AND json_extract(e.value, '$.valid') = 1
+         AND NOT (json_extract(e.value, '$.rounds') > 0
+                  AND json_extract(e.value, '$.uplift_lo') <= json_extract(e.value, '$.uplift'));")
+check "results JSON: every valid final result is paired" [ "$bad" = 0 ]
+curl -sf "$HTTP/v1/runs/$RUN/results?format=csv" -o "$T/results.csv"
+check "results CSV has the paired columns" grep -q ',job_id,rounds,uplift,uplift_lo,uplift_hi$' "$T/results.csv"
+
+"$GT_BIN"/gemmtune --server "$HTTP" results "$RUN" >"$T/results.txt"
+check "gemmtune results shows the interval column" grep -q '95% CI (ROUNDS)' "$T/results.txt"
+
+curl -sf "$HTTP/v1/runs/$RUN/export" -o "$T/a.db"
+check "export: a best row per problem" [ "$(sqlite3 "$T/a.db" 'SELECT COUNT(*) FROM best')" = "$nprob" ]
+check "export: every best row has rounds > 0 and uplift_lo <= uplift <= uplift_hi" \
+  [ "$(sqlite3 "$T/a.db" 'SELECT COUNT(*) FROM best WHERE NOT (rounds > 0 AND uplift_lo <= uplift AND uplift <= uplift_hi)')" = 0 ]
+check "export: the API's uplifts" \
+  [ "$(sqlite3 "$T/a.db" 'SELECT group_concat(round(uplift, 9)) FROM (SELECT uplift FROM best ORDER BY problem_id)')" = \
+    "$(jsonq "$T/run.json" "SELECT group_concat(round(u, 9)) FROM (SELECT json_extract(e.value, '$.uplift') u FROM j, json_each(json_extract(j.x, '$.best')) e ORDER BY json_extract(e.value, '$.problem_id'));")" ]
+
+# verify the export in a fresh process: every entry re-timed, with its interval
+rc=0
+"$GT_BIN"/gemmtune verify "$T/a.db" --json --tolerance 0.5 --rounds 10 --min-time-ms 2 \
+  >"$T/verify.json" 2>"$T/verify.err" || rc=$?
+check "verify --json answered (rc=$rc)" [ -s "$T/verify.json" ]
+check "verify: one entry per best row" [ "$(json "$T/verify.json" '$.entries_total')" = "$nprob" ]
+bad=$(jsonq "$T/verify.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.entries')) e
+       WHERE json_extract(e.value, '$.retimed.rounds') IS NULL
+          OR NOT json_extract(e.value, '$.retimed.rounds') >= 8
+          OR NOT (json_extract(e.value, '$.retimed.uplift_lo') <= json_extract(e.value, '$.retimed.uplift')
+                  AND json_extract(e.value, '$.retimed.uplift') <= json_extract(e.value, '$.retimed.uplift_hi'))
+          OR json_extract(e.value, '$.result') NOT IN ('pass', 'fail')
+          OR json_extract(e.value, '$.stored.uplift') IS NULL;")
+check "verify: every entry re-timed with its interval and a verdict" [ "$bad" = 0 ]
+bad=$(jsonq "$T/verify.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.entries')) e
+       WHERE (json_extract(e.value, '$.result') = 'pass') !=
+             (abs(json_extract(e.value, '$.retimed.uplift') / json_extract(e.value, '$.stored.uplift') - 1) <= 0.5);")
+check "verify: pass exactly when within the tolerance" [ "$bad" = 0 ]
+npass=$(json "$T/verify.json" '$.passed')
+check "verify: exit status 0 exactly when all passed (passed=$npass, rc=$rc)" \
+  [ "$([ "$npass" = "$nprob" ] && echo 0 || echo 1)" = "$rc" ]
+check "verify: the re-tuned uplifts hold within 50 % here (passed $npass of $nprob)" [ "$npass" = "$nprob" ]
+
+# Synthetic exports: the verdict with stored uplifts the test chooses. Every
+# best row becomes the problem's own baseline config (a kernel against
+# itself re-times near 1.0).
+cp "$T/a.db" "$T/self.db"
+sqlite3 "$T/self.db" "UPDATE best SET config = (SELECT r.config FROM results r WHERE r.problem_id = best.problem_id
+                        AND r.is_baseline = 1 ORDER BY r.phase = 'final' DESC LIMIT 1), uplift = 1.0;"
+rc=0
+"$GT_BIN"/gemmtune verify "$T/self.db" --tolerance 0.25 --rounds 10 --min-time-ms 2 \
+  >"$T/self.txt" 2>&1 || rc=$?
+check "verify: the default against itself re-times within 25 % of 1.0 (rc=$rc)" [ "$rc" = 0 ]
+check "verify: the text output has the summary line" grep -q "^verified $nprob GEMM(s) on .*: $nprob passed, 0 failed" "$T/self.txt"
+sqlite3 "$T/self.db" "UPDATE best SET uplift = 3.0;"
+rc=0
+"$GT_BIN"/gemmtune verify "$T/self.db" --rounds 8 --min-time-ms 1 >"$T/bad.txt" 2>&1 || rc=$?
+check "verify: a stored 3.0 that re-times near 1 fails, exit status 1 (rc=$rc)" [ "$rc" = 1 ]
+check "verify: the failure says why" grep -q "FAIL: re-timed .* from the stored 3.0000x (tolerance 2.0%)" "$T/bad.txt"
+rc=0
+"$GT_BIN"/gemmtune verify "$T/self.db" --rounds 8 --min-time-ms 1 --tolerance 100% >/dev/null 2>&1 || rc=$?
+check "verify: --tolerance 100% lets it pass (rc=$rc)" [ "$rc" = 0 ]
+cp "$T/self.db" "$T/cuda.db"
+sqlite3 "$T/cuda.db" "UPDATE best SET backend = 'cuda' WHERE problem_id = (SELECT MIN(problem_id) FROM best);"
+rc=0
+"$GT_BIN"/gemmtune verify "$T/cuda.db" --json --rounds 8 --min-time-ms 1 --tolerance 100% >"$T/cuda.json" 2>/dev/null || rc=$?
+check "verify: a cuda entry is refused with a reason, exit status 1 (rc=$rc)" \
+  [ "$rc/$(json "$T/cuda.json" '$.refused')" = 1/1 ]
+check "verify: the refusal names the missing GPU path" \
+  [ "$(jsonq "$T/cuda.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.entries')) e
+        WHERE json_extract(e.value, '$.result') = 'refused' AND json_extract(e.value, '$.reason') LIKE '%plan API%';")" = 1 ]
+rc=0
+"$GT_BIN"/gemmtune verify "$T/self.db" --tolerance abc >/dev/null 2>&1 || rc=$?
+check "verify: a bad --tolerance is a usage error (rc=$rc)" [ "$rc" = 2 ]
+rc=0
+"$GT_BIN"/gemmtune verify "$T/nonexistent.db" >/dev/null 2>&1 || rc=$?
+check "verify: a missing file is an error (rc=$rc)" [ "$rc" = 1 ]
+
+finish
