@@ -9,6 +9,7 @@ not the bottleneck: the queue is drained between repetitions) of:
 
   pytorch      F.linear without gemmtune
   native       F.linear under use(): the C++ extension's aten override runs the tuned plan
+  nomode       the same under use(trace=False): no TorchFunctionMode (eager only)
   python       F.linear under use(native=False): the Python router runs it
   untuned      an untuned shape under use() (native path when available)
 
@@ -99,7 +100,10 @@ def main():
         if status["loaded"]:
             with gt.use(db, native=True) as r:
                 t = per_call_us(lambda: F.linear(x, w), args.calls, args.reps)
-                rows.append(("native", "use(): C++ aten override", t, r.stats()))
+                rows.append(("native", "use(): C++ aten override (+ the TorchFunctionMode)", t, r.stats()))
+            with gt.use(db, native=True, trace=False) as r:
+                t = per_call_us(lambda: F.linear(x, w), args.calls, args.reps)
+                rows.append(("nomode", "use(trace=False): the override alone", t, r.stats()))
         else:
             rows.append(("native", f"unavailable: {status['reason']}", None, None))
         with gt.use(db, native=False) as r:

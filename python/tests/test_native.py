@@ -255,3 +255,14 @@ def test_compiled_graph_holds_gemmtune_ops_with_native(native_cpu):
     targets = [str(n.target) for g in cnt.graphs for n in g.graph.nodes if n.op == "call_function"]
     assert any("gemmtune" in t for t in targets), targets
     assert native_cpu.stats().get("gemms", 0) >= 1  # the op's aten GEMM went through the override
+
+
+def test_trace_false_routes_without_a_mode(tuned, torch_ext):
+    path, model, _, _ = tuned
+    with torch.no_grad(), gt.use(path, device="cpu", device_model=model, backend="cpu", native=True,
+                                 trace=False) as r:
+        assert not torch.overrides._get_current_function_mode_stack()
+        Small()(*small_args())
+        assert r.stats() == {"gemms": 4, "not_tuned": 1, "tuned_no_runner": 3}
+    with pytest.raises(ValueError, match="trace=False"):
+        gt.use(path, device="cpu", device_model=model, backend="cpu", native=False, trace=False)
