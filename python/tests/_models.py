@@ -74,3 +74,14 @@ def write_generated_export(path, desc, device_model, config=GEMV_CFG, times=(12.
     con.commit()
     con.close()
     return path
+
+
+def folded(stats):
+    """A router's stats() with "no_gain" (tuned, but the tuning kept the baseline: PyTorch's
+    path) counted as "tuned_no_runner": which of the two a real CPU tuning's GEMM lands in
+    depends on that tuning's measurements; test_no_gain pins the rule itself down."""
+    st = dict(stats)
+    ng = st.pop("no_gain", 0)
+    if ng:
+        st["tuned_no_runner"] = st.get("tuned_no_runner", 0) + ng
+    return st

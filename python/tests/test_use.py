@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import gemmtune
 import gemmtune.torch as gt
 
-from _models import Small
+from _models import Small, folded
 
 OPS = ("linear", "matmul", "mm", "bmm", "addmm", "baddbmm")
 
@@ -81,10 +81,10 @@ def test_what_is_not_routed(cpu_routing):
     torch.mm(a, torch.randn(5, 7), out=torch.empty(6, 7))  # out=
     torch.mm(torch.ones(6, 5, dtype=torch.int64), torch.ones(5, 7, dtype=torch.int64))  # not a float GEMM
     torch.mv(torch.randn(6, 5), torch.randn(5))  # not a GEMM
-    assert cpu_routing.stats() == {}
+    assert folded(cpu_routing.stats()) == {}
     with torch.no_grad():
         lin(a)
-    assert cpu_routing.stats() == {"gemms": 1, "not_tuned": 1}
+    assert folded(cpu_routing.stats()) == {"gemms": 1, "not_tuned": 1}
 
 
 def test_operands_pytorch_copies_fall_back(cpu_routing):
@@ -93,7 +93,7 @@ def test_operands_pytorch_copies_fall_back(cpu_routing):
     with torch.no_grad():
         assert torch.equal(F.linear(x, w), F.linear(x.contiguous(), w))
     # the strided one is what PyTorch copies first; the contiguous one is looked up
-    assert cpu_routing.stats() == {"gemms": 2, "operand_copied": 1, "not_tuned": 1}
+    assert folded(cpu_routing.stats()) == {"gemms": 2, "operand_copied": 1, "not_tuned": 1}
 
 
 def test_disable_and_nesting(tuned):
@@ -147,7 +147,7 @@ def test_torch_compile_traces_the_ops_without_graph_breaks(cpu_routing, backend)
         torch.testing.assert_close(g, w)
         torch.testing.assert_close(g2, w)
     # the compiled code consulted the router for every GEMM of both calls
-    assert cpu_routing.stats() == {"gemms": 8, "not_tuned": 2, "tuned_no_runner": 6}
+    assert folded(cpu_routing.stats()) == {"gemms": 8, "not_tuned": 2, "tuned_no_runner": 6}
 
 
 def test_dynamo_graph_holds_gemmtune_ops(cpu_routing):
@@ -234,7 +234,7 @@ def test_other_threads_route_inside_thread(cpu_routing):
         t.join()
     assert seen == {"plain": True, "routed": True}
     # only the thread that entered routing.thread() was routed
-    assert cpu_routing.stats() == {"gemms": 4, "not_tuned": 1, "tuned_no_runner": 3}
+    assert folded(cpu_routing.stats()) == {"gemms": 4, "not_tuned": 1, "tuned_no_runner": 3}
 
 
 def test_record_inside_use_records_the_aten_gemms(cpu_routing):

@@ -305,6 +305,10 @@ class Router:
             return "operand_copied", call, d  # PyTorch copies it first: not the tuned layout
         if not d.lookup.hit:
             return "not_tuned", call, d
+        if d.lookup.uplift is not None and d.lookup.uplift <= 1.0:
+            # the tuning kept the baseline (no configuration beat cuBLASLt's default): PyTorch's
+            # own path is at least as good, and routing it could only add host time
+            return "no_gain", call, d
         if self.device_type != "cuda":
             return "tuned_no_runner", call, d
         if d.broken:

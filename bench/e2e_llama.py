@@ -1,0 +1,816 @@
+#!/usr/bin/env python3
+"""e2e_llama.py: gemmtune inside a real PyTorch model, end to end, as a user would run it.
+
+Builds HF transformers' LlamaForCausalLM with Llama-3-8B's dimensions (random weights,
+bf16, 32 layers), then in one script:
+
+  record   the GEMMs the model issues at the batch sizes it will run (gemmtune.torch.record:
+           one decode step per batch size, one prefill)
+  tune     them through the real coordinator and worker (gemmtuned + gemmtune-worker from
+           --build, started here on loopback; gemmtune.Client submits, waits, exports)
+  time     decode (static KV cache, prompt --prompt, one step captured in a CUDA graph and
+           replayed, --steps steps, CUDA events) at each --batches size, and prefill of
+           --prefill tokens at batch 1, for each configuration:
+             default       PyTorch's own kernels (eager; decode captured)
+             gemmtune      gemmtune.torch.use(): its ops in eager code, then captured
+             autotune_nocg torch.compile(mode="max-autotune-no-cudagraphs"), captured like
+                           the others
+             autotune      torch.compile(mode="max-autotune"), Inductor's own CUDA graphs
+             gemmtune_compile  gemmtune.torch.use() under torch.compile(--gt-compile-mode):
+                           Inductor fuses the rest, gemmtune's op runs the GEMMs
+  check    logits against the default run (norm-wise and max relative error) and greedy
+           token agreement over the decode steps (a divergence is checked for a logit tie).
+
+Each phase appends to STATE/e2e.json (default STATE: $OUT/e2e or ./e2e_out), so phases can
+run in separate processes (--phases); the default's logits and tokens are kept in STATE so
+later processes check against them. `--report` prints the tables from STATE/e2e.json.
+
+Timing: ms per decode step is the CUDA-event time of --steps replays (each followed by the
+greedy argmax and the feed of the next token, in every configuration alike) divided by the
+steps; the median of --reps repetitions (each after a fresh prefill). Compile time is the
+wall clock of the first calls (Dynamo, Inductor, autotuning, Inductor's CUDA graph
+recording), measured with a fresh Inductor cache directory per process (--cold-cache, the
+default), so it is what a new process without a warm cache pays. Within one process the
+second compile of a batch size may reuse the first's autotuning: which was first is recorded.
+
+--tiny runs the same code on a 2-layer model with small dimensions (CPU or GPU), with the
+cpu backend when on CPU: the whole script is then checked without a GPU (the CUDA-graph
+and CUDA-event parts are skipped on CPU).
+
+Usage (after `cmake -S . -B build && cmake --build build` with CUDA and
+`GEMMTUNE_BUILD_DIR=build pip install --no-build-isolation ./python`):
+  python3 bench/e2e_llama.py --build build [--batches 1,8,32] [--phases all]
+  python3 bench/e2e_llama.py --report --state DIR
+"""
+
+import argparse
+import contextlib
+import gc
+import inspect
+import json
+import math
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+CONFIGS = ("default", "gemmtune", "autotune_nocg", "autotune", "gemmtune_compile")
+PHASES = ("record", "tune", "check") + CONFIGS
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# ---------------------------------------------------------------- state ---
+
+
+class State:
+    """STATE/e2e.json: what every phase measured, merged across processes."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        os.makedirs(folder, exist_ok=True)
+        self.path = os.path.join(folder, "e2e.json")
+        self.data = {}
+        if os.path.exists(self.path):
+            with open(self.path) as f:
+                self.data = json.load(f)
+
+    def put(self, *keys, value):
+        d = self.data
+        for k in keys[:-1]:
+            d = d.setdefault(k, {})
+        d[keys[-1]] = value
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.data, f, indent=1, sort_keys=True)
+        os.replace(tmp, self.path)
+
+    def get(self, *keys, default=None):
+        d = self.data
+        for k in keys:
+            if not isinstance(d, dict) or k not in d:
+                return default
+            d = d[k]
+        return d
+
+    def file(self, name):
+        return os.path.join(self.folder, name)
+
+
+# ---------------------------------------------------------------- model ---
+
+
+def build_model(torch, a):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    if a.tiny:
+        cfg = LlamaConfig(hidden_size=256, intermediate_size=704, num_attention_heads=8,
+                          num_key_value_heads=2, num_hidden_layers=2, vocab_size=1024,
+                          max_position_embeddings=8192, rope_theta=500000.0, tie_word_embeddings=False)
+    else:
+        # Llama-3-8B (meta-llama/Meta-Llama-3-8B config.json), a.layers decoder layers
+        cfg = LlamaConfig(hidden_size=4096, intermediate_size=14336, num_attention_heads=32,
+                          num_key_value_heads=8, num_hidden_layers=a.layers, vocab_size=128256,
+                          max_position_embeddings=8192, rope_theta=500000.0, rms_norm_eps=1e-5,
+                          tie_word_embeddings=False)
+    cfg._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    prev = torch.get_default_dtype()
+    torch.set_default_dtype(a.dtype)
+    try:
+        with torch.device(a.device):
+            model = LlamaForCausalLM(cfg)
+    finally:
+        torch.set_default_dtype(prev)
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model
+
+
+class Calls:
+    """The keyword names this transformers version's forward takes (5.17: past_key_values and
+    cache_position; later 5.x: cache and position_ids only)."""
+
+    def __init__(self, model):
+        from transformers.models.llama import modeling_llama
+
+        params = inspect.signature(modeling_llama.LlamaModel.forward).parameters
+        self.cache_kw = "cache" if "cache" in params else "past_key_values"
+        self.cache_pos = "cache_position" in params
+
+    def kwargs(self, cache, pos):
+        kw = {self.cache_kw: cache, "position_ids": pos[None, :], "use_cache": True}
+        if self.cache_pos:
+            kw["cache_position"] = pos
+        return kw
+
+
+def make_cache(model, batch, max_len, device, dtype):
+    from transformers import StaticCache
+
+    try:
+        return StaticCache(config=model.config, max_cache_len=max_len)
+    except TypeError:
+        return StaticCache(config=model.config, max_batch_size=batch, max_cache_len=max_len,
+                           device=device, dtype=dtype)
+
+
+# ---------------------------------------------------------------- timing ---
+
+
+class Timer:
+    """CUDA events on a GPU, perf_counter on CPU: ms of what runs between start and stop."""
+
+    def __init__(self, torch, device):
+        self.torch = torch
+        self.cuda = device.startswith("cuda")
+
+    def __enter__(self):
+        if self.cuda:
+            self.e0 = self.torch.cuda.Event(enable_timing=True)
+            self.e1 = self.torch.cuda.Event(enable_timing=True)
+            self.e0.record()
+        else:
+            self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        if self.cuda:
+            self.e1.record()
+            self.e1.synchronize()
+            self.ms = self.e0.elapsed_time(self.e1)
+        else:
+            self.ms = (time.perf_counter() - self.t0) * 1e3
+
+
+def sync(torch, device):
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def compare(torch, out, ref):
+    """(norm-wise relative error, max relative error) of out against ref, in float64."""
+    o, r = out.double(), ref.double()
+    norm = (torch.linalg.vector_norm(o - r) / torch.linalg.vector_norm(r)).item()
+    mx = ((o - r).abs().max() / r.abs().max()).item()
+    if not (math.isfinite(norm) and math.isfinite(mx)):
+        return float("inf"), float("inf")
+    return norm, mx
+
+
+def agreement(torch, toks, ref_toks, ref_logits, logits):
+    """Greedy-token agreement with the default run, and the first divergence: the step, the
+    row, and whether it is a logit tie: at that step the default's logit of the token this
+    run chose is within the step's numerical difference between the two runs (max |logits -
+    default's|) of the default's top logit, so either choice is within the noise."""
+    same = (toks == ref_toks)
+    frac = same.float().mean().item()
+    first = None
+    bad = (~same).nonzero()
+    if len(bad):
+        step = int(bad[:, 1].min().item())
+        row = int(bad[bad[:, 1] == step][0, 0].item())
+        tie = None
+        if ref_logits is not None and logits is not None and step < min(ref_logits.shape[0], logits.shape[0]):
+            r, o = ref_logits[step, row].float(), logits[step, row].float()
+            gap = (r[ref_toks[row, step]] - r[toks[row, step]]).item()
+            noise = (o - r).abs().max().item()
+            tie = {"gap": gap, "noise": noise, "tie": gap <= noise}
+        first = {"row": row, "step": step, "tie": None if tie is None else tie["tie"], "detail": tie}
+    return frac, first
+
+
+def check_phase(torch, a, state):
+    """Each tuned bf16 GEMM of the log as the model calls it (F.linear of x [n, k] and W [m, k]),
+    against a float64 reference: PyTorch's own result and the routed one, side by side."""
+    import torch.nn.functional as F
+
+    rows = []
+    best = state.get("tune", "best") or []
+    shapes = []
+    for b in best:
+        parts = (b.get("label") or "").split()
+        if len(parts) >= 3 and parts[0] == ("bf16" if a.dtype == torch.bfloat16 else "f32") and parts[1] == "TN":
+            shapes.append(tuple(int(x) for x in parts[2].split("x")))
+    if not shapes:
+        log("check: no bf16 TN GEMMs in the tune results (run tune first, or carry STATE/e2e.json)")
+        return
+    g = torch.Generator(device="cpu").manual_seed(7)
+    for m, n, k in shapes:
+        w = (torch.randn(m, k, generator=g) * 0.02).to(a.device, a.dtype)
+        x = torch.randn(n, k, generator=g).to(a.device, a.dtype)
+        ref = x.double() @ w.double().t()
+        with torch.no_grad():
+            dflt = F.linear(x, w)
+            with routing(a, "gemmtune", state) as r:
+                tuned = F.linear(x, w)
+                st = r.stats()
+        e_d, e_t = compare(torch, dflt, ref)[0], compare(torch, tuned, ref)[0]
+        e_dt = compare(torch, tuned, dflt)[0]
+        rows.append({"m": m, "n": n, "k": k, "default_err": e_d, "tuned_err": e_t, "tuned_vs_default": e_dt,
+                     "routed": st.get("tuned_run", 0) > 0})
+        log(f"check {m}x{n}x{k}: default {e_d:.2e}, tuned {e_t:.2e} (vs default {e_dt:.2e}), "
+            f"routed {st.get('tuned_run', 0) > 0}")
+    state.put("check", value=rows)
+
+
+# ---------------------------------------------------------------- decode ---
+
+
+class Decode:
+    """One batch size's decode: static cache, input buffers, prefill, step functions."""
+
+    KEEP = 8  # decode steps whose logits are kept for the accuracy check
+
+    def __init__(self, torch, model, calls, a, batch):
+        self.torch, self.model, self.calls, self.a, self.batch = torch, model, calls, a, batch
+        self.P = a.prompt
+        self.cache = make_cache(model, batch, a.prompt + a.steps + 8, a.device, a.dtype)
+        g = torch.Generator(device="cpu").manual_seed(1234 + batch)
+        self.prompt = torch.randint(0, model.config.vocab_size, (batch, self.P), generator=g).to(a.device)
+        self.ppos = torch.arange(self.P, device=a.device)
+        self.tok = torch.zeros(batch, 1, dtype=torch.long, device=a.device)
+        self.pos = torch.full((1,), self.P, dtype=torch.long, device=a.device)
+
+    def prefill(self):
+        """Resets the cache in place (captured graphs keep its addresses) and fills the prompt."""
+        torch = self.torch
+        with torch.no_grad():
+            self.cache.reset() if hasattr(self.cache, "reset") else None
+            out = self.model(self.prompt, logits_to_keep=1, **self.calls.kwargs(self.cache, self.ppos))
+        nxt = out.logits[:, -1].argmax(-1)
+        self.tok.copy_(nxt[:, None])
+        self.pos.fill_(self.P)
+        return nxt
+
+    def fn(self, tok, pos):
+        return self.model(tok, **self.calls.kwargs(self.cache, pos)).logits[:, -1, :]
+
+    def loop(self, step, steps, keep=False):
+        """Runs steps decode steps from a fresh prefill; (tokens [B, steps], kept logits)."""
+        torch = self.torch
+        nxt = self.prefill()
+        toks, kept = [], []
+        for i in range(steps):
+            out = step()
+            if keep and i < self.KEEP:
+                kept.append(out.detach().clone())
+            nxt = out.argmax(-1)
+            toks.append(nxt)
+            self.tok.copy_(nxt[:, None])
+            self.pos.add_(1)
+        return torch.stack(toks, 1), (torch.stack(kept) if kept else None)
+
+    def timed(self, step, steps, reps):
+        """Median ms per step over reps runs of steps steps (each after its own prefill)."""
+        torch = self.torch
+        ms = []
+        for _ in range(reps):
+            self.prefill()
+            sync(torch, self.a.device)
+            with Timer(torch, self.a.device) as t:
+                for _ in range(steps):
+                    out = step()
+                    self.tok.copy_(out.argmax(-1)[:, None])
+                    self.pos.add_(1)
+            ms.append(t.ms / steps)
+        return statistics.median(ms), ms
+
+
+def capture(torch, fn, *args):
+    """fn(*args) captured once in a CUDA graph (after the caller's warm-up); the replay step."""
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn(*args)  # one more warm-up on the capture stream (workspaces, lazy state)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(g, stream=s):
+        out = fn(*args)
+    torch.cuda.synchronize()
+
+    def step():
+        g.replay()
+        return out
+
+    step.graph = g
+    return step
+
+
+def reset_dynamo(torch):
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+# ------------------------------------------------------------ configurations ---
+
+
+@contextlib.contextmanager
+def routing(a, cfg, state):
+    """gemmtune.torch.use() for the gemmtune configurations, nothing for the others."""
+    if not cfg.startswith("gemmtune"):
+        yield None
+        return
+    import gemmtune.torch as gt
+
+    db = a.db or state.file("tuned.db")
+    if not os.path.exists(db):
+        raise SystemExit(f"{cfg}: no tuned database {db}: run the record and tune phases first (or --db)")
+    kw = {}
+    if not a.device.startswith("cuda"):
+        kw = {"device": "cpu", "device_model": state.get("tune", "device_model") or a.device_model,
+              "backend": "cpu"}
+    with gt.use(db, **kw) as r:
+        r.reset_stats()
+        yield r
+
+
+_COMPILED = set()  # batch keys compiled in this process
+
+
+def compile_mode(cfg, a):
+    return {"autotune_nocg": "max-autotune-no-cudagraphs", "autotune": "max-autotune",
+            "gemmtune_compile": a.gt_compile_mode}.get(cfg)
+
+
+def decode_config(torch, model, calls, a, state, cfg, batch):
+    """Times cfg's decode at batch; returns the row for e2e.json."""
+    key = f"b{batch}"
+    row = {"batch": batch}
+    d = Decode(torch, model, calls, a, batch)
+    mode = compile_mode(cfg, a)
+    cuda = a.device.startswith("cuda")
+    with torch.no_grad(), routing(a, cfg, state) as r:
+        fn = d.fn
+        d.prefill()
+        if mode:
+            reset_dynamo(torch)
+            fn = torch.compile(d.fn, mode=mode, dynamic=False, fullgraph=False)
+        own_graphs = mode == "max-autotune" and cuda
+
+        def call():
+            if own_graphs:
+                torch.compiler.cudagraph_mark_step_begin()
+            return fn(d.tok, d.pos)
+
+        # warm-up: compile, autotune, Inductor's graph recording, gemmtune's plans
+        t0 = time.time()
+        for _ in range(3):
+            call()
+            sync(torch, a.device)
+        if mode:
+            row["compile_s"] = round(time.time() - t0, 1)
+            row["compile_mode"] = mode
+            # a later compile of the same batch size in this process may reuse the first's
+            # autotuning (Inductor's local cache): say which one paid it
+            row["compile_first_in_process"] = key not in _COMPILED
+            _COMPILED.add(key)
+        if cfg in ("default", "gemmtune"):
+            # eager (host-bound at small batch): a few steps suffice
+            eager_steps = max(4, a.steps // 4)
+            row["eager_ms"], _ = d.timed(call, eager_steps, 1)
+        if cuda and not own_graphs:
+            step = capture(torch, fn, d.tok, d.pos)
+        else:
+            step = call
+        toks, kept = d.loop(step, a.steps, keep=True)
+        row["ms"], row["ms_reps"] = d.timed(step, a.steps, a.reps)
+        row["tokens_per_s"] = batch * 1e3 / row["ms"]
+        row["graph"] = "inductor" if own_graphs else ("captured" if cuda else "none")
+        if r is not None:
+            row["routing"] = r.stats()
+            row["native"] = getattr(r.router, "native", None) is not None
+        # accuracy against the default's run (saved by the default configuration)
+        ref_path = state.file(f"ref_{key}.pt")
+        if cfg == "default":
+            torch.save({"tokens": toks.cpu(), "logits": kept.cpu()}, ref_path)
+        elif os.path.exists(ref_path):
+            ref = torch.load(ref_path)
+            rt, rl = ref["tokens"].to(toks.device), ref["logits"].to(kept.device)
+            row["token_agreement"], row["first_divergence"] = agreement(torch, toks, rt, rl, kept)
+            # logits compared while the tokens fed so far agree
+            upto = Decode.KEEP
+            if row["first_divergence"]:
+                upto = min(upto, row["first_divergence"]["step"] + 1)
+            errs = [compare(torch, kept[i], rl[i]) for i in range(upto)]
+            row["logits_rel_err"] = max(e[0] for e in errs)
+            row["logits_max_rel_err"] = max(e[1] for e in errs)
+        del step
+    del d, fn
+    reset_dynamo(torch)
+    return row
+
+
+def prefill_config(torch, model, calls, a, state, cfg):
+    """Times cfg's prefill of a.prefill tokens at batch 1 (no cache; the last token's logits,
+    as generate() asks for them)."""
+    row = {"tokens": a.prefill}
+    g = torch.Generator(device="cpu").manual_seed(99)
+    ids = torch.randint(0, model.config.vocab_size, (1, a.prefill), generator=g).to(a.device)
+    mode = compile_mode(cfg, a)
+    with torch.no_grad(), routing(a, cfg, state) as r:
+        def fn(x):
+            return model(x, use_cache=False, logits_to_keep=1).logits[:, -1, :]
+
+        f = fn
+        if mode:
+            reset_dynamo(torch)
+            f = torch.compile(fn, mode=mode, dynamic=False)
+        own_graphs = mode == "max-autotune" and a.device.startswith("cuda")
+
+        def call():
+            if own_graphs:
+                torch.compiler.cudagraph_mark_step_begin()
+            return f(ids)
+
+        t0 = time.time()
+        for _ in range(3):
+            out = call()
+            sync(torch, a.device)
+        if mode:
+            row["compile_s"] = round(time.time() - t0, 1)
+            row["compile_mode"] = mode
+            row["compile_first_in_process"] = "prefill" not in _COMPILED
+            _COMPILED.add("prefill")
+        logits = out.detach().clone()
+        ms = []
+        for _ in range(a.prefill_reps):
+            with Timer(torch, a.device) as t:
+                call()
+            ms.append(t.ms)
+        row["ms"] = statistics.median(ms)
+        row["ms_reps"] = ms
+        if r is not None:
+            row["routing"] = r.stats()
+        ref_path = state.file("ref_prefill.pt")
+        if cfg == "default":
+            torch.save(logits.cpu(), ref_path)
+        elif os.path.exists(ref_path):
+            ref = torch.load(ref_path).to(logits.device)
+            row["logits_rel_err"], row["logits_max_rel_err"] = compare(torch, logits, ref)
+            row["argmax_agrees"] = bool((logits.argmax(-1) == ref.argmax(-1)).all().item())
+    reset_dynamo(torch)
+    return row
+
+
+# ---------------------------------------------------------- record and tune ---
+
+
+def record_phase(torch, model, calls, a, state):
+    import gemmtune.torch as gt
+
+    t0 = time.time()
+    path = state.file("gemms.log")
+    with torch.no_grad():
+        decs = [Decode(torch, model, calls, a, b) for b in a.batch_list]
+        for d in decs:
+            d.prefill()  # the prompt's GEMMs are not timed, so not recorded
+        sync(torch, a.device)
+        with gt.record(path) as rec:
+            for d in decs:
+                d.fn(d.tok, d.pos)  # one decode step per batch size
+            if a.prefill:
+                ids = torch.zeros(1, a.prefill, dtype=torch.long, device=a.device)
+                model(ids, use_cache=False, logits_to_keep=1)
+            sync(torch, a.device)
+    del decs
+    wall = time.time() - t0
+    gemms = [(desc.key(), calls_) for desc, calls_ in rec.gemms]
+    state.put("record", value={"wall_s": round(wall, 1), "log": path, "gemms": len(gemms),
+                               "calls": sum(c for _, c in gemms),
+                               "skipped": [list(s) for s in rec.skipped]})
+    log(f"record: {len(gemms)} GEMM problems, {sum(c for _, c in gemms)} calls, "
+        f"{len(rec.skipped)} skipped, {wall:.1f} s -> {path}")
+    for k, c in gemms:
+        log(f"  {c:5d} x {k}")
+
+
+class Service:
+    """gemmtuned and one gemmtune-worker on loopback, as a user runs them."""
+
+    def __init__(self, a, folder):
+        self.a = a
+        self.folder = folder
+        self.procs = []
+
+    def __enter__(self):
+        a = self.a
+        os.makedirs(self.folder, exist_ok=True)
+        portfile = os.path.join(self.folder, "ports")
+        db = os.path.join(self.folder, "gemmtune.db")
+        for p in (portfile, db, db + "-wal", db + "-shm"):
+            if os.path.exists(p):
+                os.unlink(p)
+        dlog = open(os.path.join(self.folder, "gemmtuned.log"), "w")
+        self.wlog = open(os.path.join(self.folder, "worker.log"), "w")
+        self.procs.append(subprocess.Popen(
+            [os.path.join(a.build, "gemmtuned"), "--db", db, "--http", "127.0.0.1:0", "--listen",
+             "tcp://127.0.0.1:0", "--port-file", portfile, "--lease-timeout", "120"], stderr=dlog))
+        for _ in range(200):
+            if os.path.exists(portfile) and os.path.getsize(portfile):
+                break
+            if self.procs[0].poll() is not None:
+                raise SystemExit(f"gemmtuned exited {self.procs[0].returncode}: see {dlog.name}")
+            time.sleep(0.05)
+        ports = dict(l.split("=", 1) for l in open(portfile).read().split())
+        self.url = f"http://127.0.0.1:{ports['http']}"
+        self.procs.append(subprocess.Popen(
+            [os.path.join(a.build, "gemmtune-worker"), "--server", ports["worker"], "--backend",
+             a.backend, "--device", "0", "--batch", "32"], stderr=self.wlog, start_new_session=True))
+        return self
+
+    def __exit__(self, *exc):
+        for p in reversed(self.procs):
+            try:
+                if p is self.procs[0]:
+                    p.terminate()
+                else:
+                    os.killpg(p.pid, signal.SIGTERM)
+            except Exception:
+                pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=20)
+            except Exception:
+                p.kill()
+
+
+def tune_phase(a, state):
+    import gemmtune
+
+    t0 = time.time()
+    logf = state.file("gemms.log")
+    if not os.path.exists(logf):
+        raise SystemExit(f"tune: no {logf}: run the record phase first")
+    out = state.file("tuned.db")
+    with Service(a, state.file("svc")) as svc:
+        c = gemmtune.Client(svc.url)
+        for _ in range(600):
+            ws = c.workers()["workers"]
+            if ws:
+                break
+            time.sleep(0.1)
+        else:
+            raise SystemExit(f"tune: no worker registered: see {svc.wlog.name}")
+        w = ws[0]
+        log(f"tune: worker {w['device_model']} [{w['device_index']}] {w.get('driver', '')}")
+        opts = {"backend": a.backend, "budget": a.budget, "strategy": a.strategy,
+                "shard_size": a.shard, "final_k": 5, "name": "e2e_llama"}
+        if a.backend == "cuda":
+            opts.update({"min_time_ms": 0.25, "repeats": 3, "warmup": 1})
+        run = c.submit(logf, **opts)
+        rid = run["id"]
+        log(f"tune: run {rid}: {run['problems']} GEMMs" +
+            (f", unsupported {run['unsupported']}" if run.get("unsupported") else ""))
+        fin = c.wait(rid, progress=True, timeout=a.tune_timeout)
+        if fin["state"] != "done":
+            raise SystemExit(f"tune: run {rid} ended {fin['state']}")
+        best = c.run(rid).get("best", [])
+        c.export(rid, out)
+    wall = time.time() - t0
+    rows, ups = [], []
+    for b in best:
+        t, bu = b.get("time_us"), b.get("baseline_us")
+        up = bu / t if t and bu else None
+        cfg = b.get("config")
+        fam = cfg.get("family", "cublaslt") if isinstance(cfg, dict) else "-"
+        if a.backend == "cpu":
+            fam = "cpu"
+        rows.append({"label": b.get("label"), "weight": b.get("weight"), "baseline_us": bu, "time_us": t,
+                     "uplift": up, "family": fam, "baseline_suspect": b.get("baseline_suspect")})
+        if up and b.get("baseline_suspect") is not True:
+            ups.append(up)
+    geo = math.exp(sum(math.log(u) for u in ups) / len(ups)) if ups else None
+    state.put("tune", value={"wall_s": round(wall, 1), "run_elapsed_s": fin.get("elapsed_s"), "run": rid,
+                             "db": out, "device_model": w["device_model"], "gemms": len(best),
+                             "geomean_uplift": geo, "best": rows})
+    log(f"tune: {len(best)} GEMMs tuned in {wall:.1f} s (geomean uplift over the baseline "
+        f"{'-' if geo is None else f'{geo:.4f}'}) -> {out}")
+    for r in rows:
+        up = "-" if r["uplift"] is None else f"{r['uplift']:.3f}"
+        log(f"  {r['label']:<32} base {r['baseline_us'] or 0:9.2f} us  tuned {r['time_us'] or 0:9.2f} us  "
+            f"x{up}  {r['family']}")
+
+
+# ---------------------------------------------------------------- report ---
+
+
+def report(state):
+    d = state.data
+    out = []
+    p = out.append
+    dev = d.get("device", {})
+    p(f"# e2e_llama: {dev.get('name', '?')}, torch {dev.get('torch', '?')}, transformers "
+      f"{dev.get('transformers', '?')}, {dev.get('layers', '?')} layers, prompt {dev.get('prompt', '?')}, "
+      f"{dev.get('steps', '?')} steps")
+    rec, tun = d.get("record", {}), d.get("tune", {})
+    if rec or tun:
+        p(f"record {rec.get('wall_s', '-')} s ({rec.get('gemms', '-')} GEMMs); tune {tun.get('wall_s', '-')} s "
+          f"(geomean uplift over the baseline "
+          f"{'-' if tun.get('geomean_uplift') is None else format(tun['geomean_uplift'], '.4f')})")
+    dec = d.get("decode", {})
+    batches = sorted({int(k[1:]) for c in dec.values() for k in c}, key=int)
+    for b in batches:
+        key = f"b{b}"
+        p(f"\n## decode, batch {b}")
+        p("| configuration | ms/step | tokens/s | eager ms/step | compile s | tokens agree | logits rel err | GEMMs routed |")
+        p("|---|---|---|---|---|---|---|---|")
+        best_peer = None
+        for cfg in CONFIGS:
+            r = dec.get(cfg, {}).get(key)
+            if not r:
+                continue
+            if cfg.startswith("autotune") and (best_peer is None or r["ms"] < best_peer):
+                best_peer = r["ms"]
+            st = r.get("routing", {})
+            routed = f"{st.get('tuned_run', 0)}/{st.get('gemms', 0)}" if st else "-"
+            agree = "-" if "token_agreement" not in r else f"{100 * r['token_agreement']:.1f} %"
+            if r.get("first_divergence"):
+                fd = r["first_divergence"]
+                agree += f" (first at step {fd['step']}{', tie' if fd.get('tie') else ''})"
+            err = "-" if "logits_rel_err" not in r else f"{r['logits_rel_err']:.2e} / max {r['logits_max_rel_err']:.2e}"
+            p(f"| {cfg} | {r['ms']:.3f} | {r['tokens_per_s']:.0f} | {r.get('eager_ms', float('nan')):.2f} | "
+              f"{r.get('compile_s', '-')} | {agree} | {err} | {routed} |")
+        base = dec.get("default", {}).get(key, {}).get("ms")
+        for cfg in ("gemmtune", "gemmtune_compile"):
+            r = dec.get(cfg, {}).get(key)
+            if r and base:
+                p(f"{cfg}: {base / r['ms']:.3f}x tokens/s over default (captured)")
+            if r and best_peer:
+                p(f"{cfg}: {best_peer / r['ms']:.3f}x tokens/s over the better max-autotune configuration")
+    pre = d.get("prefill", {})
+    if pre:
+        p(f"\n## prefill, batch 1, {next(iter(pre.values())).get('tokens')} tokens")
+        p("| configuration | ms | compile s | logits rel err | argmax agrees |")
+        p("|---|---|---|---|---|")
+        for cfg in CONFIGS:
+            r = pre.get(cfg)
+            if r:
+                err = "-" if "logits_rel_err" not in r else f"{r['logits_rel_err']:.2e}"
+                p(f"| {cfg} | {r['ms']:.2f} | {r.get('compile_s', '-')} | {err} | {r.get('argmax_agrees', '-')} |")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- main ---
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build", help="folder with gemmtuned and gemmtune-worker")
+    ap.add_argument("--state", default=None, help="results folder (default $OUT/e2e or ./e2e_out)")
+    ap.add_argument("--phases", default="all", help=f"comma list of {','.join(PHASES)}, or all")
+    ap.add_argument("--parts", default="decode,prefill", help="what the configurations time")
+    ap.add_argument("--batches", default="1,8,32")
+    ap.add_argument("--prompt", type=int, default=512)
+    ap.add_argument("--steps", type=int, default=64)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--prefill", type=int, default=2048, help="prefill tokens (0: none)")
+    ap.add_argument("--prefill-reps", type=int, default=10)
+    ap.add_argument("--layers", type=int, default=32)
+    ap.add_argument("--tiny", action="store_true", help="a 2-layer small model (checks the script)")
+    ap.add_argument("--device", default=None, help="cuda (default when available) or cpu")
+    ap.add_argument("--db", default=None, help="tuned export to use (default STATE/tuned.db)")
+    ap.add_argument("--budget", type=int, default=250)
+    ap.add_argument("--strategy", default="exhaustive")
+    ap.add_argument("--shard", type=int, default=50)
+    ap.add_argument("--tune-timeout", type=float, default=900)
+    ap.add_argument("--gt-compile-mode", default="default",
+                    help="torch.compile mode for gemmtune_compile (default: 'default': Inductor's "
+                         "fusion is the same as max-autotune's, which has no GEMM left to tune)")
+    ap.add_argument("--report", action="store_true", help="print the tables from STATE and exit")
+    a = ap.parse_args()
+
+    state_dir = a.state or (os.path.join(os.environ["OUT"], "e2e") if os.environ.get("OUT") else "e2e_out")
+    state = State(os.path.abspath(state_dir))
+    if a.report:
+        print(report(state))
+        return 0
+
+    phases = list(PHASES) if a.phases == "all" else a.phases.split(",")
+    for ph in phases:
+        if ph not in PHASES:
+            ap.error(f"--phases: unknown phase {ph!r} (one of {', '.join(PHASES)})")
+    parts = a.parts.split(",")
+    for pt in parts:
+        if pt not in ("decode", "prefill"):
+            ap.error(f"--parts: unknown part {pt!r} (decode, prefill)")
+
+    # A cold Inductor cache: compile times are what a new process pays.
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor_e2e_")
+    import torch
+    import transformers
+
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
+    a.device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    a.backend = "cuda" if a.device.startswith("cuda") else "cpu"
+    # The cpu backend tunes fp32 GEMMs; the GPU runs the model in bf16.
+    a.dtype = torch.bfloat16 if a.device.startswith("cuda") else torch.float32
+    a.device_model = None
+    if a.tiny:
+        a.prompt, a.steps, a.prefill = min(a.prompt, 32), min(a.steps, 8), min(a.prefill, 64)
+    a.batch_list = [int(x) for x in a.batches.split(",") if x]
+    a.build = os.path.abspath(a.build)
+
+    name = torch.cuda.get_device_name() if a.device.startswith("cuda") else "cpu"
+    state.put("device", value={"name": name, "torch": torch.__version__, "transformers": transformers.__version__,
+                               "layers": 2 if a.tiny else a.layers, "prompt": a.prompt, "steps": a.steps,
+                               "tiny": a.tiny, "dtype": str(a.dtype)})
+    log(f"{name}, torch {torch.__version__}, transformers {transformers.__version__}, phases {phases}")
+    try:
+        import gemmtune.torch as gt
+
+        state.put("device", "gemmtune_native", value=gt.native_status())
+        log(f"gemmtune native path: {gt.native_status()}")
+    except Exception as e:  # the package is needed by the gemmtune phases only
+        log(f"gemmtune.torch: {type(e).__name__}: {e}")
+
+    t0 = time.time()
+    model = build_model(torch, a)
+    sync(torch, a.device)
+    calls = Calls(model)
+    log(f"model: {sum(p.numel() for p in model.parameters()) / 1e9:.2f} B parameters, {a.dtype}, "
+        f"built in {time.time() - t0:.1f} s")
+
+    if "record" in phases:
+        record_phase(torch, model, calls, a, state)
+    if "tune" in phases:
+        tune_phase(a, state)
+    if "check" in phases:
+        check_phase(torch, a, state)
+    for cfg in CONFIGS:
+        if cfg not in phases:
+            continue
+        if "decode" in parts:
+            for b in a.batch_list:
+                log(f"{cfg}: decode batch {b} ...")
+                row = decode_config(torch, model, calls, a, state, cfg, b)
+                state.put("decode", cfg, f"b{b}", value=row)
+                log(f"{cfg}: decode batch {b}: {row['ms']:.3f} ms/step ({row['tokens_per_s']:.0f} tokens/s)"
+                    + (f", compile {row['compile_s']} s" if "compile_s" in row else "")
+                    + (f", tokens agree {100 * row['token_agreement']:.1f} %" if "token_agreement" in row else "")
+                    + (f", routing {row['routing']}" if "routing" in row else ""))
+        if a.prefill and "prefill" in parts:
+            log(f"{cfg}: prefill {a.prefill} ...")
+            row = prefill_config(torch, model, calls, a, state, cfg)
+            state.put("prefill", cfg, value=row)
+            log(f"{cfg}: prefill: {row['ms']:.2f} ms" + (f", compile {row['compile_s']} s" if "compile_s" in row else "")
+                + (f", routing {row['routing']}" if "routing" in row else ""))
+    print(report(state), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
