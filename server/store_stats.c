@@ -240,11 +240,14 @@ static const char k_best_cols[] =
     "   AND r.valid = 1 AND r.is_baseline = 1),"
     " (SELECT MIN(r.time_us) FROM results r WHERE r.problem_id = p.id AND r.phase = 'screen'"
     "   AND r.valid = 1),"
-    " (SELECT AVG(bl.time_us) FROM baselines bl WHERE bl.problem_id = p.id)";
+    " (SELECT AVG(bl.time_us) FROM baselines bl WHERE bl.problem_id = p.id),"
+    /* the paired final's uplift (median of per-round ratios), NULL: unpaired */
+    " (SELECT r.uplift FROM results r WHERE r.id = " GT_STORE_BEST_FINAL_SQL("p.id") ")";
 
-/* From the four k_best_cols columns at i: 1 with the tuned and baseline
- * times when both are known and positive. */
-static int best_of(sqlite3_stmt *st, int i, double *tuned, double *base)
+/* From the five k_best_cols columns at i: 1 with the tuned and baseline
+ * times when both are known and positive, and the uplift the run view
+ * reports (the paired one when the final was paired, else their ratio). */
+static int best_of(sqlite3_stmt *st, int i, double *tuned, double *base, double *up)
 {
     int final = sqlite3_column_type(st, i) != SQLITE_NULL;
     int ti = final ? i : i + 2, bi = final ? i + 1 : i + 3;
@@ -252,7 +255,11 @@ static int best_of(sqlite3_stmt *st, int i, double *tuned, double *base)
         return 0;
     *tuned = sqlite3_column_double(st, ti);
     *base = sqlite3_column_double(st, bi);
-    return *tuned > 0 && *base > 0;
+    if (!(*tuned > 0 && *base > 0))
+        return 0;
+    *up = final && sqlite3_column_type(st, i + 4) != SQLITE_NULL ? sqlite3_column_double(st, i + 4)
+                                                                 : *base / *tuned;
+    return 1;
 }
 
 /* The workload's uplift over the problems with both a tuned and a baseline
@@ -263,7 +270,7 @@ typedef struct uplift_sums {
 
 static int summary_uplift(gt_store *s, int64_t run_id, uplift_sums *u, char *err, size_t errlen)
 {
-    char sql[2048];
+    char sql[4096];
     snprintf(sql, sizeof sql, "SELECT p.call_count, p.weight,%s FROM problems p WHERE p.run_id = ?",
              k_best_cols);
     sqlite3_stmt *st = gt_store_prep(s, sql, err, errlen);
@@ -272,12 +279,12 @@ static int summary_uplift(gt_store *s, int64_t run_id, uplift_sums *u, char *err
     sqlite3_bind_int64(st, 1, run_id);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        double t, bu, calls = sqlite3_column_double(st, 0), w = sqlite3_column_double(st, 1);
-        if (best_of(st, 2, &t, &bu)) {
+        double t, bu, up, calls = sqlite3_column_double(st, 0), w = sqlite3_column_double(st, 1);
+        if (best_of(st, 2, &t, &bu, &up)) {
             u->base_sum += calls * bu;
             u->tuned_sum += calls * t;
             u->wsum += w;
-            u->wup += w * (bu / t);
+            u->wup += w * up;
         }
     }
     sqlite3_finalize(st);
@@ -409,7 +416,7 @@ static cJSON *timeline_locked(gt_store *s, int64_t run_id, int *found, char *err
             goto fail;
     if (!(arr = cJSON_AddArrayToObject(root, "problems")))
         goto fail;
-    char sql[2048];
+    char sql[4096];
     snprintf(sql, sizeof sql,
              "SELECT p.id, p.label, p.weight, p.call_count, p.state,%s FROM problems p"
              " WHERE p.run_id = ? ORDER BY p.weight DESC, p.id",
@@ -431,8 +438,8 @@ static cJSON *timeline_locked(gt_store *s, int64_t run_id, int *found, char *err
             cJSON_Delete(p);
             goto fail;
         }
-        double t = 0, bu = 0;
-        int known = best_of(pr, 5, &t, &bu);
+        double t = 0, bu = 0, up = 0;
+        int known = best_of(pr, 5, &t, &bu, &up);
         const char *phase = sqlite3_column_type(pr, 5) != SQLITE_NULL   ? "final"
                             : sqlite3_column_type(pr, 7) != SQLITE_NULL ? "screen"
                                                                          : NULL;
@@ -445,7 +452,7 @@ static cJSON *timeline_locked(gt_store *s, int64_t run_id, int *found, char *err
                     : cJSON_AddNullToObject(p, "phase") != NULL) ||
             !add_num_or_null(p, "time_us", known, t) ||
             !add_num_or_null(p, "baseline_us", known, bu) ||
-            !add_num_or_null(p, "uplift", known, bu / (known ? t : 1)) ||
+            !add_num_or_null(p, "uplift", known, up) ||
             !(points = cJSON_AddArrayToObject(p, "points")) ||
             add_points(pts, sqlite3_column_int64(pr, 0), points))
             goto fail;
