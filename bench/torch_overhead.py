@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Host overhead of a routed GEMM: gemmtune.torch.use against PyTorch's own F.linear.
 
-    python3 bench/torch_overhead.py [--db tuned.db] [--m 1 --n 4096 --k 4096] [--calls 2000] [--reps 7]
+    python3 bench/torch_overhead.py [--db tuned.db] [--m 1 --n 4096 --k 4096] [--calls 400] [--reps 7]
 
-Measures host time per call (time.perf_counter around many calls, no
-synchronisation inside the loop; the GEMM is small enough that the GPU is
-not the bottleneck: the queue is drained between repetitions) of:
+Measures host time per call (time.perf_counter around --calls calls queued
+behind a torch.cuda._sleep that keeps the GPU busy longer than the enqueueing
+takes, so the GPU is never the bottleneck; the queue is drained between
+repetitions) of:
 
   pytorch      F.linear without gemmtune
   native       F.linear under use(): the C++ extension's aten override runs the tuned plan
@@ -33,13 +34,26 @@ REPO = os.path.dirname(HERE)
 
 
 def per_call_us(fn, calls, reps):
+    """Host us per call of fn, with the GPU held busy so it is never what the loop waits
+    for: each repetition first queues torch.cuda._sleep for longer than the calls take to
+    enqueue, then times `calls` calls (fewer than the launch queue holds, ~1000), then
+    drains. Without the sleep a 4096x4096 GEMV (~14 us on an H100) is slower than its
+    enqueue, the queue fills, and the loop measures GPU time instead (it did: 21.7 us
+    for PyTorch's F.linear)."""
     import torch
 
     for _ in range(20):
         fn()
     torch.cuda.synchronize()
+    # cycles: calls x 100 us of GPU sleep at the SM clock, far more than enqueueing takes
+    try:
+        rate = torch.cuda.clock_rate()  # MHz, through NVML
+    except Exception:
+        rate = 0
+    cycles = int(calls * 100e-6 * (rate * 1e6 if rate else 2e9))
     out = []
     for _ in range(reps):
+        torch.cuda._sleep(cycles)
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
@@ -55,7 +69,7 @@ def main():
     ap.add_argument("--m", type=int, default=1, help="tokens (rows of x)")
     ap.add_argument("--n", type=int, default=4096, help="out_features")
     ap.add_argument("--k", type=int, default=4096, help="in_features")
-    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--calls", type=int, default=400, help="calls per repetition (< the launch queue, ~1000)")
     ap.add_argument("--reps", type=int, default=7)
     args = ap.parse_args()
 

@@ -48,6 +48,10 @@ static void drv_open(void)
         const char *name;
         void **fn;
     } t[] = {{"cuCtxGetDevice", (void **)&d->ctx_get_device},
+             {"cuCtxGetCurrent", (void **)&d->ctx_get_current},
+             {"cuCtxSetCurrent", (void **)&d->ctx_set_current},
+             {"cuDeviceGet", (void **)&d->device_get},
+             {"cuDevicePrimaryCtxRetain", (void **)&d->primary_ctx_retain},
              {"cuDeviceGetAttribute", (void **)&d->device_get_attribute},
              {"cuDeviceGetName", (void **)&d->device_get_name},
              {"cuModuleLoadData", (void **)&d->module_load_data},
@@ -110,5 +114,46 @@ int gt_cu_current_sm(int *sm, char *err, size_t errlen)
         return -1;
     }
     *sm = major * 10 + minor;
+    return 0;
+}
+
+int gt_cu_bind_device(int ordinal, char *err, size_t errlen)
+{
+    CUcontext ctx = NULL;
+    CUdevice dev;
+    CUresult r;
+    const gt_cu_drv *d = gt_cu_drv_get(err, errlen);
+    if (!d)
+        return -1;
+    if ((r = d->ctx_get_current(&ctx)) != CUDA_SUCCESS) {
+        gt_cu_drv_err(d, r, "cuCtxGetCurrent", err, errlen);
+        return -1;
+    }
+    if (ctx)
+        return 0;
+    /* The retained reference is never released: the runtime keeps the
+     * primary context for the process too, and a release here could destroy
+     * it under the application's feet. */
+    if ((r = d->device_get(&dev, ordinal)) != CUDA_SUCCESS ||
+        (r = d->primary_ctx_retain(&ctx, dev)) != CUDA_SUCCESS ||
+        (r = d->ctx_set_current(ctx)) != CUDA_SUCCESS) {
+        gt_cu_drv_err(d, r, "binding the device's primary context", err, errlen);
+        return -1;
+    }
+    return 0;
+}
+
+int gt_cu_current_device(int *ordinal, char *err, size_t errlen)
+{
+    CUdevice dev;
+    CUresult r;
+    const gt_cu_drv *d = gt_cu_drv_get(err, errlen);
+    if (!d)
+        return -1;
+    if ((r = d->ctx_get_device(&dev)) != CUDA_SUCCESS) {
+        gt_cu_drv_err(d, r, "no current CUDA context (cuCtxGetDevice)", err, errlen);
+        return -1;
+    }
+    *ordinal = (int)dev; /* a CUdevice is its ordinal */
     return 0;
 }

@@ -176,6 +176,10 @@ int gt_cu_lt_algo_make(const gt_cu_lt_api *api, cublasLtHandle_t h, const gt_cu_
  * cuGetProcAddress at CUDA 12.0's ABI. */
 typedef struct gt_cu_drv {
     CUresult(CUDAAPI *ctx_get_device)(CUdevice *);
+    CUresult(CUDAAPI *ctx_get_current)(CUcontext *);
+    CUresult(CUDAAPI *ctx_set_current)(CUcontext);
+    CUresult(CUDAAPI *device_get)(CUdevice *, int);
+    CUresult(CUDAAPI *primary_ctx_retain)(CUcontext *, CUdevice);
     CUresult(CUDAAPI *device_get_attribute)(int *, CUdevice_attribute, CUdevice);
     CUresult(CUDAAPI *device_get_name)(char *, int, CUdevice);
     CUresult(CUDAAPI *module_load_data)(CUmodule *, const void *);
@@ -206,6 +210,14 @@ void gt_cu_drv_err(const gt_cu_drv *d, CUresult r, const char *what, char *err, 
  * current context's device: 0, or -1 with the reason (no driver, no current
  * context) in err. */
 int gt_cu_current_sm(int *sm, char *err, size_t errlen);
+/* Makes device ordinal's primary context (the CUDA runtime's, so PyTorch's)
+ * current on the calling thread when no context is: what the runtime does
+ * lazily at a thread's first runtime call, which a thread that only reaches
+ * the GPU through libgemmtune's driver calls never makes. A current context
+ * is left as it is. 0, or -1 with err. */
+int gt_cu_bind_device(int ordinal, char *err, size_t errlen);
+/* The ordinal of the current context's device in *ordinal; 0, or -1 with err. */
+int gt_cu_current_device(int *ordinal, char *err, size_t errlen);
 
 /* ---- modules and launches (module.c) ------------------------------------------------ */
 

@@ -323,6 +323,14 @@ GT_DB_API int gt_db_plan_run(gt_db_plan *p, void *stream, const void *a, const v
 /* Frees the plan (its module, handle and descriptors); NULL is a no-op. Its
  * context must still exist and no run of it may be pending on the GPU. */
 GT_DB_API void gt_db_plan_free(gt_db_plan *p);
+/* Makes CUDA device ordinal's primary context (the CUDA runtime's) current on
+ * the calling thread when the thread has no current context, as the runtime
+ * does lazily at a thread's first runtime call; a current context is left as
+ * it is. Call it before gt_db_plan_create on a thread that may not have made
+ * a runtime call yet (gt_db_plan_run binds its plan's device by itself).
+ * GT_DB_OK, or GT_DB_EINVAL with err (no driver, no such device, or a build
+ * without CUDA). */
+GT_DB_API int gt_db_cuda_bind_device(int ordinal, char *err, size_t errlen);
 
 #if defined(GEMMTUNE_CUBLASLT) && !defined(CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA)
 #include <cublasLt.h>

@@ -24,6 +24,8 @@
 
 struct gt_db_plan {
     int generated;
+    int device; /* the ordinal of the device it was made on: gt_db_plan_run binds its primary
+                 * context on a thread that has none */
     /* cuBLASLt */
     cublasLtHandle_t lt;
     gt_cu_map map;
@@ -124,6 +126,10 @@ int gt_db_plan_create(gt_db *db, const gt_gemm_desc *d, const char *device_model
     if (!(p = calloc(1, sizeof *p))) {
         snprintf(err, errlen, "out of memory");
         return GT_DB_EINVAL;
+    }
+    if (gt_cu_current_device(&p->device, err, errlen) != 0) {
+        rc = GT_DB_EINVAL;
+        goto fail;
     }
     rc = rc == GT_DB_GENERATED ? make_gen(p, db, d, device_model, err, errlen)
                                : make_lt(p, db, &prob, key, device_model, err, errlen);
@@ -228,6 +234,10 @@ int gt_db_plan_run(gt_db_plan *p, void *stream, const void *a, const void *b, co
         snprintf(err, errlen, "invalid argument");
         return GT_DB_EINVAL;
     }
+    /* a thread whose only GPU work is this call has no current context (the runtime
+     * binds one lazily, at a runtime call this thread may never have made) */
+    if (gt_cu_bind_device(p->device, err, errlen) != 0)
+        return GT_DB_EINVAL;
     if (!p->generated)
         return run_lt(p, stream, a, b, c, bias, d, scale_a, scale_b, scale_d, workspace, err,
                       errlen);
@@ -254,4 +264,15 @@ void gt_db_plan_free(gt_db_plan *p)
     if (p->have_lock)
         (void)pthread_mutex_destroy(&p->lock);
     free(p);
+}
+
+int gt_db_cuda_bind_device(int ordinal, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = '\0';
+    if (ordinal < 0) {
+        snprintf(err, errlen, "invalid argument");
+        return GT_DB_EINVAL;
+    }
+    return gt_cu_bind_device(ordinal, err, errlen) == 0 ? GT_DB_OK : GT_DB_EINVAL;
 }

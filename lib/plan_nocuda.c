@@ -40,3 +40,10 @@ void gt_db_plan_free(gt_db_plan *p)
 {
     (void)p; /* never made by this build */
 }
+
+int gt_db_cuda_bind_device(int ordinal, char *err, size_t errlen)
+{
+    (void)ordinal;
+    snprintf(err, errlen, "built without CUDA");
+    return GT_DB_EINVAL;
+}

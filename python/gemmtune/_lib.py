@@ -158,6 +158,7 @@ _DECLS = {
     ),
     # plans (gemmtune.h): every build defines them; without CUDA they say so
     "gt_db_plan_create": (ctypes.c_int, [_VP, _P(GemmDescC), _CP, _P(_VP), _CP, _SZ], False),
+    "gt_db_cuda_bind_device": (ctypes.c_int, [ctypes.c_int, _CP, _SZ], False),
     "gt_db_plan_workspace": (None, [_VP, _P(_SZ), _P(ctypes.c_int)], False),
     "gt_db_plan_run": (ctypes.c_int, [_VP] * 11 + [ctypes.c_int, _CP, _SZ], False),
     "gt_db_plan_free": (None, [_VP], False),

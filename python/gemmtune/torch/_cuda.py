@@ -31,6 +31,20 @@ __all__ = ["Runner"]
 _ALIGN = 16
 
 
+def _bind(device):
+    """The device's primary context current on this thread. torch.cuda.device() calls
+    cudaSetDevice only when the thread's device differs, so a new thread whose first GPU
+    work is a tuned GEMM has no current context, and libgemmtune's driver calls would fail
+    (seen on the H100: CUDA_ERROR_INVALID_CONTEXT from a plan made on a worker thread)."""
+    lib = _lib.load()
+    if not _lib.has("gt_db_cuda_bind_device"):
+        return
+    err = ctypes.create_string_buffer(512)
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    if lib.gt_db_cuda_bind_device(idx, err, len(err)) != 0:
+        raise RuntimeError(f"gt_db_cuda_bind_device({idx}): {err.value.decode(errors='replace')}")
+
+
 class _KernelPlan:
     def __init__(self, db, desc, model, device):
         lib = _lib.load()
@@ -45,7 +59,7 @@ class _KernelPlan:
         self.mod = _lib.ModuleC()
         err = ctypes.create_string_buffer(4096)
         with torch.cuda.device(device):
-            torch.cuda.current_stream(device)  # the primary context is current on this thread
+            _bind(device)
             if lib.gt_db_kernel_cuda_load(k, ctypes.byref(self.mod), err, len(err)) != 0:
                 db.free_kernel(k)
                 self.k = None
@@ -90,7 +104,7 @@ class _LtPlan:
         out = ctypes.c_void_p()
         err = ctypes.create_string_buffer(1024)
         with torch.cuda.device(device):
-            torch.cuda.current_stream(device)  # the primary context is current on this thread
+            _bind(device)
             rc = lib.gt_db_plan_create(db.handle, ctypes.byref(c), model.encode(), ctypes.byref(out), err, len(err))
         self.rc = rc
         if rc != OK:
@@ -142,7 +156,11 @@ class Runner:
             with self._lock:
                 if decision.plan is None and decision.broken is None:
                     try:
-                        make = _KernelPlan if decision.lookup.rc == GENERATED else _LtPlan
+                        # the plan API runs either kind of winner and binds the plan's
+                        # device on the thread that runs it; a library without it runs
+                        # only generated kernels
+                        make = _LtPlan if _lib.has("gt_db_plan_create") or decision.lookup.rc != GENERATED \
+                            else _KernelPlan
                         decision.plan = make(self.db, desc, model, self.device)
                     except Exception as e:
                         decision.broken = str(e)
