@@ -409,6 +409,8 @@ def decode_config(torch, model, calls, a, state, cfg, batch):
         for _ in range(3):
             call()
             sync(torch, a.device)
+        # the first calls: compile and autotune, or gemmtune's plans (NVRTC, module loads)
+        row["first_calls_s"] = round(time.time() - t0, 2)
         if mode:
             row["compile_s"] = round(time.time() - t0, 1)
             row["compile_mode"] = mode
@@ -796,7 +798,13 @@ def main():
         if "decode" in parts:
             for b in a.batch_list:
                 log(f"{cfg}: decode batch {b} ...")
-                row = decode_config(torch, model, calls, a, state, cfg, b)
+                try:
+                    row = decode_config(torch, model, calls, a, state, cfg, b)
+                except Exception as e:  # one configuration's failure must not lose the others'
+                    log(f"{cfg}: decode batch {b}: FAILED: {type(e).__name__}: {e}")
+                    state.put("errors", cfg, f"b{b}", value=f"{type(e).__name__}: {e}")
+                    reset_dynamo(torch)
+                    continue
                 state.put("decode", cfg, f"b{b}", value=row)
                 log(f"{cfg}: decode batch {b}: {row['ms']:.3f} ms/step ({row['tokens_per_s']:.0f} tokens/s)"
                     + (f", compile {row['compile_s']} s" if "compile_s" in row else "")
@@ -804,7 +812,13 @@ def main():
                     + (f", routing {row['routing']}" if "routing" in row else ""))
         if a.prefill and "prefill" in parts:
             log(f"{cfg}: prefill {a.prefill} ...")
-            row = prefill_config(torch, model, calls, a, state, cfg)
+            try:
+                row = prefill_config(torch, model, calls, a, state, cfg)
+            except Exception as e:
+                log(f"{cfg}: prefill: FAILED: {type(e).__name__}: {e}")
+                state.put("errors", cfg, "prefill", value=f"{type(e).__name__}: {e}")
+                reset_dynamo(torch)
+                continue
             state.put("prefill", cfg, value=row)
             log(f"{cfg}: prefill: {row['ms']:.2f} ms" + (f", compile {row['compile_s']} s" if "compile_s" in row else "")
                 + (f", routing {row['routing']}" if "routing" in row else ""))
