@@ -648,6 +648,10 @@ def tune_phase(a, state):
 # ---------------------------------------------------------------- report ---
 
 
+def _fmt(v, spec, none="-"):
+    return none if v is None else format(v, spec)
+
+
 def report(state):
     d = state.data
     out = []
@@ -658,23 +662,39 @@ def report(state):
       f"{dev.get('steps', '?')} steps")
     rec, tun = d.get("record", {}), d.get("tune", {})
     if rec or tun:
-        p(f"record {rec.get('wall_s', '-')} s ({rec.get('gemms', '-')} GEMMs); tune {tun.get('wall_s', '-')} s "
-          f"(geomean uplift over the baseline "
-          f"{'-' if tun.get('geomean_uplift') is None else format(tun['geomean_uplift'], '.4f')})")
+        p(f"record {rec.get('wall_s', '-')} s ({rec.get('gemms', '-')} GEMMs, {rec.get('calls', '-')} calls); "
+          f"tune {tun.get('wall_s', '-')} s through gemmtuned + 1 worker (geomean uplift of the winners over "
+          f"cuBLASLt's default {_fmt(tun.get('geomean_uplift'), '.4f')})")
+    best = tun.get("best") or []
+    if best:
+        p("\n## tuned GEMMs (the tune phase's winners)")
+        p("| GEMM (m x n x k) | baseline us | tuned us | uplift | winner |")
+        p("|---|---|---|---|---|")
+        for b in best:
+            p(f"| {b['label']} | {_fmt(b['baseline_us'], '.2f')} | {_fmt(b['time_us'], '.2f')} | "
+              f"{_fmt(b['uplift'], '.3f')} | {b['family']} |")
+    chk = d.get("check") or []
+    if chk:
+        p("\n## per-GEMM accuracy (F.linear as the model calls it, against float64)")
+        p("| GEMM (m x n x k) | PyTorch rel err | routed rel err | routed vs PyTorch | routed |")
+        p("|---|---|---|---|---|")
+        for c in chk:
+            p(f"| {c['m']}x{c['n']}x{c['k']} | {c['default_err']:.2e} | {c['tuned_err']:.2e} | "
+              f"{c['tuned_vs_default']:.2e} | {c['routed']} |")
     dec = d.get("decode", {})
-    batches = sorted({int(k[1:]) for c in dec.values() for k in c}, key=int)
+    batches = sorted({int(k[1:]) for c in dec.values() for k in c})
     for b in batches:
         key = f"b{b}"
         p(f"\n## decode, batch {b}")
         p("| configuration | ms/step | tokens/s | eager ms/step | compile s | tokens agree | logits rel err | GEMMs routed |")
         p("|---|---|---|---|---|---|---|---|")
-        best_peer = None
+        peers = {}
         for cfg in CONFIGS:
             r = dec.get(cfg, {}).get(key)
             if not r:
                 continue
-            if cfg.startswith("autotune") and (best_peer is None or r["ms"] < best_peer):
-                best_peer = r["ms"]
+            if cfg.startswith("autotune"):
+                peers[cfg] = r["ms"]
             st = r.get("routing", {})
             routed = f"{st.get('tuned_run', 0)}/{st.get('gemms', 0)}" if st else "-"
             agree = "-" if "token_agreement" not in r else f"{100 * r['token_agreement']:.1f} %"
@@ -682,25 +702,32 @@ def report(state):
                 fd = r["first_divergence"]
                 agree += f" (first at step {fd['step']}{', tie' if fd.get('tie') else ''})"
             err = "-" if "logits_rel_err" not in r else f"{r['logits_rel_err']:.2e} / max {r['logits_max_rel_err']:.2e}"
-            p(f"| {cfg} | {r['ms']:.3f} | {r['tokens_per_s']:.0f} | {r.get('eager_ms', float('nan')):.2f} | "
+            p(f"| {cfg} | {r['ms']:.3f} | {r['tokens_per_s']:.0f} | {_fmt(r.get('eager_ms'), '.2f')} | "
               f"{r.get('compile_s', '-')} | {agree} | {err} | {routed} |")
         base = dec.get("default", {}).get(key, {}).get("ms")
-        for cfg in ("gemmtune", "gemmtune_compile"):
-            r = dec.get(cfg, {}).get(key)
-            if r and base:
-                p(f"{cfg}: {base / r['ms']:.3f}x tokens/s over default (captured)")
-            if r and best_peer:
-                p(f"{cfg}: {best_peer / r['ms']:.3f}x tokens/s over the better max-autotune configuration")
+        r = dec.get("gemmtune", {}).get(key)
+        if r and base:
+            p(f"gemmtune alone (captured): {base / r['ms']:.3f}x tokens/s over PyTorch's default (captured)")
+        r = dec.get("gemmtune_compile", {}).get(key)
+        if r and peers:
+            bar = min(peers, key=peers.get)
+            p(f"gemmtune under torch.compile: {peers[bar] / r['ms']:.3f}x tokens/s over the better "
+              f"max-autotune configuration measured ({bar}: {peers[bar]:.3f} ms; measured: {', '.join(sorted(peers))})")
     pre = d.get("prefill", {})
     if pre:
-        p(f"\n## prefill, batch 1, {next(iter(pre.values())).get('tokens')} tokens")
-        p("| configuration | ms | compile s | logits rel err | argmax agrees |")
-        p("|---|---|---|---|---|")
+        p(f"\n## prefill, batch 1, {next(iter(pre.values())).get('tokens')} tokens (last token's logits)")
+        p("| configuration | ms (median) | min..max | compile s | logits rel err | argmax agrees |")
+        p("|---|---|---|---|---|---|")
         for cfg in CONFIGS:
             r = pre.get(cfg)
             if r:
                 err = "-" if "logits_rel_err" not in r else f"{r['logits_rel_err']:.2e}"
-                p(f"| {cfg} | {r['ms']:.2f} | {r.get('compile_s', '-')} | {err} | {r.get('argmax_agrees', '-')} |")
+                reps = r.get("ms_reps") or [r["ms"]]
+                p(f"| {cfg} | {r['ms']:.2f} | {min(reps):.2f}..{max(reps):.2f} | {r.get('compile_s', '-')} | {err} | "
+                  f"{r.get('argmax_agrees', '-')} |")
+    errs = d.get("errors")
+    if errs:
+        p(f"\nerrors: {json.dumps(errs)}")
     return "\n".join(out)
 
 
