@@ -197,6 +197,9 @@ def torch_ext(build_dir, tmp_path_factory):
                 f.write(z.read(f"gemmtune/_lib/{b.EXT_NAME}"))
             os.replace(so + ".tmp", so)
     os.environ["GEMMTUNE_TORCH_EXT"] = so
+    if _native.too_old():
+        assert not _native.available() and "2.5" in _native.status()["reason"]
+        pytest.skip(f"the native path needs torch >= 2.5: {_native.status()['reason']}")
     assert _native.available(), _native.status()
     return so
 

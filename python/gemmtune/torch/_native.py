@@ -134,6 +134,12 @@ def load():
         if os.environ.get("GEMMTUNE_NATIVE") == "0":
             _why = "turned off (GEMMTUNE_NATIVE=0)"
             return None
+        if too_old():
+            # torch 2.4.1's Dynamo ran the routing mode's Python on fake tensors instead of
+            # tracing it, and a compiled graph then held aten::linear, not gemmtune::linear
+            _why = (f"torch {torch.__version__}: the native path needs torch >= 2.5 (older Dynamo "
+                    f"does not trace the routing mode); the Python router is used")
+            return None
         path, why = _candidate()
         if path is None:
             _why = why
@@ -146,6 +152,12 @@ def load():
             return None
         _ext, _ext_path, _why = ext, path, None
         return ext
+
+
+def too_old():
+    """Whether this torch predates what the native path needs (2.5)."""
+    v = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2] if x.isdigit())
+    return v < (2, 5)
 
 
 def available():

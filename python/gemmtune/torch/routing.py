@@ -54,7 +54,7 @@ class _RouteMode(TorchFunctionMode):
         return True
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if self.native and not _compiling():
+        if self.native and not torch.compiler.is_compiling() and _plain(args):
             return func(*args, **(kwargs or {}))
         kwargs = kwargs or {}
         if self.routing.on and "out" not in kwargs:
@@ -88,8 +88,15 @@ class _RouteMode(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-# Dynamo constant-folds it to True while tracing; in eager it is one call.
-_compiling = getattr(torch.compiler, "is_dynamo_compiling", None) or torch.compiler.is_compiling
+def _plain(args):
+    """Whether every tensor argument is a plain tensor (eager). Dynamo before torch 2.5 does
+    not trace a TorchFunctionMode: it runs the mode's Python with fake tensors, where
+    is_compiling() is False, so tracing is told apart by the tensors' types (torch 2.4.1:
+    the native path's compiled graph held aten::linear instead of gemmtune::linear)."""
+    for t in args:
+        if isinstance(t, torch.Tensor) and type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter:
+            return False
+    return True
 
 
 def _call(name, op, *args):
@@ -97,11 +104,8 @@ def _call(name, op, *args):
     of AOTAutograd), so the graph holds it; in eager mode on plain tensors the
     op's implementation directly, which skips the custom-op machinery's
     per-call cost and does the same."""
-    if torch.compiler.is_compiling():
+    if torch.compiler.is_compiling() or not _plain(args):
         return op(*args)
-    for t in args:
-        if t is not None and type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter:
-            return op(*args)
     return _router.run(name, *args)
 
 
