@@ -665,22 +665,22 @@ def report(state):
         p(f"record {rec.get('wall_s', '-')} s ({rec.get('gemms', '-')} GEMMs, {rec.get('calls', '-')} calls); "
           f"tune {tun.get('wall_s', '-')} s through gemmtuned + 1 worker (geomean uplift of the winners over "
           f"cuBLASLt's default {_fmt(tun.get('geomean_uplift'), '.4f')})")
-    best = tun.get("best") or []
-    if best:
-        p("\n## tuned GEMMs (the tune phase's winners)")
-        p("| GEMM (m x n x k) | baseline us | tuned us | uplift | winner |")
-        p("|---|---|---|---|---|")
-        for b in best:
-            p(f"| {b['label']} | {_fmt(b['baseline_us'], '.2f')} | {_fmt(b['time_us'], '.2f')} | "
-              f"{_fmt(b['uplift'], '.3f')} | {b['family']} |")
-    chk = d.get("check") or []
-    if chk:
-        p("\n## per-GEMM accuracy (F.linear as the model calls it, against float64)")
-        p("| GEMM (m x n x k) | PyTorch rel err | routed rel err | routed vs PyTorch | routed |")
-        p("|---|---|---|---|---|")
-        for c in chk:
-            p(f"| {c['m']}x{c['n']}x{c['k']} | {c['default_err']:.2e} | {c['tuned_err']:.2e} | "
-              f"{c['tuned_vs_default']:.2e} | {c['routed']} |")
+    def table(title, head, rows):
+        if rows:
+            p(f"\n## {title}")
+            p("| " + " | ".join(head) + " |")
+            p("|" + "---|" * len(head))
+            for r in rows:
+                p("| " + " | ".join(r) + " |")
+
+    table("tuned GEMMs (the tune phase's winners)",
+          ("GEMM (m x n x k)", "baseline us", "tuned us", "uplift", "winner"),
+          [(b["label"], _fmt(b["baseline_us"], ".2f"), _fmt(b["time_us"], ".2f"), _fmt(b["uplift"], ".3f"),
+            b["family"]) for b in tun.get("best") or []])
+    table("per-GEMM accuracy (F.linear as the model calls it, against float64)",
+          ("GEMM (m x n x k)", "PyTorch rel err", "routed rel err", "routed vs PyTorch", "routed"),
+          [(f"{c['m']}x{c['n']}x{c['k']}", f"{c['default_err']:.2e}", f"{c['tuned_err']:.2e}",
+            f"{c['tuned_vs_default']:.2e}", str(c["routed"])) for c in d.get("check") or []])
     dec = d.get("decode", {})
     batches = sorted({int(k[1:]) for c in dec.values() for k in c})
     for b in batches:

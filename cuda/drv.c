@@ -96,20 +96,15 @@ void gt_cu_drv_err(const gt_cu_drv *d, CUresult r, const char *what, char *err, 
 
 int gt_cu_current_sm(int *sm, char *err, size_t errlen)
 {
-    CUdevice dev;
+    int ordinal, major = 0, minor = 0;
     CUresult r;
-    int major = 0, minor = 0;
     const gt_cu_drv *d = gt_cu_drv_get(err, errlen);
-    if (!d)
+    if (!d || gt_cu_current_device(&ordinal, err, errlen) != 0)
         return -1;
-    if ((r = d->ctx_get_device(&dev)) != CUDA_SUCCESS) {
-        gt_cu_drv_err(d, r, "no current CUDA context (cuCtxGetDevice)", err, errlen);
-        return -1;
-    }
-    if ((r = d->device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)) !=
-            CUDA_SUCCESS ||
-        (r = d->device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) !=
-            CUDA_SUCCESS) {
+    if ((r = d->device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                     (CUdevice)ordinal)) != CUDA_SUCCESS ||
+        (r = d->device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                     (CUdevice)ordinal)) != CUDA_SUCCESS) {
         gt_cu_drv_err(d, r, "cuDeviceGetAttribute(compute capability)", err, errlen);
         return -1;
     }
