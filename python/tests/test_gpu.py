@@ -129,13 +129,16 @@ def test_use_runs_the_generated_kernel(gemv_db):
     assert st["tuned_run"] == 2 and st["not_tuned"] == 1, st
 
 
-def test_compiled_model_runs_the_generated_kernel(gemv_db):
+@pytest.mark.parametrize("native", [False, True], ids=["python", "native"])
+def test_compiled_model_runs_the_generated_kernel(gemv_db, native, request):
+    if native:
+        request.getfixturevalue("torch_ext")
     path, _, _ = gemv_db
     lin = torch.nn.Linear(4096, 4096, bias=False, device="cuda", dtype=torch.bfloat16)
     x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
     with torch.no_grad():
         want = lin(x)
-        with gt.use(path) as r:
+        with gt.use(path, native=native) as r:
             torch._dynamo.reset()
             f = torch.compile(lambda t: lin(t) * 2, backend="inductor", fullgraph=True)
             got = f(x)
@@ -361,20 +364,3 @@ def test_native_second_device(gemv_db, torch_ext):
     assert st == {"gemms": 4, "tuned_run": 4}, st
     assert outs["cuda:1"][0].device.index == 1
     _same(outs["cuda:1"][0].cpu(), outs["cuda:0"][0].cpu(), "cuda:1 vs cuda:0")
-
-
-def test_native_compiled_model(gemv_db, torch_ext):
-    path, _, _ = gemv_db
-    lin = torch.nn.Linear(4096, 4096, bias=False, device="cuda", dtype=torch.bfloat16)
-    x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
-    with torch.no_grad():
-        want = lin(x)
-        torch._dynamo.reset()
-        with gt.use(path, native=True) as r:
-            f = torch.compile(lambda t: lin(t) * 2, backend="inductor", fullgraph=True)
-            got = f(x)
-            got = f(x)
-            torch.cuda.synchronize()
-            st = r.stats()
-    _close(got, want * 2)
-    assert st["tuned_run"] == 2, st
