@@ -190,6 +190,32 @@ def main():
                 p.kill()
 
 
+# element bytes of the type names labels use (gt_dtype_name)
+_ELEM = {"f64": 8, "f32": 4, "tf32": 4, "bf16": 2, "f16": 2, "i8": 1, "f8e4m3": 1, "f8e5m2": 1,
+         "f8e4m3fnuz": 1, "f8e5m2fnuz": 1}
+
+
+def label_work(label):
+    """(short label, m, n, k, batch, flops, bytes) of a GEMM label "TYPE TT MxNxK[ bB]"
+    (gt_problem_label). Bytes count A and B in the label's type and D in it too, except
+    that an 8-bit input's D is counted as bf16 (fp8 GEMMs write bf16 or wider); every
+    count is per batch times the batch."""
+    parts = label.split()
+    typ = parts[0]
+    dims = next(p for p in parts[1:] if "x" in p)
+    m, n, k = (int(x) for x in dims.split("x"))
+    batch = 1
+    for p in parts[1:]:
+        if p.startswith("b") and p[1:].isdigit():
+            batch = int(p[1:])
+    ea = _ELEM.get(typ, 2)
+    ed = 2 if ea == 1 else ea
+    flops = 2.0 * m * n * k * batch
+    byts = float(batch) * (ea * (m * k + k * n) + ed * m * n)
+    short = label.replace("bf16 TN ", "")
+    return short, m, n, k, batch, flops, byts
+
+
 def family(cfg):
     """The candidate family of a config: "cublaslt" (the library) or a generated one."""
     if isinstance(cfg, str):
@@ -221,18 +247,18 @@ def report(run, res, bw, rate, ngpu, wall):
     ups, wsum, wup, suspect = [], 0.0, 0.0, []
     small_c, small_s = 0, 0.0
     for b in sorted(run["best"], key=lambda b: b["problem_id"]):
-        lab = b["label"].replace("bf16 TN ", "")
+        lab, m, n, k, batch, flops, byts = label_work(b["label"])
         t, bu = b.get("time_us"), b.get("baseline_us")
         if not t or not bu:
             print(f"{lab:<28}{'-':>10}{'-':>10}  {b.get('state')} {b.get('error') or ''}")
             continue
-        m, n, k = (int(x) for x in lab.split()[0].split("x"))
-        flops = 2.0 * m * n * k
-        byts = 2.0 * (m * k + k * n + m * n)
-        up = bu / t
+        # the paired final's uplift (median of per-round ratios) where there is one
+        up = b.get("uplift") or bu / t
         roof = ""
         if bw and rate:
-            floor = max(byts / bw, flops / rate)
+            # 8-bit tensor cores run at twice the bf16 rate measured
+            r = rate * (2 if _ELEM.get(b["label"].split()[0], 2) == 1 else 1)
+            floor = max(byts / bw, flops / r)
             roof = f"{100 * floor / (t * 1e-6):6.1f}"
         d = per.get(b["problem_id"], {"screen": 0, "t0": None, "t1": None})
         span = (d["t1"] - d["t0"]) / 1e3 if d["t0"] is not None else 0.0
@@ -263,7 +289,7 @@ def report(run, res, bw, rate, ngpu, wall):
               + f"{'gen/lib':>9}  winner (final)")
         wins = {}
         for b in sorted(run["best"], key=lambda b: b["problem_id"]):
-            lab = b["label"].replace("bf16 TN ", "")
+            lab = label_work(b["label"])[0]
             f = fams.get(b["problem_id"], {})
             lib = f.get("cublaslt")
             gbest = min((f[g] for g in gen_names if g in f), default=None)

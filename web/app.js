@@ -177,7 +177,7 @@ function renderSummary(s) {
     fact('GEMMs done', `${p.done ?? '–'} / ${p.total ?? '–'}`),
     fact('candidates measured', `${c.done ?? '–'} / ${c.total ?? '–'}`),
     fact('valid', `${c.valid ?? '–'}`),
-    fact('weighted uplift', fmtUplift(s.weighted_uplift)),
+    fact('workload speed-up', fmtUplift(s.weighted_uplift)),
     fact('elapsed', fmtDuration(s.elapsed_s)),
     fact('ETA', s.state === 'running' ? fmtDuration(s.eta_s) : '–'));
 }

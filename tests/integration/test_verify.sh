@@ -52,6 +52,12 @@ check "results CSV has the paired columns" grep -q ',job_id,rounds,uplift,uplift
 
 "$GT_BIN"/gemmtune --server "$HTTP" results "$RUN" >"$T/results.txt"
 check "gemmtune results shows the interval column" grep -q '95% CI (ROUNDS)' "$T/results.txt"
+# the run's two summary figures under their own names (issue 18: the workload speed-up was
+# printed as "FLOP-weighted uplift")
+su=$(jsonq "$T/run.json" "SELECT printf('%.3fx', json_extract(x, '$.weighted_uplift')) FROM j;")
+fw=$(jsonq "$T/run.json" "SELECT printf('%.3fx', json_extract(x, '$.flop_weighted_uplift')) FROM j;")
+check "gemmtune results: workload speed-up is weighted_uplift ($su)" grep -qF "workload speed-up: $su " "$T/results.txt"
+check "gemmtune results: FLOP-weighted uplift is flop_weighted_uplift ($fw)" grep -qxF "FLOP-weighted uplift: $fw" "$T/results.txt"
 
 curl -sf "$HTTP/v1/runs/$RUN/export" -o "$T/a.db"
 check "export: a best row per problem" [ "$(sqlite3 "$T/a.db" 'SELECT COUNT(*) FROM best')" = "$nprob" ]
