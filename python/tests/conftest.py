@@ -156,6 +156,12 @@ def tuned(coordinator, tmp_path_factory):
     assert seen and seen[-1]["state"] == "done"
     path = c.export(run["id"], tmp / "tuned.db")
     con = sqlite3.connect(path)
+    # A GEMM whose final rounds found no significant gain keeps the default (uplift 1),
+    # and routing leaves it to PyTorch ("no_gain"); which GEMMs those are depends on this
+    # machine's noise. The routing tests below need every tuned GEMM to have a gain, so
+    # such entries get the smallest one here; test_no_gain pins the rule itself down.
+    con.execute("UPDATE best SET uplift = 1.01 WHERE uplift <= 1.0")
+    con.commit()
     model = con.execute("SELECT value FROM meta WHERE key = 'device_model'").fetchone()[0]
     keys = {k for (k,) in con.execute("SELECT p.key FROM best b JOIN problems p ON p.id = b.problem_id")}
     con.close()

@@ -120,6 +120,53 @@ def _fast(r, op, args):
     return None
 
 
+# _verdict's reasons that mean "tuned with a gain": the GEMM runs (or, without a runner or
+# with a broken plan, would run) the tuned implementation
+_TUNED = (None, "tuned_no_runner", "tuned_unrunnable")
+
+
+class _Probe:
+    """A stand-in router for _fast and _RouteDispatch: notes each aten GEMM's verdict and
+    lets the aten operator run (on meta tensors, so nothing is computed)."""
+
+    def __init__(self, router, dev):
+        self.router = router
+        self.dev = dev
+        self.tuned = []
+
+    def maybe_run(self, func, args, kwargs):
+        reason, _, _ = self.router._verdict(self.dev, func, args, kwargs)
+        self.tuned.append(reason in _TUNED)
+        return None
+
+
+def routes(op, spec):
+    """Whether gemmtune::<op> on tensors of this layout issues a GEMM the active router
+    runs tuned: what torch.compile's trace asks (routing.py), so that a compiled graph
+    holds gemmtune:: ops only where gemmtune has a tuned gain and leaves every other GEMM
+    to Inductor (which fuses it, and under max-autotune tunes it). spec: per argument
+    (shape, stride, dtype, device type, device index) for a tensor, else the value."""
+    r = _active
+    if r is None:
+        return False
+    args, dev = [], None
+    for a in spec:
+        if isinstance(a, tuple) and len(a) == 5 and isinstance(a[2], torch.dtype):
+            shape, stride, dtype, dtype_dev, index = a
+            args.append(torch.empty_strided(shape, stride, dtype=dtype, device="meta"))
+            if dev is None:
+                dev = torch.device(dtype_dev, index) if index is not None else torch.device(dtype_dev)
+        else:
+            args.append(a)
+    if dev is None:
+        return False
+    probe = _Probe(r, dev)
+    if _fast(probe, op, tuple(args)) is None:
+        with _RouteDispatch(probe):
+            REFS[op](*args)
+    return any(probe.tuned)
+
+
 _active = None
 _active_lock = threading.Lock()
 

@@ -10,7 +10,9 @@ and baddbmm (functions and Tensor methods) by the gemmtune:: custom ops
 and no autograd graph is being recorded (inference: torch.no_grad /
 inference_mode, or inputs that do not require grad); anything else is called
 unchanged. Dynamo traces the mode, so a function compiled while it is in
-effect holds the gemmtune:: ops in its graph (no graph break); in eager mode
+effect holds gemmtune:: ops in its graph (no graph break) for the calls whose
+GEMM has a tuned gain (decided at trace time from the call's layout); every
+other GEMM stays the aten op, for Inductor to fuse and tune; in eager mode
 on plain tensors the ops' implementation is called directly (the same code,
 without the custom-op machinery's cost). The ops ask the process-wide
 router, so disable() turns routing off for compiled graphs too: they then
@@ -64,27 +66,27 @@ class _RouteMode(TorchFunctionMode):
                     w = args[1] if len(args) > 1 else kwargs.get("weight")
                     b = args[2] if len(args) > 2 else kwargs.get("bias")
                     if w is not None and self._ok(x, w, b):
-                        return _call("linear", ops.linear, x, w, b)
+                        return _route(func, args, kwargs, "linear", ops.linear, x, w, b)
             elif func is torch.matmul or func is _T.matmul or func is _T.__matmul__:
                 if len(args) == 2 and not kwargs and self._ok(*args):
-                    return _call("matmul", ops.matmul, args[0], args[1])
+                    return _route(func, args, kwargs, "matmul", ops.matmul, args[0], args[1])
             elif func is _T.__rmatmul__:
                 if len(args) == 2 and not kwargs and self._ok(*args):
-                    return _call("matmul", ops.matmul, args[1], args[0])
+                    return _route(func, args, kwargs, "matmul", ops.matmul, args[1], args[0])
             elif func is torch.mm or func is _T.mm:
                 if len(args) == 2 and not kwargs and self._ok(*args):
-                    return _call("mm", ops.mm, args[0], args[1])
+                    return _route(func, args, kwargs, "mm", ops.mm, args[0], args[1])
             elif func is torch.bmm or func is _T.bmm:
                 if len(args) == 2 and not kwargs and self._ok(*args):
-                    return _call("bmm", ops.bmm, args[0], args[1])
+                    return _route(func, args, kwargs, "bmm", ops.bmm, args[0], args[1])
             elif func is torch.addmm or func is _T.addmm:
                 if len(args) == 3 and set(kwargs) <= {"beta", "alpha"} and self._ok(*args):
                     sc = (float(kwargs.get("beta", 1.0)), float(kwargs.get("alpha", 1.0)))
-                    return _call("addmm", ops.addmm, *args, *sc)
+                    return _route(func, args, kwargs, "addmm", ops.addmm, *args, *sc)
             elif func is torch.baddbmm or func is _T.baddbmm:
                 if len(args) == 3 and set(kwargs) <= {"beta", "alpha"} and self._ok(*args):
                     sc = (float(kwargs.get("beta", 1.0)), float(kwargs.get("alpha", 1.0)))
-                    return _call("baddbmm", ops.baddbmm, *args, *sc)
+                    return _route(func, args, kwargs, "baddbmm", ops.baddbmm, *args, *sc)
         return func(*args, **kwargs)
 
 
@@ -99,13 +101,36 @@ def _plain(args):
     return True
 
 
+@torch._dynamo.assume_constant_result
+def _routes(name, spec):
+    # Run at trace time with the call's layout (static under torch.compile's default
+    # dynamic=False), not traced: its answer is a constant of the graph.
+    return _router.routes(name, spec)
+
+
+def _layout(args):
+    return tuple((tuple(t.shape), tuple(t.stride()), t.dtype, t.device.type, t.device.index)
+                 if isinstance(t, torch.Tensor) else t for t in args)
+
+
+_PASS = object()
+
+
+def _route(func, args, kwargs, name, op, *opargs):
+    out = _call(name, op, *opargs)
+    return func(*args, **kwargs) if out is _PASS else out
+
+
 def _call(name, op, *args):
-    """The gemmtune:: op when tracing (Dynamo, or the fake/functional tensors
-    of AOTAutograd), so the graph holds it; in eager mode on plain tensors the
-    op's implementation directly, which skips the custom-op machinery's
-    per-call cost and does the same."""
+    """When tracing (Dynamo, or the fake/functional tensors of AOTAutograd): the gemmtune::
+    op where the call issues a GEMM with a tuned gain, so the graph holds it, and _PASS
+    elsewhere (the caller then calls the original function), so Inductor lowers that GEMM
+    itself: it fuses it and, under max-autotune, tunes it, where an opaque gemmtune:: op
+    running PyTorch's path would have kept both from it. In eager mode on plain tensors:
+    the op's implementation directly, which skips the custom-op machinery's per-call cost
+    and does the same."""
     if torch.compiler.is_compiling() or not _plain(args):
-        return op(*args)
+        return op(*args) if _routes(name, _layout(args)) else _PASS
     return _router.run(name, *args)
 
 
