@@ -1,5 +1,7 @@
 """Models the tests record, tune and route."""
 
+import os
+
 import torch
 
 
@@ -85,3 +87,18 @@ def folded(stats):
     if ng:
         st["tuned_no_runner"] = st.get("tuned_no_runner", 0) + ng
     return st
+
+
+def with_uplift(path, folder, uplift):
+    """A copy of the export at path in folder with every best entry's uplift set to uplift
+    (<= 1: the tuning kept the default), as a str path."""
+    import shutil
+    import sqlite3
+
+    db = os.path.join(str(folder), f"uplift{uplift}.db")
+    shutil.copy(path, db)
+    con = sqlite3.connect(db)
+    con.execute("UPDATE best SET uplift = ?", (uplift,))
+    con.commit()
+    con.close()
+    return db

@@ -11,7 +11,7 @@ import gemmtune
 import gemmtune.torch as gt
 from gemmtune.db import GENERATED, NOT_TUNED, OK
 
-from _models import GEMV_CFG, Small, folded, run_small, write_generated_export
+from _models import GEMV_CFG, Small, folded, run_small, with_uplift, write_generated_export
 
 
 def test_recorded_gemms_hit_and_others_miss(tuned):
@@ -64,21 +64,13 @@ def test_routing_decisions_on_cpu(tuned):
 def test_no_gain(tuned, tmp_path):
     """An entry whose tuning kept the baseline (uplift <= 1) runs PyTorch's path ("no_gain"),
     one with a gain is routed: the same export with its uplifts set either way."""
-    import shutil
-    import sqlite3
-
     path, model, _, _ = tuned
     m = Small()
     args = [torch.randn(2, 8, 64), torch.randn(48, 40), torch.randn(48, 24)]
     for uplift, want in ((1.0, {"gemms": 4, "not_tuned": 1, "no_gain": 3}),
                          (0.97, {"gemms": 4, "not_tuned": 1, "no_gain": 3}),
                          (1.01, {"gemms": 4, "not_tuned": 1, "tuned_no_runner": 3})):
-        db = tmp_path / f"u{uplift}.db"
-        shutil.copy(path, db)
-        con = sqlite3.connect(db)
-        con.execute("UPDATE best SET uplift = ?", (uplift,))
-        con.commit()
-        con.close()
+        db = with_uplift(path, tmp_path, uplift)
         with torch.no_grad(), gt.use(str(db), device="cpu", device_model=model, backend="cpu") as r:
             m(*args)
             assert r.stats() == want, uplift

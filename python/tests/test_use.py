@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import gemmtune
 import gemmtune.torch as gt
 
-from _models import Small, folded
+from _models import Small, folded, with_uplift
 
 OPS = ("linear", "matmul", "mm", "bmm", "addmm", "baddbmm")
 
@@ -175,21 +175,13 @@ def test_dynamo_graph_holds_gemmtune_ops(cpu_routing):
 def test_untuned_or_no_gain_gemms_stay_aten_under_compile(tuned, tmp_path):
     """A compiled graph holds a gemmtune:: op only where the GEMM has a tuned gain: with
     every uplift set to 1 (no gain), none; with gains, the tuned ones."""
-    import shutil
-    import sqlite3
-
     from torch._dynamo.testing import CompileCounterWithBackend
 
     path, model, _, _ = tuned
     args = small_args()
     m = Small()
     for uplift, want in ((1.0, 0), (1.5, 3)):
-        db = tmp_path / f"u{uplift}.db"
-        shutil.copy(path, db)
-        con = sqlite3.connect(db)
-        con.execute("UPDATE best SET uplift = ?", (uplift,))
-        con.commit()
-        con.close()
+        db = with_uplift(path, tmp_path, uplift)
         torch._dynamo.reset()
         cnt = CompileCounterWithBackend("eager")
         with torch.no_grad(), gt.use(str(db), device="cpu", device_model=model, backend="cpu"):
