@@ -21,10 +21,24 @@
 
 /* ---- status ---- */
 
-static int status_list(const gt_cli *c)
+/* The newest runs (the API's page: --limit, --state; the coordinator checks both). */
+static int status_list(const gt_cli *c, const char *limit, const char *state)
 {
     cJSON *j = NULL;
-    if (gt_cli_get_json(c, "/v1/runs", &j) != 0)
+    char path[256];
+    /* only digits and letters reach the URL; the coordinator checks the values */
+    if ((limit && (!*limit || strspn(limit, "0123456789") != strlen(limit))) ||
+        (state && (!*state || strspn(state, "abcdefghijklmnopqrstuvwxyz") != strlen(state)))) {
+        gt_cli_usage_error(c, "status: --limit takes a number, --state a state name");
+        return GT_CLI_EXIT_USAGE;
+    }
+    int n = snprintf(path, sizeof path, "/v1/runs?limit=%s%s%s", limit ? limit : "100",
+                     state ? "&state=" : "", state ? state : "");
+    if (n < 0 || (size_t)n >= sizeof path) {
+        gt_cli_usage_error(c, "status: --limit or --state too long");
+        return GT_CLI_EXIT_USAGE;
+    }
+    if (gt_cli_get_json(c, path, &j) != 0)
         return GT_CLI_EXIT_ERR;
     static const char *const head[] = {"ID", "NAME", "STATE", "PROGRESS", "PROBLEMS", "BACKEND",
                                        "DEVICE"};
@@ -184,7 +198,11 @@ int gt_cli_cmd_status(gt_cli *c, int argc, char **argv)
     const char *run = NULL;
     size_t nrun;
     int wait = 0;
-    const gt_cli_opt opts[] = {{"--wait", NULL, &wait}, {NULL, NULL, NULL}};
+    const char *limit = NULL, *state = NULL;
+    const gt_cli_opt opts[] = {{"--wait", NULL, &wait},
+                               {"--limit", &limit, NULL},
+                               {"--state", &state, NULL},
+                               {NULL, NULL, NULL}};
     const gt_cli_cmd cmd = {"status", opts, 1, "status: one RUN only"};
     if (gt_cli_parse(c, &cmd, argc, argv, &run, &nrun) != 0)
         return GT_CLI_EXIT_USAGE;
@@ -193,7 +211,11 @@ int gt_cli_cmd_status(gt_cli *c, int argc, char **argv)
             gt_cli_usage_error(c, "status: --wait needs a RUN");
             return GT_CLI_EXIT_USAGE;
         }
-        return status_list(c);
+        return status_list(c, limit, state);
+    }
+    if (limit || state) {
+        gt_cli_usage_error(c, "status: --limit and --state list runs: give no RUN");
+        return GT_CLI_EXIT_USAGE;
     }
     int64_t id;
     if (gt_cli_run_id(c, run, &id) != 0)

@@ -243,7 +243,18 @@ int gt_store_expire(gt_store *s, int64_t now_ms, int max_attempts, int64_t lost_
                     size_t errlen);
 
 /* ---- queries for the HTTP API (new JSON the caller owns; NULL + err) ---- */
-struct cJSON *gt_store_runs_json(gt_store *s, char *err, size_t errlen);
+/* One page of GET /v1/runs, newest first. */
+#define GT_RUNS_LIMIT_DEFAULT 100
+#define GT_RUNS_LIMIT_MAX 1000
+typedef struct gt_runs_query {
+    int limit;           /* runs in the page: 1..GT_RUNS_LIMIT_MAX */
+    int64_t before;      /* only runs with id < before (the previous page's "next"); 0: none */
+    const char *state;   /* filters, NULL: any */
+    const char *backend;
+    const char *name;    /* the submission's name */
+} gt_runs_query;
+/* {"runs": [...], "next": the id to pass as before for the next page, null on the last} */
+struct cJSON *gt_store_runs_json(gt_store *s, const gt_runs_query *q, char *err, size_t errlen);
 /* *found = 0 when the run does not exist. */
 struct cJSON *gt_store_run_json(gt_store *s, int64_t run_id, int64_t now_ms, int *found,
                                 char *err, size_t errlen);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,73 @@ static enum MHD_Result get_metrics(gt_req *q)
  * disk, an I/O error) or its files were lost, so that a load balancer or
  * Kubernetes stops sending work the coordinator would refuse; 200 again once
  * a write commits. The reason holds no file path: the route is open. */
+/* A query argument as a whole number in [lo, hi]: 0 (absent: *v unchanged), 1, or -1. */
+static int arg_int(gt_req *q, const char *name, long long lo, long long hi, long long *v)
+{
+    const char *a = MHD_lookup_connection_value(q->c, MHD_GET_ARGUMENT_KIND, name);
+    char *end;
+    if (!a)
+        return 0;
+    errno = 0;
+    long long x = strtoll(a, &end, 10);
+    if (!*a || *end || errno || x < lo || x > hi)
+        return -1;
+    *v = x;
+    return 1;
+}
+
+/* GET /v1/runs: a page, newest first (limit, before = the previous page's next), filtered
+ * by state, backend and name. Paged because the list grows with every run: 1,500 runs
+ * answered 267 KB, and each run's counts cost a query. */
+static enum MHD_Result get_runs(gt_req *q)
+{
+    static const char *const states[] = {"running", "done", "cancelled", "failed"};
+    static const char *const backends[] = {"cpu", "cuda", "hip"};
+    gt_runs_query rq = {.limit = GT_RUNS_LIMIT_DEFAULT};
+    long long limit = rq.limit, before = 0;
+    char err[256], key[48];
+    if (arg_int(q, "limit", 1, GT_RUNS_LIMIT_MAX, &limit) < 0)
+        return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL,
+                                  "limit: expected a whole number from 1 to %d", GT_RUNS_LIMIT_MAX);
+    if (arg_int(q, "before", 1, INT64_MAX, &before) < 0)
+        return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL,
+                                  "before: expected a run id (the previous page's \"next\")");
+    rq.limit = (int)limit;
+    rq.before = before;
+    rq.state = MHD_lookup_connection_value(q->c, MHD_GET_ARGUMENT_KIND, "state");
+    rq.backend = MHD_lookup_connection_value(q->c, MHD_GET_ARGUMENT_KIND, "backend");
+    rq.name = MHD_lookup_connection_value(q->c, MHD_GET_ARGUMENT_KIND, "name");
+    int ok = !rq.state;
+    for (size_t i = 0; !ok && i < sizeof states / sizeof states[0]; i++)
+        ok = !strcmp(rq.state, states[i]);
+    if (!ok)
+        return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL,
+                                  "state: expected running, done, cancelled or failed");
+    ok = !rq.backend;
+    for (size_t i = 0; !ok && i < sizeof backends / sizeof backends[0]; i++)
+        ok = !strcmp(rq.backend, backends[i]);
+    if (!ok)
+        return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL, "backend: expected cpu, cuda or hip");
+    /* a name filter is not cached (a key that does not fit is neither found nor kept) */
+    int n = snprintf(key, sizeof key, "runs?%d&%lld&%s&%s%s", rq.limit, before,
+                     rq.state ? rq.state : "", rq.backend ? rq.backend : "", rq.name ? "&name" : "");
+    int cache = n > 0 && (size_t)n < sizeof key && !rq.name;
+    char *hit = cache ? gt_http_cache_get(&q->h->views, key, GT_HTTP_VIEW_TTL_MS) : NULL;
+    if (hit)
+        return gt_http_send_text(q, MHD_HTTP_OK, "application/json", hit);
+    cJSON *j = gt_store_runs_json(q->h->rstore, &rq, err, sizeof err);
+    if (!j)
+        return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s", err);
+    if (!cache) {
+        char *txt = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+        if (!txt)
+            return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "out of memory");
+        return gt_http_send_text(q, MHD_HTTP_OK, "application/json", txt);
+    }
+    return gt_http_send_view(q, key, j);
+}
+
 static enum MHD_Result get_readyz(gt_req *q)
 {
     gt_store_health hl;
@@ -294,15 +362,8 @@ static enum MHD_Result route(gt_req *q, const char *url, const char *method)
     if (!strcmp(url, "/v1/runs") || !strcmp(url, "/v1/runs/")) {
         if (!strcmp(method, "POST"))
             return gt_http_post_run(q);
-        if (!strcmp(method, "GET")) {
-            char *hit = gt_http_cache_get(&h->views, "runs", GT_HTTP_VIEW_TTL_MS);
-            if (hit)
-                return gt_http_send_text(q, MHD_HTTP_OK, "application/json", hit);
-            cJSON *j = gt_store_runs_json(h->rstore, err, sizeof err);
-            if (!j)
-                return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, "%s", err);
-            return gt_http_send_view(q, "runs", j);
-        }
+        if (!strcmp(method, "GET"))
+            return get_runs(q);
         return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use GET or POST");
     }
     if (!strncmp(url, "/v1/runs/", 9)) {

@@ -105,12 +105,81 @@ static int fill_run(cJSON *r, sqlite3_stmt *st, gt_store *s, int64_t now_ms, cha
     return 0;
 }
 
-cJSON *gt_store_runs_json(gt_store *s, char *err, size_t errlen)
+/* Newest first through the id (the rowid: a range scan from the cursor), one row
+ * more than the page to know whether another page follows; each run's counts are
+ * queried for the page's rows only, so a store with 100,000 runs answers a page as
+ * fast as one with 100. */
+cJSON *gt_store_runs_json(gt_store *s, const gt_runs_query *q, char *err, size_t errlen)
 {
-    return add_rows(s, cJSON_CreateObject(), "runs",
-                    "SELECT id, name, state, backend, device_model, source_format,"
-                    " created_ms FROM runs ORDER BY id",
-                    NULL, fill_run, 0, err, errlen);
+    cJSON *root = cJSON_CreateObject(), *arr = root ? cJSON_AddArrayToObject(root, "runs") : NULL;
+    sqlite3_stmt *st = NULL;
+    int64_t last = 0;
+    int n = 0, more = 0;
+    if (!arr) {
+        snprintf(err, errlen, "out of memory");
+        cJSON_Delete(root);
+        return NULL;
+    }
+    if (q->limit < 1 || q->limit > GT_RUNS_LIMIT_MAX || q->before < 0) {
+        snprintf(err, errlen, "invalid page");
+        cJSON_Delete(root);
+        return NULL;
+    }
+    gt_store_lock(s);
+    st = gt_store_prep(s,
+                       "SELECT id, name, state, backend, device_model, source_format, created_ms"
+                       " FROM runs WHERE (?1 = 0 OR id < ?1) AND (?2 IS NULL OR state = ?2)"
+                       " AND (?3 IS NULL OR backend = ?3) AND (?4 IS NULL OR name = ?4)"
+                       " ORDER BY id DESC LIMIT ?5",
+                       err, errlen);
+    if (!st)
+        goto fail;
+    if (sqlite3_bind_int64(st, 1, q->before) != SQLITE_OK ||
+        (q->state ? sqlite3_bind_text(st, 2, q->state, -1, SQLITE_TRANSIENT)
+                  : sqlite3_bind_null(st, 2)) != SQLITE_OK ||
+        (q->backend ? sqlite3_bind_text(st, 3, q->backend, -1, SQLITE_TRANSIENT)
+                    : sqlite3_bind_null(st, 3)) != SQLITE_OK ||
+        (q->name ? sqlite3_bind_text(st, 4, q->name, -1, SQLITE_TRANSIENT)
+                 : sqlite3_bind_null(st, 4)) != SQLITE_OK ||
+        sqlite3_bind_int(st, 5, q->limit + 1) != SQLITE_OK) {
+        snprintf(err, errlen, "binding the run list's query failed");
+        goto fail;
+    }
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n == q->limit) {
+            more = 1;
+            break;
+        }
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+        if (fill_run(o, st, s, 0, err, errlen) != 0)
+            goto fail;
+        last = sqlite3_column_int64(st, 0);
+        n++;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        snprintf(err, errlen, "listing runs: %s", sqlite3_errstr(rc));
+        goto fail;
+    }
+    sqlite3_finalize(st);
+    gt_store_unlock(s);
+    if (!(more ? cJSON_AddNumberToObject(root, "next", (double)last)
+               : cJSON_AddNullToObject(root, "next"))) {
+        snprintf(err, errlen, "out of memory");
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+fail:
+    sqlite3_finalize(st);
+    gt_store_unlock(s);
+    cJSON_Delete(root);
+    return NULL;
 }
 
 /* A final phase's uplift divides by the baseline it re-timed next to the

@@ -153,7 +153,8 @@ async function refreshLists() {
     $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
     if (state.runId === null && runs.runs.length) {
       const running = runs.runs.filter((r) => r.state === 'running');
-      const pick = (running.length ? running : runs.runs).at(-1);
+      // the list is newest first (GET /v1/runs pages from the newest run)
+      const pick = (running.length ? running : runs.runs)[0];
       selectRun(pick.id);
     }
   } catch (e) {

@@ -86,4 +86,26 @@ check "unknown run is 404" [ "$(curl -s -o /dev/null -w '%{http_code}' "$HTTP/v1
 check "unknown option is 400" [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary @"$T/bad.log" "$HTTP/v1/runs?bogus=1")" = 400 ]
 check "healthz is ok" grep -q '"ok"' <(curl -s "$HTTP/healthz")
 
+# The run list pages, newest first (three runs now: RUN, RUN2 and the cancelled one).
+CANC=$(json "$T/skip.json" '$.id')
+curl -sf "$HTTP/v1/runs?limit=2" -o "$T/p1.json"
+check "GET /v1/runs?limit=2: the two newest, newest first, and a cursor" \
+  [ "$(jsonq "$T/p1.json" "SELECT group_concat(json_extract(r.value, '$.id')) FROM j, json_each(json_extract(x, '$.runs')) r;")/$(json "$T/p1.json" '$.next')" = "$CANC,$RUN2/$RUN2" ]
+curl -sf "$HTTP/v1/runs?limit=2&before=$RUN2" -o "$T/p2.json"
+check "the next page holds the oldest run and ends the list" \
+  [ "$(jsonq "$T/p2.json" "SELECT group_concat(json_extract(r.value, '$.id')) FROM j, json_each(json_extract(x, '$.runs')) r;")/$(json "$T/p2.json" '$.next')" = "$RUN/" ]
+curl -sf "$HTTP/v1/runs?state=cancelled&backend=cpu" -o "$T/pc.json"
+check "filtered by state and backend" \
+  [ "$(jsonq "$T/pc.json" "SELECT group_concat(json_extract(r.value, '$.id')) FROM j, json_each(json_extract(x, '$.runs')) r;")" = "$CANC" ]
+curl -sf "$HTTP/v1/runs?name=second" -o "$T/pn.json"
+check "filtered by name" \
+  [ "$(jsonq "$T/pn.json" "SELECT group_concat(json_extract(r.value, '$.id')) FROM j, json_each(json_extract(x, '$.runs')) r;")" = "$RUN2" ]
+for q in limit=0 limit=1001 limit=x before=0 state=bogus backend=tpu; do
+  code=$(curl -s -o "$T/q.json" -w '%{http_code}' "$HTTP/v1/runs?$q")
+  check "GET /v1/runs?$q is a 400 naming ${q%%=*}" bash -c "[ $code = 400 ] && grep -q '${q%%=*}' '$T/q.json'"
+done
+"$GT_BIN"/gemmtune --server "$HTTP" status --limit 1 >"$T/list1.txt"
+check "gemmtune status --limit 1 lists the newest run only" \
+  [ "$(grep -c cancelled "$T/list1.txt"):$(grep -c -w second "$T/list1.txt")" = 1:0 ]
+
 finish
