@@ -182,12 +182,10 @@ static enum MHD_Result get_metrics(gt_req *q)
 static int arg_int(gt_req *q, const char *name, long long lo, long long hi, long long *v)
 {
     const char *a = MHD_lookup_connection_value(q->c, MHD_GET_ARGUMENT_KIND, name);
-    char *end;
+    int64_t x;
     if (!a)
         return 0;
-    errno = 0;
-    long long x = strtoll(a, &end, 10);
-    if (!*a || *end || errno || x < lo || x > hi)
+    if (gt_parse_i64(a, &x) != 0 || x < lo || x > hi)
         return -1;
     *v = x;
     return 1;

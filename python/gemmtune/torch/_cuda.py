@@ -169,22 +169,14 @@ class Runner:
 
     def native_plan(self, decision, call, model):
         """(plan, None): the gt_db_plan (_LtPlan, for either kind of winner)
-        the native path runs, made once per decision; or (None, reason) to
-        run PyTorch's path. Raises when the plan cannot be made."""
+        the native path runs, the decision's one plan (_plan); or (None,
+        reason) to run PyTorch's path. Raises when the plan cannot be made."""
         rc = decision.lookup.rc
         if rc not in (OK, GENERATED):
             return None, "not_runnable"
         if not _lib.has("gt_db_plan_create"):
             return None, "cublaslt_no_plan_api" if rc == OK else "no_plan_api"
-        if decision.nplan is None:
-            with self._lock:
-                if decision.nplan is None and decision.broken is None:
-                    try:
-                        decision.nplan = _LtPlan(self.db, call.desc, model, self.device)
-                    except Exception as e:
-                        decision.broken = str(e)
-                        raise
-        plan = decision.nplan
+        plan = self._plan(decision, call.desc, model)  # the Python path's plan too: made once
         if plan is None:
             raise RuntimeError(decision.broken or "no plan")
         if plan.p is None:  # cuBLASLt refused the config here, or a kernel this library cannot build

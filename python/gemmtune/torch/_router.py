@@ -231,12 +231,11 @@ class _RouteDispatch(TorchDispatchMode):
 
 
 class _Decision:
-    __slots__ = ("lookup", "plan", "nplan", "broken")
+    __slots__ = ("lookup", "plan", "broken")
 
     def __init__(self, lookup):
         self.lookup = lookup
         self.plan = None  # the runner's plan, made at the first tuned call
-        self.nplan = None  # the native path's gt_db_plan (_cuda._LtPlan), likewise
         self.broken = None  # why the plan could not be made or run
 
 

@@ -113,25 +113,16 @@ def _layout(args):
                  if isinstance(t, torch.Tensor) else t for t in args)
 
 
-_PASS = object()
-
-
 def _route(func, args, kwargs, name, op, *opargs):
-    out = _call(name, op, *opargs)
-    return func(*args, **kwargs) if out is _PASS else out
-
-
-def _call(name, op, *args):
     """When tracing (Dynamo, or the fake/functional tensors of AOTAutograd): the gemmtune::
-    op where the call issues a GEMM with a tuned gain, so the graph holds it, and _PASS
-    elsewhere (the caller then calls the original function), so Inductor lowers that GEMM
-    itself: it fuses it and, under max-autotune, tunes it, where an opaque gemmtune:: op
-    running PyTorch's path would have kept both from it. In eager mode on plain tensors:
-    the op's implementation directly, which skips the custom-op machinery's per-call cost
-    and does the same."""
-    if torch.compiler.is_compiling() or not _plain(args):
-        return op(*args) if _routes(name, _layout(args)) else _PASS
-    return _router.run(name, *args)
+    op where the call issues a GEMM with a tuned gain, so the graph holds it, and the
+    original function elsewhere, so Inductor lowers that GEMM itself: it fuses it and,
+    under max-autotune, tunes it, where an opaque gemmtune:: op running PyTorch's path
+    would have kept both from it. In eager mode on plain tensors: the op's implementation
+    directly, which skips the custom-op machinery's per-call cost and does the same."""
+    if torch.compiler.is_compiling() or not _plain(opargs):
+        return op(*opargs) if _routes(name, _layout(opargs)) else func(*args, **kwargs)
+    return _router.run(name, *opargs)
 
 
 class Routing:
