@@ -4,12 +4,14 @@
  * (common/gt_paired.h through worker/gt_bk_paired.h: one implementation),
  * and says per GEMM whether the stored uplift holds within a tolerance.
  *
- * cpu entries are timed with the worker's own cpu backend (library gt_bk:
- * the same kernel generator, compiler cache, validation and timer). cuda
- * entries are refused with a message: re-timing them needs the tuned
- * winner through libgemmtune's plan API against cuBLASLt's heuristic
- * default on a GPU, not built yet. Exit status: 0 all passed, 1 any failed
- * or refused (or an error), 2 usage error. */
+ * Each entry is timed by the worker's own backend of its name (library
+ * gt_bk: cpu, and cuda in CUDA builds: the same kernel generator, NVRTC and
+ * compiler caches, cuBLASLt mapping, validation and timer the tuning used),
+ * the winner against the baseline configuration the final phase timed it
+ * with (cuda: cuBLASLt's heuristic default). An entry this machine cannot
+ * time (its backend not built in, no such device, another device model) is
+ * refused with the reason. Exit status: 0 all passed, 1 any failed or
+ * refused (or an error), 2 usage error. */
 #include "gt_cli.h"
 
 #include <cjson/cJSON.h>
@@ -150,16 +152,70 @@ typedef struct vresult {
     double base_us, best_us;
 } vresult;
 
-typedef struct vctx {
+/* One backend's device, opened on its first entry. */
+typedef struct vdev {
     const gt_backend *bk;
-    gt_bk_ctx *ctx;        /* opened on first use */
+    gt_bk_ctx *ctx;
     gt_bk_device dev;
+    char open_err[256];    /* why it could not be opened ("" before the try) */
+} vdev;
+
+typedef struct vctx {
+    vdev devs[4];          /* one per backend met, in order */
+    int ndevs;
+    int device;            /* --device: the index opened */
     gt_paired_opts po;
     gt_timing_opts timing;
 } vctx;
 
+/* The opened device of e's backend; NULL with res refused when there is
+ * none here. */
+static vdev *device_for(vctx *v, const ventry *e, vresult *res)
+{
+    vdev *d = NULL;
+    for (int i = 0; i < v->ndevs && !d; i++)
+        if (!strcmp(v->devs[i].bk->name, e->backend))
+            d = &v->devs[i];
+    res->status = 2;
+    if (!d) {
+        const gt_backend *bk = gt_bk_find(e->backend);
+        if (!bk) {
+            snprintf(res->why, sizeof res->why, "backend %.32s is not built into this gemmtune%s",
+                     e->backend, strcmp(e->backend, "cuda") ? "" : " (build with the CUDA toolkit)");
+            return NULL;
+        }
+        if (v->ndevs == (int)(sizeof v->devs / sizeof v->devs[0])) {
+            snprintf(res->why, sizeof res->why, "too many backends in one export");
+            return NULL;
+        }
+        d = &v->devs[v->ndevs++];
+        memset(d, 0, sizeof *d);
+        d->bk = bk;
+        char err[200];
+        if (bk->open(v->device, &d->ctx, &d->dev, err, sizeof err)) {
+            d->ctx = NULL;
+            snprintf(d->open_err, sizeof d->open_err, "%.16s device %d: %.200s", bk->name, v->device,
+                     err[0] ? err : "cannot open");
+        }
+    }
+    if (!d->ctx) {
+        snprintf(res->why, sizeof res->why, "no %.16s device here to re-time it on (%.250s)", e->backend,
+                 d->open_err);
+        return NULL;
+    }
+    /* the same model or nothing: a time from another model proves nothing
+     * about this one (merge exports per model, or --device-model) */
+    if (strcmp(d->dev.model, e->model)) {
+        snprintf(res->why, sizeof res->why, "tuned on %.120s, this %.16s device is %.120s", e->model,
+                 e->backend, d->dev.model);
+        return NULL;
+    }
+    res->status = 3;
+    return d;
+}
+
 /* Builds and validates one config. NULL with why on failure. */
-static gt_bk_cand *build_checked(vctx *v, gt_bk_prob *pp, const gt_problem *p, const char *what,
+static gt_bk_cand *build_checked(const vdev *v, gt_bk_prob *pp, const gt_problem *p, const char *what,
                                  const char *cfg_txt, char *why, size_t whylen)
 {
     char err[256];
@@ -192,22 +248,11 @@ static void verify_one(vctx *v, const ventry *e, double tol, vresult *res)
 {
     char err[256];
     memset(res, 0, sizeof *res);
-    if (strcmp(e->backend, "cpu")) {
-        res->status = 2;
-        snprintf(res->why, sizeof res->why,
-                 "backend %s: not re-timed here (verify re-times cpu entries; cuda entries need the "
-                 "GPU path: the winner through libgemmtune's plan API against cuBLASLt's default)",
-                 e->backend);
+    vdev *d = device_for(v, e, res);
+    if (!d)
         return;
-    }
-    res->status = 3;
     if (!e->base_config) {
         snprintf(res->why, sizeof res->why, "the export has no baseline configuration for it");
-        return;
-    }
-    if (!v->ctx && v->bk->open(0, &v->ctx, &v->dev, err, sizeof err)) {
-        v->ctx = NULL;
-        snprintf(res->why, sizeof res->why, "cpu: %.250s", err);
         return;
     }
     gt_problem p;
@@ -219,8 +264,8 @@ static void verify_one(vctx *v, const ventry *e, double tol, vresult *res)
         return;
     }
     gt_bk_prob *pp = NULL;
-    if (v->bk->prepare(v->ctx, &p, &pp, err, sizeof err)) {
-        snprintf(res->why, sizeof res->why, "cpu: %.250s", err);
+    if (d->bk->prepare(d->ctx, &p, &pp, err, sizeof err)) {
+        snprintf(res->why, sizeof res->why, "%.16s: %.230s", e->backend, err);
         return;
     }
     gt_bk_cand *c[2] = {NULL, NULL};
@@ -233,13 +278,13 @@ static void verify_one(vctx *v, const ventry *e, double tol, vresult *res)
         snprintf(res->why, sizeof res->why, "out of memory");
         goto out;
     }
-    c[0] = build_checked(v, pp, &p, "baseline", e->base_config, res->why, sizeof res->why);
+    c[0] = build_checked(d, pp, &p, "baseline", e->base_config, res->why, sizeof res->why);
     if (c[0])
-        c[1] = build_checked(v, pp, &p, "tuned", e->config, res->why, sizeof res->why);
+        c[1] = build_checked(d, pp, &p, "tuned", e->config, res->why, sizeof res->why);
     if (!c[0] || !c[1])
         goto out;
     v->timing.rotating_bytes = p.rotating_mb * (1 << 20);
-    gt_bk_paired bp = {.bk = v->bk, .pp = pp, .cands = c, .n = 2, .timing = v->timing, .why = why};
+    gt_bk_paired bp = {.bk = d->bk, .pp = pp, .cands = c, .n = 2, .timing = v->timing, .why = why};
     if (gt_bk_paired_run(&bp, &v->po, times, &rounds, st)) {
         snprintf(res->why, sizeof res->why, "out of memory");
         goto out;
@@ -264,9 +309,9 @@ static void verify_one(vctx *v, const ventry *e, double tol, vresult *res)
 out:
     for (int i = 0; i < 2; i++)
         if (c[i])
-            v->bk->release(c[i]);
+            d->bk->release(c[i]);
     free(times);
-    v->bk->unprepare(pp);
+    d->bk->unprepare(pp);
 }
 
 static const char *status_word(int s)
@@ -327,18 +372,20 @@ fail:
 
 static const char k_verify_usage[] =
     "usage: gemmtune verify EXPORT.db [--tolerance F] [--rounds N] [--ci W] [--min-time-ms T]\n"
-    "                       [--device-model M] [--json]\n";
+    "                       [--device-model M] [--device N] [--launch plain|chained] [--json]\n";
 
 int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
 {
     gt_cli c = *c0;
     c.usage = k_verify_usage;
-    const char *tol_s = NULL, *rounds_s = NULL, *ci_s = NULL, *mt_s = NULL, *model = NULL, *path = NULL;
+    const char *tol_s = NULL, *rounds_s = NULL, *ci_s = NULL, *mt_s = NULL, *model = NULL, *path = NULL,
+               *dev_s = NULL, *launch = NULL;
     int json = 0;
     size_t nw = 0;
     const gt_cli_opt opts[] = {{"--tolerance", &tol_s, NULL}, {"--rounds", &rounds_s, NULL},
                                {"--ci", &ci_s, NULL},         {"--min-time-ms", &mt_s, NULL},
                                {"--device-model", &model, NULL}, {"--json", NULL, &json},
+                               {"--device", &dev_s, NULL}, {"--launch", &launch, NULL},
                                {NULL, NULL, NULL}};
     const gt_cli_cmd cmd = {"verify", opts, 1, "verify: one EXPORT.db only"};
     if (gt_cli_parse(&c, &cmd, argc, argv, &path, &nw) != 0)
@@ -366,6 +413,15 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
         gt_cli_usage_error(&c, "verify: --min-time-ms %s: a number in (0, 60000]", mt_s);
         return GT_CLI_EXIT_USAGE;
     }
+    long device = 0;
+    if (dev_s && ((device = strtol(dev_s, &end, 10)) < 0 || device > 1023 || *end || end == dev_s)) {
+        gt_cli_usage_error(&c, "verify: --device %s: a device index (0, 1, ...)", dev_s);
+        return GT_CLI_EXIT_USAGE;
+    }
+    if (launch && strcmp(launch, "plain") && strcmp(launch, "chained")) {
+        gt_cli_usage_error(&c, "verify: --launch %s: plain or chained (as the run's launch option)", launch);
+        return GT_CLI_EXIT_USAGE;
+    }
     char err[1024];
     ventry *es = NULL;
     size_t n = 0;
@@ -375,7 +431,9 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
     }
     /* as the final phase times (server/store_jobs.c: 4x the run's default
      * min_time_ms, 2 warm-up calls), one repeat per round */
-    vctx v = {.bk = &gt_bk_cpu, .timing = {.min_time_ms = min_ms, .warmup = 2, .repeats = 1}};
+    vctx v = {.device = (int)device,
+              .timing = {.min_time_ms = min_ms, .warmup = 2, .repeats = 1,
+                         .chained = launch && !strcmp(launch, "chained")}};
     gt_paired_opts_init(&v.po, (int)rounds, ci);
     vresult *rs = calloc(n ? n : 1, sizeof *rs);
     int counts[4] = {0, 0, 0, 0}, rc = GT_CLI_EXIT_ERR;
@@ -390,7 +448,14 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
         if (!json)
             fprintf(stderr, "verify: %zu/%zu %s: %s\n", i + 1, n, es[i].label, status_word(rs[i].status));
     }
-    const char *here = v.ctx ? v.dev.model : "(no cpu entry timed)";
+    /* the device(s) that timed: "this machine" when none could */
+    char here[300] = "";
+    for (int i = 0; i < v.ndevs; i++)
+        if (v.devs[i].ctx)
+            snprintf(here + strlen(here), sizeof here - strlen(here), "%s%s", here[0] ? ", " : "",
+                     v.devs[i].dev.model);
+    if (!here[0])
+        snprintf(here, sizeof here, "this machine (no entry timed)");
     if (json) {
         root = cJSON_CreateObject();
         arr = root ? cJSON_AddArrayToObject(root, "entries") : NULL;
@@ -463,8 +528,9 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
         gt_cli_errorf("verify: %s has no best entries%s%s", path, model ? " for " : "", model ? model : "");
 out:
     cJSON_Delete(root);
-    if (v.ctx)
-        v.bk->close(v.ctx);
+    for (int i = 0; i < v.ndevs; i++)
+        if (v.devs[i].ctx)
+            v.devs[i].bk->close(v.devs[i].ctx);
     for (size_t i = 0; i < n; i++)
         ventry_fini(&es[i]);
     free(es);

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gen_dev.h"
 #include "gt_config.h"
@@ -45,6 +46,7 @@ struct gt_dispatch {
      * invalid or dropped as physically impossible. */
     atomic_uint_least64_t refused[GT_DISPATCH_REFUSALS];
     atomic_uint_least64_t implausible;
+    atomic_int closed;          /* nng_close returned (gt_dispatch_stop) */
 };
 
 uint64_t gt_dispatch_requests(const gt_dispatch *d) { return atomic_load(&d->requests); }
@@ -589,13 +591,50 @@ fail:
     return NULL;
 }
 
+/* nng_close on a thread of its own: see gt_dispatch_stop. */
+static void *close_sock(void *arg)
+{
+    gt_dispatch *d = arg;
+    nng_close(d->sock);
+    atomic_store(&d->closed, 1);
+    return NULL;
+}
+
+/* How long gt_dispatch_stop waits for nng_close. */
+#define CLOSE_WAIT_MS 5000
+
 void gt_dispatch_stop(gt_dispatch *d)
 {
     if (!d)
         return;
     atomic_store(&d->stop, 1);
     pthread_join(d->thread, NULL);
-    nng_close(d->sock);
+    /* nng before 1.8 (Debian 12 ships 1.5.2) can deadlock inside nng_close
+     * while it tears down connected pipes (nanomsg/nng#1543, #1813): the
+     * coordinator then never exits, and a supervisor or a test waiting on
+     * its exit status (a lost database must exit 1 at once) waits forever.
+     * So the socket is closed on a thread of its own, the pipe callback
+     * removed first, and the wait is bounded: on a hang the socket and
+     * this dispatcher are left to the exiting process (its results are in
+     * the store already: nothing is lost but memory). */
+    nng_pipe_notify(d->sock, NNG_PIPE_EV_REM_POST, NULL, NULL);
+    pthread_t t;
+    if (pthread_create(&t, NULL, close_sock, d) != 0) {
+        close_sock(d);
+    } else {
+        for (int i = 0; i < CLOSE_WAIT_MS / 10 && !atomic_load(&d->closed); i++) {
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (!atomic_load(&d->closed)) {
+            gt_warn("the worker endpoint did not close within %d s (a known nng_close deadlock in"
+                    " nng < 1.8): leaving it to the exit",
+                    CLOSE_WAIT_MS / 1000);
+            pthread_detach(t);
+            return;
+        }
+        pthread_join(t, NULL);
+    }
     gt_session_table_free(d->sessions);
     free(d);
 }

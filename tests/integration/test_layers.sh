@@ -57,9 +57,10 @@ none "the CLI includes no protocol header" 'gt_proto\.h' cli/*.c cli/*.h
 # runner), whose library links nng.
 WORKER_NOT_BK=$(cd worker && ls -- *.h | grep -vxE 'gt_backend\.h|gt_bk_paired\.h' | sed 's/\./\\./g' | paste -sd'|' -)
 none "the CLI includes of worker/ only gt_backend.h and gt_bk_paired.h" "$WORKER_NOT_BK" cli/*.c cli/*.h
-none "library gt_bk (cpu backend, paired rounds) includes nothing of the protocol side" \
+none "library gt_bk (backends, registry, paired rounds) includes nothing of the protocol side" \
   'gt_proto\.h|gt_client\.h|gt_sup\.h|gt_runner\.h|nng/.*' \
-  worker/bk_cpu.c worker/cpu_*.c worker/tolerance.c worker/bk_paired.c worker/gt_bk_paired.h
+  worker/bk_cpu.c worker/cpu_*.c worker/tolerance.c worker/bk_paired.c worker/backend.c \
+  worker/gt_bk_paired.h worker/cuda/*.c worker/cuda/*.h
 
 # The paired-rounds protocol is written once (common/paired.c): the worker's
 # final phase and `gemmtune verify` both call it.

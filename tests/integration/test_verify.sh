@@ -10,7 +10,9 @@
 # noisy machine. The verdict logic is pinned with synthetic exports whose
 # stored uplifts the test chooses: an entry whose best is its own baseline
 # re-times near 1 and passes against a stored 1.0, fails against a stored
-# 3.0, passes again with --tolerance 100%; a cuda entry is refused.
+# 3.0, passes again with --tolerance 100%; a cuda entry is refused where
+# no GPU (or no CUDA build) can re-time it, and an entry tuned on another
+# device model is refused rather than compared with this one.
 source "$(dirname "$0")/lib.sh"
 
 start_coordinator --lease-timeout 30
@@ -115,9 +117,23 @@ rc=0
 "$GT_BIN"/gemmtune verify "$T/cuda.db" --json --rounds 8 --min-time-ms 1 --tolerance 100% >"$T/cuda.json" 2>/dev/null || rc=$?
 check "verify: a cuda entry is refused with a reason, exit status 1 (rc=$rc)" \
   [ "$rc/$(json "$T/cuda.json" '$.refused')" = 1/1 ]
-check "verify: the refusal names the missing GPU path" \
+# Without a GPU: "no cuda device here ..." (CUDA build) or "backend cuda is
+# not built into ..."; on a GPU node: "tuned on <this CPU>, this cuda device
+# is <the GPU>". Each names cuda and why.
+check "verify: the refusal says why the cuda entry cannot be re-timed here" \
   [ "$(jsonq "$T/cuda.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.entries')) e
-        WHERE json_extract(e.value, '$.result') = 'refused' AND json_extract(e.value, '$.reason') LIKE '%plan API%';")" = 1 ]
+        WHERE json_extract(e.value, '$.result') = 'refused' AND (json_extract(e.value, '$.reason') LIKE 'no cuda device here%'
+           OR json_extract(e.value, '$.reason') LIKE 'backend cuda is not built%'
+           OR json_extract(e.value, '$.reason') LIKE 'tuned on %, this cuda device is %');")" = 1 ]
+cp "$T/self.db" "$T/other.db"
+sqlite3 "$T/other.db" "UPDATE best SET device_model = 'Other CPU 9000' WHERE problem_id = (SELECT MIN(problem_id) FROM best);"
+rc=0
+"$GT_BIN"/gemmtune verify "$T/other.db" --json --rounds 8 --min-time-ms 1 --tolerance 100% >"$T/other.json" 2>/dev/null || rc=$?
+check "verify: an entry tuned on another device model is refused, exit status 1 (rc=$rc)" \
+  [ "$rc/$(json "$T/other.json" '$.refused')/$(json "$T/other.json" '$.passed')" = "1/1/$(( $(sqlite3 "$T/other.db" 'SELECT COUNT(*) FROM best') - 1 ))" ]
+check "verify: the refusal names both models" \
+  [ "$(jsonq "$T/other.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.entries')) e
+        WHERE json_extract(e.value, '$.reason') LIKE 'tuned on Other CPU 9000, this cpu device is %';")" = 1 ]
 rc=0
 "$GT_BIN"/gemmtune verify "$T/self.db" --tolerance abc >/dev/null 2>&1 || rc=$?
 check "verify: a bad --tolerance is a usage error (rc=$rc)" [ "$rc" = 2 ]
