@@ -233,6 +233,48 @@ static char *config_text(const cJSON *o)
     return cJSON_PrintUnformatted(cfg);
 }
 
+/* Entries with a tuned result but no baseline time (its build failed on
+ * the worker, e.g. no OpenBLAS or no bf16 GEMM in it): their uplift is
+ * unknown, and the reason is the failed baseline row of GET
+ * /v1/runs/{id}/results. One line per such GEMM; nothing when none. */
+static void print_missing_baselines(const gt_cli *c, int64_t id, const cJSON *best)
+{
+    const cJSON *b, *r;
+    int n = 0;
+    cJSON_ArrayForEach(b, best)
+    {
+        const cJSON *cfg = gt_cli_jget(b, "config");
+        double bu;
+        n += cfg && !cJSON_IsNull(cfg) && !gt_cli_jnum(b, "baseline_us", &bu);
+    }
+    if (!n)
+        return;
+    char path[64];
+    cJSON *j = NULL;
+    snprintf(path, sizeof path, "/v1/runs/%" PRId64 "/results", id);
+    if (gt_cli_get_json(c, path, &j) != 0)
+        return; /* the table is printed; the reasons are only a note */
+    printf("%d GEMM(s) without a baseline time (uplift unknown):\n", n);
+    cJSON_ArrayForEach(b, best)
+    {
+        const cJSON *cfg = gt_cli_jget(b, "config");
+        double bu, pid, rp;
+        if (!cfg || cJSON_IsNull(cfg) || gt_cli_jnum(b, "baseline_us", &bu) ||
+            !gt_cli_jnum(b, "problem_id", &pid))
+            continue;
+        const char *why = NULL;
+        /* the latest failed baseline row of this GEMM: the final phase's
+         * when there is one (results are listed in the order they came) */
+        cJSON_ArrayForEach(r, gt_cli_jget(j, "results"))
+            if (gt_cli_jnum(r, "problem_id", &rp) && rp == pid &&
+                cJSON_IsTrue(gt_cli_jget(r, "baseline")) && !cJSON_IsTrue(gt_cli_jget(r, "valid")))
+                why = gt_cli_jstr(r, "reason", why);
+        printf("  %s: %s\n", gt_cli_jstr(b, "label", "?"),
+               why ? why : "the baseline was not timed (see the workers' logs)");
+    }
+    cJSON_Delete(j);
+}
+
 static int results_best(const gt_cli *c, int64_t id)
 {
     char path[64];
@@ -290,6 +332,7 @@ static int results_best(const gt_cli *c, int64_t id)
         printf("%d GEMM(s) marked !: the final phase timed the baseline more than %.2fx away from its screen "
                "jobs (baseline_drift), also when re-timed: that uplift is not to be trusted; tune them again\n",
                suspect, GT_BASELINE_DRIFT_MAX);
+    print_missing_baselines(c, id, best);
     cJSON_Delete(j);
     return rc == 0 ? 0 : GT_CLI_EXIT_ERR;
 }

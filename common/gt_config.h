@@ -43,18 +43,25 @@ int gt_strategy_parse(const char *s, gt_strategy *out);
  * uniform sample, with EXHAUSTIVE (and EVOLUTIONARY, which draws its
  * generations from gt_space_cpu_all instead) the first budget in a fixed
  * spread order.
- * Returns a new JSON array of config objects (caller owns), never containing
- * the baseline, or NULL on OOM. */
+ * Returns a new JSON array of config objects (caller owns), or NULL on OOM.
+ * The space holds the default blocking (gt_space_cpu_default), never the
+ * baseline (another kind of config). */
 struct cJSON *gt_space_cpu(const struct gt_problem *p, gt_strategy s, int budget,
                            uint64_t seed, int ncpu);
-/* The whole space (every config that survives pruning, never the
- * baseline) for a search that draws its own samples from it: the first
+/* The whole space (every config that survives pruning, and the default
+ * blocking) for a search that draws its own samples from it: the first
  * nhead in the spread order (the blocking a tuned library would pick, then
  * points far from it and from each other: the heuristic picks an
  * evolutionary search starts from), the rest in canonical order. Returns a
  * new JSON array (caller owns), or NULL on OOM. */
 struct cJSON *gt_space_cpu_all(const struct gt_problem *p, int nhead, int ncpu);
-/* The untuned default every CPU candidate is compared against. */
+/* What every CPU candidate is compared against: the library a user would
+ * call, OpenBLAS, on the run's ncpu threads: {"lib":"openblas","threads":N}
+ * (worker/cpu_blas.c builds it, or fails naming what is missing). */
 struct cJSON *gt_space_cpu_baseline(const struct gt_problem *p, int ncpu);
+/* The generated kernel's untuned default blocking (all cores, threads
+ * shrunk to the work): the baseline before OpenBLAS was, now a member of
+ * the space. NULL on OOM. */
+struct cJSON *gt_space_cpu_default(const struct gt_problem *p, int ncpu);
 
 #endif

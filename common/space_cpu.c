@@ -1,5 +1,10 @@
 /* space_cpu.c: the CPU backend's candidate space and its baseline.
  *
+ * The baseline is a real library, OpenBLAS ({"lib":"openblas","threads":N},
+ * built by worker/cpu_blas.c): what a user would call instead of a tuned
+ * kernel, so an uplift says how much tuning beats it. The blocked kernel's
+ * generic default blocking (default_cfg) is an ordinary member of the space.
+ *
  * A candidate is the blocking of a GotoBLAS/BLIS-style packed GEMM:
  *   mc, nc, kc   cache blocks (rows of A, columns of B, depth)
  *   mr, nr       register micro-tile (rows x columns of D per micro-kernel)
@@ -40,8 +45,9 @@ static const int k_unroll[] = {1, 2, 4, 8};
 #define L3_BYTES (4 << 20)    /* the packed B panel stays in (a share of) L3 */
 #define ACC_BYTES ((int64_t)256 << 20) /* f32 accumulator of a low-precision D */
 
-/* The untuned default: a generic library's blocking, all cores. */
-static const cpu_cfg k_baseline = {.mc = 64, .nc = 256, .kc = 256, .mr = 4, .nr = 8,
+/* The untuned default blocking of the generated kernel: a generic
+ * library's, all cores. Not the baseline (OpenBLAS is): a candidate. */
+static const cpu_cfg k_default = {.mc = 64, .nc = 256, .kc = 256, .mr = 4, .nr = 8,
                                    .unroll = 1, .threads = 0 /* = ncpu */};
 
 static int machine_ncpu(int ncpu)
@@ -153,13 +159,13 @@ static cJSON *cfg_json(const cpu_cfg *c)
     return o;
 }
 
-static int baseline_cfg(const gt_problem *p, int ncpu, cpu_cfg *out)
+static int default_cfg(const gt_problem *p, int ncpu, cpu_cfg *out)
 {
-    cpu_cfg c = k_baseline;
+    cpu_cfg c = k_default;
     c.threads = ncpu;
-    *out = c; /* defined on failure too: build_space keeps it beside a have_base flag */
+    *out = c; /* defined on failure too: build_space keeps it beside a have_def flag */
     /* Same rules as the space, except threads shrink to the work instead of
-     * dropping the config: the baseline must always exist. */
+     * dropping the config: the default must always be in the space. */
     for (;;) {
         cpu_cfg t = c;
         if (normalise(p, ncpu, &t) == 0) {
@@ -186,11 +192,24 @@ static gt_problem sane(const gt_problem *p)
     return q;
 }
 
-cJSON *gt_space_cpu_baseline(const gt_problem *p_in, int ncpu)
+cJSON *gt_space_cpu_baseline(const gt_problem *p, int ncpu)
+{
+    (void)p; /* the worker maps the problem to OpenBLAS's routine, or refuses it */
+    cJSON *o = cJSON_CreateObject();
+    /* The same threads as the kernels' default: the run's ncpu. */
+    if (!o || !cJSON_AddStringToObject(o, "lib", "openblas") ||
+        !cJSON_AddNumberToObject(o, "threads", machine_ncpu(ncpu))) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+cJSON *gt_space_cpu_default(const gt_problem *p_in, int ncpu)
 {
     cpu_cfg c;
     gt_problem q = sane(p_in), *p = &q;
-    if (baseline_cfg(p, machine_ncpu(ncpu), &c) != 0)
+    if (default_cfg(p, machine_ncpu(ncpu), &c) != 0)
         return NULL;
     return cfg_json(&c);
 }
@@ -280,8 +299,8 @@ static int spread_order(cpu_cfg *v, size_t n, size_t budget, int ncpu, const gt_
     return 0;
 }
 
-/* Every config of p's pruned space, deduplicated, without the baseline, in
- * canonical (field-wise) order: a new array in *out (caller frees), its
+/* Every config of p's pruned space and the default blocking, deduplicated,
+ * in canonical (field-wise) order: a new array in *out (caller frees), its
  * length in *nout. 0 or -1 on OOM. */
 static int build_space(const gt_problem *p, int ncpu, cpu_cfg **out, size_t *nout)
 {
@@ -291,7 +310,7 @@ static int build_space(const gt_problem *p, int ncpu, cpu_cfg **out, size_t *nou
         threads[nt++] = t;
     threads[nt++] = ncpu;
 
-    size_t cap = NELEM(k_tiles) * NELEM(k_kc) * NELEM(k_mc) * NELEM(k_nc) * NELEM(k_unroll) * nt;
+    size_t cap = NELEM(k_tiles) * NELEM(k_kc) * NELEM(k_mc) * NELEM(k_nc) * NELEM(k_unroll) * nt + 1;
     cpu_cfg *v = malloc(cap * sizeof *v);
     if (!v)
         return -1;
@@ -308,16 +327,16 @@ static int build_space(const gt_problem *p, int ncpu, cpu_cfg **out, size_t *nou
                             if (normalise(p, ncpu, &x) == 0)
                                 v[n++] = x;
                         }
-    /* Merge duplicates and drop the baseline. */
+    /* The default blocking is always a candidate (its threads shrink to the
+     * work where the grid's would be pruned), then duplicates merge. */
+    cpu_cfg def;
+    if (default_cfg(p, ncpu, &def) == 0)
+        v[n++] = def;
     if (n)
         qsort(v, n, sizeof *v, cmp_cfg);
-    cpu_cfg base;
-    int have_base = baseline_cfg(p, ncpu, &base) == 0;
     size_t u = 0;
     for (size_t i = 0; i < n; i++) {
         if (u && cfg_eq(&v[u - 1], &v[i]))
-            continue;
-        if (have_base && cfg_eq(&v[i], &base))
             continue;
         v[u++] = v[i];
     }

@@ -3,7 +3,9 @@
  * generating, compiling (cached) and loading a packed GEMM kernel per config,
  * validates them against the reference with a NaN-poisoned output and times
  * them over rotating input sets. Kernel source: cpu_codegen.c; compile
- * cache: cpu_cache.c; host data and reference: cpu_data.c. */
+ * cache: cpu_cache.c; host data and reference: cpu_data.c. The baseline,
+ * OpenBLAS ({"lib":"openblas"}, cpu_blas.c), is a candidate like the others:
+ * the same validation and the same timing loop, only its call differs. */
 #include <cjson/cJSON.h>
 #include <dlfcn.h>
 #include <math.h>
@@ -55,10 +57,17 @@ struct gt_bk_prob {
 struct gt_bk_cand {
     gt_bk_prob *pp;
     void *dl;
-    gt_cpu_gemm_fn gemm;
+    gt_cpu_gemm_fn gemm; /* a generated kernel, or */
+    gt_cpu_blas *blas;   /* the library baseline */
     void *ws;
     size_t ws_bytes;
 };
+
+/* One call of candidate c: the kernel or the library, same arguments. */
+static inline int cand_call(const gt_bk_cand *c, const gt_cpu_args *a)
+{
+    return c->blas ? gt_cpu_blas_run(c->blas, a) : c->gemm(a);
+}
 
 static void *alloc64(size_t bytes)
 {
@@ -337,6 +346,7 @@ static void cpu_release(gt_bk_cand *c)
         return;
     if (c->dl)
         dlclose(c->dl);
+    gt_cpu_blas_free(c->blas);
     free(c->ws);
     free(c);
 }
@@ -362,6 +372,19 @@ static int cpu_build(gt_bk_prob *pp, const cJSON *cfg, gt_bk_cand **out, char *e
     gt_str_init(&src);
     *out = NULL;
     gt_bk_cand *c = NULL;
+    if (gt_cpu_blas_is_cfg(cfg)) {
+        if (!(c = calloc(1, sizeof *c))) {
+            snprintf(err, errlen, "cpu backend: out of memory");
+            return -1;
+        }
+        c->pp = pp;
+        if (gt_cpu_blas_build(&pp->p, cfg, &c->blas, err, errlen) != 0) {
+            free(c);
+            return -1;
+        }
+        *out = c;
+        return 0;
+    }
     if (gt_cpu_cfg_parse(cfg, &k, err, errlen) != 0)
         return -1;
     if (gt_cpu_codegen(&k, &pp->p, &src, err, errlen) != 0)
@@ -428,7 +451,7 @@ static int cpu_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *er
     cpu_set *v = &pp->sets[0];
     gt_cpu_poison(v->d, p->d_type, pp->ext[OP_D]);
     gt_cpu_args a = make_args(pp, c, v);
-    int rc = c->gemm(&a);
+    int rc = cand_call(c, &a);
     if (rc != 0) {
         snprintf(err, errlen, "cpu backend: kernel rejected its arguments (%d)", rc);
         return -1;
@@ -508,7 +531,7 @@ static int cpu_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_t
     int next = 0, bad = 0;
 #define CALL()                                                                                     \
     do {                                                                                           \
-        bad |= c->gemm(&args[next]);                                                               \
+        bad |= cand_call(c, &args[next]);                                                          \
         next = next + 1 == pp->nsets ? 0 : next + 1;                                               \
     } while (0)
     for (int i = 0; i < warmup; i++)

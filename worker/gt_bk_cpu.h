@@ -5,6 +5,7 @@
  *   cpu_data.c     host buffers: type conversions, random inputs, reference
  *   cpu_codegen.c  config parsing and the C source of one candidate kernel
  *   cpu_cache.c    compiler discovery and the content-addressed .so cache
+ *   cpu_blas.c     the baseline: OpenBLAS (dlopen'd) running the same problem
  *
  * A candidate is C source generated from the config and the problem's types
  * and transposes, compiled to a shared object that exports
@@ -69,6 +70,22 @@ int gt_cpu_tool_init(gt_cpu_tool *t, char *err, size_t errlen);
  * *dl: a dlopen handle the caller dlcloses. -1 with the first compiler error. */
 int gt_cpu_cache_load(const gt_cpu_tool *t, const char *src, size_t len, void **dl, char *err,
                       size_t errlen);
+
+/* ---- cpu_blas.c ---- */
+/* The baseline config {"lib":"openblas","threads":N}: OpenBLAS's CBLAS GEMM
+ * for the problem on N threads, called with the kernel ABI's arguments. */
+typedef struct gt_cpu_blas gt_cpu_blas;
+/* Whether cfg names a library ("lib") instead of a kernel blocking. */
+int gt_cpu_blas_is_cfg(const struct cJSON *cfg);
+/* Opens OpenBLAS (once per process) and picks the routine for p. -1 with a
+ * one-line reason: no library (naming the package), or what OpenBLAS lacks
+ * for p (type, mixed types, epilogue, 32-bit sizes). */
+int gt_cpu_blas_build(const gt_problem *p, const struct cJSON *cfg, gt_cpu_blas **out, char *err,
+                      size_t errlen);
+/* Runs the problem the build was for; g as for a kernel (ws unused). 0, or
+ * -1 when g's sizes are not the problem's. */
+int gt_cpu_blas_run(gt_cpu_blas *b, const gt_cpu_args *g);
+void gt_cpu_blas_free(gt_cpu_blas *b);
 
 /* ---- cpu_data.c ---- */
 float gt_cpu_bf16_to_f32(uint16_t h);

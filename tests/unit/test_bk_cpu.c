@@ -2,15 +2,20 @@
  * kernels for every type and transpose with fringes, batches, beta and
  * padded leading dimensions checked against the reference; warning-free
  * generated source; build failures with reasons; the compile cache;
- * unsupported problems; and that validation catches a wrong kernel.
+ * unsupported problems; and that validation catches a wrong kernel. The
+ * baseline, OpenBLAS (cpu_blas.c): built, validated and timed like a kernel
+ * for every transpose with batches, beta and padded leading dimensions, its
+ * refusals with their reasons, and a worker without the library.
  * Compiles dominate the run time, so configs are shared across cases. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gt_backend.h"
@@ -117,7 +122,8 @@ static void check_problem(const gt_problem *p, const char **cfgs, int ncfg, int 
     }
     double tol = gt_bk_tolerance(p);
     for (int i = -1; i < ncfg; i++) {
-        cJSON *cfg = i < 0 ? (with_base ? gt_space_cpu_baseline(p, 2) : NULL) : cJSON_Parse(cfgs[i]);
+        /* with_base: the kernel's default blocking, once the baseline */
+        cJSON *cfg = i < 0 ? (with_base ? gt_space_cpu_default(p, 2) : NULL) : cJSON_Parse(cfgs[i]);
         if (!cfg)
             continue;
         double us, re = run_cfg(pp, p, cfg, &us);
@@ -360,7 +366,8 @@ static void test_source_warning_free(void)
     }
 }
 
-/* Every config of the coordinator's space parses as a valid build config. */
+/* Every config of the coordinator's space parses as a valid build config;
+ * the baseline is the library's. */
 static void test_space_configs_parse(void)
 {
     gt_problem p;
@@ -368,8 +375,11 @@ static void test_space_configs_parse(void)
     gt_problem_finish(&p);
     cJSON *all = gt_space_cpu(&p, GT_STRAT_EXHAUSTIVE, 0, 0, 4);
     cJSON *base = gt_space_cpu_baseline(&p, 4);
-    CHECK(all && base && cJSON_GetArraySize(all) > 0);
-    cJSON_AddItemToArray(all, base);
+    cJSON *def = gt_space_cpu_default(&p, 4);
+    CHECK(all && base && def && cJSON_GetArraySize(all) > 0);
+    CHECK(gt_cpu_blas_is_cfg(base) && !gt_cpu_blas_is_cfg(def));
+    cJSON_Delete(base);
+    cJSON_AddItemToArray(all, def);
     const cJSON *c;
     int bad = 0;
     cJSON_ArrayForEach(c, all)
@@ -383,15 +393,12 @@ static void test_space_configs_parse(void)
     cJSON_Delete(all);
 }
 
-/* Reported, not asserted: the best of a few configs against the baseline on
- * a bf16 TN 256^3 GEMM. */
+/* Reported, not asserted: the best of a few configs and the default
+ * blocking against the baseline, OpenBLAS, on an f32 NN 256^3 GEMM. */
 static void test_measure(void)
 {
     gt_problem p;
     gt_problem_init(&p, 256, 256, 256);
-    p.trans_a = 'T';
-    p.a_type = p.b_type = p.c_type = p.d_type = GT_DT_BF16;
-    gt_problem_default_ld(&p);
     gt_problem_finish(&p);
     char err[512];
     gt_bk_prob *pp = NULL;
@@ -399,8 +406,9 @@ static void test_measure(void)
     if (!pp)
         return;
     cJSON *cands = gt_space_cpu(&p, GT_STRAT_EXHAUSTIVE, 3, 0, 0);
+    cJSON *def = gt_space_cpu_default(&p, 0);
     cJSON *base = gt_space_cpu_baseline(&p, 0);
-    double best = 0, base_gf = 0;
+    double best = 0, def_gf = 0, base_gf = 0;
     const cJSON *c;
     cJSON_ArrayForEach(c, cands)
     {
@@ -409,15 +417,153 @@ static void test_measure(void)
         if (us > 0 && p.flops / us / 1e3 > best)
             best = p.flops / us / 1e3;
     }
-    double us, re = run_cfg(pp, &p, base, &us);
+    double us, re = run_cfg(pp, &p, def, &us);
+    CHECK(re <= gt_bk_tolerance(&p));
+    if (us > 0)
+        def_gf = p.flops / us / 1e3;
+    re = run_cfg(pp, &p, base, &us);
     CHECK(re <= gt_bk_tolerance(&p));
     if (us > 0)
         base_gf = p.flops / us / 1e3;
-    fprintf(stderr, "  bf16 TN 256^3: best of 3 %.1f GFLOP/s, baseline %.1f GFLOP/s\n", best,
-            base_gf);
+    fprintf(stderr, "  f32 NN 256^3: best of 3 %.1f GFLOP/s, default blocking %.1f, OpenBLAS %.1f\n",
+            best, def_gf, base_gf);
     cJSON_Delete(cands);
+    cJSON_Delete(def);
     cJSON_Delete(base);
     gt_bk_cpu.unprepare(pp);
+}
+
+/* The baseline config as the coordinator writes it, on `threads` threads. */
+static cJSON *blas_cfg(int threads)
+{
+    gt_problem p;
+    gt_problem_init(&p, 1, 1, 1);
+    return gt_space_cpu_baseline(&p, threads);
+}
+
+/* Builds the OpenBLAS baseline for p, validates and times it: rel_err
+ * within p's tolerance and a time. */
+static void check_blas(const gt_problem *p, int threads)
+{
+    char err[512], label[96];
+    gt_problem_label(p, label, sizeof label);
+    gt_bk_prob *pp = NULL;
+    if (gt_bk_cpu.prepare(g_ctx, p, &pp, err, sizeof err) != 0) {
+        CHECK_MSG(0, "%s: prepare: %s", label, err);
+        return;
+    }
+    cJSON *cfg = blas_cfg(threads);
+    double us, re = run_cfg(pp, p, cfg, &us), tol = gt_bk_tolerance(p);
+    if (getenv("GT_TEST_VERBOSE"))
+        fprintf(stderr, "  openblas %s threads=%d: rel_err %.3g (tol %.3g), %.2f us\n", label, threads,
+                re, tol, us);
+    CHECK_MSG(re <= tol && us > 0, "openblas %s threads=%d: rel_err %.3g > tol %.3g or no time (%.3g us)",
+              label, threads, re, tol, us);
+    cJSON_Delete(cfg);
+    gt_bk_cpu.unprepare(pp);
+}
+
+/* Builds cfg_json for p and expects the build to fail naming needle. */
+static void expect_blas_fail(const gt_problem *p, const char *cfg_json, const char *needle)
+{
+    char err[512] = "";
+    gt_bk_prob *pp = NULL;
+    if (gt_bk_cpu.prepare(g_ctx, p, &pp, err, sizeof err) != 0) {
+        CHECK_MSG(0, "prepare: %s", err);
+        return;
+    }
+    cJSON *cfg = cfg_json ? cJSON_Parse(cfg_json) : blas_cfg(1);
+    gt_bk_cand *c = NULL;
+    int rc = gt_bk_cpu.build(pp, cfg, &c, err, sizeof err);
+    CHECK_MSG(rc == -1 && c == NULL && strstr(err, needle) && !strchr(err, '\n'),
+              "expected a one-line build error with '%s': rc=%d err='%s'", needle, rc, err);
+    if (c)
+        gt_bk_cpu.release(c);
+    cJSON_Delete(cfg);
+    gt_bk_cpu.unprepare(pp);
+}
+
+/* A worker without libopenblas (GEMMTUNE_OPENBLAS names a file that does
+ * not exist): the baseline fails naming the library; the kernels still
+ * build. In a child process, as OpenBLAS is opened once per process: this
+ * runs before any other test opens it. */
+static void test_openblas_missing(void)
+{
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        setenv("GEMMTUNE_OPENBLAS", "/nonexistent/libopenblas.so.0", 1);
+        gt_problem p;
+        gt_problem_init(&p, 16, 16, 16);
+        gt_problem_finish(&p);
+        char err[512] = "";
+        gt_bk_prob *pp = NULL;
+        gt_bk_cand *c = NULL;
+        cJSON *cfg = blas_cfg(1);
+        int ok = gt_bk_cpu.prepare(g_ctx, &p, &pp, err, sizeof err) == 0 &&
+                 gt_bk_cpu.build(pp, cfg, &c, err, sizeof err) == -1 && c == NULL &&
+                 strstr(err, "openblas baseline: cannot load libopenblas") &&
+                 strstr(err, "GEMMTUNE_OPENBLAS=/nonexistent/libopenblas.so.0");
+        fprintf(stderr, "  without OpenBLAS: %s\n", err);
+        cJSON_Delete(cfg);
+        gt_bk_cpu.unprepare(pp);
+        _exit(ok ? 0 : 1);
+    }
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* The baseline: OpenBLAS for every transpose with a batch of 3 (gaps
+ * between the matrices), padded leading dimensions, beta != 0 and C apart
+ * from D; beta == 0 with broadcast A; a larger single GEMM on 2 threads;
+ * bf16 where the library has cblas_sbgemm, else the reason. Refused with a
+ * one-line reason: what OpenBLAS has no GEMM for, a bad config. */
+static void test_openblas(void)
+{
+    const char *ops[] = {"NN", "NT", "TN", "TT"};
+    gt_problem p;
+    for (int oi = 0; oi < 4; oi++) {
+        make_problem(&p, GT_DT_F32, GT_DT_F32, ops[oi][0], ops[oi][1]);
+        check_blas(&p, oi % 2 ? 2 : 1);
+    }
+    make_problem(&p, GT_DT_F32, GT_DT_F32, 'T', 'N');
+    p.beta = 0;
+    p.stride_a = 0;
+    gt_problem_finish(&p);
+    check_blas(&p, 1);
+    gt_problem_init(&p, 200, 130, 300);
+    p.trans_b = 'T';
+    gt_problem_default_ld(&p);
+    gt_problem_finish(&p);
+    check_blas(&p, 2);
+
+    /* bf16 A and B into f32 C and D: cblas_sbgemm when the library has it.
+     * Debian 12's 0.3.21 does not (built without BUILD_BFLOAT16). */
+    make_problem(&p, GT_DT_BF16, GT_DT_F32, 'T', 'N');
+    void *lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_NOLOAD);
+    int has_sb = lib && dlsym(lib, "cblas_sbgemm");
+    if (lib)
+        dlclose(lib); /* NOLOAD: drops only this reference */
+    if (has_sb)
+        check_blas(&p, 2);
+    else
+        expect_blas_fail(&p, NULL, "has no bf16 GEMM (cblas_sbgemm absent");
+    fprintf(stderr, "  bf16 baseline: %s\n", has_sb ? "cblas_sbgemm" : "none (no cblas_sbgemm)");
+    /* bf16 output: sbgemm writes f32 (or there is no sbgemm at all). */
+    make_problem(&p, GT_DT_BF16, GT_DT_BF16, 'T', 'N');
+    expect_blas_fail(&p, NULL, has_sb ? "cblas_sbgemm writes an f32 C" : "cblas_sbgemm absent");
+    make_problem(&p, GT_DT_F16, GT_DT_F16, 'N', 'N');
+    expect_blas_fail(&p, NULL, "OpenBLAS has no f16 GEMM");
+    make_problem(&p, GT_DT_F32, GT_DT_F32, 'N', 'N');
+    p.b_type = GT_DT_BF16;
+    gt_problem_finish(&p);
+    expect_blas_fail(&p, NULL, "mixed input types a=f32 b=bf16");
+    make_problem(&p, GT_DT_F32, GT_DT_BF16, 'N', 'N');
+    expect_blas_fail(&p, NULL, "mixed types a/b=f32 c=bf16 d=bf16");
+    make_problem(&p, GT_DT_F32, GT_DT_F32, 'N', 'N');
+    expect_blas_fail(&p, "{\"lib\":\"mkl\",\"threads\":1}", "lib must be \"openblas\"");
+    expect_blas_fail(&p, "{\"lib\":\"openblas\",\"mc\":64}", "unknown openblas config attribute 'mc'");
+    expect_blas_fail(&p, "{\"lib\":\"openblas\",\"threads\":0}", "threads must be an integer");
 }
 
 static void cleanup_cache(void)
@@ -436,6 +582,8 @@ int main(void)
     }
     RUN(test_open);
     if (g_ctx) {
+        RUN(test_openblas_missing); /* first: before this process opens OpenBLAS */
+        RUN(test_openblas);
         RUN(test_source_warning_free);
         RUN(test_space_configs_parse);
         RUN(test_types_and_transposes);

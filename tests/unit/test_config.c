@@ -1,6 +1,7 @@
 /* test_config.c: config canonical form and hash, strategy names, and the CPU
  * candidate space (prune rules, dedupe, budget, seeded sampling, baseline). */
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -192,10 +193,20 @@ static void check_space(int64_t m, int64_t n, int64_t k, int ncpu, gt_dtype dt)
     }
     CHECK(bad == 0);
     CHECK(dupes(all) == 0);
-    /* The baseline is a valid config of the same kind, not in the space. */
-    CHECK_MSG(cfg_ok(&p, base, ncpu, why, sizeof why), "baseline: %s", why);
+    /* The baseline is OpenBLAS on the run's ncpu threads, not in the space;
+     * the kernel's default blocking (the baseline before it) is a valid
+     * member of the space. */
+    const cJSON *lib = cJSON_GetObjectItemCaseSensitive(base, "lib");
+    CHECK(cJSON_IsString(lib) && !strcmp(lib->valuestring, "openblas"));
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(base, "threads")) == ncpu);
+    CHECK(cJSON_GetArraySize(base) == 2);
     char bh[17];
     CHECK(gt_cfg_hash(base, bh) == 0 && !has_hash(all, bh));
+    cJSON *def = gt_space_cpu_default(&p, ncpu);
+    CHECK_MSG(def && cfg_ok(&p, def, ncpu, why, sizeof why), "default: %s", why);
+    char dh[17];
+    CHECK(def && gt_cfg_hash(def, dh) == 0 && has_hash(all, dh));
+    cJSON_Delete(def);
 
     /* EXHAUSTIVE with a budget: a deterministic prefix order, spread over
      * every attribute rather than varying the last one only. */
@@ -288,9 +299,36 @@ static void test_space_cpu(void)
     check_space(128256, 64, 4096, 8, GT_DT_BF16); /* LM head: the f32 accumulator bound */
 }
 
+/* The canonical text prints every leaf exactly as cJSON_PrintUnformatted
+ * does (its integer fast path must not change a hash a worker computed
+ * with cJSON's printer): ints at and past the int range, negative zero,
+ * fractions, large and tiny doubles, booleans, null. */
+static void test_canonical_numbers_like_cjson(void)
+{
+    const double vals[] = {0.0, -0.0, 1.0, -1.0, 7.0, 2147483647.0, -2147483648.0, 2147483648.0,
+                           -2147483649.0, 1099511627776.0, 9007199254740993.0, 1e15, 1e300,
+                           0.5, -0.25, 1e-7, 3.141592653589793, 64.0, 4096.0, 1e21};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        cJSON *o = cJSON_CreateObject(), *n = cJSON_CreateNumber(vals[i]);
+        cJSON_AddItemToObject(o, "v", cJSON_Duplicate(n, 1));
+        char *leaf = cJSON_PrintUnformatted(n), *c = gt_cfg_canonical(o), want[128];
+        snprintf(want, sizeof want, "{\"v\":%s}", leaf ? leaf : "?");
+        CHECK_MSG(c && leaf && strcmp(c, want) == 0, "%.17g: %s, cJSON %s", vals[i], c ? c : "(null)", want);
+        free(c);
+        cJSON_free(leaf);
+        cJSON_Delete(n);
+        cJSON_Delete(o);
+    }
+    char *a = canon_of("{\"t\":true,\"f\":false,\"n\":null,\"i\":-12,\"l\":[0,-0,2147483647]}");
+    CHECK_MSG(a && strcmp(a, "{\"f\":false,\"i\":-12,\"l\":[0,0,2147483647],\"n\":null,\"t\":true}") == 0,
+              "%s", a ? a : "(null)");
+    free(a);
+}
+
 int main(void)
 {
     RUN(test_canonical);
+    RUN(test_canonical_numbers_like_cjson);
     RUN(test_hash);
     RUN(test_strategy);
     RUN(test_space_cpu);
