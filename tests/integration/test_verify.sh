@@ -18,7 +18,7 @@ source "$(dirname "$0")/lib.sh"
 start_coordinator --lease-timeout 30
 start_worker w1
 
-submit "$GT_TEST_DATA/cpu_two.log" \
+submit "$GT_TEST_DATA/cpu_two_f32.log" \
   "name=verify&budget=4&shard_size=4&min_time_ms=1&repeats=3&ncpu=1&final_k=2&final_rounds=12&final_ci=0.05"
 nprob=$(json "$T/submit.json" '$.problems')
 check "submission accepted ($nprob problems)" [ "$nprob" -ge 1 ]
