@@ -22,7 +22,7 @@ start_coordinator --lease-timeout 20
 start_worker w1
 start_worker w2
 
-submit "$GT_TEST_DATA/cpu_small.log" "name=obs&budget=6&shard_size=3&min_time_ms=1&repeats=3&ncpu=1"
+submit "$GT_TEST_DATA/cpu_small_f32.log" "name=obs&budget=6&shard_size=3&min_time_ms=1&repeats=3&ncpu=1"
 # Follow the run from the start; curl ends by itself when the stream does.
 timeout 300 curl -sN -D "$T/sse.hdr" "$HTTP/v1/runs/$RUN/events" >"$T/sse.txt" &
 SSE=$!

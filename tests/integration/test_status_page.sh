@@ -24,7 +24,7 @@ fi
 start_coordinator
 start_worker w1
 start_worker w2
-submit "$GT_TEST_DATA/cpu_small.log" "name=page-run&budget=6&shard_size=3&min_time_ms=1&repeats=3&ncpu=1"
+submit "$GT_TEST_DATA/cpu_small_f32.log" "name=page-run&budget=6&shard_size=3&min_time_ms=1&repeats=3&ncpu=1"
 check "run finished" [ "$(wait_run "$RUN" 300)" = done ]
 curl -sf "$HTTP/v1/runs/$RUN" -o "$T/run.json"
 
