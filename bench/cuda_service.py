@@ -100,6 +100,7 @@ def main():
                          "programmatic dependent launch (sm_90+); the baseline stays plain")
     ap.add_argument("--timeout", type=float, default=480)
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
+    ap.add_argument("--export", action="store_true", help="also write each run's export as OUT/runN.db")
     a = ap.parse_args()
     logs = a.log or ["bench/llama3_8b_shapes.csv"]
 
@@ -177,6 +178,14 @@ def main():
             report(run, res, bw, rate, ngpu, wall)
             with open(os.path.join(a.out, f"run{rid}.json"), "w") as f:
                 json.dump({"run": run, "results": res}, f)
+            if a.export:
+                # the run's export database, for `gemmtune verify` in a fresh process
+                with urllib.request.urlopen(f"{http}/v1/runs/{rid}/export", timeout=120) as r:
+                    blob = r.read()
+                path = os.path.join(a.out, f"run{rid}.db")
+                with open(path, "wb") as f:
+                    f.write(blob)
+                print(f"export: {path} ({len(blob)} bytes)", flush=True)
     finally:
         for p in reversed(procs):
             try:
