@@ -5,6 +5,8 @@
 #include "gt_config.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,21 @@ static int put_string(gt_str *o, const char *s)
     }
     gt_str_append(o, "\"", 1);
     return o->oom ? -1 : 0;
+}
+
+/* An int as decimal text ("%d"), appended. */
+static int int_text(gt_str *o, int v)
+{
+    char buf[16], *p = buf + sizeof buf;
+    /* through unsigned: -INT_MIN overflows int */
+    unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--p = '-';
+    return gt_str_append(o, p, (size_t)(buf + sizeof buf - p)) || o->oom ? -1 : 0;
 }
 
 typedef struct {
@@ -107,8 +124,22 @@ static int canon(const cJSON *it, gt_str *o, int depth)
     if (cJSON_IsRaw(it))
         return gt_str_append(o, it->valuestring ? it->valuestring : "null",
                              strlen(it->valuestring ? it->valuestring : "null"));
-    /* Numbers, booleans, null: cJSON's own printer, so integers print as
-     * integers and doubles round-trip the same on every host. */
+    /* Booleans, null and integral numbers in int range exactly as cJSON
+     * prints them ("%d" of valueint), without its malloc and the printf /
+     * sscanf round trip it does for every number: configs are mostly small
+     * integers and the coordinator canonicalises every result's config
+     * (the single largest cost of a results message before this). */
+    if (cJSON_IsTrue(it))
+        return gt_str_append(o, "true", 4) || o->oom ? -1 : 0;
+    if (cJSON_IsFalse(it))
+        return gt_str_append(o, "false", 5) || o->oom ? -1 : 0;
+    if (cJSON_IsNull(it))
+        return gt_str_append(o, "null", 4) || o->oom ? -1 : 0;
+    if (cJSON_IsNumber(it) && it->valuedouble >= INT_MIN && it->valuedouble <= INT_MAX &&
+        it->valuedouble == (double)it->valueint && !signbit(it->valuedouble) == !(it->valueint < 0))
+        return int_text(o, it->valueint);
+    /* Other numbers: cJSON's own printer, so doubles round-trip the same on
+     * every host. */
     char *leaf = cJSON_PrintUnformatted(it);
     if (!leaf)
         return -1;

@@ -320,7 +320,7 @@ static void test_canonical_numbers_like_cjson(void)
         cJSON_Delete(o);
     }
     char *a = canon_of("{\"t\":true,\"f\":false,\"n\":null,\"i\":-12,\"l\":[0,-0,2147483647]}");
-    CHECK_MSG(a && strcmp(a, "{\"f\":false,\"i\":-12,\"l\":[0,0,2147483647],\"n\":null,\"t\":true}") == 0,
+    CHECK_MSG(a && strcmp(a, "{\"f\":false,\"i\":-12,\"l\":[0,-0,2147483647],\"n\":null,\"t\":true}") == 0,
               "%s", a ? a : "(null)");
     free(a);
 }
