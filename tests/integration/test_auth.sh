@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 
 GEMMTUNE_TOKEN=s3cret-token start_coordinator
-post() { curl -s -o "$T/post.json" -w '%{http_code}' -X POST --data-binary @"$GT_TEST_DATA/cpu_two.log" "$@"; }
+post() { curl -s -o "$T/post.json" -w '%{http_code}' -X POST --data-binary @"$GT_TEST_DATA/cpu_two_f32.log" "$@"; }
 check "POST without a token is 401" [ "$(post "$HTTP/v1/runs")" = 401 ]
 check "POST with a wrong token is 401" [ "$(post -H 'Authorization: Bearer nope' "$HTTP/v1/runs")" = 401 ]
 check "the 401 says why" grep -q unauthorized "$T/post.json"
@@ -24,8 +24,8 @@ check "it was never registered" [ "$(sqlite3 "$DB" 'SELECT COUNT(*) FROM workers
 start_worker w1 --token s3cret-token
 check "a worker with the token tunes the run" [ "$(wait_run "$RUN" 120)" = done ]
 check "CLI with the token can submit" \
-  "$GT_BIN"/gemmtune --token s3cret-token submit "$GT_TEST_DATA/cpu_two.log" --budget 1 >/dev/null
-check "CLI without the token is refused" bash -c "! GEMMTUNE_TOKEN= '$GT_BIN'/gemmtune submit '$GT_TEST_DATA/cpu_two.log' 2>/dev/null"
+  "$GT_BIN"/gemmtune --token s3cret-token submit "$GT_TEST_DATA/cpu_two_f32.log" --budget 1 >/dev/null
+check "CLI without the token is refused" bash -c "! GEMMTUNE_TOKEN= '$GT_BIN'/gemmtune submit '$GT_TEST_DATA/cpu_two_f32.log' 2>/dev/null"
 
 # The coordinator restarted with another token on the same port and
 # database: the worker's session (and token) are void, it is refused and

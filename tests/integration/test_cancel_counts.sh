@@ -6,7 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 
 start_coordinator
-submit "$GT_TEST_DATA/cpu_small.log" "name=early&budget=8&shard_size=4&ncpu=1"
+submit "$GT_TEST_DATA/cpu_small_f32.log" "name=early&budget=8&shard_size=4&ncpu=1"
 code=$(curl -s -o "$T/cancel.json" -w '%{http_code}' -X POST "$HTTP/v1/runs/$RUN/cancel")
 check "cancel accepted (HTTP $code)" [ "$code" = 200 ]
 curl -sf "$HTTP/v1/runs/$RUN" -o "$T/run.json"
@@ -43,7 +43,7 @@ check "the event stream's summary counts them as cancelled" [ "$(sqlite3 :memory
 
 # Cancelled midway: the progress stays at the share measured.
 start_worker w1
-submit "$GT_TEST_DATA/cpu_small.log" "name=midway&budget=8&shard_size=2&ncpu=1&min_time_ms=3&repeats=3"
+submit "$GT_TEST_DATA/cpu_small_f32.log" "name=midway&budget=8&shard_size=2&ncpu=1&min_time_ms=3&repeats=3"
 for _ in $(seq 600); do
   n=$(sqlite3 "$DB" "SELECT COUNT(*) FROM results WHERE run_id = $RUN" 2>/dev/null || echo 0)
   [ "$n" -ge 4 ] && break

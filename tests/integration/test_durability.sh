@@ -44,7 +44,7 @@ DB=$T/wal.db
 start_coordinator --lease-timeout 30 --max-attempts 6
 start_worker w1
 worker=$WPID
-submit "$GT_TEST_DATA/cpu_small.log" "name=wal&$q"
+submit "$GT_TEST_DATA/cpu_small_f32.log" "name=wal&$q"
 wait_results 4
 kill -STOP "$worker"
 sleep 1
@@ -96,7 +96,7 @@ DB=$T/replaced.db
 start_coordinator --lease-timeout 30 --max-attempts 6
 start_worker w2
 worker=$WPID
-submit "$GT_TEST_DATA/cpu_small.log" "name=replaced&$q"
+submit "$GT_TEST_DATA/cpu_small_f32.log" "name=replaced&$q"
 wait_results 4
 kill -STOP "$worker"
 sleep 1

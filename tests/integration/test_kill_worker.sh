@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 
 start_coordinator --lease-timeout 3 --max-attempts 5
 # Long screen jobs (12 candidates of >= 5 x 8 ms each) so the kill lands mid-job.
-submit "$GT_TEST_DATA/cpu_small.log" "name=kill&budget=12&shard_size=12&min_time_ms=8&repeats=5"
+submit "$GT_TEST_DATA/cpu_small_f32.log" "name=kill&budget=12&shard_size=12&min_time_ms=8&repeats=5"
 start_worker victim
 victim=$WPID
 

@@ -57,7 +57,7 @@ done
 check "both hosts registered over their links" [ "$(sqlite3 "$DB" 'SELECT COUNT(*) FROM workers')" = 2 ]
 check "worker addresses are distinct hosts' processes" [ "$(sqlite3 "$DB" 'SELECT COUNT(DISTINCT pid) FROM workers')" = 2 ]
 
-submit "$GT_TEST_DATA/cpu_small.log" "name=netns&budget=8&shard_size=8&ncpu=1&min_time_ms=5&repeats=3"
+submit "$GT_TEST_DATA/cpu_small_f32.log" "name=netns&budget=8&shard_size=8&ncpu=1&min_time_ms=5&repeats=3"
 # Wait until host 1 holds a lease, then cut its link.
 w1=$(sqlite3 "$DB" "SELECT id FROM workers WHERE pid = ${HOSTPID[1]}")
 w2=$(sqlite3 "$DB" "SELECT id FROM workers WHERE pid = ${HOSTPID[2]}")
@@ -92,7 +92,7 @@ check "every problem has a final best" \
 check "no duplicate results" [ "$(sqlite3 "$DB" "SELECT COUNT(*) FROM (SELECT 1 FROM results
   GROUP BY problem_id, backend, config_hash, device_model, phase HAVING COUNT(*) > 1)")" = 0 ]
 # The restored host works again: a second run is taken by both hosts.
-submit "$GT_TEST_DATA/cpu_small.log" "name=netns2&budget=4&shard_size=1&ncpu=1&min_time_ms=1&repeats=3&seed=7"
+submit "$GT_TEST_DATA/cpu_small_f32.log" "name=netns2&budget=4&shard_size=1&ncpu=1&min_time_ms=1&repeats=3&seed=7"
 check "second run completed" [ "$(wait_run "$RUN" 300)" = done ]
 check "the restored host took jobs again" \
   [ "$(sqlite3 "$DB" "SELECT COUNT(DISTINCT worker_id) FROM results WHERE run_id = $RUN")" = 2 ]

@@ -11,7 +11,7 @@ start_coordinator --lease-timeout 4 --max-attempts 6
 wport=${WURL##*:}
 start_worker w1
 start_worker w2
-submit "$GT_TEST_DATA/cpu_small.log" "name=restart&budget=8&shard_size=4&ncpu=1&min_time_ms=3&repeats=3"
+submit "$GT_TEST_DATA/cpu_small_f32.log" "name=restart&budget=8&shard_size=4&ncpu=1&min_time_ms=3&repeats=3"
 
 for _ in $(seq 300); do
   n=$(sqlite3 "$DB" "SELECT COUNT(*) FROM results WHERE run_id = $RUN" 2>/dev/null || echo 0)
@@ -47,7 +47,7 @@ check "and no request was refused for want of one" \
   bash -c "! grep -q 'refused (unknown_session\|refused (bad_' '$T/gemmtuned2.log'"
 
 # A worker that stops heartbeating but keeps its connection.
-submit "$GT_TEST_DATA/cpu_small.log" "name=stopped&budget=8&shard_size=8&ncpu=1&min_time_ms=3&repeats=3"
+submit "$GT_TEST_DATA/cpu_small_f32.log" "name=stopped&budget=8&shard_size=8&ncpu=1&min_time_ms=3&repeats=3"
 for _ in $(seq 300); do
   leased=$(sqlite3 "$DB" "SELECT lease_owner FROM jobs WHERE run_id = $RUN AND state = 'leased' LIMIT 1")
   [ -n "$leased" ] && break
@@ -65,7 +65,7 @@ check "its late results add no duplicates" [ "$(sqlite3 "$DB" "SELECT COUNT(*) F
   GROUP BY problem_id, backend, config_hash, device_model, phase HAVING COUNT(*) > 1)")" = 0 ]
 
 # SIGTERM: a worker hands its job back at once (long before the lease would expire).
-submit "$GT_TEST_DATA/cpu_small.log" "name=term&budget=12&shard_size=12&ncpu=1&min_time_ms=10&repeats=5"
+submit "$GT_TEST_DATA/cpu_small_f32.log" "name=term&budget=12&shard_size=12&ncpu=1&min_time_ms=10&repeats=5"
 for _ in $(seq 300); do
   leased=$(sqlite3 "$DB" "SELECT id || ' ' || lease_owner FROM jobs WHERE run_id = $RUN AND state = 'leased' LIMIT 1")
   [ -n "$leased" ] && break

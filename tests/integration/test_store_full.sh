@@ -54,7 +54,7 @@ until_seen() {
 DB=$MNT/gemmtune.db
 start_coordinator --lease-timeout 4 --max-attempts 8
 start_worker w1
-submit "$GT_TEST_DATA/cpu_small.log" "name=full&budget=8&shard_size=2&ncpu=1&min_time_ms=3&repeats=3"
+submit "$GT_TEST_DATA/cpu_small_f32.log" "name=full&budget=8&shard_size=2&ncpu=1&min_time_ms=3&repeats=3"
 for _ in $(seq 600); do
   n=$(sqlite3 "$DB" "SELECT COUNT(*) FROM results WHERE run_id = $RUN" 2>/dev/null || echo 0)
   [ "$n" -ge 2 ] && break

@@ -32,7 +32,7 @@ rc=0
 check "a tls+tcp URL without --tls-ca is refused at start (rc=$rc)" [ "$rc" = 1 ] && grep -q 'needs --tls-ca' "$T/noca.log"
 
 start_worker w1 --tls-ca "$T/gt-test-ca.pem"
-submit "$GT_TEST_DATA/cpu_two.log" "name=tls&budget=3&ncpu=1&min_time_ms=1&repeats=3"
+submit "$GT_TEST_DATA/cpu_two_f32.log" "name=tls&budget=3&ncpu=1&min_time_ms=1&repeats=3"
 check "a run completes over TLS" [ "$(wait_run "$RUN" 120)" = done ]
 check "the TLS worker is the only one registered" [ "$(sqlite3 "$DB" 'SELECT COUNT(*) FROM workers')" = 1 ]
 
