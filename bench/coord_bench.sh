@@ -7,7 +7,10 @@
 # GET /v1/runs) side by side; gt-coord-bench goes on until the run is done.
 #
 #   bench/coord_bench.sh [--save] [--build DIR]
-#   env: WORKERS (4) BATCH (16) DURATION (20) GEMMS (200) BUDGET (256) SHARD (64)
+#   env: WORKERS (4, at most 1024) BATCH (16) DURATION (20) GEMMS (200) BUDGET (256) SHARD (64)
+#        RATE (0: each worker reports as fast as it is answered, the coordinator's
+#        capacity; R: at most R results/s per worker, an offered load to read
+#        latencies at)
 #        MAX_TIME (120) STRACE (1: strace -c the coordinator for 5 s after the window)
 # --save writes what it prints to bench/results/coord_bench.txt.
 set -euo pipefail
@@ -26,7 +29,7 @@ if [ "$SAVE" = 1 ]; then
   mkdir -p "$ROOT/bench/results"
   exec > >(tee "$ROOT/bench/results/coord_bench.txt") 2>&1
 fi
-WORKERS=${WORKERS:-4} BATCH=${BATCH:-16} DURATION=${DURATION:-20} GEMMS=${GEMMS:-200}
+WORKERS=${WORKERS:-4} BATCH=${BATCH:-16} DURATION=${DURATION:-20} GEMMS=${GEMMS:-200} RATE=${RATE:-0}
 BUDGET=${BUDGET:-256} SHARD=${SHARD:-64} MAX_TIME=${MAX_TIME:-120} STRACE=${STRACE:-1}
 
 if ! command -v wrk >/dev/null; then
@@ -77,6 +80,7 @@ code=$(curl -s -o "$T/submit.json" -w '%{http_code}' -X POST --data-binary @"$T/
 t1=$(date +%s.%N)
 [ "$code" = 201 ] || { echo "submit: HTTP $code: $(cat "$T/submit.json")"; exit 1; }
 RUN=$(sqlite3 :memory: "SELECT json_extract(readfile('$T/submit.json'), '\$.id')")
+CPU0=$(awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$COORD/stat")
 echo "workload: $GEMMS GEMMs (CSV), backend cpu, budget $BUDGET, shard_size $SHARD -> $(sqlite3 :memory: \
   "SELECT json_extract(x,'\$.problems') || ' problems, ' || json_extract(x,'\$.jobs') || ' jobs, ' || json_extract(x,'\$.candidates') || ' candidates' FROM (SELECT readfile('$T/submit.json') x)"); submitted in $(echo "$t1 - $t0" | bc) s"
 
@@ -87,7 +91,7 @@ WRK_PATHS=${WRK_PATHS:-"/v1/runs/$RUN /v1/runs"}
   for p in $WRK_PATHS; do printf '"%s", ' "$p"; done
   printf '}\nlocal i = 0\nrequest = function()\n  i = i + 1\n  return wrk.format("GET", paths[(i %% #paths) + 1])\nend\n'
 } >"$T/urls.lua"
-echo "load: $WORKERS workers x batch $BATCH on $WURL for ${DURATION} s; wrk -t2 -c16 --latency on GET $WRK_PATHS"
+echo "load: $WORKERS workers x batch $BATCH$([ "$RATE" != 0 ] && echo ", at most $RATE results/s each") on $WURL for ${DURATION} s; wrk -t2 -c16 --latency on GET $WRK_PATHS"
 echo
 WRK=
 if [ "${NO_WRK:-0}" != 1 ]; then
@@ -96,7 +100,7 @@ if [ "${NO_WRK:-0}" != 1 ]; then
   PIDS+=("$WRK")
 fi
 "$BUILD/bench/gt-coord-bench" --server "$WURL" --db "$T/coord.db" --run "$RUN" --workers "$WORKERS" \
-  --batch "$BATCH" --duration "$DURATION" --max-time "$MAX_TIME" &
+  --batch "$BATCH" --duration "$DURATION" --max-time "$MAX_TIME" --rate "$RATE" &
 BENCH=$!
 PIDS+=("$BENCH")
 # After the window: strace -c the coordinator for 5 s while the workers go on
@@ -109,6 +113,19 @@ if [ "$STRACE" = 1 ] && command -v strace >/dev/null; then
 fi
 wait "$BENCH" || true
 [ -n "$WRK" ] && { wait "$WRK" || true; }
+# The coordinator's own CPU time and memory over the whole bench (submission
+# included): on a shared 2-core machine its results/s depend on what else
+# runs; its CPU time per result does not.
+if [ -r "/proc/$COORD/stat" ]; then
+  TCK=$(getconf CLK_TCK)
+  CPU_S=$(awk -v t="$TCK" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$COORD/stat")
+  RSS_MB=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$COORD/status")
+  NRES=$(sqlite3 "$T/coord.db" "SELECT COUNT(*) FROM results" 2>/dev/null || echo 0)
+  echo
+  awk -v a="$CPU0" -v b="$CPU_S" -v n="$NRES" -v r="$RSS_MB" 'BEGIN {
+    printf "coordinator CPU: %.2f s for the submission, then %.2f s for %d results (%.1f us per result;" \
+      " user+system, HTTP load included), peak RSS %s MB\n", a, b - a, n, n ? (b - a) * 1e6 / n : 0, r }'
+fi
 echo
 echo "== HTTP API under load (wrk, same window) =="
 [ -s "$T/wrk.txt" ] && grep -v '^Running\|^  2 threads' "$T/wrk.txt"

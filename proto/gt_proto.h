@@ -46,6 +46,9 @@ struct cJSON *gt_proto_error(const char *fmt, ...) __attribute__((format(printf,
 /* Encodes and sends msg (not freed). 0 or an nng error code. */
 int gt_proto_send(nng_socket s, const struct cJSON *msg);
 int gt_proto_send_ctx(nng_ctx c, nng_aio *aio, const struct cJSON *msg);
+/* Answers req (received on raw REP socket s) with msg: the reply carries
+ * req's header (the route back to its requester). req is not freed. */
+int gt_proto_reply(nng_socket s, const nng_msg *req, const struct cJSON *msg);
 /* Decodes a received buffer: checks JSON, version and type. Returns the
  * message (caller owns) and its type in *type, or NULL with err set. */
 struct cJSON *gt_proto_decode(const void *buf, size_t len, const char **type, char *err, size_t errlen);

@@ -65,6 +65,29 @@ int gt_proto_send_ctx(nng_ctx c, nng_aio *aio, const cJSON *msg)
     return 0;
 }
 
+int gt_proto_reply(nng_socket s, const nng_msg *req, const cJSON *msg)
+{
+    char *txt = cJSON_PrintUnformatted(msg);
+    if (!txt)
+        return NNG_ENOMEM;
+    nng_msg *m = NULL;
+    /* nng's accessors take a non-const message; the header is only read */
+    nng_msg *r = (nng_msg *)req;
+    int rv = nng_msg_alloc(&m, 0);
+    if (rv == 0)
+        rv = nng_msg_header_append(m, nng_msg_header(r), nng_msg_header_len(r));
+    if (rv == 0)
+        rv = nng_msg_append(m, txt, strlen(txt));
+    cJSON_free(txt);
+    if (rv == 0) {
+        nng_msg_set_pipe(m, nng_msg_get_pipe(r));
+        rv = nng_sendmsg(s, m, 0);
+    }
+    if (rv != 0 && m)
+        nng_msg_free(m); /* nng_sendmsg owns it only on success */
+    return rv;
+}
+
 cJSON *gt_proto_decode(const void *buf, size_t len, const char **type, char *err, size_t errlen)
 {
     if (len > GT_PROTO_MAX_MSG) {

@@ -58,6 +58,16 @@ void gt_store_unlock(gt_store *s);
  * with a removed WAL it is what moves the work acknowledged before into the
  * database file a restart reads. */
 int gt_store_checkpoint(gt_store *s);
+/* Group commit: between gt_store_batch_begin and gt_store_batch_end every
+ * store call of this thread runs inside one transaction, each of its own
+ * transactions a savepoint (a failed one undoes only itself), and nothing
+ * is durable before gt_store_batch_end commits: answer the requests a batch
+ * served only after it returned 0. The store's lock is held in between;
+ * other threads' store calls wait. One commit (WAL append, fsync at
+ * checkpoints) for many workers' messages instead of one each. 0, or -1
+ * with err (batch_end: the batch's writes are rolled back). */
+int gt_store_batch_begin(gt_store *s, char *err, size_t errlen);
+int gt_store_batch_end(gt_store *s, char *err, size_t errlen);
 
 /* ---- write health (/readyz, gemmtune_store_* on /metrics) ----
  *

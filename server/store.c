@@ -301,12 +301,52 @@ static int files_init(gt_store *s, char *err, size_t errlen)
 sqlite3_stmt *gt_store_prep(gt_store *s, const char *sql, char *err, size_t errlen)
 {
     sqlite3_stmt *st = NULL;
+    pthread_mutex_lock(&s->cmu);
+    for (int i = 0; i < GT_STORE_STMT_CACHE && !st; i++) {
+        struct gt_store_stmt *c = &s->cache[i];
+        if (c->st && !strcmp(c->sql, sql)) {
+            st = c->st;
+            c->st = NULL;
+        }
+    }
+    pthread_mutex_unlock(&s->cmu);
+    if (st)
+        return st;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "sqlite prepare: %s", sqlite3_errmsg(s->db));
         note_error(s, NULL);
         return NULL;
     }
     return st;
+}
+
+void gt_store_finish(gt_store *s, sqlite3_stmt *st)
+{
+    if (!st)
+        return;
+    const char *sql = sqlite3_sql(st);
+    if (sqlite3_db_handle(st) != s->db || !sql) {
+        sqlite3_finalize(st);
+        return;
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    struct gt_store_stmt *slot = NULL, *empty = NULL;
+    pthread_mutex_lock(&s->cmu);
+    for (int i = 0; i < GT_STORE_STMT_CACHE && !slot; i++) {
+        struct gt_store_stmt *c = &s->cache[i];
+        if (!c->sql)
+            empty = empty ? empty : c;
+        else if (!c->st && !strcmp(c->sql, sql))
+            slot = c; /* its own slot, or a twin's free one */
+    }
+    if (!slot && empty && (empty->sql = strdup(sql)))
+        slot = empty;
+    if (slot)
+        slot->st = st;
+    pthread_mutex_unlock(&s->cmu);
+    if (!slot)
+        sqlite3_finalize(st);
 }
 
 int gt_store_exec(gt_store *s, const char *sql, char *err, size_t errlen)
@@ -316,6 +356,19 @@ int gt_store_exec(gt_store *s, const char *sql, char *err, size_t errlen)
         lost_error(s, err, errlen);
         note_write(s, GT_STORE_ERR_LOST, NULL);
         return -1;
+    }
+    /* Inside a batch (gt_store_batch_begin) a transaction is a savepoint of
+     * the batch's one transaction: its rollback undoes only itself, and
+     * nothing is durable before the batch commits. The batch accounts for
+     * the write (tx_account) at its own BEGIN and COMMIT. */
+    if (s->batch && verb != TX_NONE) {
+        static const char *const nested[] = {
+            [TX_BEGIN] = "SAVEPOINT gt_tx",
+            [TX_COMMIT] = "RELEASE gt_tx",
+            [TX_ROLLBACK] = "ROLLBACK TO gt_tx; RELEASE gt_tx",
+        };
+        sql = nested[verb];
+        verb = TX_NONE;
     }
     char *msg = NULL;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
@@ -342,14 +395,14 @@ int gt_store_step_done(gt_store *s, sqlite3_stmt *st, char *err, size_t errlen)
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
         snprintf(err, errlen, "sqlite step: %s", sqlite3_errmsg(s->db));
         note_error(s, st);
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         return -1;
     }
     /* An autocommit write committed rows (a transaction's count at its
      * COMMIT). */
     if (!s->in_tx && !sqlite3_stmt_readonly(st) && sqlite3_total_changes64(s->db) != changes0)
         note_write(s, -1, "");
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     return 0;
 }
 
@@ -394,7 +447,7 @@ static int migrate(gt_store *s, char *err, size_t errlen)
         return -1;
     if (sqlite3_step(st) == SQLITE_ROW)
         version = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     for (const struct gt_schema_file *f = gt_schema_files; f->name; f++) {
         int n = atoi(f->name);
         if (n <= 0 || n <= version)
@@ -424,12 +477,26 @@ static gt_store *store_alloc(char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (pthread_mutex_init(&s->mu, NULL) != 0) {
+    /* Recursive: a batch (gt_store_batch_begin) holds it while the
+     * functions it wraps take it again. */
+    pthread_mutexattr_t rec;
+    int ok = pthread_mutexattr_init(&rec) == 0;
+    ok = ok && pthread_mutexattr_settype(&rec, PTHREAD_MUTEX_RECURSIVE) == 0 &&
+         pthread_mutex_init(&s->mu, &rec) == 0;
+    pthread_mutexattr_destroy(&rec);
+    if (!ok) {
         free(s);
         snprintf(err, errlen, "mutex init failed");
         return NULL;
     }
     if (pthread_mutex_init(&s->hmu, NULL) != 0) {
+        pthread_mutex_destroy(&s->mu);
+        free(s);
+        snprintf(err, errlen, "mutex init failed");
+        return NULL;
+    }
+    if (pthread_mutex_init(&s->cmu, NULL) != 0) {
+        pthread_mutex_destroy(&s->hmu);
         pthread_mutex_destroy(&s->mu);
         free(s);
         snprintf(err, errlen, "mutex init failed");
@@ -442,10 +509,15 @@ static gt_store *store_alloc(char *err, size_t errlen)
 
 static void store_free(gt_store *s)
 {
+    for (int i = 0; i < GT_STORE_STMT_CACHE; i++) {
+        sqlite3_finalize(s->cache[i].st);
+        free(s->cache[i].sql);
+    }
     if (s->db)
         sqlite3_close(s->db);
     free(s->dbf.path);
     free(s->walf.path);
+    pthread_mutex_destroy(&s->cmu);
     pthread_mutex_destroy(&s->hmu);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -593,6 +665,30 @@ void gt_store_close(gt_store *s)
 sqlite3 *gt_store_db(gt_store *s) { return s->db; }
 void gt_store_lock(gt_store *s) { pthread_mutex_lock(&s->mu); }
 void gt_store_unlock(gt_store *s) { pthread_mutex_unlock(&s->mu); }
+
+int gt_store_batch_begin(gt_store *s, char *err, size_t errlen)
+{
+    gt_store_lock(s);
+    if (s->batch || gt_store_exec(s, "BEGIN IMMEDIATE", err, errlen)) {
+        if (s->batch)
+            snprintf(err, errlen, "store: a batch is already open");
+        gt_store_unlock(s);
+        return -1;
+    }
+    s->batch = 1;
+    return 0;
+}
+
+int gt_store_batch_end(gt_store *s, char *err, size_t errlen)
+{
+    char tmp[128];
+    s->batch = 0;
+    int rc = gt_store_exec(s, "COMMIT", err, errlen);
+    if (rc)
+        gt_store_exec(s, "ROLLBACK", tmp, sizeof tmp);
+    gt_store_unlock(s);
+    return rc ? -1 : 0;
+}
 
 int gt_store_checkpoint(gt_store *s)
 {
@@ -860,11 +956,11 @@ int gt_store_run_opts(gt_store *s, int64_t run_id, gt_run_opts *o, char *err, si
     if (r != SQLITE_ROW) {
         snprintf(err, errlen, "run %lld: %s", (long long)run_id,
                  r == SQLITE_DONE ? "not found" : sqlite3_errmsg(s->db));
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         return -1;
     }
     if (gt_run_opts_from_stored(o, gt_store_col_text(st, 0))) {
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -877,7 +973,7 @@ int gt_store_run_opts(gt_store *s, int64_t run_id, gt_run_opts *o, char *err, si
     char tmp[160];
     (void)gt_run_opts_set(o, "strategy", gt_store_col_text(st, 4), tmp, sizeof tmp);
     (void)gt_run_opts_set(o, "budget", gt_store_col_text(st, 5), tmp, sizeof tmp);
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     return 0;
 }
 
@@ -894,13 +990,13 @@ int gt_store_cancel_run(gt_store *s, int64_t run_id, char *err, size_t errlen)
         goto rollback;
     sqlite3_bind_int64(st, 1, run_id);
     if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         gt_store_exec(s, "ROLLBACK", tmp, sizeof tmp);
         rc = 1;
         goto out;
     }
     int running = strcmp(gt_store_col_text(st, 0), "running") == 0;
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     if (running) {
         const char *sqls[] = {
             "UPDATE runs SET state = 'cancelled', finished_ms = ?2 WHERE id = ?1",
@@ -940,7 +1036,7 @@ int gt_store_run_exists(gt_store *s, int64_t run_id)
         sqlite3_bind_int64(st, 1, run_id);
         int r = sqlite3_step(st);
         rc = r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 : -1;
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
     }
     gt_store_unlock(s);
     return rc;

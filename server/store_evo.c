@@ -110,14 +110,14 @@ static int load_obs(gt_store *s, int64_t pid, const gt_evo_space *sp, const cJSO
                        ? sqlite3_column_double(st, 2)
                        : 0;
         if (push_obs(&obs, &n, &cap, (size_t)m, t)) {
-            sqlite3_finalize(st);
+            gt_store_finish(s, st);
             goto oom;
         }
         taken[m] = 1;
         if (t > 0 && (*best <= 0 || t < *best))
             *best = t;
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     if (rc != SQLITE_DONE) {
         snprintf(err, errlen, "sqlite step: %s", sqlite3_errmsg(s->db));
         goto fail;
@@ -133,7 +133,7 @@ static int load_obs(gt_store *s, int64_t pid, const gt_evo_space *sp, const cJSO
         double t = rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL
                        ? sqlite3_column_double(st, 0)
                        : 0;
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         if (rc != SQLITE_ROW) {
             snprintf(err, errlen, "sqlite step: %s", sqlite3_errmsg(s->db));
             goto fail;
@@ -174,7 +174,7 @@ int gt_store_evo_step(gt_store *s, int64_t pid, int64_t now_ms, int *queued, cha
     sqlite3_bind_int64(st, 1, pid);
     int r = sqlite3_step(st);
     if (r != SQLITE_ROW) {
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         if (r == SQLITE_DONE)
             return 0; /* not an evolutionary problem, or its search is over */
         snprintf(err, errlen, "sqlite step: %s", sqlite3_errmsg(s->db));
@@ -192,7 +192,7 @@ int gt_store_evo_step(gt_store *s, int64_t pid, int64_t now_ms, int *queued, cha
                                          ? 0
                                          : sqlite3_column_double(st, 8),
                           .stale = sqlite3_column_int(st, 9)};
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     const char *why = NULL;
     char bad[160];
     long k = 0;
@@ -228,14 +228,14 @@ int gt_store_evo_step(gt_store *s, int64_t pid, int64_t now_ms, int *queued, cha
     sqlite3_bind_int64(st, 1, pid);
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
         if (mark_job(sp, gt_store_col_text(st, 0), taken)) {
-            sqlite3_finalize(st);
+            gt_store_finish(s, st);
             snprintf(err, errlen, "problem %lld: stored candidates are not JSON", (long long)pid);
             goto out;
         }
         if (!base && sqlite3_column_type(st, 1) != SQLITE_NULL)
             base = cJSON_Parse(gt_store_col_text(st, 1));
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     if (r != SQLITE_DONE) {
         snprintf(err, errlen, "sqlite step: %s", sqlite3_errmsg(s->db));
         goto out;

@@ -123,7 +123,7 @@ int gt_store_worker_by_session(gt_store *s, const char *digest, int64_t *worker_
         snprintf(err, errlen, "sqlite: %s", sqlite3_errmsg(s->db));
         rc = -1;
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     return rc;
 }
 
@@ -247,7 +247,7 @@ static int drop_measured(gt_store *s, gt_job *job, const char *model, char *err,
             dropped++;
         }
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     int rc = 0;
     if (dropped) {
         char *txt = cJSON_PrintUnformatted(cands);
@@ -270,6 +270,55 @@ static int drop_measured(gt_store *s, gt_job *job, const char *model, char *err,
     return rc;
 }
 
+/* The next job a worker of (backend, model) leases, in *id (0: none):
+ * oldest running run first; inside a run, final phases first (they finish
+ * problems), then enumerations (they unlock work), then screens, each
+ * oldest first. One index seek per (run, kind) on jobs_queue
+ * (007_lease_index.sql); running runs are few. 0, or -1 with err. */
+static int next_job(gt_store *s, const char *backend, const char *model, int64_t *id, char *err,
+                    size_t errlen)
+{
+    static const char *const kinds[] = {"final", "enumerate", "screen"};
+    *id = 0;
+    sqlite3_stmt *runs = gt_store_prep(
+        s,
+        "SELECT id FROM runs WHERE state = 'running' AND (device_model IS NULL OR device_model = ?1)"
+        " ORDER BY id",
+        err, errlen);
+    sqlite3_stmt *job = runs ? gt_store_prep(s,
+                                             "SELECT id FROM jobs WHERE run_id = ?1 AND state = 'queued'"
+                                             " AND kind = ?2 AND backend = ?3 ORDER BY id LIMIT 1",
+                                             err, errlen)
+                             : NULL;
+    int rc = -1, r = SQLITE_DONE;
+    if (!job)
+        goto out;
+    gt_store_bind_text(runs, 1, model);
+    gt_store_bind_text(job, 3, backend);
+    while (!*id && (r = sqlite3_step(runs)) == SQLITE_ROW) {
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0] && !*id; k++) {
+            sqlite3_reset(job);
+            sqlite3_bind_int64(job, 1, sqlite3_column_int64(runs, 0));
+            gt_store_bind_text(job, 2, kinds[k]);
+            int jr = sqlite3_step(job);
+            if (jr == SQLITE_ROW)
+                *id = sqlite3_column_int64(job, 0);
+            else if (jr != SQLITE_DONE) {
+                r = jr;
+                break;
+            }
+        }
+    }
+    if (*id || r == SQLITE_DONE)
+        rc = 0;
+    else
+        snprintf(err, errlen, "sqlite: %s", sqlite3_errmsg(s->db));
+out:
+    gt_store_finish(s, job);
+    gt_store_finish(s, runs);
+    return rc;
+}
+
 int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease_ms, gt_job *job,
                    char *err, size_t errlen)
 {
@@ -283,17 +332,22 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
         goto out;
     sqlite3_bind_int64(st, 1, worker_id);
     if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         snprintf(err, errlen, "unknown worker %lld: register first", (long long)worker_id);
         rc = GT_STORE_E_UNKNOWN_WORKER;
         goto out;
     }
     snprintf(backend, sizeof backend, "%s", gt_store_col_text(st, 0));
     snprintf(model, sizeof model, "%s", gt_store_col_text(st, 1));
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
 
-    /* Oldest run first; inside a run, final phases first (they finish
-     * problems), then enumerations (they unlock work), then screens. */
+    int64_t next = 0;
+    if (next_job(s, backend, model, &next, err, errlen))
+        goto out;
+    if (!next) {
+        rc = 0;
+        goto out;
+    }
     st = gt_store_prep(
         s,
         "SELECT j.id, j.run_id, j.problem_id, j.kind, j.backend, j.attempts, p.spec, j.candidates,"
@@ -302,24 +356,16 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
         " CASE j.kind WHEN 'final' THEN " GT_STORE_SCREEN_BASELINE_SQL("j.problem_id", "j.backend", "?2")
         " END"
         " FROM jobs j JOIN runs r ON r.id = j.run_id JOIN problems p ON p.id = j.problem_id"
-        " WHERE j.state = 'queued' AND r.state = 'running' AND j.backend = ?1"
-        " AND (r.device_model IS NULL OR r.device_model = ?2)"
-        " ORDER BY r.id, CASE j.kind WHEN 'final' THEN 0 WHEN 'enumerate' THEN 1 ELSE 2 END, j.id"
-        " LIMIT 1",
+        " WHERE j.id = ?3",
         err, errlen);
     if (!st)
         goto out;
-    gt_store_bind_text(st, 1, backend);
+    sqlite3_bind_int64(st, 3, next);
     gt_store_bind_text(st, 2, model);
     int r = sqlite3_step(st);
-    if (r == SQLITE_DONE) {
-        sqlite3_finalize(st);
-        rc = 0;
-        goto out;
-    }
     if (r != SQLITE_ROW) {
-        snprintf(err, errlen, "sqlite: %s", sqlite3_errmsg(s->db));
-        sqlite3_finalize(st);
+        snprintf(err, errlen, "sqlite: %s", r == SQLITE_DONE ? "the job picked vanished" : sqlite3_errmsg(s->db));
+        gt_store_finish(s, st);
         goto out;
     }
     job->id = sqlite3_column_int64(st, 0);
@@ -336,7 +382,7 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
         job->timing = timing_json(&o, job->kind, sqlite3_column_double(st, 11));
     gt_run_opts_fini(&o);
     int bind_model = sqlite3_column_int(st, 10);
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     if (!job->problem || !job->candidates || !job->timing) {
         snprintf(err, errlen, "out of memory");
         goto out;
@@ -417,7 +463,7 @@ static int create_final_job(gt_store *s, int64_t pid, int64_t run_id, int64_t no
     sqlite3_bind_int64(st, 1, pid);
     if (sqlite3_step(st) == SQLITE_ROW)
         base = cJSON_Parse(gt_store_col_text(st, 0));
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     if (!base) {
         rc = set_problem_state(s, pid, "failed", "no baseline configuration known", err, errlen);
         goto out;
@@ -442,11 +488,11 @@ static int create_final_job(gt_store *s, int64_t pid, int64_t run_id, int64_t no
         const char *rerr = (const char *)sqlite3_column_text(st, 1);
         snprintf(why, sizeof why, "screen: nothing valid to re-time (%s)",
                  jerr ? jerr : rerr ? rerr : "no candidate passed validation");
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         rc = set_problem_state(s, pid, "failed", why, err, errlen);
         goto out;
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     char base_hash[17];
     if (gt_cfg_hash(base, base_hash))
         goto oom;
@@ -464,11 +510,11 @@ static int create_final_job(gt_store *s, int64_t pid, int64_t run_id, int64_t no
         cJSON *c = cJSON_Parse(gt_store_col_text(st, 0));
         if (!c || !cJSON_AddItemToArray(cands, c)) {
             cJSON_Delete(c);
-            sqlite3_finalize(st);
+            gt_store_finish(s, st);
             goto oom;
         }
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     cands_txt = cJSON_PrintUnformatted(cands);
     base_txt = cJSON_PrintUnformatted(base);
     if (!cands_txt || !base_txt)
@@ -520,14 +566,14 @@ int gt_store_advance_problem(gt_store *s, int64_t pid, int64_t now_ms, char *err
         return -1;
     sqlite3_bind_int64(st, 1, pid);
     if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         snprintf(err, errlen, "unknown problem %lld", (long long)pid);
         return -1;
     }
     int64_t run_id = sqlite3_column_int64(st, 0);
     char state[16];
     snprintf(state, sizeof state, "%s", gt_store_col_text(st, 1));
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     if (strcmp(state, "enumerating") && strcmp(state, "screening") && strcmp(state, "final"))
         return 0;
 
@@ -554,7 +600,7 @@ int gt_store_advance_problem(gt_store *s, int64_t pid, int64_t now_ms, char *err
             snprintf(last_error, sizeof last_error, "%s", gt_store_col_text(st, 3));
         }
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
 
     int rc = 0;
     if (pending[ENUM] || pending[SCREEN] || pending[FINAL])
@@ -601,7 +647,7 @@ static int load_job(gt_store *s, int64_t job_id, job_row *j, char *err, size_t e
         return -1;
     sqlite3_bind_int64(st, 1, job_id);
     if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         snprintf(err, errlen, "unknown job %lld", (long long)job_id);
         return -1;
     }
@@ -612,7 +658,7 @@ static int load_job(gt_store *s, int64_t job_id, job_row *j, char *err, size_t e
     snprintf(j->state, sizeof j->state, "%s", gt_store_col_text(st, 4));
     snprintf(j->backend, sizeof j->backend, "%s", gt_store_col_text(st, 5));
     snprintf(j->run_state, sizeof j->run_state, "%s", gt_store_col_text(st, 6));
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     return 0;
 }
 
@@ -709,7 +755,7 @@ static int baseline_outlier(gt_store *s, const job_row *j, int64_t worker_id, co
             agree++;
         }
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     return disagree >= 2 && agree == 0;
 }
 
@@ -771,7 +817,7 @@ static int finish_enumerate(gt_store *s, const job_row *j, const gt_report *rep,
     else
         snprintf(err, errlen, "problem %lld: %s", (long long)j->problem_id,
                  r == SQLITE_DONE ? "not found" : sqlite3_errmsg(s->db));
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     if (r != SQLITE_ROW)
         return -1;
     gt_run_opts o;
@@ -807,7 +853,7 @@ static int report_tx(gt_store *s, int64_t worker_id, const gt_report *rep, int64
         goto out;
     sqlite3_bind_int64(st, 1, worker_id);
     if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         snprintf(err, errlen, "unknown worker %lld: register first", (long long)worker_id);
         rc = GT_STORE_E_UNKNOWN_WORKER;
         goto out;
@@ -815,7 +861,7 @@ static int report_tx(gt_store *s, int64_t worker_id, const gt_report *rep, int64
     snprintf(model, sizeof model, "%s", gt_store_col_text(st, 0));
     gt_plausible_dev_init(&dev, gt_store_col_text(st, 1), sqlite3_column_int(st, 2),
                           gt_store_col_text(st, 3));
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     /* Only a worker the job was leased to may report for it: an
      * authenticated worker must not fill in another's job. */
     st = gt_store_prep(s,
@@ -828,7 +874,7 @@ static int report_tx(gt_store *s, int64_t worker_id, const gt_report *rep, int64
     sqlite3_bind_int64(st, 1, job_id);
     sqlite3_bind_int64(st, 2, worker_id);
     if (sqlite3_step(st) != SQLITE_ROW || !sqlite3_column_int(st, 3)) {
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         snprintf(err, errlen, "job %lld was not leased to worker %lld", job_id, (long long)worker_id);
         rc = GT_STORE_E_NOT_LEASED;
         goto out;
@@ -837,7 +883,7 @@ static int report_tx(gt_store *s, int64_t worker_id, const gt_report *rep, int64
     double min_us = gt_plausible_min_time_us(&dev, sqlite3_column_double(st, 0),
                                              sqlite3_column_double(st, 1),
                                              gt_dtype_parse(gt_store_col_text(st, 2)), why, sizeof why);
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
 
     *cancelled = !strcmp(j.run_state, "cancelled") || !strcmp(j.state, "cancelled");
     for (size_t i = 0; i < rep->nresults; i++) {
@@ -955,14 +1001,14 @@ int gt_store_expire(gt_store *s, int64_t now_ms, int max_attempts, int64_t lost_
             " WHERE id = ?1",
             err, errlen);
         if (!up) {
-            sqlite3_finalize(st);
+            gt_store_finish(s, st);
             goto out;
         }
         sqlite3_bind_int64(up, 1, id);
         gt_store_bind_text(up, 2, fail ? "failed" : "queued");
         sqlite3_bind_int64(up, 3, now_ms);
         if (gt_store_step_done(s, up, err, errlen)) {
-            sqlite3_finalize(st);
+            gt_store_finish(s, st);
             goto out;
         }
         gt_warn("job %lld: lease expired (attempt %d), %s", (long long)id, attempts,
@@ -971,7 +1017,7 @@ int gt_store_expire(gt_store *s, int64_t now_ms, int max_attempts, int64_t lost_
         if (fail) {
             int64_t *f = realloc(failed, (nfailed + 1) * sizeof *f);
             if (!f) {
-                sqlite3_finalize(st);
+                gt_store_finish(s, st);
                 snprintf(err, errlen, "out of memory");
                 goto out;
             }
@@ -979,7 +1025,7 @@ int gt_store_expire(gt_store *s, int64_t now_ms, int max_attempts, int64_t lost_
             failed[nfailed++] = pid;
         }
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     for (size_t i = 0; i < nfailed; i++)
         if (gt_store_advance_problem(s, failed[i], now_ms, err, errlen))
             goto out;

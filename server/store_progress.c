@@ -22,7 +22,7 @@ static int one_row(gt_store *s, const char *sql, int64_t run_id, long *cols, int
     if (sqlite3_step(st) == SQLITE_ROW)
         for (int i = 0; i < ncols; i++)
             cols[i] = sqlite3_column_int64(st, i);
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     return 0;
 }
 

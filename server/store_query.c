@@ -71,11 +71,11 @@ static cJSON *add_rows(gt_store *s, cJSON *root, const char *name, const char *s
         if (fill(o, st, s, now_ms, err, errlen) != 0)
             goto fail_st;
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     gt_store_unlock(s);
     return root;
 fail_st:
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
 fail:
     gt_store_unlock(s);
     cJSON_Delete(root);
@@ -166,7 +166,7 @@ cJSON *gt_store_runs_json(gt_store *s, const gt_runs_query *q, char *err, size_t
         snprintf(err, errlen, "listing runs: %s", sqlite3_errstr(rc));
         goto fail;
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     gt_store_unlock(s);
     if (!(more ? cJSON_AddNumberToObject(root, "next", (double)last)
                : cJSON_AddNullToObject(root, "next"))) {
@@ -176,7 +176,7 @@ cJSON *gt_store_runs_json(gt_store *s, const gt_runs_query *q, char *err, size_t
     }
     return root;
 fail:
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     gt_store_unlock(s);
     cJSON_Delete(root);
     return NULL;
@@ -270,7 +270,7 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
         cJSON *b = cJSON_CreateObject();
         if (!b || !cJSON_AddItemToArray(arr, b)) {
             cJSON_Delete(b);
-            sqlite3_finalize(st);
+            gt_store_finish(s, st);
             return -1;
         }
         double t = sqlite3_column_double(st, 7), bu = sqlite3_column_double(st, 8);
@@ -291,7 +291,7 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
             !add_num_col(b, "tflops", st, 9) || !add_num_col(b, "rel_err", st, 10) ||
             !add_str_col(b, "error", st, 11) || !add_num_col(b, "baseline_screen_us", st, 13) ||
             add_drift(b, st, &suspect_n) != 0) {
-            sqlite3_finalize(st);
+            gt_store_finish(s, st);
             return -1;
         }
         if (known) {
@@ -301,7 +301,7 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
             wup += w * up;
         }
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     if (!(tuned_sum > 0 ? cJSON_AddNumberToObject(root, "weighted_uplift", base_sum / tuned_sum)
                         : cJSON_AddNullToObject(root, "weighted_uplift")) ||
         !(wsum > 0 ? cJSON_AddNumberToObject(root, "flop_weighted_uplift", wup / wsum)
@@ -325,14 +325,14 @@ static cJSON *run_json_locked(gt_store *s, int64_t run_id, int64_t now_ms, int *
         return NULL;
     sqlite3_bind_int64(st, 1, run_id);
     if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         *found = 0;
         return NULL;
     }
     *found = 1;
     gt_run_counts c;
     if (gt_store_run_counts(s, run_id, &c, err, errlen)) {
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         return NULL;
     }
     char state[16];
@@ -357,7 +357,7 @@ static cJSON *run_json_locked(gt_store *s, int64_t run_id, int64_t now_ms, int *
              gt_store_add_eta(root, started, elapsed, progress, state) &&
              cJSON_AddNumberToObject(root, "progress", progress) &&
              gt_store_add_run_counts(root, &c);
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     if (!ok || add_best(s, root, run_id, err, errlen))
         goto oom;
     return root;
@@ -462,7 +462,7 @@ char *gt_store_results_csv(gt_store *s, int64_t run_id, int *found, char *err, s
     while (sqlite3_step(st) == SQLITE_ROW)
         for (int i = 0; i < ncols; i++)
             csv_field(&b, gt_store_col_text(st, i), i == ncols - 1);
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     gt_store_unlock(s);
     if (b.oom) {
         gt_str_free(&b);
@@ -560,7 +560,7 @@ static int kernel_row_locked(gt_store *s, int64_t run_id, const char *problem,
     gt_store_bind_text(st, 3, problem);
     int rc = sqlite3_step(st);
     if (rc != SQLITE_ROW) {
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         if (rc == SQLITE_DONE)
             return GT_STORE_NO_PROBLEM;
         snprintf(err, errlen, "database error: %s", sqlite3_errmsg(gt_store_db(s)));
@@ -569,7 +569,7 @@ static int kernel_row_locked(gt_store *s, int64_t run_id, const char *problem,
     r->problem_id = sqlite3_column_int64(st, 0);
     int ok = gt_store_col_dup(&r->key, st, 1) == 0 && gt_store_col_dup(&r->label, st, 2) == 0 &&
              gt_store_col_dup(&r->spec, st, 3) == 0;
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     if (!ok)
         goto nomem;
     if (!(st = gt_store_prep(s, k_kernel_sql, err, errlen)))
@@ -578,7 +578,7 @@ static int kernel_row_locked(gt_store *s, int64_t run_id, const char *problem,
     gt_store_bind_text(st, 2, config_hash);
     rc = sqlite3_step(st);
     if (rc != SQLITE_ROW) {
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         if (rc == SQLITE_DONE)
             return GT_STORE_NO_RESULT;
         snprintf(err, errlen, "database error: %s", sqlite3_errmsg(gt_store_db(s)));
@@ -595,7 +595,7 @@ static int kernel_row_locked(gt_store *s, int64_t run_id, const char *problem,
     r->baseline_us = col_num(st, 8);
     r->winner = sqlite3_column_int(st, 10);
     ok = gt_store_col_dup(&r->config, st, 0) == 0;
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     if (!ok)
         goto nomem;
     /* how the run timed generated kernels (option launch; older runs: the

@@ -83,7 +83,7 @@ int gt_store_space_target(gt_store *s, int64_t run_id, const char *problem, gt_s
     }
     rc = 0;
 out:
-    sqlite3_finalize(st); /* NULL is a no-op */
+    gt_store_finish(s, st); /* NULL is a no-op */
     gt_store_unlock(s);
     if (rc != 0)
         gt_spview_target_fini(t);

@@ -41,7 +41,7 @@ static int count_by_state(gt_store *s, const char *sql, const char *const *names
             if (!strcmp(state, names[i]))
                 counts[i] = sqlite3_column_int64(st, 1);
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     if (rc != SQLITE_DONE) {
         snprintf(err, errlen, "database error: %s", sqlite3_errstr(rc));
         return -1;
@@ -65,7 +65,7 @@ static int collect_workers(gt_store *s, gt_store_stats *out, char *err, size_t e
             size_t ncap = cap ? cap * 2 : 16;
             gt_stats_worker *nw = realloc(out->w, ncap * sizeof *nw);
             if (!nw) {
-                sqlite3_finalize(st);
+                gt_store_finish(s, st);
                 snprintf(err, errlen, "out of memory");
                 return -1;
             }
@@ -80,7 +80,7 @@ static int collect_workers(gt_store *s, gt_store_stats *out, char *err, size_t e
         snprintf(w->state, sizeof w->state, "%s", gt_store_col_text(st, 4));
         w->last_heartbeat_ms = sqlite3_column_int64(st, 5);
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     if (rc != SQLITE_DONE) {
         snprintf(err, errlen, "database error: %s", sqlite3_errstr(rc));
         return -1;
@@ -101,7 +101,7 @@ static int count_results(gt_store *s, gt_results_tally *tally, gt_store_stats *o
     if (!st)
         return -1;
     int64_t now_total = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     st = gt_store_prep(s,
                        "SELECT COUNT(*), COALESCE(SUM(valid), 0), MAX(id) FROM results"
                        " WHERE id > ?",
@@ -112,7 +112,7 @@ static int count_results(gt_store *s, gt_results_tally *tally, gt_store_stats *o
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, tally->last_id);
         if (sqlite3_step(st) != SQLITE_ROW) {
-            sqlite3_finalize(st);
+            gt_store_finish(s, st);
             snprintf(err, errlen, "database error counting results");
             return -1;
         }
@@ -127,7 +127,7 @@ static int count_results(gt_store *s, gt_results_tally *tally, gt_store_stats *o
         /* Rows went away or the file changed under us: count them all. */
         memset(tally, 0, sizeof *tally);
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     out->results_valid = tally->valid;
     out->results_invalid = tally->total - tally->valid;
     return 0;
@@ -147,7 +147,7 @@ static int count_window(gt_store *s, int64_t since, int64_t *n, char *err, size_
     *n = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && sqlite3_column_int64(st, 0) >= since)
         (*n)++;
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
         snprintf(err, errlen, "database error: %s", sqlite3_errstr(rc));
         return -1;
@@ -225,7 +225,7 @@ int gt_store_run_fingerprint(gt_store *s, int64_t run_id, char *fp, size_t fplen
     } else if (rc != SQLITE_DONE) {
         found = -1;
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     gt_store_unlock(s);
     return found;
 }
@@ -287,7 +287,7 @@ static int summary_uplift(gt_store *s, int64_t run_id, uplift_sums *u, char *err
             u->wup += w * up;
         }
     }
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     if (rc != SQLITE_DONE) {
         snprintf(err, errlen, "database error: %s", sqlite3_errstr(rc));
         return -1;
@@ -310,7 +310,7 @@ static cJSON *summary_locked(gt_store *s, int64_t run_id, int64_t now_ms, int *f
         return NULL;
     sqlite3_bind_int64(st, 1, run_id);
     if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         *found = 0;
         return NULL;
     }
@@ -321,7 +321,7 @@ static cJSON *summary_locked(gt_store *s, int64_t run_id, int64_t now_ms, int *f
     int started = sqlite3_column_type(st, 2) != SQLITE_NULL;
     int64_t t0 = sqlite3_column_int64(st, 2);
     int64_t t1 = sqlite3_column_type(st, 3) != SQLITE_NULL ? sqlite3_column_int64(st, 3) : now_ms;
-    sqlite3_finalize(st);
+    gt_store_finish(s, st);
     gt_run_counts c;
     uplift_sums u = {0};
     if (gt_store_run_counts(s, run_id, &c, err, errlen) ||
@@ -399,7 +399,7 @@ static cJSON *timeline_locked(gt_store *s, int64_t run_id, int *found, char *err
         return NULL;
     sqlite3_bind_int64(st, 1, run_id);
     if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_finalize(st);
+        gt_store_finish(s, st);
         *found = 0;
         return NULL;
     }
@@ -459,16 +459,16 @@ static cJSON *timeline_locked(gt_store *s, int64_t run_id, int *found, char *err
     }
     if (rc != SQLITE_DONE)
         goto fail;
-    sqlite3_finalize(pts);
-    sqlite3_finalize(pr);
-    sqlite3_finalize(st);
+    gt_store_finish(s, pts);
+    gt_store_finish(s, pr);
+    gt_store_finish(s, st);
     return root;
 fail:
     if (!err[0])
         snprintf(err, errlen, "out of memory or database error");
-    sqlite3_finalize(pts);
-    sqlite3_finalize(pr);
-    sqlite3_finalize(st);
+    gt_store_finish(s, pts);
+    gt_store_finish(s, pr);
+    gt_store_finish(s, st);
     cJSON_Delete(root);
     return NULL;
 }

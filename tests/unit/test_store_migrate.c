@@ -65,7 +65,17 @@ static void upgrades_v3(void)
     CHECK_MSG(s, "%s", err);
     if (!s)
         return;
-    CHECK(user_version(gt_store_db(s)) == 6);
+    CHECK(user_version(gt_store_db(s)) == 7);
+    /* 007: the lease's indexes */
+    {
+        sqlite3_stmt *ix = NULL;
+        CHECK(sqlite3_prepare_v2(gt_store_db(s),
+                                 "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index'"
+                                 " AND name IN ('jobs_queue', 'runs_by_state')",
+                                 -1, &ix, NULL) == SQLITE_OK &&
+              sqlite3_step(ix) == SQLITE_ROW && sqlite3_column_int(ix, 0) == 2);
+        sqlite3_finalize(ix);
+    }
     gt_worker_info w;
     memset(&w, 0, sizeof w);
     snprintf(w.host, sizeof w.host, "new");
@@ -93,7 +103,7 @@ static void upgrades_v3(void)
     s = gt_store_open(path, err, sizeof err);
     CHECK_MSG(s, "%s", err);
     if (s) {
-        CHECK(user_version(gt_store_db(s)) == 6);
+        CHECK(user_version(gt_store_db(s)) == 7);
         ws = gt_store_workers_json(s, 10, err, sizeof err);
         CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ws, "workers")) == 2);
         cJSON_Delete(ws);
