@@ -44,6 +44,24 @@ json() { sqlite3 :memory: "SELECT json_extract(readfile('$1'), '$2');"; }
 # jsonq FILE SQL: runs SQL where the file's JSON is available as table j(x).
 jsonq() { sqlite3 :memory: "WITH j(x) AS (SELECT readfile('$1')) $2"; }
 
+# check_best_paired FILE: FILE (GET /v1/runs/ID) has, for every problem, a
+# validated final best paired with the cpu backend's OpenBLAS baseline: a
+# winner beyond the noise, or OpenBLAS itself at uplift 1; and a weighted
+# uplift (> 0; below 1 where OpenBLAS beats the tuned kernels).
+check_best_paired() {
+  local bad
+  bad=$(jsonq "$1" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '\$.best')) e
+       WHERE json_extract(e.value, '\$.time_us') IS NULL OR json_extract(e.value, '\$.baseline_us') IS NULL
+          OR json_extract(e.value, '\$.phase') != 'final' OR NOT json_extract(e.value, '\$.rounds') > 0
+          OR NOT ((json_extract(e.value, '\$.significant') = 1 AND json_extract(e.value, '\$.uplift_lo') > 1)
+                  OR (json_extract(e.value, '\$.significant') = 0 AND json_extract(e.value, '\$.uplift') = 1
+                      AND json_extract(e.value, '\$.config.lib') = 'openblas'
+                      AND json_extract(e.value, '\$.time_us') = json_extract(e.value, '\$.baseline_us')));")
+  check "every problem has a validated final best, paired with the OpenBLAS baseline: a winner beyond the noise or OpenBLAS itself" [ "$bad" = 0 ]
+  check "weighted uplift reported (> 0; below 1 where OpenBLAS beats the tuned kernels on a noisy screen)" \
+    [ "$(jsonq "$1" "SELECT json_extract(x, '\$.weighted_uplift') > 0 FROM j;")" = 1 ]
+}
+
 # start_coordinator [extra args]: sets HTTP, WURL, DB.
 start_coordinator() {
   DB=${DB:-$T/gemmtune.db}

@@ -56,16 +56,7 @@ check "every proposal is a member of the problem's stored space" \
   [ "$(sqlite3 "$DB" "SELECT COUNT(*) FROM jobs j, json_each(j.candidates) e
         WHERE j.run_id = $RUN AND j.kind = 'screen' AND NOT EXISTS (SELECT 1 FROM spaces s, json_each(s.configs) m
         WHERE s.problem_id = j.problem_id AND m.value = e.value)")" = 0 ]
-bad=$(jsonq "$T/run.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.best')) e
-       WHERE json_extract(e.value, '$.time_us') IS NULL OR json_extract(e.value, '$.baseline_us') IS NULL
-          OR json_extract(e.value, '$.phase') != 'final' OR NOT json_extract(e.value, '$.rounds') > 0
-          OR NOT ((json_extract(e.value, '$.significant') = 1 AND json_extract(e.value, '$.uplift_lo') > 1)
-                  OR (json_extract(e.value, '$.significant') = 0 AND json_extract(e.value, '$.uplift') = 1
-                      AND json_extract(e.value, '$.config.lib') = 'openblas'
-                      AND json_extract(e.value, '$.time_us') = json_extract(e.value, '$.baseline_us')));")
-check "every problem has a validated final best, paired with the OpenBLAS baseline: a winner beyond the noise or OpenBLAS itself" [ "$bad" = 0 ]
-check "weighted uplift reported (> 0; below 1 where OpenBLAS beats the tuned kernels on a noisy screen)" \
-  [ "$(jsonq "$T/run.json" "SELECT json_extract(x, '$.weighted_uplift') > 0 FROM j;")" = 1 ]
+check_best_paired "$T/run.json"
 check "candidates done match the screen results" \
   [ "$(json "$T/run.json" '$.candidates.done')" = "$(sqlite3 "$DB" "SELECT COUNT(*) FROM results WHERE run_id = $RUN AND phase = 'screen'")" ]
 check "the coordinator logged why each search stopped" \

@@ -25,16 +25,7 @@ check "format detected as hipblaslt" [ "$(json "$T/submit.json" '$.format')" = h
 state=$(wait_run "$RUN" 400)
 check "run 1 finished (state=$state)" [ "$state" = done ]
 check "every problem done" [ "$(json "$T/run.json" '$.problems.done')" = 6 ]
-bad=$(jsonq "$T/run.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.best')) e
-       WHERE json_extract(e.value, '$.time_us') IS NULL OR json_extract(e.value, '$.baseline_us') IS NULL
-          OR json_extract(e.value, '$.phase') != 'final' OR NOT json_extract(e.value, '$.rounds') > 0
-          OR NOT ((json_extract(e.value, '$.significant') = 1 AND json_extract(e.value, '$.uplift_lo') > 1)
-                  OR (json_extract(e.value, '$.significant') = 0 AND json_extract(e.value, '$.uplift') = 1
-                      AND json_extract(e.value, '$.config.lib') = 'openblas'
-                      AND json_extract(e.value, '$.time_us') = json_extract(e.value, '$.baseline_us')));")
-check "every problem has a validated final best, paired with the OpenBLAS baseline: a winner beyond the noise or OpenBLAS itself" [ "$bad" = 0 ]
-check "weighted uplift reported (> 0; below 1 where OpenBLAS beats the tuned kernels on a noisy screen)" \
-  [ "$(jsonq "$T/run.json" "SELECT json_extract(x, '$.weighted_uplift') > 0 FROM j;")" = 1 ]
+check_best_paired "$T/run.json"
 check "the database agrees: all problems done" \
   [ "$(sqlite3 "$DB" "SELECT COUNT(*) FROM problems WHERE run_id = $RUN AND state = 'done'")" = 6 ]
 check "no result is valid without a time and an error within tolerance" \

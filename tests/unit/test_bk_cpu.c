@@ -111,15 +111,26 @@ static double run_cfg(gt_bk_prob *pp, const gt_problem *p, const cJSON *cfg, dou
     return re;
 }
 
-static void check_problem(const gt_problem *p, const char **cfgs, int ncfg, int with_base)
+/* p prepared on the test's context, its label in label; NULL after a
+ * failed check. */
+static gt_bk_prob *prepare_checked(const gt_problem *p, char *label, size_t len)
 {
-    char err[512], label[96];
-    gt_problem_label(p, label, sizeof label);
+    char err[512];
+    gt_problem_label(p, label, len);
     gt_bk_prob *pp = NULL;
     if (gt_bk_cpu.prepare(g_ctx, p, &pp, err, sizeof err) != 0) {
         CHECK_MSG(0, "%s: prepare: %s", label, err);
-        return;
+        return NULL;
     }
+    return pp;
+}
+
+static void check_problem(const gt_problem *p, const char **cfgs, int ncfg, int with_base)
+{
+    char label[96];
+    gt_bk_prob *pp = prepare_checked(p, label, sizeof label);
+    if (!pp)
+        return;
     double tol = gt_bk_tolerance(p);
     for (int i = -1; i < ncfg; i++) {
         /* with_base: the kernel's default blocking, once the baseline */
@@ -445,13 +456,10 @@ static cJSON *blas_cfg(int threads)
  * within p's tolerance and a time. */
 static void check_blas(const gt_problem *p, int threads)
 {
-    char err[512], label[96];
-    gt_problem_label(p, label, sizeof label);
-    gt_bk_prob *pp = NULL;
-    if (gt_bk_cpu.prepare(g_ctx, p, &pp, err, sizeof err) != 0) {
-        CHECK_MSG(0, "%s: prepare: %s", label, err);
+    char label[96];
+    gt_bk_prob *pp = prepare_checked(p, label, sizeof label);
+    if (!pp)
         return;
-    }
     cJSON *cfg = blas_cfg(threads);
     double us, re = run_cfg(pp, p, cfg, &us), tol = gt_bk_tolerance(p);
     if (getenv("GT_TEST_VERBOSE"))
