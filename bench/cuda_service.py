@@ -25,11 +25,11 @@ import argparse
 import json
 import math
 import os
-import signal
-import subprocess
 import sys
 import time
 import urllib.request
+
+from gt_service import Service
 
 
 def roofline():
@@ -109,45 +109,16 @@ def main():
         print(f"roofline (GPU 0): copy {bw / 1e12:.2f} TB/s, bf16 matmul {rate / 1e12:.0f} TFLOP/s",
               flush=True)
 
-    tmp = os.path.join(a.out, "svc")
-    os.makedirs(tmp, exist_ok=True)
-    portfile = os.path.join(tmp, "ports")
-    if os.path.exists(portfile):
-        os.unlink(portfile)
-    db = os.path.join(tmp, "gemmtune.db")
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(db + suffix):
-            os.unlink(db + suffix)
-    dlog = open(os.path.join(tmp, "gemmtuned.log"), "w")
-    wlog = open(os.path.join(tmp, "worker.log"), "w")
-    coord = subprocess.Popen([f"{a.build}/gemmtuned", "--db", db, "--http", "127.0.0.1:0",
-                              "--listen", "tcp://127.0.0.1:0", "--port-file", portfile,
-                              "--lease-timeout", "120"], stderr=dlog)
-    procs = [coord]
-    try:
-        for _ in range(100):
-            if os.path.exists(portfile) and os.path.getsize(portfile):
-                break
-            time.sleep(0.1)
-        ports = dict(l.split("=", 1) for l in open(portfile).read().split())
-        http = f"http://127.0.0.1:{ports['http']}"
-        worker = subprocess.Popen([f"{a.build}/gemmtune-worker", "--server", ports["worker"],
-                                   "--backend", "cuda", "--device", a.gpus, "--batch", "32"],
-                                  stderr=wlog, start_new_session=True)
-        procs.append(worker)
-        want = 1
-        if a.gpus == "all":
-            try:
-                import torch
-                want = max(torch.cuda.device_count(), 1)
-            except ImportError:
-                pass
-        for _ in range(600):
-            ws = get(http + "/v1/workers")["workers"]
-            if len(ws) >= want:
-                break
-            time.sleep(0.1)
-        ws = get(http + "/v1/workers")["workers"]
+    want = 1
+    if a.gpus == "all":
+        try:
+            import torch
+            want = max(torch.cuda.device_count(), 1)
+        except ImportError:
+            pass
+    with Service(a.build, os.path.join(a.out, "svc"), backend="cuda", device=a.gpus) as svc:
+        http = svc.url
+        ws = svc.wait_workers(want)
         ngpu = len(ws)
         print(f"{ngpu} worker(s): " + ", ".join(f"{w['device_model']} [{w['device_index']}] {w['driver']}"
                                                 for w in ws), flush=True)
@@ -186,17 +157,6 @@ def main():
                 with open(path, "wb") as f:
                     f.write(blob)
                 print(f"export: {path} ({len(blob)} bytes)", flush=True)
-    finally:
-        for p in reversed(procs):
-            try:
-                os.killpg(p.pid, signal.SIGTERM) if p is not coord else p.terminate()
-            except Exception:
-                pass
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except Exception:
-                p.kill()
 
 
 # element bytes of the type names labels use (gt_dtype_name)

@@ -50,12 +50,12 @@ import inspect
 import json
 import math
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+from gt_service import Service
 
 CONFIGS = ("default", "gemmtune", "autotune_nocg", "autotune", "gemmtune_compile")
 PHASES = ("record", "tune", "check") + CONFIGS
@@ -538,56 +538,6 @@ def record_phase(torch, model, calls, a, state):
         log(f"  {c:5d} x {k}")
 
 
-class Service:
-    """gemmtuned and one gemmtune-worker on loopback, as a user runs them."""
-
-    def __init__(self, a, folder):
-        self.a = a
-        self.folder = folder
-        self.procs = []
-
-    def __enter__(self):
-        a = self.a
-        os.makedirs(self.folder, exist_ok=True)
-        portfile = os.path.join(self.folder, "ports")
-        db = os.path.join(self.folder, "gemmtune.db")
-        for p in (portfile, db, db + "-wal", db + "-shm"):
-            if os.path.exists(p):
-                os.unlink(p)
-        dlog = open(os.path.join(self.folder, "gemmtuned.log"), "w")
-        self.wlog = open(os.path.join(self.folder, "worker.log"), "w")
-        self.procs.append(subprocess.Popen(
-            [os.path.join(a.build, "gemmtuned"), "--db", db, "--http", "127.0.0.1:0", "--listen",
-             "tcp://127.0.0.1:0", "--port-file", portfile, "--lease-timeout", "120"], stderr=dlog))
-        for _ in range(200):
-            if os.path.exists(portfile) and os.path.getsize(portfile):
-                break
-            if self.procs[0].poll() is not None:
-                raise SystemExit(f"gemmtuned exited {self.procs[0].returncode}: see {dlog.name}")
-            time.sleep(0.05)
-        ports = dict(l.split("=", 1) for l in open(portfile).read().split())
-        self.url = f"http://127.0.0.1:{ports['http']}"
-        self.procs.append(subprocess.Popen(
-            [os.path.join(a.build, "gemmtune-worker"), "--server", ports["worker"], "--backend",
-             a.backend, "--device", "0", "--batch", "32"], stderr=self.wlog, start_new_session=True))
-        return self
-
-    def __exit__(self, *exc):
-        for p in reversed(self.procs):
-            try:
-                if p is self.procs[0]:
-                    p.terminate()
-                else:
-                    os.killpg(p.pid, signal.SIGTERM)
-            except Exception:
-                pass
-        for p in self.procs:
-            try:
-                p.wait(timeout=20)
-            except Exception:
-                p.kill()
-
-
 def tune_phase(a, state):
     import gemmtune
 
@@ -596,14 +546,10 @@ def tune_phase(a, state):
     if not os.path.exists(logf):
         raise SystemExit(f"tune: no {logf}: run the record phase first")
     out = state.file("tuned.db")
-    with Service(a, state.file("svc")) as svc:
+    with Service(a.build, state.file("svc"), backend=a.backend, device="0") as svc:
         c = gemmtune.Client(svc.url)
-        for _ in range(600):
-            ws = c.workers()["workers"]
-            if ws:
-                break
-            time.sleep(0.1)
-        else:
+        ws = svc.wait_workers(1)
+        if not ws:
             raise SystemExit(f"tune: no worker registered: see {svc.wlog.name}")
         w = ws[0]
         log(f"tune: worker {w['device_model']} [{w['device_index']}] {w.get('driver', '')}")

@@ -191,6 +191,21 @@ static int arg_int(gt_req *q, const char *name, long long lo, long long hi, long
     return 1;
 }
 
+/* The query arguments GET /v1/runs takes; *cls gets the first other one. */
+static const char *const k_runs_args[] = {"limit", "before", "state", "backend", "name"};
+
+static enum MHD_Result first_unknown_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                         const char *value)
+{
+    (void)kind;
+    (void)value;
+    for (size_t i = 0; i < sizeof k_runs_args / sizeof k_runs_args[0]; i++)
+        if (key && !strcmp(key, k_runs_args[i]))
+            return MHD_YES;
+    *(const char **)cls = key ? key : "";
+    return MHD_NO;
+}
+
 /* GET /v1/runs: a page, newest first (limit, before = the previous page's next), filtered
  * by state, backend and name. Paged because the list grows with every run: 1,500 runs
  * answered 267 KB, and each run's counts cost a query. */
@@ -201,6 +216,15 @@ static enum MHD_Result get_runs(gt_req *q)
     gt_runs_query rq = {.limit = GT_RUNS_LIMIT_DEFAULT};
     long long limit = rq.limit, before = 0;
     char err[256], key[48];
+    /* a misspelt filter (?status=done) must not answer every run as if it
+     * had been applied */
+    const char *unknown = NULL;
+    MHD_get_connection_values(q->c, MHD_GET_ARGUMENT_KIND, first_unknown_arg, &unknown);
+    if (unknown)
+        return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL,
+                                  "%.64s: unknown argument (GET /v1/runs takes limit, before, state,"
+                                  " backend and name)",
+                                  unknown);
     if (arg_int(q, "limit", 1, GT_RUNS_LIMIT_MAX, &limit) < 0)
         return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL,
                                   "limit: expected a whole number from 1 to %d", GT_RUNS_LIMIT_MAX);

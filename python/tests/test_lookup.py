@@ -27,7 +27,10 @@ def test_recorded_gemms_hit_and_others_miss(tuned):
             hits += 1
             assert r.rc == OK and r.status == "tuned" and r.key == desc.key() and r.key in keys
             cfg = json.loads(r.config)
-            assert {"mc", "nc", "kc", "mr", "nr"} <= set(cfg)
+            # a tuned blocking beyond the noise, or OpenBLAS itself, the cpu backend's
+            # baseline, where no kernel beat it (issue 17): then its own time is the baseline's
+            assert {"mc", "nc", "kc", "mr", "nr"} <= set(cfg) or (
+                cfg.get("lib") == "openblas" and cfg.get("threads", 0) >= 1 and r.time_us == r.baseline_us), cfg
             # issue 17 (7a49f39): uplift is the median of paired per-round ratios
             # baseline/finalist, no longer the ratio of the two reported times
             assert r.time_us > 0 and r.baseline_us > 0 and r.uplift == pytest.approx(r.baseline_us / r.time_us, rel=0.25)
