@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# bench/gpu_checks.sh: the GPU measurements the open issues wait for, in one call on a GPU
+# machine, each step time-boxed so one slow step cannot cost the others; everything under
+# OUT. Made for a device machine without Debian's packages: run it over a bundle that
+# scripts/gpu-bundle built here (BUNDLE/bin, BUNDLE/lib).
+#
+#   bench/gpu_checks.sh BUNDLE [OUT] [STEPS]
+#     STEPS: a comma list of pip, verify, e2e, e2e_compile, pytest (default all but
+#            e2e_compile, the slow one: max-autotune compiles 100-180 s per batch size)
+#   env: BATCHES (1,8,32: e2e decode batches), E2E_STATE (a folder with an earlier
+#        tuned.db and e2e.json to reuse: record and tune are skipped when it has them)
+#
+#   pip          builds the Python package (its C++ extension against this torch) into
+#                /tmp/site
+#   verify       bench/verify_llama.sh: 25 Llama shapes tuned, exported, re-timed twice
+#                (issue 17)
+#   e2e          bench/e2e_llama.py record, tune, check, default, gemmtune at BATCHES,
+#                then gemmtune verify of its export in a fresh process (issue 16)
+#   e2e_compile  autotune_nocg and gemmtune_compile at BATCHES (issue 16's bar)
+#   pytest       python/tests/test_gpu.py and test_native.py against the bundle
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=$(realpath "${1:?usage: bench/gpu_checks.sh BUNDLE [OUT] [STEPS]}")
+OUT=$(realpath -m "${2:-${OUT:-/tmp/gpu_checks}}")
+STEPS=",${3:-pip,verify,e2e,pytest},"
+BATCHES=${BATCHES:-1,8,32}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+T0=$(date +%s)
+step() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$OUT/steps.txt"; }
+has() { [[ $STEPS == *",$1,"* ]]; }
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
+  --format=csv >"$OUT/gpu.txt" 2>&1 || true
+
+if has pip; then
+  step "pip: the package and its extension"
+  GEMMTUNE_BUILD_DIR=$B python3 -m pip install --no-build-isolation --no-deps --no-index \
+    --target /tmp/site ./python >"$OUT/pip.txt" 2>&1
+  step "pip rc=$?"
+fi
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+
+if has verify; then
+  step "verify: 25 Llama shapes tuned and re-timed twice"
+  timeout 420 bench/verify_llama.sh "$B/bin" "$OUT/verify" >"$OUT/verify.txt" 2>&1
+  step "verify rc=$?"
+fi
+
+STATE=$OUT/e2e
+if [ -n "${E2E_STATE:-}" ] && [ "$(realpath -m "$E2E_STATE")" != "$STATE" ]; then
+  mkdir -p "$STATE" && cp -r "$E2E_STATE"/. "$STATE"/
+fi
+if has e2e; then
+  phases=default,gemmtune
+  [ -s "$STATE/tuned.db" ] || phases=record,tune,check,$phases
+  step "e2e: $phases at batches $BATCHES"
+  timeout 300 python3 bench/e2e_llama.py --build "$B/bin" --state "$STATE" --phases "$phases" \
+    --batches "$BATCHES" >"$OUT/e2e.txt" 2>&1
+  step "e2e rc=$?"
+  if [ -s "$STATE/tuned.db" ]; then
+    timeout 120 "$B/bin/gemmtune" verify "$STATE/tuned.db" >"$OUT/e2e_verify.txt" 2>&1
+    step "e2e verify rc=$?"
+  fi
+fi
+if has e2e_compile; then
+  step "e2e_compile: autotune_nocg, gemmtune_compile at batches $BATCHES"
+  timeout 540 python3 bench/e2e_llama.py --build "$B/bin" --state "$STATE" \
+    --phases autotune_nocg,gemmtune_compile --parts decode --batches "$BATCHES" >"$OUT/e2e_compile.txt" 2>&1
+  step "e2e_compile rc=$?"
+fi
+if has pytest; then
+  # the tests find gemmtuned, gemmtune-worker, gemmtune and libgemmtune through one folder
+  gb=/tmp/gt-gpu-build
+  mkdir -p "$gb/lib"
+  for f in gemmtuned gemmtune-worker gemmtune; do ln -sf "$B/bin/$f" "$gb/$f"; done
+  ln -sf "$B"/lib/libgemmtune* "$gb/lib/" && ln -sf "$B"/lib/libgemmtune* "$gb/"
+  step "pytest: test_gpu.py, test_native.py"
+  here=$PWD
+  (cd /tmp && GEMMTUNE_BUILD_DIR=$gb timeout 150 python3 -m pytest -q \
+    "$here/python/tests/test_gpu.py" "$here/python/tests/test_native.py" >"$OUT/pytest.txt" 2>&1)
+  step "pytest rc=$?"
+fi
+[ -s "$STATE/e2e.json" ] && python3 bench/e2e_llama.py --report --state "$STATE" >"$OUT/e2e_report.txt" 2>&1
+step done
