@@ -270,20 +270,43 @@ static int drop_measured(gt_store *s, gt_job *job, const char *model, char *err,
     return rc;
 }
 
-/* The next job a worker of (backend, model) leases, in *id (0: none):
- * oldest running run first; inside a run, final phases first (they finish
- * problems), then enumerations (they unlock work), then screens, each
- * oldest first. One index seek per (run, kind) on jobs_queue
- * (007_lease_index.sql); running runs are few. 0, or -1 with err. */
+/* The next job a worker of (backend, model) leases, in *id (0: none).
+ * Runs share the workers: the running run with the fewest jobs leased
+ * right now goes first, and among those the one whose last lease is the
+ * oldest (never leased first, then the oldest run), so runs submitted
+ * together take turns, all get results early, and none waits for another
+ * to drain its queue (the oldest run first, as before, let a long run hold
+ * every GPU; the fewest leased alone let two runs take turns while a third
+ * with fewer workers than runs waited). Inside a
+ * run, final phases first (they finish problems), then enumerations (they
+ * unlock work), then screens, each oldest first. Index seeks on jobs_queue
+ * (007_lease_index.sql): a count and one seek per (run, kind); running runs
+ * are few. 0, or -1 with err. */
 static int next_job(gt_store *s, const char *backend, const char *model, int64_t *id, char *err,
                     size_t errlen)
 {
     static const char *const kinds[] = {"final", "enumerate", "screen"};
     *id = 0;
+    /* One running run (the usual case) has nothing to share: counting its
+     * leased jobs on every lease cost 8 % of the dispatcher under 256
+     * simulated workers. */
+    sqlite3_stmt *few = gt_store_prep(s,
+                                      "SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE state = 'running'"
+                                      " AND (device_model IS NULL OR device_model = ?1) LIMIT 2)",
+                                      err, errlen);
+    if (!few)
+        return -1;
+    gt_store_bind_text(few, 1, model);
+    int nruns = sqlite3_step(few) == SQLITE_ROW ? sqlite3_column_int(few, 0) : 2;
+    gt_store_finish(s, few);
     sqlite3_stmt *runs = gt_store_prep(
         s,
-        "SELECT id FROM runs WHERE state = 'running' AND (device_model IS NULL OR device_model = ?1)"
-        " ORDER BY id",
+        nruns <= 1 ? "SELECT r.id FROM runs r WHERE r.state = 'running'"
+                     " AND (r.device_model IS NULL OR r.device_model = ?1)"
+                   : "SELECT r.id FROM runs r WHERE r.state = 'running'"
+                     " AND (r.device_model IS NULL OR r.device_model = ?1)"
+                     " ORDER BY (SELECT COUNT(*) FROM jobs j WHERE j.run_id = r.id AND j.state = 'leased'),"
+                     " r.last_lease_ms, r.id",
         err, errlen);
     sqlite3_stmt *job = runs ? gt_store_prep(s,
                                              "SELECT id FROM jobs WHERE run_id = ?1 AND state = 'queued'"
@@ -398,7 +421,7 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
     const char *sqls[] = {
         ("UPDATE jobs SET state = 'leased', lease_owner = ?2, lease_deadline_ms = ?3 + ?4,"
          " attempts = attempts + 1, updated_ms = ?3 WHERE id = ?1"),
-        "UPDATE runs SET started_ms = COALESCE(started_ms, ?3) WHERE id = ?5",
+        "UPDATE runs SET started_ms = COALESCE(started_ms, ?3), last_lease_ms = ?3 WHERE id = ?5",
         "UPDATE workers SET state = 'busy', last_heartbeat_ms = ?3 WHERE id = ?2",
         /* Who held the job: only they may report results for it. */
         "INSERT OR IGNORE INTO job_leases(job_id, worker_id, leased_ms) VALUES (?1, ?2, ?3)",

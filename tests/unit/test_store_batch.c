@@ -4,9 +4,10 @@
  * others of the batch commit together; nothing is visible to another
  * connection (nothing durable) before the batch ends; a second batch cannot
  * open inside one. And the lease's order (store_jobs.c next_job, by index
- * seeks since 007_lease_index.sql): oldest running run first, inside it
- * final, then enumerate, then screen jobs, each oldest first; runs bound to
- * another device model are skipped. */
+ * seeks since 007_lease_index.sql): runs share the workers (the run with the
+ * fewest jobs leased first, the oldest on a tie), inside a run final, then
+ * enumerate, then screen jobs, each oldest first; runs bound to another
+ * device model are skipped. */
 #include "gt_log.h"
 #include "gt_store.h"
 #include "gt_test.h"
@@ -14,6 +15,7 @@
 
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static char g_dir[64];
@@ -89,12 +91,12 @@ static void test_batch(void)
     gt_store_close(s);
 }
 
-/* The id and kind of the next lease, 0 when none. */
-static long long lease_next(gt_store *s, int64_t wid, char kind[16])
+/* The id and kind of the next lease at time now, 0 when none. */
+static long long lease_at(gt_store *s, int64_t wid, int64_t now, char kind[16])
 {
     char err[512];
     gt_job job;
-    int r = gt_store_lease(s, wid, 1000, 30000, &job, err, sizeof err);
+    int r = gt_store_lease(s, wid, now, 30000, &job, err, sizeof err);
     CHECK_MSG(r >= 0, "lease: %s", err);
     if (r <= 0)
         return 0;
@@ -102,6 +104,18 @@ static long long lease_next(gt_store *s, int64_t wid, char kind[16])
     snprintf(kind, 16, "%s", job.kind);
     gt_job_free(&job);
     return id;
+}
+
+static long long lease_next(gt_store *s, int64_t wid, char kind[16])
+{
+    return lease_at(s, wid, 1000, kind);
+}
+
+static long long run_of(gt_store *s, long long job)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT run_id FROM jobs WHERE id = %lld", job);
+    return gt_test_int(s, sql);
 }
 
 static void test_lease_order(void)
@@ -118,7 +132,7 @@ static void test_lease_order(void)
     long long n2 = gt_test_int(s, "SELECT COUNT(*) FROM jobs WHERE run_id = 2 AND state = 'queued'");
     CHECK_MSG(n1 >= 4 && n2 >= 2, "queued jobs: run 1 %lld, run 2 %lld", n1, n2);
     /* run 1's last job is a final phase, its second last an enumeration:
-     * they go first, in that order, whatever their ids */
+     * inside run 1 they go first, in that order, whatever their ids */
     long long last = gt_test_int(s, "SELECT MAX(id) FROM jobs WHERE run_id = 1");
     char sql[256];
     snprintf(sql, sizeof sql, "UPDATE jobs SET kind = 'final' WHERE id = %lld;"
@@ -126,24 +140,84 @@ static void test_lease_order(void)
     CHECK(gt_test_store_sql(s, sql) == 0);
     int64_t wid = gt_test_sim_worker(s, "h", 2);
     char kind[16] = "";
+    /* a tie (nothing leased) goes to the oldest run */
     CHECK(lease_next(s, wid, kind) == last && !strcmp(kind, "final"));
-    CHECK(lease_next(s, wid, kind) == last - 1 && !strcmp(kind, "enumerate"));
-    long long prev = 0, id;
-    for (long long i = 0; i < n1 - 2; i++) {
-        id = lease_next(s, wid, kind);
-        CHECK_MSG(id > prev && !strcmp(kind, "screen"), "lease %lld of run 1: job %lld (%s)", i, id,
-                  kind);
-        snprintf(sql, sizeof sql, "SELECT run_id FROM jobs WHERE id = %lld", id);
-        CHECK(gt_test_int(s, sql) == 1);
-        prev = id;
+    long long leased[3] = {0, 1, 0}, prev[3] = {0, 0, 0};
+    int run1_seen = 1, fair = 1, order = 1;
+    /* the runs share the worker: the one with fewer jobs leased goes next,
+     * so their leased counts never differ by more than one while both have
+     * work; inside a run final, enumerate, then screens by id */
+    for (long long i = 1; i < n1 + n2; i++) {
+        long long id = lease_next(s, wid, kind);
+        long long run = id ? run_of(s, id) : 0;
+        if (run != 1 && run != 2) {
+            CHECK_MSG(0, "lease %lld: job %lld of run %lld", i, id, run);
+            break;
+        }
+        leased[run]++;
+        if (run == 1 && run1_seen++ == 1)
+            order &= id == last - 1 && !strcmp(kind, "enumerate");
+        else
+            order &= !strcmp(kind, "screen") && id > prev[run];
+        if (!strcmp(kind, "screen"))
+            prev[run] = id;
+        if (leased[1] < n1 && leased[2] < n2)
+            fair &= llabs(leased[1] - leased[2]) <= 1;
     }
-    /* run 1 has nothing queued: run 2 next, unless bound to another model */
-    CHECK(gt_test_store_sql(s, "UPDATE runs SET device_model = 'another model' WHERE id = 2") == 0);
+    CHECK_MSG(fair, "leased: run 1 %lld, run 2 %lld", leased[1], leased[2]);
+    CHECK(order);
+    CHECK(leased[1] == n1 && leased[2] == n2);
     CHECK(lease_next(s, wid, kind) == 0);
+    gt_store_close(s);
+    gt_test_rmdir(dir);
+
+    /* three runs, two workers that finish their jobs: the runs take turns
+     * (a run never leased before goes first among those with as few leased,
+     * then the one whose last lease is the oldest), so the third run does
+     * not wait for the first two */
+    if (gt_test_tmpdir(dir, sizeof dir, "lease"))
+        return;
+    s = gt_test_store_with_run(dir, "M,N,K\n64,64,64\n", opts, 2, NULL);
+    if (!s)
+        return;
+    CHECK(gt_test_add_run(s, "M,N,K\n48,48,48\n", opts, 2, NULL) == 0);
+    CHECK(gt_test_add_run(s, "M,N,K\n40,40,40\n", opts, 2, NULL) == 0);
+    int64_t wa = gt_test_sim_worker(s, "a", 1), wb = gt_test_sim_worker(s, "b", 1);
+    long long ja = lease_at(s, wa, 1, kind), jb = lease_at(s, wb, 2, kind);
+    CHECK(run_of(s, ja) == 1 && run_of(s, jb) == 2);
+    long long want[] = {3, 1, 2, 3, 1}, got[5] = {0};
+    for (int i = 0; i < 5; i++) {
+        /* the worker that leased longest ago finishes and leases again */
+        int64_t w = i % 2 ? wb : wa;
+        long long *j = i % 2 ? &jb : &ja;
+        snprintf(sql, sizeof sql, "UPDATE jobs SET state = 'done' WHERE id = %lld", *j);
+        CHECK(gt_test_store_sql(s, sql) == 0);
+        *j = lease_at(s, w, 3 + i, kind);
+        got[i] = *j ? run_of(s, *j) : 0;
+    }
+    CHECK_MSG(!memcmp(got, want, sizeof want), "runs leased: %lld %lld %lld %lld %lld", got[0], got[1],
+              got[2], got[3], got[4]);
+    gt_store_close(s);
+    gt_test_rmdir(dir);
+
+    /* a run bound to another device model is skipped, however few it has leased */
+    if (gt_test_tmpdir(dir, sizeof dir, "lease"))
+        return;
+    s = gt_test_store_with_run(dir, "M,N,K\n64,64,64\n", opts, 2, NULL);
+    if (!s)
+        return;
+    CHECK(gt_test_add_run(s, "M,N,K\n48,48,48\n", opts, 2, NULL) == 0);
+    CHECK(gt_test_store_sql(s, "UPDATE runs SET device_model = 'another model' WHERE id = 2") == 0);
+    wid = gt_test_sim_worker(s, "h", 2);
+    long long id;
+    int only1 = 1;
+    while ((id = lease_next(s, wid, kind)) > 0)
+        only1 &= run_of(s, id) == 1;
+    CHECK(only1);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM jobs WHERE run_id = 2 AND state = 'queued'") > 0);
     CHECK(gt_test_store_sql(s, "UPDATE runs SET device_model = NULL WHERE id = 2") == 0);
     id = lease_next(s, wid, kind);
-    snprintf(sql, sizeof sql, "SELECT run_id FROM jobs WHERE id = %lld", id);
-    CHECK(id > 0 && gt_test_int(s, sql) == 2);
+    CHECK(id > 0 && run_of(s, id) == 2);
     gt_store_close(s);
     gt_test_rmdir(dir);
 }
