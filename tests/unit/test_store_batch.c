@@ -170,18 +170,32 @@ static void test_lease_order(void)
     CHECK(lease_next(s, wid, kind) == 0);
     gt_store_close(s);
     gt_test_rmdir(dir);
+}
 
-    /* three runs, two workers that finish their jobs: the runs take turns
-     * (a run never leased before goes first among those with as few leased,
-     * then the one whose last lease is the oldest), so the third run does
-     * not wait for the first two */
-    if (gt_test_tmpdir(dir, sizeof dir, "lease"))
-        return;
-    s = gt_test_store_with_run(dir, "M,N,K\n64,64,64\n", opts, 2, NULL);
+/* A store in a new folder dir with nruns one-GEMM runs (ids 1..nruns, 4
+ * screen jobs each); NULL after a failed check. */
+static gt_store *runs_store(char dir[64], int nruns)
+{
+    static const char *const logs[] = {"M,N,K\n64,64,64\n", "M,N,K\n48,48,48\n", "M,N,K\n40,40,40\n"};
+    static const char *const opts[][2] = {{"budget", "8"}, {"shard_size", "2"}};
+    if (gt_test_tmpdir(dir, 64, "lease"))
+        return NULL;
+    gt_store *s = gt_test_store_with_run(dir, logs[0], opts, 2, NULL);
+    for (int i = 1; s && i < nruns && i < 3; i++)
+        CHECK(gt_test_add_run(s, logs[i], opts, 2, NULL) == 0);
+    return s;
+}
+
+/* Three runs, two workers that finish their jobs: the runs take turns (a run
+ * never leased before goes first among those with as few leased, then the
+ * one whose last lease is the oldest), so the third run does not wait for
+ * the first two. */
+static void test_lease_turns(void)
+{
+    char dir[64], sql[128], kind[16] = "";
+    gt_store *s = runs_store(dir, 3);
     if (!s)
         return;
-    CHECK(gt_test_add_run(s, "M,N,K\n48,48,48\n", opts, 2, NULL) == 0);
-    CHECK(gt_test_add_run(s, "M,N,K\n40,40,40\n", opts, 2, NULL) == 0);
     int64_t wa = gt_test_sim_worker(s, "a", 1), wb = gt_test_sim_worker(s, "b", 1);
     long long ja = lease_at(s, wa, 1, kind), jb = lease_at(s, wb, 2, kind);
     CHECK(run_of(s, ja) == 1 && run_of(s, jb) == 2);
@@ -199,16 +213,17 @@ static void test_lease_order(void)
               got[2], got[3], got[4]);
     gt_store_close(s);
     gt_test_rmdir(dir);
+}
 
-    /* a run bound to another device model is skipped, however few it has leased */
-    if (gt_test_tmpdir(dir, sizeof dir, "lease"))
-        return;
-    s = gt_test_store_with_run(dir, "M,N,K\n64,64,64\n", opts, 2, NULL);
+/* A run bound to another device model is skipped, however few it has leased. */
+static void test_lease_model(void)
+{
+    char dir[64], kind[16] = "";
+    gt_store *s = runs_store(dir, 2);
     if (!s)
         return;
-    CHECK(gt_test_add_run(s, "M,N,K\n48,48,48\n", opts, 2, NULL) == 0);
     CHECK(gt_test_store_sql(s, "UPDATE runs SET device_model = 'another model' WHERE id = 2") == 0);
-    wid = gt_test_sim_worker(s, "h", 2);
+    int64_t wid = gt_test_sim_worker(s, "h", 2);
     long long id;
     int only1 = 1;
     while ((id = lease_next(s, wid, kind)) > 0)
@@ -230,5 +245,7 @@ int main(void)
     gt_log_set_level(GT_LOG_ERR);
     RUN(test_batch);
     RUN(test_lease_order);
+    RUN(test_lease_turns);
+    RUN(test_lease_model);
     return gt_test_done_rm(g_dir);
 }
