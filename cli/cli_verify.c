@@ -191,7 +191,7 @@ static vdev *device_for(vctx *v, const ventry *e, vresult *res)
         d = &v->devs[v->ndevs++];
         memset(d, 0, sizeof *d);
         d->bk = bk;
-        char err[200];
+        char err[200] = "";
         if (bk->open(v->device, &d->ctx, &d->dev, err, sizeof err)) {
             d->ctx = NULL;
             snprintf(d->open_err, sizeof d->open_err, "%.16s device %d: %.200s", bk->name, v->device,
@@ -204,7 +204,7 @@ static vdev *device_for(vctx *v, const ventry *e, vresult *res)
         return NULL;
     }
     /* the same model or nothing: a time from another model proves nothing
-     * about this one (merge exports per model, or --device-model) */
+     * about this one (--device-model picks the entries of one model) */
     if (strcmp(d->dev.model, e->model)) {
         snprintf(res->why, sizeof res->why, "tuned on %.120s, this %.16s device is %.120s", e->model,
                  e->backend, d->dev.model);

@@ -45,27 +45,9 @@ int gt_proto_send(nng_socket s, const cJSON *msg)
     return rv;
 }
 
-int gt_proto_send_ctx(nng_ctx c, nng_aio *aio, const cJSON *msg)
-{
-    char *txt = cJSON_PrintUnformatted(msg);
-    if (!txt)
-        return NNG_ENOMEM;
-    nng_msg *m = NULL;
-    int rv = nng_msg_alloc(&m, 0);
-    if (rv == 0)
-        rv = nng_msg_append(m, txt, strlen(txt));
-    cJSON_free(txt);
-    if (rv != 0) {
-        if (m)
-            nng_msg_free(m);
-        return rv;
-    }
-    nng_aio_set_msg(aio, m);
-    nng_ctx_send(c, aio);
-    return 0;
-}
-
-int gt_proto_reply(nng_socket s, const nng_msg *req, const cJSON *msg)
+/* msg encoded into a new nng message, after req's header when req is given
+ * (the route a raw REP socket answers by). 0, or an nng error code. */
+static int encode_msg(const cJSON *msg, const nng_msg *req, nng_msg **out)
 {
     char *txt = cJSON_PrintUnformatted(msg);
     if (!txt)
@@ -74,16 +56,38 @@ int gt_proto_reply(nng_socket s, const nng_msg *req, const cJSON *msg)
     /* nng's accessors take a non-const message; the header is only read */
     nng_msg *r = (nng_msg *)req;
     int rv = nng_msg_alloc(&m, 0);
-    if (rv == 0)
+    if (rv == 0 && r)
         rv = nng_msg_header_append(m, nng_msg_header(r), nng_msg_header_len(r));
     if (rv == 0)
         rv = nng_msg_append(m, txt, strlen(txt));
     cJSON_free(txt);
-    if (rv == 0) {
-        nng_msg_set_pipe(m, nng_msg_get_pipe(r));
-        rv = nng_sendmsg(s, m, 0);
+    if (rv != 0) {
+        if (m)
+            nng_msg_free(m);
+        return rv;
     }
-    if (rv != 0 && m)
+    if (r)
+        nng_msg_set_pipe(m, nng_msg_get_pipe(r));
+    *out = m;
+    return 0;
+}
+
+int gt_proto_send_ctx(nng_ctx c, nng_aio *aio, const cJSON *msg)
+{
+    nng_msg *m = NULL;
+    int rv = encode_msg(msg, NULL, &m);
+    if (rv != 0)
+        return rv;
+    nng_aio_set_msg(aio, m);
+    nng_ctx_send(c, aio);
+    return 0;
+}
+
+int gt_proto_reply(nng_socket s, const nng_msg *req, const cJSON *msg)
+{
+    nng_msg *m = NULL;
+    int rv = encode_msg(msg, req, &m);
+    if (rv == 0 && (rv = nng_sendmsg(s, m, 0)) != 0)
         nng_msg_free(m); /* nng_sendmsg owns it only on success */
     return rv;
 }

@@ -290,10 +290,11 @@ static int next_job(gt_store *s, const char *backend, const char *model, int64_t
     /* One running run (the usual case) has nothing to share: counting its
      * leased jobs on every lease cost 8 % of the dispatcher under 256
      * simulated workers. */
-    sqlite3_stmt *few = gt_store_prep(s,
-                                      "SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE state = 'running'"
-                                      " AND (device_model IS NULL OR device_model = ?1) LIMIT 2)",
-                                      err, errlen);
+    /* The runs a worker of the model (?1) may lease from. */
+#define LEASABLE_RUNS                                                                              \
+    "SELECT r.id FROM runs r WHERE r.state = 'running'"                                            \
+    " AND (r.device_model IS NULL OR r.device_model = ?1)"
+    sqlite3_stmt *few = gt_store_prep(s, "SELECT COUNT(*) FROM (" LEASABLE_RUNS " LIMIT 2)", err, errlen);
     if (!few)
         return -1;
     gt_store_bind_text(few, 1, model);
@@ -301,13 +302,12 @@ static int next_job(gt_store *s, const char *backend, const char *model, int64_t
     gt_store_finish(s, few);
     sqlite3_stmt *runs = gt_store_prep(
         s,
-        nruns <= 1 ? "SELECT r.id FROM runs r WHERE r.state = 'running'"
-                     " AND (r.device_model IS NULL OR r.device_model = ?1)"
-                   : "SELECT r.id FROM runs r WHERE r.state = 'running'"
-                     " AND (r.device_model IS NULL OR r.device_model = ?1)"
+        nruns <= 1 ? LEASABLE_RUNS
+                   : LEASABLE_RUNS
                      " ORDER BY (SELECT COUNT(*) FROM jobs j WHERE j.run_id = r.id AND j.state = 'leased'),"
                      " r.last_lease_ms, r.id",
         err, errlen);
+#undef LEASABLE_RUNS
     sqlite3_stmt *job = runs ? gt_store_prep(s,
                                              "SELECT id FROM jobs WHERE run_id = ?1 AND state = 'queued'"
                                              " AND kind = ?2 AND backend = ?3 ORDER BY id LIMIT 1",

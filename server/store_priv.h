@@ -28,8 +28,9 @@ typedef struct gt_store_file {
 struct gt_store {
     sqlite3 *db;
     pthread_mutex_t mu;
-    /* The one statement run per reported result, kept prepared: the
-     * dispatcher's hottest path (the rest are prepared per call). */
+    /* The one statement run per reported result, kept prepared here
+     * rather than in the statement cache below: the dispatcher's hottest
+     * path takes it without the cache's lock and text comparisons. */
     sqlite3_stmt *ins_result;
     /* The write transaction gt_store_exec opened (under mu): the rows
      * changed before it (one that changes none proves nothing about the
