@@ -33,6 +33,9 @@ check "CLI without the token is refused" bash -c "! GEMMTUNE_TOKEN= '$GT_BIN'/ge
 W1=${PIDS[-1]}
 wport=${WURL##*:}
 kill -9 "$COORD"; wait "$COORD" 2>/dev/null || true
+# (the killed coordinator may leave a job leased to w1: only leases from
+# the restart on are the new token's)
+restart_ms=$(date +%s%3N)
 GEMMTUNE_TOKEN=n3w-token "$GT_BIN"/gemmtuned --db "$DB" --http 127.0.0.1:0 \
   --listen "tcp://127.0.0.1:$wport" --port-file "$T/ports2" 2>>"$T/gemmtuned2.log" &
 COORD=$!
@@ -43,7 +46,8 @@ for _ in $(seq 200); do kill -0 "$W1" 2>/dev/null || break; sleep 0.1; done
 check "the worker with the old token left" bash -c "! kill -0 $W1 2>/dev/null"
 check "it says it was refused" grep -q 'registration refused: unauthorized' "$T/w1.log"
 check "no job was leased under the new token" \
-  [ "$(sqlite3 "$DB" "SELECT COUNT(*) FROM jobs WHERE state = 'leased'")" = 0 ]
+  [ "$(sqlite3 "$DB" "SELECT (SELECT COUNT(*) FROM job_leases WHERE leased_ms >= $restart_ms)
+      + (SELECT COUNT(*) FROM jobs WHERE state = 'leased' AND updated_ms >= $restart_ms)")" = 0 ]
 curl -s "$HTTP/metrics" >"$T/metrics.txt"
 check "metrics count the refusals" \
   grep -Eq '^gemmtune_worker_refused_total\{reason="bad_token"\} [1-9]' "$T/metrics.txt"
