@@ -31,6 +31,12 @@ step() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$OUT/steps.txt"; }
 has() { [[ $STEPS == *",$1,"* ]]; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
   --format=csv >"$OUT/gpu.txt" 2>&1 || true
+# SM clock, power, temperature and throttle reasons every 200 ms for the whole call, so a
+# step's timings can be read beside the state the GPU was in (issue 17's long-kernel noise)
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
+  --format=csv,nounits -lms 200 >"$OUT/smi.csv" 2>/dev/null &
+SMI=$!
+trap 'kill $SMI 2>/dev/null' EXIT
 
 if has pip; then
   step "pip: the package and its extension"
