@@ -27,7 +27,7 @@ BATCHES=${BATCHES:-1,8,32}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 T0=$(date +%s)
-step() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$OUT/steps.txt"; }
+step() { echo "[$(($(date +%s) - T0)) s, $(date +%T)] $*" | tee -a "$OUT/steps.txt"; }
 has() { [[ $STEPS == *",$1,"* ]]; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
   --format=csv >"$OUT/gpu.txt" 2>&1 || true
