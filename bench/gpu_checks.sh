@@ -8,7 +8,9 @@
 #     STEPS: a comma list of pip, verify, e2e, e2e_compile, pytest (default all but
 #            e2e_compile, the slow one: max-autotune compiles 100-180 s per batch size)
 #   env: BATCHES (1,8,32: e2e decode batches), E2E_STATE (a folder with an earlier
-#        tuned.db and e2e.json to reuse: record and tune are skipped when it has them)
+#        tuned.db and e2e.json to reuse: record and tune are skipped when it has them),
+#        COMPILE_PHASES (autotune_nocg,gemmtune_compile), COMPILE_PARTS (decode),
+#        COMPILE_TIMEOUT (540 s): what e2e_compile runs
 #
 #   pip          builds the Python package (its C++ extension against this torch) into
 #                /tmp/site
@@ -16,7 +18,7 @@
 #                (issue 17)
 #   e2e          bench/e2e_llama.py record, tune, check, default, gemmtune at BATCHES,
 #                then gemmtune verify of its export in a fresh process (issue 16)
-#   e2e_compile  autotune_nocg and gemmtune_compile at BATCHES (issue 16's bar)
+#   e2e_compile  COMPILE_PHASES at BATCHES (issue 16's bar: the torch.compile configurations)
 #   pytest       python/tests/test_gpu.py and test_native.py against the bundle
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +26,9 @@ B=$(realpath "${1:?usage: bench/gpu_checks.sh BUNDLE [OUT] [STEPS]}")
 OUT=$(realpath -m "${2:-${OUT:-/tmp/gpu_checks}}")
 STEPS=",${3:-pip,verify,e2e,pytest},"
 BATCHES=${BATCHES:-1,8,32}
+COMPILE_PHASES=${COMPILE_PHASES:-autotune_nocg,gemmtune_compile}
+COMPILE_PARTS=${COMPILE_PARTS:-decode}
+COMPILE_TIMEOUT=${COMPILE_TIMEOUT:-540}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 T0=$(date +%s)
@@ -69,9 +74,9 @@ if has e2e; then
   fi
 fi
 if has e2e_compile; then
-  step "e2e_compile: autotune_nocg, gemmtune_compile at batches $BATCHES"
-  timeout 540 python3 bench/e2e_llama.py --build "$B/bin" --state "$STATE" \
-    --phases autotune_nocg,gemmtune_compile --parts decode --batches "$BATCHES" >"$OUT/e2e_compile.txt" 2>&1
+  step "e2e_compile: $COMPILE_PHASES ($COMPILE_PARTS) at batches $BATCHES"
+  timeout "$COMPILE_TIMEOUT" python3 bench/e2e_llama.py --build "$B/bin" --state "$STATE" \
+    --phases "$COMPILE_PHASES" --parts "$COMPILE_PARTS" --batches "$BATCHES" >>"$OUT/e2e_compile.txt" 2>&1
   step "e2e_compile rc=$?"
 fi
 if has pytest; then
