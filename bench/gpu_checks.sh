@@ -10,7 +10,8 @@
 #   env: BATCHES (1,8,32: e2e decode batches), E2E_STATE (a folder with an earlier
 #        tuned.db and e2e.json to reuse: record and tune are skipped when it has them),
 #        COMPILE_PHASES (autotune_nocg,gemmtune_compile), COMPILE_PARTS (decode),
-#        COMPILE_TIMEOUT (540 s): what e2e_compile runs
+#        COMPILE_TIMEOUT (540 s): what e2e_compile runs; E2E_PHASES (default,gemmtune):
+#        the configurations e2e times after record, tune and check
 #
 #   pip          builds the Python package (its C++ extension against this torch) into
 #                /tmp/site
@@ -62,7 +63,7 @@ if [ -n "${E2E_STATE:-}" ] && [ "$(realpath -m "$E2E_STATE")" != "$STATE" ]; the
   mkdir -p "$STATE" && cp -r "$E2E_STATE"/. "$STATE"/
 fi
 if has e2e; then
-  phases=default,gemmtune
+  phases=${E2E_PHASES:-default,gemmtune}
   [ -s "$STATE/tuned.db" ] || phases=record,tune,check,$phases
   step "e2e: $phases at batches $BATCHES"
   timeout 300 python3 bench/e2e_llama.py --build "$B/bin" --state "$STATE" --phases "$phases" \

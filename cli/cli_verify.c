@@ -144,6 +144,26 @@ static int read_entries(const char *path, const char *model, ventry **out, size_
     return 0;
 }
 
+/* The export's meta launch (how its run timed) into buf: 0, or -1 when the
+ * file has none (exports from before it, merges) or cannot be read. */
+static int read_launch(const char *path, char *buf, size_t len)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'launch'", -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+        snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
+        rc = 0;
+    }
+out:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rc;
+}
+
 /* What re-timing one entry found. */
 typedef struct vresult {
     int status;            /* 0 pass, 1 fail, 2 refused, 3 error */
@@ -248,6 +268,14 @@ static void verify_one(vctx *v, const ventry *e, double tol, vresult *res)
 {
     char err[256];
     memset(res, 0, sizeof *res);
+    /* a CUDA graph is the cuda backend's: another backend would time its
+     * entry plainly, which is not what was asked */
+    if (v->timing.graph && strcmp(e->backend, "cuda")) {
+        res->status = 2;
+        snprintf(res->why, sizeof res->why,
+                 "launch=graph: only the cuda backend times in CUDA graphs (this entry is %.32s)", e->backend);
+        return;
+    }
     vdev *d = device_for(v, e, res);
     if (!d)
         return;
@@ -372,7 +400,7 @@ fail:
 
 static const char k_verify_usage[] =
     "usage: gemmtune verify EXPORT.db [--tolerance F] [--rounds N] [--ci W] [--min-time-ms T]\n"
-    "                       [--device-model M] [--device N] [--launch plain|chained] [--json]\n";
+    "                       [--device-model M] [--device N] [--launch plain|chained|graph] [--json]\n";
 
 int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
 {
@@ -418,8 +446,9 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
         gt_cli_usage_error(&c, "verify: --device %s: a device index (0, 1, ...)", dev_s);
         return GT_CLI_EXIT_USAGE;
     }
-    if (launch && strcmp(launch, "plain") && strcmp(launch, "chained")) {
-        gt_cli_usage_error(&c, "verify: --launch %s: plain or chained (as the run's launch option)", launch);
+    if (launch && strcmp(launch, "plain") && strcmp(launch, "chained") && strcmp(launch, "graph")) {
+        gt_cli_usage_error(&c, "verify: --launch %s: plain, chained or graph (as the run's launch option)",
+                           launch);
         return GT_CLI_EXIT_USAGE;
     }
     char err[1024];
@@ -429,11 +458,19 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
         gt_cli_errorf("verify: %s", err);
         return GT_CLI_EXIT_ERR;
     }
+    /* the export says how its run timed (meta launch): a re-check timed
+     * another way measures something else, so say so (--launch matches it) */
+    char run_launch[16] = "";
+    if (read_launch(path, run_launch, sizeof run_launch) == 0 &&
+        strcmp(run_launch, launch ? launch : "plain"))
+        fprintf(stderr, "verify: %s was timed with launch=%s; re-timing with launch=%s (--launch %s to match)\n",
+                path, run_launch, launch ? launch : "plain", run_launch);
     /* as the final phase times (server/store_jobs.c: 4x the run's default
      * min_time_ms, 2 warm-up calls), one repeat per round */
     vctx v = {.device = (int)device,
               .timing = {.min_time_ms = min_ms, .warmup = 2, .repeats = 1,
-                         .chained = launch && !strcmp(launch, "chained")}};
+                         .chained = launch && !strcmp(launch, "chained"),
+                         .graph = launch && !strcmp(launch, "graph")}};
     gt_paired_opts_init(&v.po, (int)rounds, ci);
     vresult *rs = calloc(n ? n : 1, sizeof *rs);
     int counts[4] = {0, 0, 0, 0}, rc = GT_CLI_EXIT_ERR;

@@ -17,9 +17,12 @@
  *   n_tile     at least n (a smaller tile streams A once per column block)
  *              and less than n rounded up to 8, plus 8 (idle columns); lanes
  *              "warp": the smallest power of two >= n
+ *   vec        vec x the element size (2 bytes; 1 for fp8) is a 16- or
+ *              8-byte load (fp8: vec 16 or 8; bf16/f16: 8 or 4)
  *   alignment  lda, ldb (and batch strides) multiples of vec, or vector
- *              loads of A rows / B columns would be misaligned; vec = 4 only
- *              where vec = 8 is not aligned (half the bytes per load)
+ *              loads of A rows / B columns would be misaligned; the 8-byte
+ *              vec only where the 16-byte one is not aligned (half the bytes
+ *              per load)
  *   rows       rows_per_cta no more than twice m rounded up to 16
  *   split-K    no empty split; only when the grid without it has fewer CTAs
  *              than the device holds at once (SMs x CTAs resident per SM):
@@ -46,6 +49,7 @@
 
 #include "gen_gemv.h"
 #include "space_common.h"
+#include "src_common.h"
 
 /* ---- families and encoding ------------------------------------------------- */
 
@@ -86,7 +90,7 @@ static const gt_gen_int_attr k_int[] = {
     {"n_tile", 1, 32, offsetof(gt_gen_cfg, n_tile)},
     {"rows_per_cta", 1, 1024, offsetof(gt_gen_cfg, rows_per_cta)},
     {"splitk", 1, 64, offsetof(gt_gen_cfg, splitk)},
-    {"vec", 4, 8, offsetof(gt_gen_cfg, vec)},
+    {"vec", 4, 16, offsetof(gt_gen_cfg, vec)},
     {"warps", 1, 32, offsetof(gt_gen_cfg, warps)},
 };
 #define NINT (sizeof k_int / sizeof k_int[0])
@@ -148,8 +152,8 @@ int gt_gen_cfg_from_json(const cJSON *j, gt_gen_cfg *c, char *err, size_t errlen
                  !seen_red ? "reduction" : !seen_load ? "a_load" : "pipe");
         return -1;
     }
-    if (c->vec != 4 && c->vec != 8) {
-        snprintf(err, errlen, "gemv: config vec=%d: must be 4 or 8", c->vec);
+    if (c->vec != 4 && c->vec != 8 && c->vec != 16) {
+        snprintf(err, errlen, "gemv: config vec=%d: must be 4, 8 or 16", c->vec);
         return -1;
     }
     if (c->lanes == GT_GEN_LANES_QUAD && c->n_tile % 8) {
@@ -248,14 +252,21 @@ void gt_gen_dev_hip(gt_gen_dev *d, int cus)
 
 int gt_gen_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_t len)
 {
+    int f8 = gt_gen_elem_size(p) == 1;
     if (!d->hip && d->sm < 80)
         GT_WHY(why, len, "sm_%d: the mma.sync m16n8k16 bf16/f16 path needs sm_80 or newer", d->sm);
+    else if (f8 && d->hip)
+        GT_WHY(why, len, "fp8 inputs: the HIP port has no fp8 path (gfx942's fp8 is FNUZ, another "
+                           "encoding)");
+    else if (f8 && d->sm < 89)
+        GT_WHY(why, len, "sm_%d: fp8 inputs are decoded with cvt.rn.f16x2.e4m3x2/e5m2x2, sm_89 or newer",
+                 d->sm);
     else if (p->trans_a != 'T')
         GT_WHY(why, len, "transA=N: the family streams rows of op(A) = A^T, contiguous only for "
                            "transA=T (NN/NT would need a column-streaming kernel)");
     else if (p->trans_b != 'N')
         GT_WHY(why, len, "transB=T: B columns are read contiguous along k (transB=N only)");
-    else if (gt_gen_types_reason(p, why, len) != 0)
+    else if (gt_gen_types_reason(p, 1, why, len) != 0)
         return -1;
     else if (p->n > GT_GEN_MAX_N)
         GT_WHY(why, len, "n=%lld > %d: not a skinny GEMM (memory-bound only for few columns)",
@@ -270,7 +281,7 @@ int gt_gen_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_
 /* ---- rules ------------------------------------------------------------------------- */
 
 typedef struct derived {
-    int wm, rw, nar, nbc, nv, acc, regs, res_cta;
+    int wm, rw, nar, nbc, nv, lw, acc, regs, res_cta;
     gt_gen_geom g;
     double ctas, inflight; /* CTAs of the grid; bytes of A loads in flight per SM */
 } derived;
@@ -280,7 +291,9 @@ static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c
     memset(x, 0, sizeof *x);
     x->wm = c->kwarps > 0 && c->warps % c->kwarps == 0 ? c->warps / c->kwarps : 1;
     x->rw = c->rows_per_cta / x->wm;
-    x->nv = c->vec / 2;
+    int es = gt_gen_elem_size(p);
+    x->nv = c->vec / 2;      /* 32-bit words of a vector as 16-bit values (the math) */
+    x->lw = c->vec * es / 4; /* 32-bit words of a vector as loaded (fp8: half of nv) */
     if (c->lanes == GT_GEN_LANES_WARP) { /* a row per lane group of the whole warp */
         x->nar = x->rw;
         x->nbc = c->n_tile;
@@ -297,10 +310,11 @@ static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c
     /* live registers of the unrolled loop: accumulators, the loads in
      * flight (dbuf: two blocks), row/column pointers, and a fixed overhead
      * (indices, bounds; 24 and the 32-register floor below fit the H100
-     * sweep best) */
+     * sweep best); fp8: one chunk's vectors decoded to f16 as well */
     int sets = c->pipe == GT_GEN_PIPE_ASYNC ? 1 : c->pipe == GT_GEN_PIPE_DBUF ? 2 * c->k_unroll
                                                                               : c->k_unroll;
-    x->regs = x->acc + sets * (x->nar + x->nbc) * x->nv + 2 * (x->nar + x->nbc) + 24;
+    x->regs = x->acc + sets * (x->nar + x->nbc) * x->lw + 2 * (x->nar + x->nbc) + 24 +
+              (es == 1 ? (x->nar + x->nbc) * x->nv : 0);
     gt_gen_geometry(p, c, d->warp_size, &x->g);
     x->ctas = (double)x->g.gx * x->g.gy * x->g.gz;
     int threads = c->warps * d->warp_size;
@@ -313,7 +327,7 @@ static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c
     if (x->res_cta > 32)
         x->res_cta = 32;
     double resident = fmin(x->ctas, (double)x->res_cta * d->sms);
-    x->inflight = resident * c->warps / d->sms * c->k_unroll * x->nar * d->warp_size * c->vec * 2.0 *
+    x->inflight = resident * c->warps / d->sms * c->k_unroll * x->nar * d->warp_size * c->vec * (double)es *
                   (c->pipe == GT_GEN_PIPE_DBUF ? 2 : 1);
 }
 
@@ -380,6 +394,17 @@ int gt_gen_check_shape(const gt_gen_cfg *c, char *why, size_t len)
     return 1;
 }
 
+int gt_gen_check_vec(const gt_problem *p, const gt_gen_cfg *c, char *why, size_t len)
+{
+    int es = gt_gen_elem_size(p);
+    if (c->vec * es != 16 && c->vec * es != 8) {
+        GT_WHY(why, len, "vec=%d: %d-byte vectors of %d-byte elements; the template loads 16 or 8 "
+                           "bytes (vec %d or %d)", c->vec, c->vec * es, es, 16 / es, 8 / es);
+        return 1;
+    }
+    return 0;
+}
+
 int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, char *why, size_t len)
 {
     /* the rules up to "rows" need no geometry; most of the raw space fails
@@ -387,13 +412,14 @@ int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, 
      * are worked out for the rest only */
     long long n8 = (p->n + 7) / 8 * 8, m16 = (p->m + 15) / 16 * 16;
     int64_t batch = p->batch > 0 ? p->batch : 1;
-    int al8 = p->lda % 8 == 0 && p->ldb % 8 == 0 &&
-              (batch == 1 || (p->stride_a % 8 == 0 && p->stride_b % 8 == 0));
+    int es = gt_gen_elem_size(p), v16 = 16 / es; /* vec of a 16-byte load */
+    int al16 = p->lda % v16 == 0 && p->ldb % v16 == 0 &&
+               (batch == 1 || (p->stride_a % v16 == 0 && p->stride_b % v16 == 0));
     int al = p->lda % c->vec == 0 && p->ldb % c->vec == 0 &&
              (batch == 1 || (p->stride_a % c->vec == 0 && p->stride_b % c->vec == 0));
     int warp_lanes = c->lanes == GT_GEN_LANES_WARP;
     int wb = c->k_unroll * (warp_lanes ? d->warp_size : 4) * c->vec;
-    if (gt_gen_check_shape(c, why, len))
+    if (gt_gen_check_shape(c, why, len) || gt_gen_check_vec(p, c, why, len))
         return 1;
     if (warp_lanes && p->n > 8)
         GT_WHY(why, len, "lanes=warp: n=%lld > 8: its columns are FMAs, the mma tiles of lanes=quad "
@@ -419,10 +445,10 @@ int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, 
     else if (!al)
         GT_WHY(why, len, "alignment: lda=%lld, ldb=%lld%s not all multiples of vec=%d: %d-byte loads "
                            "of A rows / B columns would be misaligned", (long long)p->lda,
-                 (long long)p->ldb, batch > 1 ? " or the batch strides" : "", c->vec, 2 * c->vec);
-    else if (c->vec == 4 && al8)
-        GT_WHY(why, len, "vec=4: 16-byte loads (vec=8) are aligned here and move twice the bytes "
-                           "per instruction");
+                 (long long)p->ldb, batch > 1 ? " or the batch strides" : "", c->vec, es * c->vec);
+    else if (c->vec < v16 && al16)
+        GT_WHY(why, len, "vec=%d: 16-byte loads (vec=%d) are aligned here and move twice the bytes "
+                           "per instruction", c->vec, v16);
     else if (!warp_lanes && c->rows_per_cta > 2 * m16)
         GT_WHY(why, len, "rows_per_cta=%d > 2 x %lld (m rounded up to 16): most rows of each CTA idle",
                  c->rows_per_cta, m16);
@@ -442,7 +468,8 @@ double gt_gen_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cf
     derive(p, d, c, &x);
     double batch = p->batch > 0 ? (double)p->batch : 1;
     double bw = d->dram_bw > 0 ? d->dram_bw : 2e12;
-    double a_bytes = (double)p->m * (double)p->k * 2 * batch;
+    double es = gt_gen_elem_size(p);
+    double a_bytes = (double)p->m * (double)p->k * es * batch;
     /* The constants were fitted on gt-cuda-selftest --sweep of the Llama
      * decode shapes on an H100 (tests/data/gemv_sweep_h100.csv, checked by
      * test_gen_model): on the newest sweep the best of the model's top 48
@@ -478,8 +505,17 @@ double gt_gen_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cf
         t *= sqrt(ceil(x.ctas / slots) * slots / x.ctas);
     }
     /* B from L1/L2, once per CTA for its k range: it overlaps the stream */
-    double b_l2 = x.ctas * (double)x.g.kper * fmin((double)p->n, c->n_tile) * 2;
+    double b_l2 = x.ctas * (double)x.g.kper * fmin((double)p->n, c->n_tile) * es;
     t = fmax(t, b_l2 / (4.0 * bw));
+    /* fp8: every element of A, and of B once per row group of warps, is
+     * decoded by a cvt.f16x2 (two elements); taken as 16 per clock per SM
+     * at 1.7 GHz (not yet measured: a bound that matters only where the
+     * CTA's B share is large next to its A) */
+    if (es == 1) {
+        double cvts = 0.5 * ((double)p->m * (double)p->k * batch +
+                             x.ctas * x.wm * (double)x.g.kper * c->n_tile);
+        t = fmax(t, cvts / (d->sms * 16.0 * 1.7e9));
+    }
     double mn = (double)p->m * (double)p->n * batch * 4;
     if (c->splitk > 1) /* the tile's last CTA, or a second kernel, after the others */
         t += c->reduction == GT_GEN_RED_ATOMIC ? c->splitk * mn * 2 / (0.5 * bw) + 2.5e-6
@@ -509,11 +545,14 @@ void gt_gen_space_free(gt_gen_space *s)
 #define NRAW_Q (2 * 3 * 6 * NRAW_B)
 #define NRAW (NRAW_Q + 4 * 3 * 6 * NRAW_B)
 
-static int raw_cfg(int i, gt_gen_anycfg *out)
+static int raw_cfg(const gt_problem *p, int i, gt_gen_anycfg *out)
 {
     static const int rws_q[] = {16, 32}, rws_w[] = {1, 2, 4, 8}, wms[] = {1, 2, 4};
     static const int kws[] = {1, 2, 4, 8, 16, 32};
-    static const int us[] = {1, 2, 4, 8}, vecs[] = {8, 4}, sks[] = {1, 2, 4, 8, 16};
+    static const int us[] = {1, 2, 4, 8}, sks[] = {1, 2, 4, 8, 16};
+    /* vec: the elements of a 16- and an 8-byte load */
+    static const int vecs16[] = {8, 4}, vecs8[] = {16, 8};
+    const int *vecs = gt_gen_elem_size(p) == 1 ? vecs8 : vecs16;
     static const int nts_q[] = {8, 16, 24, 32}, nts_w[] = {1, 2, 4, 8};
     int lanes = i >= NRAW_Q;
     if (lanes)

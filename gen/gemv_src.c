@@ -5,7 +5,10 @@
  *
  * Template parameters (all -D, integers):
  *   GT_HIP GT_WS GT_MMA   target: HIP or CUDA, warp size, tensor-core path
- *   GT_AB                 A/B element type: 0 bf16, 1 f16
+ *   GT_AB                 A/B element type: 0 bf16, 1 f16, 2 e4m3, 3 e5m2
+ *                         (OCP fp8, CUDA sm_89+ only)
+ *   GT_BB                 fp8 only: B's type when it differs from A's (2
+ *                         or 3; left out: GT_AB)
  *   GT_DKT GT_CKT         D and C types (gt_cu_kt: 0 f32, 2 f16, 3 bf16)
  *   GT_BIASKT GT_ACT      bias type (-1 none), activation 0 none 1 relu 2 gelu
  *   GT_BETA               0: beta == 0, C is never read
@@ -33,7 +36,16 @@
  * feeds fragment registers a0/a1 (b0) and word 2q+1 feeds a2/a3 (b1) of
  * mma q. A dot product does not depend on the order of its terms, and A
  * and B are permuted alike, so each mma is exact and every element is used
- * exactly once. */
+ * exactly once.
+ *
+ * fp8 (GT_AB 2/3): a vector is vec one-byte elements (vec 16 = 16 bytes),
+ * loaded and kept in flight as GT_LW = vec/4 raw words, and decoded just
+ * before the math by cvt.rn.f16x2.e4m3x2 / e5m2x2 (exact: every e4m3 and
+ * e5m2 value is an f16) into the GT_NV = vec/2 f16x2 words the 16-bit path
+ * has, word i holding elements 2i and 2i+1 as there; the math is then the
+ * f16 path's. The epilogue multiplies by alpha x scale_a x scale_b (device
+ * f32 scalars read after the chained-launch wait) as cuBLASLt's fp8
+ * matmul does, before C, the bias and the activation. */
 #include <stdio.h>
 #include <string.h>
 
@@ -42,6 +54,19 @@
 
 const char gt_gen_gemv_src[] =
     GT_GEN_SRC_TYPES
+    "#ifndef GT_BB\n"
+    "#define GT_BB GT_AB\n"
+    "#endif\n"
+    "#define GT_F8 (GT_AB >= 2)\n"
+    "#if GT_F8\n"
+    "typedef unsigned char gt_e;\n"
+    "#define GT_ES 1\n"
+    "#else\n"
+    "typedef u16 gt_e;\n"
+    "#define GT_ES 2\n"
+    "#endif\n"
+    /* raw 32-bit words of one vector load (GT_NV: as 16-bit values) */
+    "#define GT_LW (GT_VEC * GT_ES / 4)\n"
     "#define GT_WM (GT_WARPS / GT_KW)\n"
     "#define GT_RW (GT_RPC / GT_WM)\n"
     "#define GT_G (GT_WS / 4)\n"
@@ -75,6 +100,9 @@ const char gt_gen_gemv_src[] =
     "  const void *a, *b, *c, *bias; void *d; float *ws; u32 *cnt;\n"
     "  i64 m, n, k, lda, ldb, ldc, ldd, sa, sb, sc, sd, kper;\n"
     "  double alpha, beta;\n"
+    "#if GT_F8\n"
+    "  const float *scale_a, *scale_b;\n"
+    "#endif\n"
     "};\n"
     GT_GEN_SRC_BF16
     "#if GT_HIP\n"
@@ -82,22 +110,22 @@ const char gt_gen_gemv_src[] =
     "#define GT_SHFL_XOR(v, m) __shfl_xor(v, m)\n"
     "typedef u32 gt_v4 __attribute__((ext_vector_type(4)));\n"
     "typedef u32 gt_v2 __attribute__((ext_vector_type(2)));\n"
-    "#if GT_VEC == 8\n"
+    "#if GT_VEC * GT_ES == 16\n"
     "#define GT_VT gt_v4\n"
     "#else\n"
     "#define GT_VT gt_v2\n"
     "#endif\n"
-    "__device__ __forceinline__ void gt_lda(const u16 *p, u32 *w) {\n"
+    "__device__ __forceinline__ void gt_lda(const gt_e *p, u32 *w) {\n"
     "#if GT_ALD != 0\n"
     "  GT_VT v = __builtin_nontemporal_load((const GT_VT *)p);\n"
     "#else\n"
     "  GT_VT v = *(const GT_VT *)p;\n"
     "#endif\n"
-    "  for (int i = 0; i < GT_NV; i++) w[i] = v[i];\n"
+    "  for (int i = 0; i < GT_LW; i++) w[i] = v[i];\n"
     "}\n"
-    "__device__ __forceinline__ void gt_ldb(const u16 *p, u32 *w) {\n"
+    "__device__ __forceinline__ void gt_ldb(const gt_e *p, u32 *w) {\n"
     "  GT_VT v = *(const GT_VT *)p;\n"
-    "  for (int i = 0; i < GT_NV; i++) w[i] = v[i];\n"
+    "  for (int i = 0; i < GT_LW; i++) w[i] = v[i];\n"
     "}\n"
     "#else\n"
     GT_GEN_SRC_F16_CUDA
@@ -109,7 +137,7 @@ const char gt_gen_gemv_src[] =
     "#else\n"
     "#define GT_ASM asm\n"
     "#endif\n"
-    "#if GT_VEC == 8\n"
+    "#if GT_VEC * GT_ES == 16\n"
     "#define GT_LDV(op, p, w) GT_ASM(op \".v4.u32 {%0,%1,%2,%3}, [%4];\" \\\n"
     "    : \"=r\"(w[0]), \"=r\"(w[1]), \"=r\"(w[2]), \"=r\"(w[3]) : \"l\"(p))\n"
     "#else\n"
@@ -122,19 +150,19 @@ const char gt_gen_gemv_src[] =
     "#else\n"
     "#define GT_AOP \"ld.global.nc\"\n"
     "#endif\n"
-    "__device__ __forceinline__ void gt_lda(const u16 *p, u32 *w) { GT_LDV(GT_AOP, p, w); }\n"
+    "__device__ __forceinline__ void gt_lda(const gt_e *p, u32 *w) { GT_LDV(GT_AOP, p, w); }\n"
     /* B through the coherent path on sm_90+: a chained launch may start
      * while the kernel before it still writes B, and .nc promises data that
      * is read-only for the kernel's whole life (ptxas may then hoist the
      * load above griddepcontrol.wait; on the H100 it did) */
     "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(GT_NOCHAIN)\n"
-    "__device__ __forceinline__ void gt_ldb(const u16 *p, u32 *w) { GT_LDV(\"ld.global\", p, w); }\n"
+    "__device__ __forceinline__ void gt_ldb(const gt_e *p, u32 *w) { GT_LDV(\"ld.global\", p, w); }\n"
     "#else\n"
-    "__device__ __forceinline__ void gt_ldb(const u16 *p, u32 *w) { GT_LDV(\"ld.global.nc\", p, w); }\n"
+    "__device__ __forceinline__ void gt_ldb(const gt_e *p, u32 *w) { GT_LDV(\"ld.global.nc\", p, w); }\n"
     "#endif\n"
     "#if GT_PIPE == 1\n"
     /* cp.async ring: bytes < size zero-fill the rest (tail, columns past n) */
-    "#if GT_VEC == 8\n"
+    "#if GT_VEC * GT_ES == 16\n"
     "#define GT_CP(pf, d, s, n) asm volatile(\"cp.async.cg.shared.global\" pf \" [%0], [%1], 16, %2;\" \\\n"
     "    :: \"r\"(d), \"l\"(s), \"r\"(n) : \"memory\")\n"
     "#else\n"
@@ -153,12 +181,15 @@ const char gt_gen_gemv_src[] =
     "#endif\n"
     "#endif\n"
     /* a partial vector at the end of k: element loads, zeros past the end */
-    "__device__ __forceinline__ void gt_ld_tail(const u16 *p, i64 avail, u32 *w, int isa) {\n"
+    "__device__ __forceinline__ void gt_ld_tail(const gt_e *p, i64 avail, u32 *w, int isa) {\n"
     "  if (avail >= GT_VEC) { if (isa) gt_lda(p, w); else gt_ldb(p, w); return; }\n"
     "#pragma unroll\n"
-    "  for (int i = 0; i < GT_NV; i++) {\n"
-    "    u32 lo = 2 * i < avail ? (u32)p[2 * i] : 0u, hi = 2 * i + 1 < avail ? (u32)p[2 * i + 1] : 0u;\n"
-    "    w[i] = lo | hi << 16;\n"
+    "  for (int i = 0; i < GT_LW; i++) {\n"
+    "    u32 v = 0u;\n"
+    "#pragma unroll\n"
+    "    for (int e = 0; e < 4 / GT_ES; e++)\n"
+    "      if (i * (4 / GT_ES) + e < avail) v |= (u32)p[i * (4 / GT_ES) + e] << (8 * GT_ES * e);\n"
+    "    w[i] = v;\n"
     "  }\n"
     "}\n"
     GT_GEN_SRC_GET_PUT
@@ -185,34 +216,34 @@ const char gt_gen_gemv_src[] =
     "#endif\n"
     "#if GT_PIPE == 1\n"
     /* stage st (this lane's slots): the vectors of A rows and B columns at kk */
-    "__device__ __forceinline__ void gt_issue(u32 *st, i64 kk, i64 ke, const u16 *const *ar,\n"
-    "                                         const u16 *const *bc, const bool *bok) {\n"
+    "__device__ __forceinline__ void gt_issue(u32 *st, i64 kk, i64 ke, const gt_e *const *ar,\n"
+    "                                         const gt_e *const *bc, const bool *bok) {\n"
     "  const i64 avail = ke - kk;\n"
-    "  const int n = avail >= GT_VEC ? 2 * GT_VEC : avail > 0 ? 2 * (int)avail : 0;\n"
+    "  const int n = avail >= GT_VEC ? GT_ES * GT_VEC : avail > 0 ? GT_ES * (int)avail : 0;\n"
     "  const i64 o = n ? kk : 0;\n"
     "#pragma unroll\n"
-    "  for (int x = 0; x < GT_NAR; x++) GT_CP(GT_APF, gt_smem(st + x * GT_WS * GT_NV), ar[x] + o, n);\n"
+    "  for (int x = 0; x < GT_NAR; x++) GT_CP(GT_APF, gt_smem(st + x * GT_WS * GT_LW), ar[x] + o, n);\n"
     "#pragma unroll\n"
     "  for (int x = 0; x < GT_NBC; x++)\n"
-    "    GT_CP(\"\", gt_smem(st + (GT_NAR + x) * GT_WS * GT_NV), bc[x] + (bok[x] ? o : 0), bok[x] ? n : 0);\n"
+    "    GT_CP(\"\", gt_smem(st + (GT_NAR + x) * GT_WS * GT_LW), bc[x] + (bok[x] ? o : 0), bok[x] ? n : 0);\n"
     "}\n"
     "__device__ __forceinline__ void gt_lds(const u32 *p, u32 *w) {\n"
     "#pragma unroll\n"
-    "  for (int i = 0; i < GT_NV; i++) w[i] = p[i];\n"
+    "  for (int i = 0; i < GT_LW; i++) w[i] = p[i];\n"
     "}\n"
     "#endif\n"
     /* reg: columns past n, which read column 0, zeroed before the math (their
      * sums are never stored; dbuf skips this: without the selects ptxas keeps
      * its loads ahead of the math) */
-    "__device__ __forceinline__ void gt_mask(u32 (*bv)[GT_NV], const bool *bok) {\n"
+    "__device__ __forceinline__ void gt_mask(u32 (*bv)[GT_LW], const bool *bok) {\n"
     "#pragma unroll\n"
     "  for (int x = 0; x < GT_NBC; x++)\n"
     "#pragma unroll\n"
-    "    for (int w = 0; w < GT_NV; w++) bv[x][w] = bok[x] ? bv[x][w] : 0u;\n"
+    "    for (int w = 0; w < GT_LW; w++) bv[x][w] = bok[x] ? bv[x][w] : 0u;\n"
     "}\n"
     /* one block: k_unroll chunks of every row of A and column of B at k0 */
-    "__device__ __forceinline__ void gt_ldblk(const u16 *const *ar, const u16 *const *bc, i64 k0,\n"
-    "                                         u32 (*av)[GT_NAR][GT_NV], u32 (*bv)[GT_NBC][GT_NV]) {\n"
+    "__device__ __forceinline__ void gt_ldblk(const gt_e *const *ar, const gt_e *const *bc, i64 k0,\n"
+    "                                         u32 (*av)[GT_NAR][GT_LW], u32 (*bv)[GT_NBC][GT_LW]) {\n"
     "#pragma unroll\n"
     "  for (int u = 0; u < GT_U; u++) {\n"
     "#pragma unroll\n"
@@ -222,20 +253,20 @@ const char gt_gen_gemv_src[] =
     "  }\n"
     "}\n"
     /* the same block's A or B alone (dbuf's first block straddles the wait) */
-    "__device__ __forceinline__ void gt_ldblk_a(const u16 *const *ar, i64 k0, u32 (*av)[GT_NAR][GT_NV]) {\n"
+    "__device__ __forceinline__ void gt_ldblk_a(const gt_e *const *ar, i64 k0, u32 (*av)[GT_NAR][GT_LW]) {\n"
     "#pragma unroll\n"
     "  for (int u = 0; u < GT_U; u++)\n"
     "#pragma unroll\n"
     "    for (int x = 0; x < GT_NAR; x++) gt_lda(ar[x] + k0 + u * GT_CH, av[u][x]);\n"
     "}\n"
-    "__device__ __forceinline__ void gt_ldblk_b(const u16 *const *bc, i64 k0, u32 (*bv)[GT_NBC][GT_NV]) {\n"
+    "__device__ __forceinline__ void gt_ldblk_b(const gt_e *const *bc, i64 k0, u32 (*bv)[GT_NBC][GT_LW]) {\n"
     "#pragma unroll\n"
     "  for (int u = 0; u < GT_U; u++)\n"
     "#pragma unroll\n"
     "    for (int x = 0; x < GT_NBC; x++) gt_ldb(bc[x] + k0 + u * GT_CH, bv[u][x]);\n"
     "}\n"
-    /* one chunk of 4*vec k values: av[GT_NAR][GT_NV], bv[GT_NBC][GT_NV] */
-    "__device__ __forceinline__ void gt_step(float *acc, u32 (*av)[GT_NV], u32 (*bv)[GT_NV]) {\n"
+    /* one chunk of 4*vec k values as 16-bit words: av[GT_NAR][GT_NV], bv[GT_NBC][GT_NV] */
+    "__device__ __forceinline__ void gt_step16(float *acc, u32 (*av)[GT_NV], u32 (*bv)[GT_NV]) {\n"
     "#if GT_MMA\n"
     "#pragma unroll\n"
     "  for (int r = 0; r < GT_RT; r++)\n"
@@ -258,6 +289,33 @@ const char gt_gen_gemv_src[] =
     "      for (int r = 0; r < GT_RL; r++) acc[r * GT_NTILE + j] += a[r] * b;\n"
     "    }\n"
     "  }\n"
+    "#endif\n"
+    "}\n"
+    /* fp8: two elements (the low and high byte of h) to an f16x2 word, the
+     * low byte to the low half; e4m3 and e5m2 are both exact in f16 */
+    "#if GT_F8\n"
+    "template <int T> __device__ __forceinline__ u32 gt_f8x2(u32 h) {\n"
+    "  u32 r; u16 x = (u16)h;\n"
+    "  if (T == 2) asm(\"cvt.rn.f16x2.e4m3x2 %0, %1;\" : \"=r\"(r) : \"h\"(x));\n"
+    "  else asm(\"cvt.rn.f16x2.e5m2x2 %0, %1;\" : \"=r\"(r) : \"h\"(x));\n"
+    "  return r;\n"
+    "}\n"
+    "template <int T> __device__ __forceinline__ void gt_dec(const u32 *w, u32 *h) {\n"
+    "#pragma unroll\n"
+    "  for (int i = 0; i < GT_LW; i++) { h[2 * i] = gt_f8x2<T>(w[i]); h[2 * i + 1] = gt_f8x2<T>(w[i] >> 16); }\n"
+    "}\n"
+    "#endif\n"
+    /* one chunk as loaded: av[GT_NAR][GT_LW], bv[GT_NBC][GT_LW] (fp8: decoded first) */
+    "__device__ __forceinline__ void gt_step(float *acc, u32 (*av)[GT_LW], u32 (*bv)[GT_LW]) {\n"
+    "#if GT_F8\n"
+    "  u32 ah[GT_NAR][GT_NV], bh[GT_NBC][GT_NV];\n"
+    "#pragma unroll\n"
+    "  for (int x = 0; x < GT_NAR; x++) gt_dec<GT_AB>(av[x], ah[x]);\n"
+    "#pragma unroll\n"
+    "  for (int x = 0; x < GT_NBC; x++) gt_dec<GT_BB>(bv[x], bh[x]);\n"
+    "  gt_step16(acc, ah, bh);\n"
+    "#else\n"
+    "  gt_step16(acc, av, bv);\n"
     "#endif\n"
     "}\n"
     /* dbuf: an explicit minimum of one CTA per SM lets ptxas keep both
@@ -297,12 +355,12 @@ const char gt_gen_gemv_src[] =
     "  const int sk = blockIdx.z % GT_SPLITK;\n"
     "  const i64 row0 = (i64)blockIdx.x * GT_RPC + wm * GT_RW, col0 = (i64)blockIdx.y * GT_NTILE;\n"
     "  const i64 kb = (i64)sk * g.kper, ke = kb + g.kper < g.k ? kb + g.kper : g.k;\n"
-    "  const u16 *A = (const u16 *)g.a + zb * g.sa, *B = (const u16 *)g.b + zb * g.sb;\n"
+    "  const gt_e *A = (const gt_e *)g.a + zb * g.sa, *B = (const gt_e *)g.b + zb * g.sb;\n"
     "#if GT_PIPE != 2\n"
     "  GT_PDL_FENCE(A);\n"
     "  GT_PDL_FENCE(B);\n"
     "#endif\n"
-    "  const u16 *ar[GT_NAR], *bc[GT_NBC];\n"
+    "  const gt_e *ar[GT_NAR], *bc[GT_NBC];\n"
     "  bool bok[GT_NBC];\n"
     "#pragma unroll\n"
     "  for (int x = 0; x < GT_NAR; x++) {\n"
@@ -332,24 +390,24 @@ const char gt_gen_gemv_src[] =
     /* each lane copies its own vectors into its warp's ring of k_unroll
      * chunks and reads back only those: no synchronisation but wait_group;
      * a stage is refilled after the mma consumed what was read from it */
-    "  __shared__ __align__(16) u32 gt_ring[GT_WARPS * GT_U * (GT_NAR + GT_NBC) * GT_WS * GT_NV];\n"
-    "  u32 *ring = gt_ring + warp * (GT_U * (GT_NAR + GT_NBC) * GT_WS * GT_NV) + lane * GT_NV;\n"
+    "  __shared__ __align__(16) u32 gt_ring[GT_WARPS * GT_U * (GT_NAR + GT_NBC) * GT_WS * GT_LW];\n"
+    "  u32 *ring = gt_ring + warp * (GT_U * (GT_NAR + GT_NBC) * GT_WS * GT_LW) + lane * GT_LW;\n"
     "  const i64 nch = ke > kb ? (ke - kb + GT_CH - 1) / GT_CH : 0;\n"
     "  const i64 mine = nch > wk ? (nch - wk + GT_KW - 1) / GT_KW : 0;\n"
     "  for (int s = 0; s < GT_U; s++) {\n"
-    "    if (s < mine) gt_issue(ring + s * (GT_NAR + GT_NBC) * GT_WS * GT_NV,\n"
+    "    if (s < mine) gt_issue(ring + s * (GT_NAR + GT_NBC) * GT_WS * GT_LW,\n"
     "                           kb + (wk + (i64)GT_KW * s) * GT_CH + GT_LOFF, ke, ar, bc, bok);\n"
     "    gt_commit();\n"
     "  }\n"
     "  int slot = 0;\n"
     "  for (i64 i = 0; i < mine; i++) {\n"
     "    gt_wait<GT_U - 1>();\n"
-    "    u32 *st = ring + slot * (GT_NAR + GT_NBC) * GT_WS * GT_NV;\n"
-    "    u32 av[GT_NAR][GT_NV], bv[GT_NBC][GT_NV];\n"
+    "    u32 *st = ring + slot * (GT_NAR + GT_NBC) * GT_WS * GT_LW;\n"
+    "    u32 av[GT_NAR][GT_LW], bv[GT_NBC][GT_LW];\n"
     "#pragma unroll\n"
-    "    for (int x = 0; x < GT_NAR; x++) gt_lds(st + x * GT_WS * GT_NV, av[x]);\n"
+    "    for (int x = 0; x < GT_NAR; x++) gt_lds(st + x * GT_WS * GT_LW, av[x]);\n"
     "#pragma unroll\n"
-    "    for (int x = 0; x < GT_NBC; x++) gt_lds(st + (GT_NAR + x) * GT_WS * GT_NV, bv[x]);\n"
+    "    for (int x = 0; x < GT_NBC; x++) gt_lds(st + (GT_NAR + x) * GT_WS * GT_LW, bv[x]);\n"
     "    gt_step(acc, av, bv);\n"
     "    if (i + GT_U < mine) gt_issue(st, kb + (wk + (i64)GT_KW * (i + GT_U)) * GT_CH + GT_LOFF, ke, ar, bc, bok);\n"
     "    gt_commit();\n"
@@ -363,12 +421,12 @@ const char gt_gen_gemv_src[] =
     /* dbuf: the loads of the warp's next block are issued before the math
      * of this one, so a warp always has a block in flight; the last round
      * reloads its own block (an L2 hit, never used): no branch in the loop */
-    "  u32 av[GT_U][GT_NAR][GT_NV], bv[GT_U][GT_NBC][GT_NV];\n"
+    "  u32 av[GT_U][GT_NAR][GT_LW], bv[GT_U][GT_NBC][GT_LW];\n"
     "  if (wk < nb) gt_ldblk_a(ar, kb + (i64)wk * GT_WB + GT_LOFF, av);\n"
     "  GT_PDL_WAIT();\n"
     "  if (wk < nb) gt_ldblk_b(bc, kb + (i64)wk * GT_WB + GT_LOFF, bv);\n"
     "  for (i64 blk = wk; blk < nb; blk += GT_KW) {\n"
-    "    u32 an[GT_U][GT_NAR][GT_NV], bn[GT_U][GT_NBC][GT_NV];\n"
+    "    u32 an[GT_U][GT_NAR][GT_LW], bn[GT_U][GT_NBC][GT_LW];\n"
     "    gt_ldblk(ar, bc, kb + (blk + GT_KW < nb ? blk + GT_KW : blk) * GT_WB + GT_LOFF, an, bn);\n"
     "#pragma unroll\n"
     "    for (int u = 0; u < GT_U; u++) {\n"
@@ -379,16 +437,16 @@ const char gt_gen_gemv_src[] =
     "#pragma unroll\n"
     "      for (int x = 0; x < GT_NAR; x++)\n"
     "#pragma unroll\n"
-    "        for (int w = 0; w < GT_NV; w++) av[u][x][w] = an[u][x][w];\n"
+    "        for (int w = 0; w < GT_LW; w++) av[u][x][w] = an[u][x][w];\n"
     "#pragma unroll\n"
     "      for (int x = 0; x < GT_NBC; x++)\n"
     "#pragma unroll\n"
-    "        for (int w = 0; w < GT_NV; w++) bv[u][x][w] = bn[u][x][w];\n"
+    "        for (int w = 0; w < GT_LW; w++) bv[u][x][w] = bn[u][x][w];\n"
     "    }\n"
     "  }\n"
     "#else\n"
     "  for (i64 blk = wk; blk < nb; blk += GT_KW) {\n"
-    "    u32 av[GT_U][GT_NAR][GT_NV], bv[GT_U][GT_NBC][GT_NV];\n"
+    "    u32 av[GT_U][GT_NAR][GT_LW], bv[GT_U][GT_NBC][GT_LW];\n"
     "    gt_ldblk(ar, bc, kb + blk * GT_WB + GT_LOFF, av, bv);\n"
     "#pragma unroll\n"
     "    for (int u = 0; u < GT_U; u++) {\n"
@@ -403,7 +461,7 @@ const char gt_gen_gemv_src[] =
     "#if GT_TAIL\n"
     "  for (i64 kc = kb + nb * GT_WB + (i64)wk * GT_CH; kc < ke; kc += (i64)GT_KW * GT_CH) {\n"
     "    const i64 kk = kc + GT_LOFF, avail = ke - kk;\n"
-    "    u32 av[GT_NAR][GT_NV], bv[GT_NBC][GT_NV];\n"
+    "    u32 av[GT_NAR][GT_LW], bv[GT_NBC][GT_LW];\n"
     "#pragma unroll\n"
     "    for (int x = 0; x < GT_NAR; x++) gt_ld_tail(ar[x] + kk, avail, av[x], 1);\n"
     "#pragma unroll\n"
@@ -535,6 +593,10 @@ int gt_gen_defines(const gt_problem *p, const gt_gen_cfg *c, int hip,
     int n = (int)(sizeof d / sizeof d[0]);
     for (int i = 0; i < n; i++)
         snprintf(defs[i], GT_GEN_DEF_LEN, "-D%s=%d", d[i].name, d[i].v);
+    /* B's fp8 type only where it is fp8: the 16-bit kernels' options (and
+     * so their cache keys and exported sources) stay what they were */
+    if (t.ab >= 2)
+        snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_BB=%d", t.bb);
     return n;
 }
 
@@ -573,6 +635,6 @@ void gt_gen_geometry(const gt_problem *p, const gt_gen_cfg *c, int warp_size, gt
         int nar = lw ? rw : warp_size == 32 ? 2 * (rw / 16) : rw / (warp_size / 4);
         int nbc = lw || warp_size != 32 ? c->n_tile : c->n_tile / 8;
         g->smem_bytes += (size_t)c->warps * (size_t)c->k_unroll * (size_t)(nar + nbc) *
-                         (size_t)warp_size * (size_t)c->vec * 2;
+                         (size_t)warp_size * (size_t)c->vec * (size_t)gt_gen_elem_size(p);
     }
 }

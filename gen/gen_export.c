@@ -11,6 +11,7 @@
  * functions the worker launches with (gt_gen_geometry and gen_run.c's
  * argument struct), never from a second copy of their rules. */
 #include "gen_export.h"
+#include "src_common.h"
 #include "gen_mma.h"
 
 #include <cjson/cJSON.h>
@@ -22,10 +23,10 @@
 
 /* The exported layout is gt_gen_args' (gen_run.c passes that struct to the
  * templates' gt_gemv_args and gt_mma_args): 21 members of 8 bytes in this
- * order. */
-_Static_assert(sizeof(gt_gen_args) == 21 * 8, "gt_gen_args is no longer 21 x 8 bytes");
+ * order, and for an fp8 gemv kernel 2 more (scale_a, scale_b). */
+_Static_assert(sizeof(gt_gen_args) == 23 * 8, "gt_gen_args is no longer 23 x 8 bytes");
 _Static_assert(offsetof(gt_gen_args, m) == 7 * 8 && offsetof(gt_gen_args, kper) == 18 * 8 &&
-                   offsetof(gt_gen_args, beta) == 20 * 8,
+                   offsetof(gt_gen_args, beta) == 20 * 8 && offsetof(gt_gen_args, scale_b) == 22 * 8,
                "gt_gen_args members moved: update gen_args()");
 
 /* ---- a growing string (NULL after any failure) ------------------------------------ */
@@ -95,7 +96,7 @@ static int gemv_runnable(const gt_problem *p, const gt_gen_cfg *c, const gt_gen_
                          size_t len)
 {
     int64_t batch = p->batch > 0 ? p->batch : 1;
-    if (gt_gen_check_shape(c, why, len))
+    if (gt_gen_check_shape(c, why, len) || gt_gen_check_vec(p, c, why, len))
         return -1;
     if (c->warps * 32 > 1024)
         snprintf(why, len, "threads: %d warps > 1024 threads per block", c->warps);
@@ -141,10 +142,13 @@ static void gen_args(gt_gen_kernel *k, const gt_problem *p, const gt_gen_geom *g
         {"kper", "long long", GT_GEN_ARG_I64, g->kper, 0, kper_doc},
         {"alpha", "double", GT_GEN_ARG_F64, 0, p->alpha, "alpha"},
         {"beta", "double", GT_GEN_ARG_F64, 0, p->beta, "beta"},
+        /* fp8 inputs (the gemv template declares them then only) */
+        {"scale_a", "const float *", GT_GEN_ARG_PTR, 0, 0, "A's scale: a device f32 (cuBLASLt's A scale pointer); D = alpha x scale_a x scale_b x A.B + ..."},
+        {"scale_b", "const float *", GT_GEN_ARG_PTR, 0, 0, "B's scale: a device f32 (cuBLASLt's B scale pointer)"},
     };
     k->args_struct = args_struct;
-    k->nargs = (int)(sizeof a / sizeof a[0]);
-    memcpy(k->args, a, sizeof a);
+    k->nargs = (int)(sizeof a / sizeof a[0]) - (gt_gen_elem_size(p) == 1 ? 0 : 2);
+    memcpy(k->args, a, (size_t)k->nargs * sizeof a[0]);
     k->args_bytes = 8 * (size_t)k->nargs;
 }
 
@@ -267,7 +271,10 @@ static int gemv_kernel(const gt_problem *p, const cJSON *cfg, gt_gen_kernel *k, 
      * comes before the wait */
     k->chain_min_sm = 90;
     k->chain_reads_a = c.pipe == GT_GEN_PIPE_DBUF;
-    return finish(k, &k_gemv_desc, p, &g, text, c.splitk, c.reduction, err, errlen);
+    int rc = finish(k, &k_gemv_desc, p, &g, text, c.splitk, c.reduction, err, errlen);
+    if (gt_gen_elem_size(p) == 1) /* cvt.rn.f16x2.e4m3x2/e5m2x2 */
+        k->min_sm = 89;
+    return rc;
 }
 
 /* The rules of gt_mma_check without which the mma kernel computes a wrong
@@ -405,7 +412,8 @@ int gt_gen_kernel_nvrtc_opts(const gt_gen_kernel *k, char arch_buf[48],
 }
 
 int gt_gen_kernel_args(const gt_gen_kernel *k, const void *a, const void *b, const void *c,
-                       const void *bias, void *d, void *ws, void *out, size_t len)
+                       const void *bias, void *d, const void *scale_a, const void *scale_b, void *ws,
+                       void *out, size_t len)
 {
     if (len < k->args_bytes)
         return -1;
@@ -432,7 +440,12 @@ int gt_gen_kernel_args(const gt_gen_kernel *k, const void *a, const void *b, con
             v = bias;
         else if (!strcmp(x->name, "d"))
             v = d;
-        else {
+        else if (!strcmp(x->name, "scale_a") || !strcmp(x->name, "scale_b")) {
+            /* the kernel reads them unconditionally: refused, never a fault */
+            v = x->name[6] == 'a' ? scale_a : scale_b;
+            if (!v)
+                return -1;
+        } else {
             known = 0;
             for (int j = 0; j < k->nbufs; j++)
                 if (!strcmp(x->name, k->bufs[j].arg)) {
@@ -732,4 +745,12 @@ char *gt_gen_kernel_cuh(const gt_gen_kernel *k, const char *about)
     sb_printf(&b, " */\n#pragma once\n");
     sb_put(&b, k->source, strlen(k->source));
     return b.oom ? NULL : b.s;
+}
+
+int gt_gen_kernel_scaled(const gt_gen_kernel *k)
+{
+    for (int i = 0; i < k->nargs; i++)
+        if (!strcmp(k->args[i].name, "scale_a"))
+            return 1;
+    return 0;
 }

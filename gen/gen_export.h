@@ -141,9 +141,14 @@ char *gt_gen_kernel_cuh(const gt_gen_kernel *k, const char *about);
 /* Fills the argument struct (k->args_bytes bytes at out) with the pointers
  * of one call and the fixed scalars; ws is the device workspace of
  * k->workspace_bytes (NULL when 0). Pointer members name their role: a, b,
- * c, bias, d, or a buffer of k->bufs. Returns 0, or -1 when len is short or
- * a member has no known role. */
+ * c, bias, d, scale_a, scale_b (fp8 kernels: device f32 scalars, ignored
+ * otherwise), or a buffer of k->bufs. Returns 0, or -1 when len is short, a
+ * member has no known role, or an fp8 kernel's scale pointer is NULL. */
 int gt_gen_kernel_args(const gt_gen_kernel *k, const void *a, const void *b, const void *c,
-                       const void *bias, void *d, void *ws, void *out, size_t len);
+                       const void *bias, void *d, const void *scale_a, const void *scale_b, void *ws,
+                       void *out, size_t len);
+
+/* 1 when k's argument struct has the fp8 scale pointers (scale_a, scale_b). */
+int gt_gen_kernel_scaled(const gt_gen_kernel *k);
 
 #endif

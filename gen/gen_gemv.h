@@ -152,6 +152,10 @@ int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, 
  * of the lanes layout, a reduction exactly when splitk > 1. 0, or 1 with the
  * reason (unless why is NULL). */
 int gt_gen_check_shape(const gt_gen_cfg *c, char *why, size_t len);
+/* The element-size rule (the export's own check shares it): vec x the
+ * A/B element size (2 bytes, or 1 for fp8) must be a 16- or 8-byte load.
+ * 0, or 1 with the reason (unless why is NULL). */
+int gt_gen_check_vec(const gt_problem *p, const gt_gen_cfg *c, char *why, size_t len);
 /* The ranking model's estimate of one call, in microseconds (lower first). */
 double gt_gen_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c);
 
@@ -196,8 +200,11 @@ int gt_gen_defines(const gt_problem *p, const gt_gen_cfg *c, int hip,
                    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN]);
 
 /* Kernel arguments (the template's struct gt_gemv_args, by value; the "mma"
- * template's gt_mma_args has the same layout): 8-byte members only, so host
- * and device layouts agree. */
+ * template's gt_mma_args has the same layout up to beta): 8-byte members
+ * only, so host and device layouts agree. scale_a/scale_b (device f32
+ * scalars, cuBLASLt's A/B scale pointers) are members of an fp8 kernel's
+ * struct only: a 16-bit kernel's struct ends at beta, and the driver copies
+ * no more than the kernel declares, so one host struct serves both. */
 typedef struct gt_gen_args {
     const void *a, *b, *c, *bias;
     void *d;
@@ -205,6 +212,7 @@ typedef struct gt_gen_args {
     unsigned *cnt;
     long long m, n, k, lda, ldb, ldc, ldd, sa, sb, sc, sd, kper;
     double alpha, beta;
+    const float *scale_a, *scale_b;
 } gt_gen_args;
 
 typedef struct gt_gen_geom {

@@ -214,7 +214,7 @@ int gt_mma_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_
                            "transA=T (N would need ldmatrix.trans)");
     else if (p->trans_b != 'N')
         GT_WHY(why, len, "transB=T: tiles of B are loaded as columns along k (transB=N only)");
-    else if (gt_gen_types_reason(p, why, len) != 0)
+    else if (gt_gen_types_reason(p, 0, why, len) != 0)
         return -1;
     else if (p->m < 1 || p->n < 1 || p->k < 1 || p->batch < 1)
         GT_WHY(why, len, "empty problem");
@@ -569,8 +569,9 @@ static int interleave(gt_gen_ranked *ok, int nok)
 
 /* the raw config i: mixed-radix digits, swizzle fastest; the wgmma configs
  * after the mma.sync ones */
-static int raw_cfg(int i, gt_gen_anycfg *out)
+static int raw_cfg(const gt_problem *p, int i, gt_gen_anycfg *out)
 {
+    (void)p; /* the family's values do not depend on the element size */
     if (i >= NRAW_SYNC) {
         int j = i - NRAW_SYNC, sw = j % 4, skr = j / 4 % 9, st = j / 36 % 4, bn = j / 144 % NWG_BN,
             bm = j / (144 * NWG_BN) % 2;

@@ -407,7 +407,7 @@ int gt_mma_defines_for(const gt_problem *p, const gt_mma_cfg *c, int hip,
                        char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN])
 {
     gt_gen_type_defs t;
-    if (gt_gen_type_defs_of(p, &t) != 0)
+    if (gt_gen_type_defs_of(p, &t) != 0 || t.ab > 1) /* the template's mma types: bf16, f16 */
         return -1;
     const struct {
         const char *name;

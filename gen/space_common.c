@@ -56,12 +56,25 @@ int gt_gen_int_attr_add(cJSON *j, const gt_gen_int_attr *attrs, size_t n, const 
 
 static int io_type(gt_dtype t) { return t == GT_DT_F32 || t == GT_DT_F16 || t == GT_DT_BF16; }
 
-int gt_gen_types_reason(const gt_problem *p, char *why, size_t len)
+static int ocp_f8(gt_dtype t) { return t == GT_DT_F8E4M3 || t == GT_DT_F8E5M2; }
+
+int gt_gen_types_reason(const gt_problem *p, int fp8, char *why, size_t len)
 {
     const char *act = p->activation;
-    if (p->a_type != p->b_type || (p->a_type != GT_DT_BF16 && p->a_type != GT_DT_F16))
-        snprintf(why, len, "A/B types %s/%s: bf16 or f16 inputs of one type only",
+    int f8 = fp8 && ocp_f8(p->a_type) && ocp_f8(p->b_type);
+    if (fp8 && (gt_dtype_is_f8(p->a_type) || gt_dtype_is_f8(p->b_type)) && !f8)
+        snprintf(why, len, "A/B types %s/%s: fp8 inputs are OCP e4m3/e5m2 on both sides (FNUZ is "
+                 "AMD's encoding; an fp8 x 16-bit mix is no cuBLASLt GEMM)",
                  gt_dtype_name(p->a_type), gt_dtype_name(p->b_type));
+    else if (f8 && p->a_type == GT_DT_F8E5M2 && p->b_type == GT_DT_F8E5M2)
+        snprintf(why, len, "A/B types e5m2/e5m2: cuBLASLt's fp8 matmul takes at most one e5m2 input");
+    else if (f8 && (gt_problem_scale(p, 'a') != GT_SCALE_SCALAR || gt_problem_scale(p, 'b') != GT_SCALE_SCALAR))
+        snprintf(why, len, "fp8 scales %s/%s: one f32 scale per tensor for A and B only (cuBLASLt's "
+                 "A/B scale pointers)", gt_scale_name(gt_problem_scale(p, 'a')),
+                 gt_scale_name(gt_problem_scale(p, 'b')));
+    else if (!f8 && (p->a_type != p->b_type || (p->a_type != GT_DT_BF16 && p->a_type != GT_DT_F16)))
+        snprintf(why, len, "A/B types %s/%s: bf16 or f16 inputs of one type only%s",
+                 gt_dtype_name(p->a_type), gt_dtype_name(p->b_type), fp8 ? ", or OCP fp8" : "");
     else if (p->compute_type != GT_DT_F32 || (p->scale_type != GT_DT_F32 && p->scale_type != GT_DT_INVALID))
         snprintf(why, len, "compute %s, scale %s: the family accumulates and scales in f32 only",
                  gt_dtype_name(p->compute_type), gt_dtype_name(p->scale_type));
@@ -115,7 +128,7 @@ int gt_gen_space_build(const gt_gen_space_spec *f, const gt_problem *p, const gt
         goto fail;
     for (int i = 0; i < f->nraw; i++) {
         gt_gen_anycfg c;
-        if (!f->raw(i, &c))
+        if (!f->raw(p, i, &c))
             continue;
         out->raw++;
         char *rec = with_pruned ? (char *)out->pruned + (size_t)out->npruned * f->pruned_size : NULL;

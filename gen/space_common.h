@@ -43,10 +43,12 @@ int gt_gen_int_attr_add(struct cJSON *j, const gt_gen_int_attr *attrs, size_t n,
 
 /* ---- applicability ------------------------------------------------------------------ */
 
-/* 0 when both families can take p's types and epilogue (bf16/f16 inputs of
- * one type, f32 compute and scale, C/D/bias in f32/f16/bf16, activation
- * none/relu/gelu(_tanh)); else -1 with the reason. */
-int gt_gen_types_reason(const gt_problem *p, char *why, size_t len);
+/* 0 when a family can take p's types and epilogue (bf16/f16 inputs of one
+ * type, f32 compute and scale, C/D/bias in f32/f16/bf16, activation
+ * none/relu/gelu(_tanh)); else -1 with the reason. fp8 1 (the "gemv"
+ * family) also admits OCP fp8 inputs as cuBLASLt's fp8 matmul takes them
+ * (e4m3/e5m2, not both e5m2, one f32 scale per tensor for A and B). */
+int gt_gen_types_reason(const gt_problem *p, int fp8, char *why, size_t len);
 
 /* ---- the space -------------------------------------------------------------------- */
 
@@ -70,9 +72,11 @@ typedef struct gt_gen_space_spec {
     size_t cfg_size;          /* sizeof the family's config */
     size_t pruned_size;       /* sizeof the family's pruned record */
     size_t reason_off;        /* offsetof(record, reason) */
-    /* Config i of the raw space into c: 1, or 0 when i is not in the space
-     * (neither counted in raw nor pruned). */
-    int (*raw)(int i, gt_gen_anycfg *c);
+    /* Config i of the raw space for p into c: 1, or 0 when i is not in the
+     * space (neither counted in raw nor pruned). p only chooses values
+     * whose meaning depends on the element size (gemv's vec), never the
+     * size of the space. */
+    int (*raw)(const gt_problem *p, int i, gt_gen_anycfg *c);
     int (*check)(const gt_problem *p, const gt_gen_dev *d, const gt_gen_anycfg *c, char *why,
                  size_t len);
     double (*model_us)(const gt_problem *p, const gt_gen_dev *d, const gt_gen_anycfg *c);

@@ -66,13 +66,19 @@
     "  else ((u16 *)p)[i] = gt_f2bf(v);\n"                                                  \
     "}\n"
 
-/* the epilogue (alpha, beta * C, bias, activation) and the store of one D
- * element, for the template's argument struct ARGS; GT_BETA 0 (beta == 0,
+/* the epilogue (alpha, fp8's scale_a x scale_b where the template defines
+ * GT_F8 as cuBLASLt applies them: to the product only, beta * C, bias,
+ * activation) and the store of one D element, for the template's argument
+ * struct ARGS; GT_BETA 0 (beta == 0,
  * part of the problem) compiles out the read of C, whose mere possibility
  * cost the o projection's n = 16 kernel 3 % on the H100 */
 #define GT_GEN_SRC_EPI(ARGS)                                                                      \
     "__device__ __forceinline__ float gt_epi(const " #ARGS " &g, i64 zb, i64 i, i64 j, float acc) {\n" \
+    "#if defined(GT_F8) && GT_F8\n"                                                              \
+    "  float v = (float)g.alpha * (*g.scale_a * *g.scale_b) * acc;\n"                            \
+    "#else\n"                                                                                    \
     "  float v = (float)g.alpha * acc;\n"                                                         \
+    "#endif\n"                                                                                   \
     "#if GT_BETA\n"                                                                               \
     "  if (g.beta != 0.0) v += (float)g.beta * gt_get<GT_CKT>(g.c, zb * g.sc + i + j * g.ldc);\n" \
     "#endif\n"                                                                                    \
@@ -105,15 +111,21 @@
     "#endif\n"                                                                                                  \
     "}\n"
 
-/* The -D values both templates take from the problem: GT_AB (0 bf16, 1
- * f16), GT_DKT, GT_CKT, GT_BIASKT (0 f32, 2 f16, 3 bf16; bias -1 none),
- * GT_ACT (0 none, 1 relu, 2 gelu), GT_BETA (0 when beta == 0: C is never
- * read). */
+/* The -D values both templates take from the problem: GT_AB (A's type: 0
+ * bf16, 1 f16, 2 e4m3, 3 e5m2; the fp8 codes only in the "gemv" family,
+ * whose rules alone admit fp8), bb (B's type, same codes: only fp8 A/B may
+ * differ, and the gemv template takes it as GT_BB only then), GT_DKT,
+ * GT_CKT, GT_BIASKT (0 f32, 2 f16, 3 bf16; bias -1 none), GT_ACT (0 none, 1
+ * relu, 2 gelu), GT_BETA (0 when beta == 0: C is never read). */
 typedef struct gt_gen_type_defs {
-    int ab, dkt, ckt, bkt, act, beta;
+    int ab, bb, dkt, ckt, bkt, act, beta;
 } gt_gen_type_defs;
 
-/* 0, or -1 when p's types have no encoding. */
+/* 0, or -1 when p's types have no encoding (A/B: bf16 or f16 of one type,
+ * or OCP fp8, e4m3/e5m2 in any mix). */
 int gt_gen_type_defs_of(const gt_problem *p, gt_gen_type_defs *t);
+
+/* Bytes of one A/B element the templates load: 1 for OCP fp8 inputs, else 2. */
+int gt_gen_elem_size(const gt_problem *p);
 
 #endif

@@ -211,6 +211,11 @@ typedef struct gt_db_kernel {
                                       GT_DB_LAUNCH_CHAINED; 0: never (the "gemv" kernels: 90) */
     int chain_reads_a;             /* 1: chained, it reads A before it waits for the kernel
                                       before it, which must therefore not write A (weights) */
+    int scales;                    /* 1: an fp8 kernel: every launch takes the device f32 scales
+                                      of A and B (cuBLASLt's A/B scale pointers; D = alpha x
+                                      scale_a x scale_b x A.B + ...): gt_db_kernel_args_scaled,
+                                      gt_db_kernel_cuda_launch_scaled; the calls without them
+                                      refuse it. Added last: older members keep their offsets */
 } gt_db_kernel;
 
 /* The generated kernel tuned for d (backend "cuda") on device_model, as a new
@@ -229,6 +234,13 @@ GT_DB_API void gt_db_kernel_free(gt_db_kernel *k);
  * and scalars are fixed by the tuned GEMM. 0, or -1 when len is too small. */
 GT_DB_API int gt_db_kernel_args(const gt_db_kernel *k, const void *a, const void *b, const void *c,
                                 const void *bias, void *d, void *workspace, void *out, size_t len);
+/* gt_db_kernel_args with the scales of an fp8 kernel (k->scales): device
+ * pointers to one f32 each for A and B, required when k->scales (-1 when
+ * NULL: the kernel reads them), ignored otherwise. gt_db_kernel_args is this
+ * with NULL scales. */
+GT_DB_API int gt_db_kernel_args_scaled(const gt_db_kernel *k, const void *a, const void *b,
+                                       const void *c, const void *bias, void *d, const void *scale_a,
+                                       const void *scale_b, void *workspace, void *out, size_t len);
 
 #if defined(GEMMTUNE_CUBLASLT)
 /* A compiled generated kernel: CUDA builds of libgemmtune only (pkg-config's
@@ -276,6 +288,15 @@ GT_DB_API int gt_db_kernel_cuda_launch_ex(const gt_db_kernel *k, const gt_db_mod
                                           struct CUstream_st *stream, const void *a, const void *b,
                                           const void *c, const void *bias, void *d, void *workspace,
                                           unsigned flags, char *err, size_t errlen);
+/* gt_db_kernel_cuda_launch_ex with the scales of an fp8 kernel (k->scales:
+ * device pointers to one f32 each, required; ignored otherwise). The two
+ * calls above are this with NULL scales, which an fp8 kernel refuses. */
+GT_DB_API int gt_db_kernel_cuda_launch_scaled(const gt_db_kernel *k, const gt_db_module *m,
+                                              struct CUstream_st *stream, const void *a,
+                                              const void *b, const void *c, const void *bias, void *d,
+                                              const void *scale_a, const void *scale_b,
+                                              void *workspace, unsigned flags, char *err,
+                                              size_t errlen);
 #endif
 
 /* ---- plans: run the tuned winner, whichever kind it is -----------------------

@@ -77,6 +77,7 @@ int gt_db_kernel_get_key(const gt_db *db, const char *key, const char *device_mo
     k->tensor_maps = g->ntmaps;
     k->chain_min_sm = g->chain_min_sm;
     k->chain_reads_a = g->chain_reads_a;
+    k->scales = gt_gen_kernel_scaled(g);
     /* two slots in the public struct: a family with more launches is one
      * this library cannot describe */
     if (g->nlaunch > 2)
@@ -126,8 +127,15 @@ const gt_gen_kernel *gt_db_kernel_gen(const gt_db_kernel *k)
 int gt_db_kernel_args(const gt_db_kernel *k, const void *a, const void *b, const void *c,
                       const void *bias, void *d, void *workspace, void *out, size_t len)
 {
+    return gt_db_kernel_args_scaled(k, a, b, c, bias, d, NULL, NULL, workspace, out, len);
+}
+
+int gt_db_kernel_args_scaled(const gt_db_kernel *k, const void *a, const void *b, const void *c,
+                             const void *bias, void *d, const void *scale_a, const void *scale_b,
+                             void *workspace, void *out, size_t len)
+{
     const kern *x = (const kern *)k;
     if (!k || !out)
         return -1;
-    return gt_gen_kernel_args(&x->g, a, b, c, bias, d, workspace, out, len);
+    return gt_gen_kernel_args(&x->g, a, b, c, bias, d, scale_a, scale_b, workspace, out, len);
 }

@@ -98,10 +98,26 @@ int gt_db_kernel_cuda_launch_ex(const gt_db_kernel *k, const gt_db_module *m,
                                 const void *c, const void *bias, void *d, void *workspace,
                                 unsigned flags, char *err, size_t errlen)
 {
+    return gt_db_kernel_cuda_launch_scaled(k, m, stream, a, b, c, bias, d, NULL, NULL, workspace,
+                                           flags, err, errlen);
+}
+
+int gt_db_kernel_cuda_launch_scaled(const gt_db_kernel *k, const gt_db_module *m,
+                                    struct CUstream_st *stream, const void *a, const void *b,
+                                    const void *c, const void *bias, void *d, const void *scale_a,
+                                    const void *scale_b, void *workspace, unsigned flags, char *err,
+                                    size_t errlen)
+{
     /* 8 bytes per member of the struct; 8-aligned for the driver's copy */
     unsigned long long args[32];
+    if (k && k->scales && (!scale_a || !scale_b)) {
+        snprintf(err, errlen, "the %s kernel is fp8: it needs the device scales of A and B "
+                 "(gt_db_kernel_cuda_launch_scaled)", k->family);
+        return -1;
+    }
     if (!k || !m || !m->module || m->nfunction != k->nlaunch || k->args_bytes > sizeof args ||
-        gt_db_kernel_args(k, a, b, c, bias, d, workspace, args, sizeof args) != 0) {
+        gt_db_kernel_args_scaled(k, a, b, c, bias, d, scale_a, scale_b, workspace, args,
+                                 sizeof args) != 0) {
         snprintf(err, errlen, "invalid argument (a kernel and its loaded module)");
         return -1;
     }

@@ -241,8 +241,10 @@ int gt_db_plan_run(gt_db_plan *p, void *stream, const void *a, const void *b, co
     if (!p->generated)
         return run_lt(p, stream, a, b, c, bias, d, scale_a, scale_b, scale_d, workspace, err,
                       errlen);
-    if (gt_db_kernel_cuda_launch_ex(p->k, &p->mod, (struct CUstream_st *)stream, a, b, c, bias, d,
-                                    workspace, (unsigned)flags, err, errlen) != 0)
+    /* an fp8 kernel takes the scales as cuBLASLt does (scale_d: no fp8 D yet) */
+    if (gt_db_kernel_cuda_launch_scaled(p->k, &p->mod, (struct CUstream_st *)stream, a, b, c, bias,
+                                        d, scale_a, scale_b, workspace, (unsigned)flags, err,
+                                        errlen) != 0)
         return GT_DB_EINVAL;
     return GT_DB_OK;
 }

@@ -361,6 +361,7 @@ static const char k_sql_best[] =
 
 typedef struct run_info {
     char *name, *backend, *device_model, *format, *strategy;
+    char *launch; /* the run's option launch: how its candidates were timed */
 } run_info;
 
 static void run_info_free(run_info *r)
@@ -370,6 +371,7 @@ static void run_info_free(run_info *r)
     free(r->device_model);
     free(r->format);
     free(r->strategy);
+    free(r->launch);
     memset(r, 0, sizeof *r);
 }
 
@@ -385,7 +387,10 @@ static int load_run(sqlite3 *db, int64_t run_id, run_info *ri, char *err, size_t
     sqlite3_stmt *st = NULL;
     memset(ri, 0, sizeof *ri);
     if (prepare(db,
-                "SELECT name, backend, device_model, source_format, strategy FROM main.runs "
+                /* launch lives in the stored options (server/run_opts.c); a
+                 * run from before it, or without it, timed plainly */
+                "SELECT name, backend, device_model, source_format, strategy,"
+                " COALESCE(json_extract(options, '$.launch'), 'plain') FROM main.runs "
                 "WHERE id = ?1",
                 &st, "runs", err, errlen) != 0 ||
         bind_i64(db, st, 1, run_id, "runs", err, errlen) != 0)
@@ -404,7 +409,8 @@ static int load_run(sqlite3 *db, int64_t run_id, run_info *ri, char *err, size_t
     ri->device_model = col_dup(st, 2);
     ri->format = col_dup(st, 3);
     ri->strategy = col_dup(st, 4);
-    if (!ri->name || !ri->backend || !ri->format || !ri->strategy ||
+    ri->launch = col_dup(st, 5);
+    if (!ri->name || !ri->backend || !ri->format || !ri->strategy || !ri->launch ||
         (sqlite3_column_type(st, 2) != SQLITE_NULL && !ri->device_model)) {
         set_err(err, errlen, "runs: out of memory");
         goto fail;
@@ -466,6 +472,7 @@ int gt_export_run(sqlite3 *db, int64_t run_id, const char *source, const char *p
          meta_put(db, meta, "device_model", ri.device_model, msg, sizeof msg) != 0) ||
         meta_put(db, meta, "source_format", ri.format, msg, sizeof msg) != 0 ||
         meta_put(db, meta, "strategy", ri.strategy, msg, sizeof msg) != 0 ||
+        meta_put(db, meta, "launch", ri.launch, msg, sizeof msg) != 0 ||
         meta_put(db, meta, "gemmtune_version", GT_GEMMTUNE_VERSION, msg, sizeof msg) != 0) {
         set_err(err, errlen, "%s: %s", path, msg);
         goto fail;

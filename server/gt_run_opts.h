@@ -43,6 +43,8 @@ typedef struct gt_run_opts {
     int warmup;
     int chained;                /* "launch": "chained": generated gemv kernels timed with
                                    programmatic dependent launch (cuda, sm_90+) */
+    int graph;                  /* "launch": "graph": every candidate timed as replays of a
+                                   CUDA graph of its calls (cuda); never with chained */
     gt_log_opts log;            /* format, skip_invalid, threshold */
     char *candidates;           /* JSON array of configs added to every problem's
                                    space ("candidates" in a JSON POST); owned */
@@ -55,9 +57,11 @@ void gt_run_opts_fini(gt_run_opts *o);
 int gt_run_opts_from_json(gt_run_opts *o, const struct cJSON *j, char *err, size_t errlen);
 /* Same, from "key=value" pairs (query string of a text POST). */
 int gt_run_opts_set(gt_run_opts *o, const char *key, const char *value, char *err, size_t errlen);
-/* The rules between options, once all are read (launch=chained needs backend
- * cuda). 0, or -1 with the reason. */
+/* The rules between options, once all are read (launch=chained and
+ * launch=graph need backend cuda). 0, or -1 with the reason. */
 int gt_run_opts_check(const gt_run_opts *o, char *err, size_t errlen);
+/* The option launch's value: "plain", "chained" or "graph". */
+const char *gt_run_opts_launch(const gt_run_opts *o);
 
 /* The stored form (runs.options): a new JSON object of every option that
  * has no column of its own, or NULL when out of memory. */

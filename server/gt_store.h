@@ -289,6 +289,7 @@ typedef struct gt_kernel_row {
     char arch[64];              /* the measuring worker's ("sm_90"), "" unknown */
     int valid, winner;          /* winner: the problem's best valid result */
     int chained;                /* the run's option launch=chained */
+    int graph;                  /* the run's option launch=graph */
     double time_us, baseline_us, rel_err; /* NAN when unknown */
 } gt_kernel_row;
 enum { GT_STORE_NO_RUN = 1, GT_STORE_NO_PROBLEM = 2, GT_STORE_NO_RESULT = 3 };

@@ -51,6 +51,14 @@ static int timed_chained(const gt_kernel_row *r, const gt_gen_kernel *k)
     return r->chained && k->chain_min_sm && sm >= k->chain_min_sm;
 }
 
+/* How time_us was measured: "graph" when the run said launch=graph (every
+ * candidate replayed in a CUDA graph, cuda_bench.c), "chained" when it said
+ * launch=chained and the kernel can be (gemv on sm_90+), else "plain". */
+static const char *timed_how(const gt_kernel_row *r, const gt_gen_kernel *k)
+{
+    return r->graph ? "graph" : timed_chained(r, k) ? "chained" : "plain";
+}
+
 /* The kernel's JSON with where it came from and what it measured. */
 static cJSON *kernel_json(int64_t run_id, const gt_kernel_row *r, const gt_gen_kernel *k)
 {
@@ -70,9 +78,7 @@ static cJSON *kernel_json(int64_t run_id, const gt_kernel_row *r, const gt_gen_k
         !cJSON_AddBoolToObject(j, "valid", r->valid) || !add_num_or_null(j, "time_us", r->time_us) ||
         !add_num_or_null(j, "baseline_us", r->baseline_us) || !add_num_or_null(j, "uplift", up) ||
         !add_num_or_null(j, "rel_err", r->rel_err) ||
-        /* how time_us was measured: chained when the run said launch=chained
-         * and the kernel can be (gemv on sm_90+) */
-        !cJSON_AddStringToObject(j, "timed", timed_chained(r, k) ? "chained" : "plain"))
+        !cJSON_AddStringToObject(j, "timed", timed_how(r, k)))
         goto fail;
     return j;
 fail:
@@ -99,7 +105,8 @@ static enum MHD_Result send_cuh(gt_req *q, int64_t run_id, const gt_kernel_row *
              "rel_err   %.3g",
              (long long)run_id, (long long)r->problem_id, r->label, r->key, r->device_model,
              r->backend, t, r->phase, r->winner ? ", the winner" : ", not the winner",
-             r->valid ? "" : ", INVALID", timed_chained(r, k) ? ", launched chained" : "", b, up,
+             r->valid ? "" : ", INVALID",
+             r->graph ? ", replayed in a CUDA graph" : timed_chained(r, k) ? ", launched chained" : "", b, up,
              r->rel_err);
     char *txt = gt_gen_kernel_cuh(k, about);
     if (!txt)

@@ -128,11 +128,12 @@ int gt_run_opts_set(gt_run_opts *o, const char *key, const char *v, char *err, s
             return -1;
         o->seed = (uint64_t)x;
     } else if (!strcmp(key, "launch")) {
-        if (strcmp(v, "plain") && strcmp(v, "chained")) {
-            snprintf(err, errlen, "option launch=%s: must be plain or chained", v);
+        if (strcmp(v, "plain") && strcmp(v, "chained") && strcmp(v, "graph")) {
+            snprintf(err, errlen, "option launch=%s: must be plain, chained or graph", v);
             return -1;
         }
         o->chained = !strcmp(v, "chained");
+        o->graph = !strcmp(v, "graph");
     } else if (!strcmp(key, "skip_invalid")) {
         return parse_bool_opt(key, v, &o->log.skip_invalid, err, errlen);
     } else if (!strcmp(key, "final_ci")) {
@@ -176,7 +177,18 @@ int gt_run_opts_check(const gt_run_opts *o, char *err, size_t errlen)
                  o->backend);
         return -1;
     }
+    if (o->graph && strcmp(o->backend, "cuda")) {
+        snprintf(err, errlen, "option launch=graph: only backend cuda times in CUDA graphs; "
+                              "this run's backend is %s",
+                 o->backend);
+        return -1;
+    }
     return 0;
+}
+
+const char *gt_run_opts_launch(const gt_run_opts *o)
+{
+    return o->graph ? "graph" : o->chained ? "chained" : "plain";
 }
 
 /* A scalar JSON value as the text gt_run_opts_set reads. 0, or -1 with err
@@ -266,7 +278,7 @@ cJSON *gt_run_opts_to_stored(const gt_run_opts *o)
              cJSON_AddNumberToObject(j, "generations", o->generations) &&
              cJSON_AddNumberToObject(j, "threshold", o->log.threshold) &&
              cJSON_AddBoolToObject(j, "skip_invalid", o->log.skip_invalid) &&
-             cJSON_AddStringToObject(j, "launch", o->chained ? "chained" : "plain");
+             cJSON_AddStringToObject(j, "launch", gt_run_opts_launch(o));
     if (ok && o->candidates) {
         cJSON *c = cJSON_Parse(o->candidates);
         ok = c != NULL;

@@ -194,6 +194,7 @@ static char *timing_json(const gt_run_opts *o, const char *kind, double baseline
         cJSON_AddNumberToObject(t, "repeats", repeats) &&
         cJSON_AddNumberToObject(t, "warmup", warmup) &&
         (!o->chained || cJSON_AddTrueToObject(t, "chained")) &&
+        (!o->graph || cJSON_AddTrueToObject(t, "graph")) &&
         /* the paired rounds' budget and stopping width (common/gt_paired.h) */
         (strcmp(kind, "final") || (cJSON_AddNumberToObject(t, "rounds", o->final_rounds) &&
                                    cJSON_AddNumberToObject(t, "ci_width", o->final_ci))) &&

@@ -598,12 +598,13 @@ static int kernel_row_locked(gt_store *s, int64_t run_id, const char *problem,
     gt_store_finish(s, st);
     if (!ok)
         goto nomem;
-    /* how the run timed generated kernels (option launch; older runs: the
+    /* how the run timed its candidates (option launch; older runs: the
      * default, plain) */
     gt_run_opts o;
     if (gt_store_run_opts(s, run_id, &o, err, errlen))
         return -1;
     r->chained = o.chained;
+    r->graph = o.graph;
     gt_run_opts_fini(&o);
     return 0;
 nomem:

@@ -50,6 +50,9 @@ typedef struct gt_timing_opts {
     int64_t rotating_bytes;  /* total size of rotating input sets, 0 = backend default */
     int chained;             /* cuda: generated gemv kernels launch chained (programmatic
                                 dependent launch, sm_90+), after a chained validation */
+    int graph;               /* cuda: each repeat replays a CUDA graph of the calls (captured
+                                once per timing), as an application running its GEMMs in a
+                                graph; a candidate that cannot be captured fails */
 } gt_timing_opts;
 
 typedef struct gt_timing {

@@ -393,6 +393,7 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
     j.timing.warmup = (int)gt_proto_int_or(t, "warmup", 0, 1000, 2);
     j.timing.rotating_bytes = j.prob.rotating_mb * (1 << 20);
     j.timing.chained = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "chained"));
+    j.timing.graph = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "graph"));
     j.baseline_ref_us = num_or(t, "baseline_ref_us", 0);
     if (!(j.baseline_ref_us > 0 && isfinite(j.baseline_ref_us)))
         j.baseline_ref_us = 0;

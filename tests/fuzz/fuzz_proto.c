@@ -250,7 +250,8 @@ static void fuzz_run_opts(const cJSON *obj)
         FUZZ_REQUIRE(b.repeats == o.repeats && b.warmup == o.warmup);
         FUZZ_REQUIRE(b.population == o.population && b.generations == o.generations);
         FUZZ_REQUIRE(b.min_time_ms == o.min_time_ms && b.log.threshold == o.log.threshold);
-        FUZZ_REQUIRE(b.log.skip_invalid == o.log.skip_invalid && b.chained == o.chained);
+        FUZZ_REQUIRE(b.log.skip_invalid == o.log.skip_invalid && b.chained == o.chained &&
+                     b.graph == o.graph);
         FUZZ_REQUIRE(o.seed >= (1ULL << 53) || b.seed == o.seed);
         FUZZ_REQUIRE(!o.candidates == !b.candidates);
         FUZZ_REQUIRE(!o.candidates || !strcmp(o.candidates, b.candidates));

@@ -129,7 +129,37 @@ check "launch=chained on the cpu backend: 400 with the reason (got $code)" \
 code=$(curl -s -o "$T/e0b.json" -w '%{http_code}' "${AUTH[@]}" -X POST --data-binary @"$T/decode.log" \
   -H 'Content-Type: text/plain' "$HTTP/v1/runs?backend=cuda&launch=pdl")
 check "launch=pdl: 400 naming the values (got $code)" \
-  bash -c "[ $code = 400 ] && grep -q 'launch=pdl: must be plain or chained' '$T/e0b.json'"
+  bash -c "[ $code = 400 ] && grep -q 'launch=pdl: must be plain, chained or graph' '$T/e0b.json'"
+
+# --- graph launch: every candidate timed as replays of a CUDA graph, and the run says so
+code=$(curl -s -o "$T/sg.json" -w '%{http_code}' "${AUTH[@]}" -X POST --data-binary @"$T/decode.log" \
+  -H 'Content-Type: text/plain' "$HTTP/v1/runs?backend=cuda&launch=graph&device_model=NVIDIA%20H100%2080GB%20HBM3")
+check "launch=graph run submitted (HTTP $code)" [ "$code" = 201 ]
+RUNG=$(json "$T/sg.json" '$.id')
+check "the run's options say launch graph" \
+  [ "$(sqlite3 "$DB" "SELECT json_extract(options, '\$.launch') FROM runs WHERE id = $RUNG")" = graph ]
+code=$(get "/v1/runs/$RUNG" "$T/rg.json")
+check "GET /v1/runs shows launch graph (HTTP $code)" [ "$(json "$T/rg.json" '$.options.launch')" = graph ]
+PG=$(sqlite3 "$DB" "SELECT id FROM problems WHERE run_id = $RUNG AND m = 4096")
+sqlite3 "$DB" "INSERT INTO results (run_id, problem_id, job_id, backend, phase, config, config_hash, is_baseline,
+  time_us, spread, tflops, rel_err, valid, reason, worker_id, device_model, created_ms)
+  VALUES ($RUNG, $PG, (SELECT MIN(id) FROM jobs WHERE problem_id = $PG), 'cuda', 'final', '$GEMV',
+          '00000000000000a1', 0, 11.0, 0.01, 1.0, 0.002, 1, NULL, (SELECT MAX(id) FROM workers), '$H100', $now)"
+code=$(get "/v1/runs/$RUNG/kernels/$PG" "$T/kg.json")
+check "a launch=graph run's gemv winner was timed in a graph (HTTP $code)" \
+  [ "$(json "$T/kg.json" '$.timed')" = graph ]
+code=$(get "/v1/runs/$RUNG/kernels/$PG.cuh" "$T/kg.cuh")
+check ".cuh: measured replayed in a CUDA graph" grep -q 'the winner, replayed in a CUDA graph)' "$T/kg.cuh"
+curl -sf "${AUTH[@]}" "$HTTP/v1/runs/$RUNG/export" -o "$T/g.db"
+check "the export records launch=graph (meta launch)" \
+  [ "$(sqlite3 "$T/g.db" "SELECT value FROM meta WHERE key = 'launch'")" = graph ]
+curl -sf "${AUTH[@]}" "$HTTP/v1/runs/$RUNC/export" -o "$T/c.db"
+check "... and launch=chained for the chained run" \
+  [ "$(sqlite3 "$T/c.db" "SELECT value FROM meta WHERE key = 'launch'")" = chained ]
+code=$(curl -s -o "$T/e0c.json" -w '%{http_code}' "${AUTH[@]}" -X POST --data-binary @"$T/decode.log" \
+  -H 'Content-Type: text/plain' "$HTTP/v1/runs?backend=cpu&launch=graph")
+check "launch=graph on the cpu backend: 400 with the reason (got $code)" \
+  bash -c "[ $code = 400 ] && grep -q 'only backend cuda times in CUDA graphs' '$T/e0c.json'"
 
 # --- a non-winning candidate by config hash: two-pass split-K
 code=$(get "/v1/runs/$RUN/kernels/$P1?config_hash=00000000000000c1" "$T/k2.json")

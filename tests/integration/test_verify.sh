@@ -141,4 +141,26 @@ rc=0
 "$GT_BIN"/gemmtune verify "$T/nonexistent.db" >/dev/null 2>&1 || rc=$?
 check "verify: a missing file is an error (rc=$rc)" [ "$rc" = 1 ]
 
+# --launch: how the entries are re-timed (the run's option launch, which the export records)
+check "export: meta launch is the run's (plain)" [ "$(sqlite3 "$T/a.db" "SELECT value FROM meta WHERE key = 'launch'")" = plain ]
+rc=0
+"$GT_BIN"/gemmtune verify "$T/self.db" --launch cudagraph >"$T/l1.txt" 2>&1 || rc=$?
+check "verify: --launch cudagraph is a usage error naming the values (rc=$rc)" \
+  bash -c "[ $rc = 2 ] && grep -q -- '--launch cudagraph: plain, chained or graph' '$T/l1.txt'"
+rc=0
+"$GT_BIN"/gemmtune verify "$T/self.db" --launch graph --json --rounds 8 --min-time-ms 1 --tolerance 100% \
+  >"$T/l2.json" 2>"$T/l2.err" || rc=$?
+check "verify --launch graph: cpu entries are refused, never timed another way (rc=$rc)" \
+  [ "$rc/$(json "$T/l2.json" '$.refused')/$(json "$T/l2.json" '$.passed')" = "1/$nprob/0" ]
+check "verify --launch graph: the refusal says why" \
+  [ "$(jsonq "$T/l2.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.entries')) e
+        WHERE json_extract(e.value, '$.reason') = 'launch=graph: only the cuda backend times in CUDA graphs (this entry is cpu)';")" = "$nprob" ]
+check "verify --launch graph: says the export was timed with launch=plain" \
+  grep -q "was timed with launch=plain; re-timing with launch=graph" "$T/l2.err"
+rc=0
+"$GT_BIN"/gemmtune verify "$T/self.db" --launch plain --rounds 8 --min-time-ms 1 --tolerance 100% \
+  >"$T/l3.txt" 2>&1 || rc=$?
+check "verify --launch plain on a plain export: passes, no launch note (rc=$rc)" \
+  bash -c "[ $rc = 0 ] && ! grep -q 'was timed with launch=' '$T/l3.txt'"
+
 finish

@@ -704,6 +704,81 @@ static void smoke(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p)
     cJSON_Delete(base);
 }
 
+/* launch=graph on a GPU: the baseline (cuBLASLt's heuristic default), a few
+ * other cuBLASLt configs and the first generated gemv config of a decode
+ * GEMM, each timed plainly and as graph replays on the same prepared
+ * problem. A graph repeat holds whole rotations through the input sets, the
+ * two medians agree within reason (the graph may be faster: no launch gaps),
+ * and a plain timing after a graph one still works (the stream left capture
+ * mode). A cuBLASLt config that cannot be captured must say so. */
+static void graph_check(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p)
+{
+    char err[512], label[64];
+    gt_problem_label(&p, label, sizeof label);
+    cJSON *cands = NULL, *base = NULL;
+    gt_bk_prob *pp = NULL;
+    int rc = bk->enumerate(ctx, &p, &cands, &base, err, sizeof err);
+    CHECK_MSG(rc == 0 && base, "%s: %s", label, err);
+    if (rc != 0)
+        return;
+    rc = bk->prepare(ctx, &p, &pp, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s: prepare: %s", label, err);
+    int n = cJSON_GetArraySize(cands), lt = 0, gemv = 0, nofit = 0;
+    for (int i = -1; rc == 0 && i < n; i++) {
+        const cJSON *cfg = i < 0 ? base : cJSON_GetArrayItem(cands, i);
+        const cJSON *fam = cJSON_GetObjectItemCaseSensitive(cfg, "family");
+        int is_gemv = cJSON_IsString(fam) && !strcmp(fam->valuestring, "gemv");
+        if (fam && !is_gemv)
+            continue; /* mma: covered by its own GPU test */
+        if ((is_gemv && gemv >= 1) || (!is_gemv && i >= 0 && lt >= 4))
+            continue;
+        gt_bk_cand *c = NULL;
+        double e = NAN;
+        if (bk->build(pp, cfg, &c, err, sizeof err) != 0) {
+            CHECK_MSG(i >= 0, "%s: baseline build: %s", label, err);
+            continue;
+        }
+        if (bk->validate(pp, c, &e, err, sizeof err) != 0 || !(e <= gt_bk_tolerance(&p))) {
+            CHECK_MSG(i >= 0, "%s: baseline validate: %s (rel err %.3g)", label, err, e);
+            bk->release(c);
+            continue;
+        }
+        gt_timing tp, tg, tp2;
+        gt_timing_opts op = {.min_time_ms = 2, .warmup = 2, .repeats = 7}, og = op;
+        og.graph = 1;
+        char *txt = cJSON_PrintUnformatted(cfg);
+        CHECK_MSG(bk->time(pp, c, &op, &tp, err, sizeof err) == 0, "%s: plain: %s", label, err);
+        int grc = bk->time(pp, c, &og, &tg, err, sizeof err);
+        if (grc != 0) {
+            /* a config whose calls cannot be captured fails, saying so; the
+             * baseline and a generated kernel always capture */
+            CHECK_MSG(i >= 0 && !is_gemv && strstr(err, "graph"), "%s %s: graph: %s", label, txt, err);
+            fprintf(stderr, "  %s %s: not capturable: %s\n", label, txt, err);
+            nofit++;
+        } else {
+            double r = tg.median_us / tp.median_us;
+            fprintf(stderr, "  %s %s: plain %.3f us, graph %.3f us (%.3fx), %d calls per graph repeat over %d sets\n",
+                    label, txt, tp.median_us, tg.median_us, r, tg.iters, pp->nsets);
+            CHECK_MSG(r > 0.5 && r < 1.25, "%s %s: graph %.3f us against plain %.3f us", label, txt,
+                      tg.median_us, tp.median_us);
+            CHECK_MSG(tg.iters >= pp->nsets && tg.iters % pp->nsets == 0 && tg.repeats == 7,
+                      "%s: %d calls per repeat, %d sets", label, tg.iters, pp->nsets);
+            lt += !is_gemv;
+            gemv += is_gemv;
+        }
+        CHECK_MSG(bk->time(pp, c, &op, &tp2, err, sizeof err) == 0 && tp2.median_us > 0,
+                  "%s: plain after graph: %s", label, err);
+        cJSON_free(txt);
+        bk->release(c);
+    }
+    CHECK_MSG(lt >= 1, "%s: no cuBLASLt config timed in a graph (%d not capturable)", label, nofit);
+    if (ctx->sm >= 80)
+        CHECK_MSG(gemv == 1, "%s: no gemv config timed in a graph", label);
+    bk->unprepare(pp);
+    cJSON_Delete(cands);
+    cJSON_Delete(base);
+}
+
 static void test_open(void)
 {
     const gt_backend *bk = gt_bk_find("cuda");
@@ -750,6 +825,8 @@ static void test_gpu(void)
     p.beta = 0.5;
     gt_problem_default_ld(&p);
     smoke(bk, ctx, p);
+    /* launch=graph: a decode GEMM (4096x4096 weights, 16 tokens) */
+    graph_check(bk, ctx, prob(4096, 16, 4096, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32));
     bk->close(ctx);
 }
 

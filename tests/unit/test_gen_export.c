@@ -102,7 +102,9 @@ static void check_matches_worker(const gt_problem *p, const char *cfg)
         gt_gen_kernel_free(&k);
         return;
     }
-    CHECK(!strcmp(k.family_name, "gemv") && k.family == GT_FAM_GEMV && k.min_sm == 80);
+    int f8 = gt_dtype_is_f8(p->a_type); /* cvt.f16x2.e4m3x2 is sm_89 */
+    CHECK(!strcmp(k.family_name, "gemv") && k.family == GT_FAM_GEMV && k.min_sm == (f8 ? 89 : 80));
+    CHECK(gt_gen_kernel_scaled(&k) == f8);
     CHECK(!strcmp(k.arch, "sm_90") && !strcmp(k.config, cfg));
     /* launches */
     const gt_gen_launch *l = &k.launch[0];
@@ -130,7 +132,7 @@ static void check_matches_worker(const gt_problem *p, const char *cfg)
         CHECK(k.nbufs == 0 && k.workspace_bytes == 0);
     }
     /* the argument struct, byte for byte gen_run.c's */
-    char A, B, C, BIAS, D;
+    char A, B, C, BIAS, D, SA, SB;
     unsigned char ws[8];
     unsigned char *cnt = c.reduction == GT_GEN_RED_ATOMIC ? ws + k.bufs[1].offset : NULL;
     int batched = p->batch > 1;
@@ -141,13 +143,24 @@ static void check_matches_worker(const gt_problem *p, const char *cfg)
         .ldd = p->ldd, .sa = batched ? p->stride_a : 0, .sb = batched ? p->stride_b : 0,
         .sc = batched ? p->stride_c : 0, .sd = batched ? p->stride_d : 0,
         .kper = g.kper, .alpha = p->alpha, .beta = p->beta,
+        .scale_a = (const float *)(void *)&SA, .scale_b = (const float *)(void *)&SB,
     };
     unsigned char got[sizeof want + 8];
-    CHECK(k.args_bytes == sizeof want && !strcmp(k.args_struct, "gt_gemv_args"));
-    CHECK(gt_gen_kernel_args(&k, &A, &B, &C, &BIAS, &D, k.workspace_bytes ? ws : NULL, got,
+    /* a 16-bit kernel's struct ends at beta; an fp8 one has the scales too */
+    size_t want_bytes = f8 ? sizeof want : offsetof(gt_gen_args, scale_a);
+    CHECK(k.args_bytes == want_bytes && !strcmp(k.args_struct, "gt_gemv_args"));
+    CHECK(gt_gen_kernel_args(&k, &A, &B, &C, &BIAS, &D, &SA, &SB, k.workspace_bytes ? ws : NULL, got,
                              sizeof got) == 0);
-    CHECK_MSG(memcmp(got, &want, sizeof want) == 0, "%s: argument bytes differ", cfg);
-    CHECK(gt_gen_kernel_args(&k, &A, &B, &C, &BIAS, &D, NULL, got, sizeof want - 1) == -1);
+    CHECK_MSG(memcmp(got, &want, want_bytes) == 0, "%s: argument bytes differ", cfg);
+    CHECK(gt_gen_kernel_args(&k, &A, &B, &C, &BIAS, &D, &SA, &SB, NULL, got, want_bytes - 1) == -1);
+    /* an fp8 kernel reads its scales: NULL ones are refused, not written */
+    CHECK(gt_gen_kernel_args(&k, &A, &B, &C, &BIAS, &D, NULL, &SB, k.workspace_bytes ? ws : NULL, got,
+                             sizeof got) == (f8 ? -1 : 0));
+    CHECK(gt_gen_kernel_args(&k, &A, &B, &C, &BIAS, &D, &SA, NULL, k.workspace_bytes ? ws : NULL, got,
+                             sizeof got) == (f8 ? -1 : 0));
+    if (f8)
+        CHECK(!strcmp(k.args[21].name, "scale_a") && !strcmp(k.args[22].name, "scale_b") &&
+              k.args[21].kind == GT_GEN_ARG_PTR && strstr(k.source, "\n#define GT_BB "));
     /* the source: gt_gen_defines' values as #defines, then the template */
     char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
     int nd = gt_gen_defines(p, &c, 0, defs), seen = 0;
@@ -165,6 +178,37 @@ static void check_matches_worker(const gt_problem *p, const char *cfg)
     gt_gen_kernel_free(&k);
 }
 
+/* fp8 decode shapes: e4m3 14336 x 1 x 4096 with bf16 D, and e4m3 x e5m2
+ * with f32 D, bias, gelu, beta (cuBLASLt's fp8 matmul forms) */
+static gt_problem f8_decode(void)
+{
+    gt_problem p = gen_test_prob(14336, 1, 4096, GT_DT_F8E4M3, GT_DT_BF16);
+    return p;
+}
+
+static gt_problem f8_epilogue(void)
+{
+    gt_problem p = gen_test_prob(1024, 5, 4096, GT_DT_F8E4M3, GT_DT_F32);
+    p.b_type = GT_DT_F8E5M2;
+    p.bias = 1, p.bias_type = GT_DT_BF16, p.alpha = 0.5, p.beta = 0.25;
+    snprintf(p.activation, sizeof p.activation, "gelu");
+    gt_problem_finish(&p);
+    return p;
+}
+
+static const char k_f8_none[] =
+    "{\"a_load\":\"na256\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,\"n_tile\":8,"
+    "\"pipe\":\"dbuf\",\"reduction\":\"none\",\"rows_per_cta\":32,\"splitk\":1,\"vec\":16,"
+    "\"warps\":4}";
+static const char k_f8_twopass[] =
+    "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":1,\"n_tile\":8,"
+    "\"pipe\":\"async\",\"reduction\":\"twopass\",\"rows_per_cta\":32,\"splitk\":4,\"vec\":16,"
+    "\"warps\":2}";
+static const char k_f8_warp[] =
+    "{\"a_load\":\"cs\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":2,\"lanes\":\"warp\","
+    "\"n_tile\":8,\"pipe\":\"reg\",\"reduction\":\"atomic\",\"rows_per_cta\":4,\"splitk\":2,"
+    "\"vec\":16,\"warps\":4}";
+
 static void test_matches_worker(void)
 {
     gt_problem p = decode(4096, 1, 4096), e = epilogue();
@@ -172,6 +216,21 @@ static void test_matches_worker(void)
     check_matches_worker(&p, k_twopass);
     check_matches_worker(&e, k_atomic);
     check_matches_worker(&e, k_twopass);
+    gt_problem f = f8_decode(), fe = f8_epilogue();
+    check_matches_worker(&f, k_f8_none);
+    check_matches_worker(&f, k_f8_twopass);
+    check_matches_worker(&fe, k_f8_warp);
+    /* vec counts elements: 8 fp8 elements are an 8-byte load, 4 none */
+    char err[256];
+    gt_gen_kernel k;
+    char cfg[sizeof k_f8_none];
+    snprintf(cfg, sizeof cfg, "%s", k_f8_none);
+    char *v = strstr(cfg, "\"vec\":16");
+    memcpy(v, "\"vec\":4,", 8);
+    memmove(v + 8, v + 9, strlen(v + 9) + 1);
+    CHECK_MSG(make(&f, cfg, 90, &k, err, sizeof err) == GT_GEN_EXPORT_BAD && strstr(err, "4-byte vectors"),
+              "%s: %s", cfg, err);
+    gt_gen_kernel_free(&k);
 }
 
 static void expect_refused(const gt_problem *p, const char *cfg, int want, const char *needle)
@@ -370,6 +429,10 @@ static void test_nvrtc(void)
     check_nvrtc(&p, k_dbuf);
     check_nvrtc(&e, k_dbuf_atomic);
     check_nvrtc(&p, k_dbuf_warp);
+    gt_problem f = f8_decode(), fe = f8_epilogue();
+    check_nvrtc(&f, k_f8_none);
+    check_nvrtc(&f, k_f8_twopass);
+    check_nvrtc(&fe, k_f8_warp);
 }
 #endif
 

@@ -290,6 +290,113 @@ static void test_rules(void)
 /* Every config of the raw space is kept or pruned with a reason; the kept
  * ones pass every rule and are capped; the Llama decode shapes all get a
  * family. */
+/* fp8 split-K configs the GPU section gives directly (test_f8_rules checks
+ * that no rule prunes them for those problems on an H100) */
+static const char *const f8_splits[] = {
+    "{\"a_load\":\"nc\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":2,\"n_tile\":8,"
+    "\"pipe\":\"reg\",\"reduction\":\"atomic\",\"rows_per_cta\":64,\"splitk\":4,\"vec\":16,\"warps\":4}",
+    "{\"a_load\":\"na256\",\"family\":\"gemv\",\"k_unroll\":2,\"kwarps\":2,\"n_tile\":8,"
+    "\"pipe\":\"async\",\"reduction\":\"twopass\",\"rows_per_cta\":64,\"splitk\":4,\"vec\":16,\"warps\":4}",
+    "{\"a_load\":\"cs\",\"family\":\"gemv\",\"k_unroll\":1,\"kwarps\":1,\"lanes\":\"warp\",\"n_tile\":8,"
+    "\"pipe\":\"dbuf\",\"reduction\":\"atomic\",\"rows_per_cta\":8,\"splitk\":2,\"vec\":16,\"warps\":4}",
+    NULL};
+
+/* An fp8 problem as cuBLASLt's fp8 matmul takes it: A `a`, B `b` (OCP
+ * fp8), D `out`, per-tensor scales (the AUTO mode of fp8 inputs). */
+static gt_problem prob_f8(int64_t m, int64_t n, int64_t k, gt_dtype a, gt_dtype b, gt_dtype out)
+{
+    gt_problem p = gen_test_prob(m, n, k, GT_DT_F8E4M3, out);
+    p.a_type = a;
+    p.b_type = b;
+    gt_problem_finish(&p);
+    return p;
+}
+
+/* fp8 inputs: applicable on CUDA sm_89+ only, OCP e4m3/e5m2 (not both
+ * e5m2, no FNUZ, no fp8 x bf16 mix), per-tensor scales; vec counts one-byte
+ * elements (16 = a 16-byte load, 8 only where 16 is misaligned, 4 never);
+ * the raw space offers 16 and 8; the model sees half the bytes of bf16;
+ * B's type reaches the template as GT_BB, and only for fp8. */
+static void test_f8_rules(void)
+{
+    char why[GT_GEN_REASON];
+    gt_gen_dev d, h;
+    gt_gen_dev_default(&d, 90, 132);
+    gt_gen_dev_hip(&h, 104);
+    gt_problem p = prob_f8(14336, 1, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16);
+    CHECK(gt_gen_applicable(&p, &d, why, sizeof why) == 0);
+    gt_problem mix = prob_f8(1024, 16, 4096, GT_DT_F8E4M3, GT_DT_F8E5M2, GT_DT_F32);
+    CHECK(gt_gen_applicable(&mix, &d, why, sizeof why) == 0);
+    expect_na(p, 80, "sm_89");
+    CHECK(gt_gen_applicable(&p, &h, why, sizeof why) == -1 && strstr(why, "HIP"));
+    gt_gen_dev_default(&d, 89, 128);
+    CHECK(gt_gen_applicable(&p, &d, why, sizeof why) == 0);
+    gt_gen_dev_default(&d, 90, 132);
+    expect_na(prob_f8(4096, 1, 4096, GT_DT_F8E5M2, GT_DT_F8E5M2, GT_DT_BF16), 90, "e5m2/e5m2");
+    expect_na(prob_f8(4096, 1, 4096, GT_DT_F8E4M3FNUZ, GT_DT_F8E4M3FNUZ, GT_DT_BF16), 90, "OCP");
+    expect_na(prob_f8(4096, 1, 4096, GT_DT_F8E4M3, GT_DT_BF16, GT_DT_BF16), 90, "OCP");
+    expect_na(prob_f8(4096, 1, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_F8E4M3), 90, "C/D types");
+    gt_problem q = p;
+    q.scale_a = GT_SCALE_NONE;
+    expect_na(q, 90, "scales");
+    /* vec: bytes, not elements */
+    gt_problem p16 = prob_f8(14336, 16, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16);
+    gt_gen_cfg c = k_cfg;
+    c.vec = 16;
+    CHECK_MSG(gt_gen_check(&p16, &d, &c, why, sizeof why) == 0, "%s", why);
+    c.vec = 8; /* 16-byte loads are aligned here */
+    expect_pruned(p16, c, 0, "vec=8: 16-byte loads (vec=16)");
+    c.vec = 4;
+    expect_pruned(p16, c, 0, "4-byte vectors");
+    c.vec = 16;
+    expect_pruned(gen_test_prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16), c, 0, "32-byte vectors");
+    gt_problem odd = prob_f8(4096, 16, 4104, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16); /* lda 8 mod 16 */
+    expect_pruned(odd, c, 0, "alignment");
+    c.vec = 8; /* passes the vec and alignment rules (later ones may prune it) */
+    why[0] = 0;
+    (void)gt_gen_check(&odd, &d, &c, why, sizeof why);
+    CHECK_MSG(!strstr(why, "vec") && !strstr(why, "alignment"), "%s", why);
+    /* the raw space: vec 16 and 8, and the model reads half of bf16's bytes */
+    gt_gen_space s;
+    CHECK(gt_gen_prune(&p, &d, 0, &s) == 0 && s.nkeep > 0);
+    int v16 = 0, v8 = 0;
+    for (int i = 0; i < s.npruned; i++) {
+        v16 += s.pruned[i].cfg.vec == 16;
+        v8 += s.pruned[i].cfg.vec == 8;
+        CHECK(s.pruned[i].cfg.vec != 4);
+    }
+    for (int i = 0; i < s.nkeep; i++)
+        CHECK(s.keep[i].vec == 16);
+    CHECK(v16 > 0 && v8 > 0);
+    gt_gen_cfg best = s.keep[0];
+    gt_gen_space_free(&s);
+    gt_problem pb = gen_test_prob(14336, 1, 4096, GT_DT_BF16, GT_DT_BF16);
+    gt_gen_cfg bb = best;
+    bb.vec = 8;
+    double t8 = gt_gen_model_us(&p, &d, &best), t16 = gt_gen_model_us(&pb, &d, &bb);
+    CHECK_MSG(t8 < 0.7 * t16 && t8 > 0.4 * t16, "fp8 %.1f us, bf16 %.1f us", t8, t16);
+    /* the GPU section's split-K configs pass every rule for its problems */
+    gt_problem gp[2] = {prob_f8(1024, 5, 4112, GT_DT_F8E4M3, GT_DT_F8E5M2, GT_DT_F32),
+                        prob_f8(2048, 5, 4096, GT_DT_F8E5M2, GT_DT_F8E4M3, GT_DT_F16)};
+    gp[0].bias = 1, gp[0].bias_type = GT_DT_BF16, gp[0].alpha = 0.5, gp[0].beta = 0.25;
+    gp[1].batch = 2;
+    gt_problem_default_ld(&gp[1]);
+    for (int i = 0; i < 2; i++) {
+        gt_problem_finish(&gp[i]);
+        for (int j = 0; f8_splits[j]; j++) {
+            cJSON *jc = cJSON_Parse(f8_splits[j]);
+            gt_gen_cfg fc;
+            CHECK(jc && gt_gen_cfg_from_json(jc, &fc, why, sizeof why) == 0);
+            cJSON_Delete(jc);
+            CHECK_MSG(gt_gen_check(&gp[i], &d, &fc, why, sizeof why) == 0, "%d %d: %s", i, j, why);
+        }
+    }
+    /* the defines: GT_BB only for fp8 */
+    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+    int n16 = gt_gen_defines(&pb, &bb, 0, defs), n8 = gt_gen_defines(&mix, &best, 0, defs);
+    CHECK(n16 == 21 && n8 == 22 && !strcmp(defs[n8 - 1], "-DGT_BB=3") && !strcmp(defs[3], "-DGT_AB=2"));
+}
+
 static void check_space(const gt_problem *p, const gt_gen_dev *d, int cap, int *kept)
 {
     gt_gen_space s;
@@ -625,6 +732,115 @@ static void test_nvrtc_all(void)
     CHECK(system(cmd) == 0);
 }
 
+static int has(const char *s, const char *what) { return strstr(s, what) != NULL; }
+
+/* Every fp8 config the family keeps for decode shapes compiles with NVRTC
+ * for sm_90 (and a sample for sm_89) without spills: e4m3 14336 x 1 x 4096
+ * (bf16 D), e4m3 4096 x 16 x 14336, and e4m3 x e5m2 1024 x 5 x 4104 (f32
+ * D, bf16 bias, gelu, beta; lda 8 mod 16: vec 8 and a k tail), each with
+ * samples of lanes=warp and dbuf beyond the cap; the PTX decodes with
+ * cvt.rn.f16x2.e4m3x2 (and e5m2x2 for the mixed one), feeds f16 mma.sync
+ * and loads 16 bytes per lane (8 where vec is 8). */
+static void test_nvrtc_f8(void)
+{
+    char err[512], dir[64];
+    CHECK(gt_test_tmpdir(dir, sizeof dir, "gen-f8") == 0);
+    setenv("GEMMTUNE_CACHE_DIR", dir, 1);
+    gt_cu_cache_forget();
+    gt_gen_dev d;
+    gt_gen_dev_default(&d, 90, 132);
+    gt_problem ps[3] = {prob_f8(14336, 1, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16),
+                        prob_f8(4096, 16, 14336, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16),
+                        prob_f8(1024, 5, 4104, GT_DT_F8E4M3, GT_DT_F8E5M2, GT_DT_F32)};
+    ps[2].bias = 1, ps[2].bias_type = GT_DT_BF16, ps[2].alpha = 0.5, ps[2].beta = 0.25;
+    snprintf(ps[2].activation, sizeof ps[2].activation, "gelu");
+    gt_problem_finish(&ps[2]);
+    enum { MAXE = 3 * (GT_GEN_DEFAULT_CAP + 10) + 8 };
+    gt_cu_entry *ents[MAXE];
+    char labels[MAXE][200];
+    int ne = 0, vec8 = 0;
+    for (int i = 0; i < 3; i++) {
+        gt_gen_space s;
+        gt_gen_cfg cs[GT_GEN_DEFAULT_CAP + 10];
+        int nc = 0;
+        CHECK(gt_gen_prune(&ps[i], &d, i == 0 ? GT_GEN_DEFAULT_CAP : 24, &s) == 0 && s.nkeep > 0);
+        for (int c = 0; c < s.nkeep; c++)
+            cs[nc++] = s.keep[c];
+        gt_gen_space_free(&s);
+        int nws = ps[i].n <= 8 ? space_sample(&ps[i], &d, is_warp, cs + nc, 6) : 0;
+        CHECK(ps[i].n > 8 || nws > 0);
+        nc += nws;
+        int nds = space_sample(&ps[i], &d, is_dbuf, cs + nc, 4);
+        CHECK(nds > 0);
+        nc += nds;
+        for (int c = 0; c < nc && ne < MAXE; c++) {
+            char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+            const char *opts[GT_GEN_MAX_DEFS];
+            int n = gt_gen_defines(&ps[i], &cs[c], 0, defs);
+            CHECK(n == 22);
+            for (int o = 0; o < n; o++)
+                opts[o] = defs[o];
+            vec8 += cs[c].vec == 8;
+            gt_gen_cfg_text(&cs[c], labels[ne], sizeof labels[ne]);
+            /* a few for sm_89 (Ada) too: the oldest target the rules admit */
+            int sm = c < 3 ? 89 : 90;
+            ents[ne++] = gt_cu_cache_request(gt_gen_gemv_src, "gt_gemv", opts, n, sm, 1, NULL);
+        }
+    }
+    int fails = 0, spills = 0;
+    double t0 = gt_mono_ms();
+    for (int i = 0; i < ne; i++) {
+        const gt_cu_image *img = NULL;
+        if (!ents[i] || gt_cu_cache_wait(ents[i], &img, err, sizeof err) != 0) {
+            if (fails++ < 3)
+                fprintf(stderr, "     compile failed: %s: %s\n", labels[i], err);
+            continue;
+        }
+        CHECK(img->cubin == 1 && img->len > 1000 && !strncmp(img->target, "sm_", 3));
+        /* lanes=quad (the mma path) must not spill; lanes=warp's FMA path
+         * is printed (its register estimate misses a few at n_tile 8) */
+        if (img->spill_stores != 0) {
+            int warp_lanes = strstr(labels[i], "\"lanes\":\"warp\"") != NULL;
+            spills += !warp_lanes;
+            fprintf(stderr, "     %d spill stores%s: %s\n", img->spill_stores,
+                    warp_lanes ? " (lanes=warp, allowed)" : "", labels[i]);
+        }
+    }
+    fprintf(stderr, "     %d fp8 configs compiled (%d with vec 8), %.1f s wall\n", ne, vec8,
+            (gt_mono_ms() - t0) / 1000);
+    CHECK_MSG(fails == 0, "%d of %d fp8 configs failed to compile", fails, ne);
+    CHECK_MSG(spills == 0, "%d of %d fp8 lanes=quad configs spill", spills, ne);
+    CHECK(vec8 > 0);
+    /* the PTX of the mixed problem's best config and of a lanes=warp one */
+    gt_gen_space s;
+    CHECK(gt_gen_prune(&ps[2], &d, 1, &s) == 0 && s.nkeep == 1);
+    gt_gen_cfg w;
+    CHECK(space_sample(&ps[2], &d, is_warp, &w, 1) == 1);
+    const gt_gen_cfg pick[2] = {s.keep[0], w};
+    gt_gen_space_free(&s);
+    for (int i = 0; i < 2; i++) {
+        char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+        const char *opts[GT_GEN_MAX_DEFS];
+        const gt_cu_image *img = NULL;
+        int n = gt_gen_defines(&ps[2], &pick[i], 0, defs);
+        for (int o = 0; o < n; o++)
+            opts[o] = defs[o];
+        gt_cu_entry *e = gt_cu_cache_request(gt_gen_gemv_src, "gt_gemv", opts, n, 999, 0, NULL);
+        CHECK_MSG(e && gt_cu_cache_wait(e, &img, err, sizeof err) == 0, "%s", err);
+        if (!img)
+            continue;
+        const char *ptx = (const char *)img->data;
+        CHECK(has(ptx, "cvt.rn.f16x2.e4m3x2") && has(ptx, "cvt.rn.f16x2.e5m2x2"));
+        CHECK(has(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == (pick[i].lanes == 0));
+        if (pick[i].pipe == GT_GEN_PIPE_ASYNC)
+            CHECK(has(ptx, pick[i].vec == 16 ? "cp.async.cg.shared.global" : "cp.async.ca.shared.global"));
+        else
+            CHECK(has(ptx, pick[i].vec == 16 ? ".v4.u32" : ".v2.u32"));
+    }
+    gt_cu_cache_forget();
+    CHECK(gt_test_rmdir(dir) == 0);
+}
+
 /* The chained-launch switch of the template, read off PTX (an arch newer
  * than NVRTC knows is compiled to PTX for the newest one, >= sm_90): every
  * pipe and lanes layout lets the next kernel launch and waits, and loads B
@@ -632,8 +848,6 @@ static void test_nvrtc_all(void)
  * either; pipe "async" copies both with cp.async); -DGT_NOCHAIN (the
  * self-test's A/B) drops the griddepcontrol instructions and loads B with
  * .nc again. */
-static int has(const char *s, const char *what) { return strstr(s, what) != NULL; }
-
 static void test_chain_ptx(void)
 {
     char err[512], dir[64];
@@ -715,6 +929,7 @@ static void smoke_gen(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p, const 
         goto out;
     }
     int n = cJSON_GetArraySize(cands), gen = 0, passed = 0;
+    double best_us = INFINITY;
     for (int i = 0; i < n + 8; i++) {
         cJSON *x = i >= n && extra[i - n] ? cJSON_Parse(extra[i - n]) : NULL;
         const cJSON *cfg = i < n ? cJSON_GetArrayItem(cands, i) : x;
@@ -740,6 +955,7 @@ static void smoke_gen(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p, const 
             CHECK_MSG(0, "%s: chained: %s: %s (rel err %.3g)", label, txt, err, e);
         } else {
             passed++;
+            best_us = fmin(best_us, t.median_us);
             cJSON *info = gt_cuda_gen_cand_info(c);
             char *it = info ? cJSON_PrintUnformatted(info) : NULL;
             if (passed <= 2)
@@ -752,7 +968,10 @@ static void smoke_gen(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p, const 
             bk->release(c);
         cJSON_Delete(x);
     }
-    fprintf(stderr, "     %s: %d of %d gemv configs valid\n", label, passed, gen);
+    /* the bytes a GEMM reads and writes once (p.bytes) over the best time:
+     * to hold against the device's copy bandwidth (fp8 aims at >= 85 %) */
+    fprintf(stderr, "     %s: %d of %d gemv configs valid; best %.2f us = %.0f GB/s\n", label, passed,
+            gen, best_us, p.bytes / (best_us * 1e-6) / 1e9);
     CHECK_MSG(gen > 0 && passed == gen, "%s: %d of %d", label, passed, gen);
     /* n_tile 8 < n = 16 is pruned for this problem: build says why */
     if (p.n > 8) {
@@ -820,6 +1039,32 @@ static void test_gpu(void)
     p.batch = 3;
     gt_problem_default_ld(&p);
     smoke_gen(bk, ctx, p, splits + 8);
+    /* fp8 (sm_89+): validated against the reference with the scales the
+     * worker sets (GT_CUDA_VAL_SCALE_A/B, not 1); the decode shapes, then
+     * e4m3 x e5m2 with f32 D, bias, gelu, beta and a k tail (k 4112: not a
+     * whole block), and batched with split-K given directly */
+    if (ctx->sm >= 89) {
+        static const int64_t shapes[][3] = {{14336, 1, 4096}, {4096, 1, 14336}, {1024, 1, 4096},
+                                            {128256, 1, 4096}, {4096, 16, 4096}, {14336, 8, 4096}};
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            p = prob4(shapes[i][0], shapes[i][1], shapes[i][2], 'T', 'N', GT_DT_F8E4M3, GT_DT_BF16);
+            smoke_gen(bk, ctx, p, f8_splits + 3);
+        }
+        p = prob4(1024, 5, 4112, 'T', 'N', GT_DT_F8E4M3, GT_DT_F32);
+        p.b_type = GT_DT_F8E5M2;
+        p.bias = 1, p.bias_type = GT_DT_BF16, p.alpha = 0.5, p.beta = 0.25;
+        snprintf(p.activation, sizeof p.activation, "gelu");
+        gt_problem_finish(&p);
+        smoke_gen(bk, ctx, p, f8_splits);
+        p = prob4(2048, 5, 4096, 'T', 'N', GT_DT_F8E5M2, GT_DT_F16);
+        p.b_type = GT_DT_F8E4M3;
+        p.batch = 2;
+        gt_problem_default_ld(&p);
+        gt_problem_finish(&p);
+        smoke_gen(bk, ctx, p, f8_splits);
+    } else {
+        fprintf(stderr, "     SKIP fp8: sm_%d < 89\n", ctx->sm);
+    }
     bk->close(ctx);
 }
 #endif
@@ -917,6 +1162,7 @@ int main(int argc, char **argv)
         RUN(test_fault_cfg);
         RUN(test_applicable);
         RUN(test_rules);
+        RUN(test_f8_rules);
         RUN(test_prune);
         RUN(test_geometry);
         RUN(test_fragments);
@@ -934,6 +1180,7 @@ int main(int argc, char **argv)
 #ifdef GT_WITH_CUDA
     if (gt_test_cpu()) {
         RUN(test_nvrtc_all);
+        RUN(test_nvrtc_f8);
         RUN(test_chain_ptx);
     }
     if (gt_test_gpu())

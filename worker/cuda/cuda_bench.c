@@ -6,7 +6,8 @@
  * Per-candidate work is kept small for throughput: no device allocation,
  * no memset or host copy beyond validate's poison and 32-byte result, one
  * stream, a pool of events created once per context; time() synchronizes
- * once or twice to calibrate and once for all repeats. */
+ * once or twice to calibrate and once for all repeats (launch=graph: once
+ * more, after the graph's warm-up replay). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,6 +362,124 @@ static double quantile(const double *v, int n, double q)
 #define MAX_ITERS 1000000
 #define MAX_REPEATS 1000
 
+/* ---- launch=graph ---------------------------------------------------------
+ *
+ * Applications run decode GEMMs back to back inside CUDA graphs (PyTorch's
+ * CUDA graphs, Inductor's autotune_cudagraph_benchmarking, TensorRT-LLM's
+ * AutoTuner), where no launch latency or host enqueue rate stands between
+ * two calls. With launch=graph each repeat replays one graph of the calls
+ * instead of launching them: captured once per timing on the context's
+ * stream, instantiated and uploaded once, freed at the end. The graph holds
+ * whole rotations through the input sets (a multiple of nsets calls, from
+ * the set rotation continues at), so replays back to back meet the sets in
+ * the order plain calls do and every operand comes from beyond L2 as
+ * before. cuBLASLt is capturable with a fixed workspace: every call passes
+ * the context's one workspace, allocated at open. */
+
+/* Calls captured into one graph at most (rounded up to whole rotations):
+ * enough for a repeat of short kernels, while instantiating stays in the
+ * milliseconds; a repeat that needs more calls replays it several times. */
+#define GRAPH_MAX_CALLS 2048
+
+/* The calls one graph holds for a repeat of `iters` calls over nsets sets. */
+static int graph_calls(int iters, int nsets)
+{
+    int want = iters < GRAPH_MAX_CALLS ? iters : GRAPH_MAX_CALLS;
+    int per = nsets > 0 ? nsets : 1;
+    return (want + per - 1) / per * per;
+}
+
+/* Captures n calls of c (rotating through the sets from pp->next, as calls()
+ * does) into an executable graph, uploaded to the device. A call that cannot
+ * be captured (an algorithm that synchronizes or allocates) fails the
+ * candidate with the reason: it is never timed another way. */
+static int graph_capture(gt_bk_prob *pp, gt_bk_cand *c, int n, cudaGraphExec_t *exec, char *err,
+                         size_t errlen)
+{
+    gt_bk_ctx *ctx = pp->ctx;
+    cudaGraph_t g = NULL;
+    char why[256] = "";
+    *exec = NULL;
+    /* thread-local: the generated families' background compiles (other
+     * threads) may load modules meanwhile without invalidating the capture */
+    if (gt_cuda_ck(ctx, cudaStreamBeginCapture(ctx->stream, cudaStreamCaptureModeThreadLocal),
+                   "graph: cudaStreamBeginCapture", err, errlen))
+        return -1;
+    int crc = calls(pp, c, n, why, sizeof why);
+    /* always ended, so that the stream leaves capture mode whatever failed */
+    cudaError_t e = cudaStreamEndCapture(ctx->stream, &g);
+    if (crc != 0) {
+        (void)cudaGetLastError(); /* the capture error is not sticky: clear it */
+        snprintf(err, errlen, "graph capture failed (launch=graph times only what a CUDA graph "
+                              "can hold): %.200s", why);
+        goto fail;
+    }
+    if (gt_cuda_ck(ctx, e, "graph capture failed: cudaStreamEndCapture", err, errlen) ||
+        gt_cuda_ck(ctx, cudaGraphInstantiate(exec, g, 0), "graph: cudaGraphInstantiate", err,
+                   errlen) ||
+        gt_cuda_ck(ctx, cudaGraphUpload(*exec, ctx->stream), "graph: cudaGraphUpload", err, errlen))
+        goto fail;
+    (void)cudaGraphDestroy(g); /* the executable graph keeps what it needs */
+    return 0;
+fail:
+    if (*exec)
+        (void)cudaGraphExecDestroy(*exec);
+    *exec = NULL;
+    if (g)
+        (void)cudaGraphDestroy(g);
+    return -1;
+}
+
+/* Enqueues `reps` replays of exec (no synchronization). */
+static int graph_replays(gt_bk_ctx *ctx, cudaGraphExec_t exec, int reps, char *err, size_t errlen)
+{
+    for (int i = 0; i < reps; i++)
+        if (gt_cuda_ck(ctx, cudaGraphLaunch(exec, ctx->stream), "cudaGraphLaunch", err, errlen))
+            return -1;
+    return 0;
+}
+
+/* The graph's part of a timing (after calibration): captures the calls of
+ * one repeat (at least `iters`, whole rotations), times one replay as a
+ * warm-up, replays it as often as min_ms needs per repeat, and records the
+ * repeats' events as the plain path does. *iters: calls per repeat. */
+static int graph_repeats(gt_bk_prob *pp, gt_bk_cand *c, int *iters, int repeats, double min_ms,
+                         char *err, size_t errlen)
+{
+    gt_bk_ctx *ctx = pp->ctx;
+    cudaGraphExec_t exec = NULL;
+    int n = graph_calls(*iters, pp->nsets), rc = -1;
+    float ms = 0;
+    if (graph_capture(pp, c, n, &exec, err, errlen) != 0)
+        return -1;
+    if (gt_cuda_ck(ctx, cudaEventRecord(ctx->ev[0], ctx->stream), "cudaEventRecord", err, errlen) ||
+        graph_replays(ctx, exec, 1, err, errlen) ||
+        gt_cuda_ck(ctx, cudaEventRecord(ctx->ev[1], ctx->stream), "cudaEventRecord", err, errlen) ||
+        gt_cuda_ck(ctx, cudaEventSynchronize(ctx->ev[1]), "graph warm-up replay", err, errlen) ||
+        gt_cuda_ck(ctx, cudaEventElapsedTime(&ms, ctx->ev[0], ctx->ev[1]), "cudaEventElapsedTime",
+                   err, errlen))
+        goto out;
+    /* replays per repeat: min_ms measured on the graph itself, which runs
+     * launch-bound calls faster than the plain calibration estimated */
+    double want = ceil(min_ms / (ms > 1e-6 ? ms : 1e-6));
+    int maxreps = MAX_ITERS / n > 0 ? MAX_ITERS / n : 1;
+    int reps = want < 1 ? 1 : want > maxreps ? maxreps : (int)want;
+    if (gt_cuda_ck(ctx, cudaEventRecord(ctx->ev[2], ctx->stream), "cudaEventRecord", err, errlen))
+        goto out;
+    for (int r = 0; r < repeats; r++)
+        if (graph_replays(ctx, exec, reps, err, errlen) ||
+            gt_cuda_ck(ctx, cudaEventRecord(ctx->ev[3 + r], ctx->stream), "cudaEventRecord", err,
+                       errlen))
+            goto out;
+    if (gt_cuda_ck(ctx, cudaEventSynchronize(ctx->ev[2 + repeats]), "graph timing run", err, errlen))
+        goto out;
+    *iters = n * reps;
+    rc = 0;
+out:
+    (void)cudaGraphExecDestroy(exec); /* after the synchronization: nothing of it is in flight */
+    return rc;
+}
+
 int gt_cuda_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timing *t, char *err,
                  size_t errlen)
 {
@@ -401,17 +520,23 @@ int gt_cuda_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timi
     }
     double want = ceil(min_ms / (est > 1e-6 ? est : 1e-6));
     int iters = want < 1 ? 1 : want > MAX_ITERS ? MAX_ITERS : (int)want;
-    /* All repeats back to back between events 2..repeats+2; one sync. */
-    if (gt_cuda_ck(ctx, cudaEventRecord(ctx->ev[2], ctx->stream), "cudaEventRecord", err, errlen))
-        goto out;
-    for (int r = 0; r < repeats; r++) {
-        if (calls(pp, c, iters, err, errlen) ||
-            gt_cuda_ck(ctx, cudaEventRecord(ctx->ev[3 + r], ctx->stream), "cudaEventRecord", err,
-                       errlen))
+    if (o->graph) {
+        /* launch=graph: the same repeats and events, each a graph replay */
+        if (graph_repeats(pp, c, &iters, repeats, min_ms, err, errlen) != 0)
+            goto out;
+    } else {
+        /* All repeats back to back between events 2..repeats+2; one sync. */
+        if (gt_cuda_ck(ctx, cudaEventRecord(ctx->ev[2], ctx->stream), "cudaEventRecord", err, errlen))
+            goto out;
+        for (int r = 0; r < repeats; r++) {
+            if (calls(pp, c, iters, err, errlen) ||
+                gt_cuda_ck(ctx, cudaEventRecord(ctx->ev[3 + r], ctx->stream), "cudaEventRecord", err,
+                           errlen))
+                goto out;
+        }
+        if (gt_cuda_ck(ctx, cudaEventSynchronize(ctx->ev[2 + repeats]), "timing run", err, errlen))
             goto out;
     }
-    if (gt_cuda_ck(ctx, cudaEventSynchronize(ctx->ev[2 + repeats]), "timing run", err, errlen))
-        goto out;
     for (int r = 0; r < repeats; r++) {
         float ms = 0;
         if (gt_cuda_ck(ctx, cudaEventElapsedTime(&ms, ctx->ev[2 + r], ctx->ev[3 + r]),

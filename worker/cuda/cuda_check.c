@@ -20,6 +20,12 @@
  *              reference is all zero), NaN when any element of D is
  *              non-finite or unwritten: a NaN never passes.
  *
+ * fp8: the reference multiplies the product by alpha x scale_a x scale_b
+ * with the scales every candidate (cuBLASLt's and the generated kernels)
+ * reads from the prepared problem's scale slots, set here to
+ * GT_CUDA_VAL_SCALE_A/B rather than 1, so a kernel that drops or doubles a
+ * scale fails.
+ *
  * Sampling sees every row of A and a spread of B's columns; an error
  * confined to unsampled columns of D with finite values escapes it (the
  * scan still catches unwritten and non-finite ones there). The host
@@ -226,8 +232,8 @@ static int spot_check(gt_bk_prob *pp, char *err, size_t errlen)
             acc += x;
             mag += fabs(x);
         }
-        double v = p->alpha * acc;
-        mag = fabs(p->alpha) * mag;
+        double v = pp->ref_alpha * acc;
+        mag = fabs(pp->ref_alpha) * mag;
         if (p->beta != 0) {
             char cv[8];
             if (fetch(ctx, pp->val.c, m->ckt, b * p->stride_c + i + j * p->ldc, 1, 1, cv, err,
@@ -261,11 +267,31 @@ out:
     return rc;
 }
 
+/* fp8: the validation scales into the A and B slots (the D scale stays 1),
+ * and the reference's product multiplier alpha x scale_a x scale_b, as
+ * cuBLASLt applies them (to the product only, not to C or the bias). */
+static int set_scales(gt_bk_prob *pp, char *err, size_t errlen)
+{
+    pp->ref_alpha = pp->p.alpha;
+    if (!pp->map.fp8)
+        return 0;
+    const float sa = GT_CUDA_VAL_SCALE_A, sb = GT_CUDA_VAL_SCALE_B;
+    pp->ref_alpha = pp->p.alpha * (double)sa * (double)sb;
+    return gt_cuda_ck(pp->ctx, cudaMemcpyAsync(pp->scales, &sa, sizeof sa, cudaMemcpyHostToDevice,
+                                               pp->ctx->stream),
+                      "copy scale_a", err, errlen) ||
+           gt_cuda_ck(pp->ctx, cudaMemcpyAsync(pp->scales + GT_CUDA_SCALE_SLOT, &sb, sizeof sb,
+                                               cudaMemcpyHostToDevice, pp->ctx->stream),
+                      "copy scale_b", err, errlen);
+}
+
 int gt_cuda_reference(gt_bk_prob *pp, char *err, size_t errlen)
 {
     gt_bk_ctx *ctx = pp->ctx;
     const gt_problem *p = &pp->p;
     vbuf_layout(pp);
+    if (set_scales(pp, err, errlen) != 0)
+        return -1;
     if (pp->cols && gt_cuda_ck(ctx, cudaMemcpyAsync(pp->dcols, pp->cols,
                                                     (size_t)pp->ns * sizeof(long long),
                                                     cudaMemcpyHostToDevice, ctx->stream),
@@ -277,7 +303,7 @@ int gt_cuda_reference(gt_bk_prob *pp, char *err, size_t errlen)
         .ldc = p->ldc, .sa = p->stride_a, .sb = p->stride_b, .sc = p->stride_c, .ns = pp->ns,
         .ta = pp->map.akt, .tb = pp->map.bkt, .tc = pp->map.ckt, .tbias = pp->map.bias_kt,
         .transa = p->trans_a == 'T', .transb = p->trans_b == 'T', .act = pp->map.act,
-        .has_c = p->beta != 0, .has_bias = pp->map.has_bias, .alpha = p->alpha, .beta = p->beta,
+        .has_c = p->beta != 0, .has_bias = pp->map.has_bias, .alpha = pp->ref_alpha, .beta = p->beta,
     };
     if (p->batch == 1)
         g.sa = g.sb = g.sc = 0;

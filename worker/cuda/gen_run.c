@@ -575,6 +575,9 @@ int gt_cuda_gen_run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *e
         .ldd = p->ldd, .sa = batched ? p->stride_a : 0, .sb = batched ? p->stride_b : 0,
         .sc = batched ? p->stride_c : 0, .sd = batched ? p->stride_d : 0,
         .kper = gc->geom.kper, .alpha = p->alpha, .beta = p->beta,
+        /* fp8: the scales cuBLASLt's candidates read too (read only by a
+         * kernel whose struct declares them) */
+        .scale_a = pp->scales, .scale_b = pp->scales + GT_CUDA_SCALE_SLOT,
     };
     void *args[3] = {&a, NULL, NULL};
     if (gc->ntmaps) {

@@ -210,6 +210,13 @@ typedef struct gt_cuda_set {
  * 4-byte alignment suffices, while 256 is what every cudaMalloc'd scale
  * tensor (PyTorch, NVIDIA's samples) has. */
 #define GT_CUDA_SCALE_SLOT 64
+/* The A and B scales an fp8 problem is validated and timed with (written by
+ * gt_cuda_reference over prepare's 1.0, which would let a kernel that
+ * ignores a scale pass): dyadic, so their product (15/32) is exact in f32,
+ * below 1 so an fp8 D stays in range, and leaving out either one, or using
+ * one twice, moves D by 33 % or more, far beyond the fp8 tolerance. */
+#define GT_CUDA_VAL_SCALE_A 0.75f
+#define GT_CUDA_VAL_SCALE_B 0.625f
 
 /* A heuristic result of the prepared descriptors: build runs these exact
  * algo bytes for a config equal to one of them (the baseline is then what
@@ -252,6 +259,8 @@ struct gt_bk_prob {
     double *dout;                    /* 4 */
     double *hout;                    /* pinned host copy of dout */
     double ref_ms;                   /* wall time of the reference kernel */
+    double ref_alpha;                /* the reference's product multiplier: alpha, x scale_a x
+                                        scale_b for fp8 (gt_cuda_reference sets both) */
     gt_cuda_heur heur[GT_CUDA_HEUR_MAX];
     int nheur;
     uint64_t seed;
@@ -279,6 +288,10 @@ void gt_cuda_unprepare(gt_bk_prob *pp);
 int gt_cuda_heur_find(const gt_bk_prob *pp, const gt_cu_lt_cfg *c, cublasLtMatmulAlgo_t *algo,
                       size_t *ws);
 int gt_cuda_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen);
+/* Times c: calibration with plain calls, then o->repeats repeats of about
+ * o->min_time_ms each, launched plainly (chained with o->chained), or with
+ * o->graph as replays of one CUDA graph of the calls (a candidate whose
+ * calls cannot be captured fails with the reason). */
 int gt_cuda_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timing *t, char *err,
                  size_t errlen);
 
