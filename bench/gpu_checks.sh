@@ -11,7 +11,7 @@
 #        tuned.db and e2e.json to reuse: record and tune are skipped when it has them),
 #        COMPILE_PHASES (autotune_nocg,gemmtune_compile), COMPILE_PARTS (decode),
 #        COMPILE_TIMEOUT (540 s): what e2e_compile runs; E2E_PHASES (default,gemmtune):
-#        the configurations e2e times after record, tune and check
+#        the configurations e2e times after record, tune and check; E2E_TIMEOUT (300 s)
 #
 #   pip          builds the Python package (its C++ extension against this torch) into
 #                /tmp/site
@@ -66,7 +66,7 @@ if has e2e; then
   phases=${E2E_PHASES:-default,gemmtune}
   [ -s "$STATE/tuned.db" ] || phases=record,tune,check,$phases
   step "e2e: $phases at batches $BATCHES"
-  timeout 300 python3 bench/e2e_llama.py --build "$B/bin" --state "$STATE" --phases "$phases" \
+  timeout "${E2E_TIMEOUT:-300}" python3 bench/e2e_llama.py --build "$B/bin" --state "$STATE" --phases "$phases" \
     --batches "$BATCHES" >"$OUT/e2e.txt" 2>&1
   step "e2e rc=$?"
   if [ -s "$STATE/tuned.db" ]; then
