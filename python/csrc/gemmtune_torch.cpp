@@ -103,6 +103,8 @@ struct gtn_answer {
   int32_t a, b, c, bias; /* tensor index of BLAS A, B, C-from (beta != 0), bias; -1 none */
   int32_t out_dim;
   int64_t out_shape[3];
+  int32_t flags; /* gt_db_plan_run's flags (GT_DB_LAUNCH_CHAINED: use(launch="chained")) */
+  int32_t pad;
 };
 
 typedef int (*gtn_resolve_fn)(const gtn_key *key, gtn_answer *out);
@@ -301,7 +303,7 @@ at::Tensor run_plan(Entry &e, const at::Tensor *const *ts, int *reason) {
   char err[512] = "";
   int rc = g_plan_run((void *)(uintptr_t)a.plan, stream, A.data_ptr(), B.data_ptr(),
                       C.defined() ? C.data_ptr() : nullptr, bias.defined() ? bias.data_ptr() : nullptr,
-                      D.data_ptr(), nullptr, nullptr, nullptr, ws, 0, err, sizeof err);
+                      D.data_ptr(), nullptr, nullptr, nullptr, ws, a.flags, err, sizeof err);
   if (rc != 0) {
     e.broken = true;
     *reason = GTN_R_ERROR;

@@ -315,6 +315,39 @@ def test_native_under_cuda_graph_capture(tuned_db, torch_ext):
             assert err < 1e-2, f"{kind}: replay {i}: relative error {err} against PyTorch"
 
 
+@pytest.mark.parametrize("native", [False, True], ids=["python", "native"])
+def test_chained_launch_equals_plain(gemv_db, native, request):
+    """use(launch="chained"): two tuned gemvs back to back, the second reading
+    the first's output (its B), eager and inside a captured graph, give what
+    the plain launches give: the chained kernel waits for the one before it
+    before it reads B."""
+    if native:
+        request.getfixturevalue("torch_ext")
+    path, _, _ = gemv_db
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4096, 4096, bias=False, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
+    got = {}
+    for launch in ("plain", "chained"):
+        with torch.no_grad(), gt.use(path, native=native, launch=launch) as r:
+            eager = lin(lin(x))
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                lin(lin(x))
+            torch.cuda.current_stream().wait_stream(s)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                y = lin(lin(x))
+            g.replay()
+            torch.cuda.synchronize()
+            st = r.stats()
+        assert st.get("tuned_run") == st.get("gemms") == 6, f"{launch}: {st}"
+        got[launch] = (eager, y.clone())
+    for i in range(2):
+        _same(got["chained"][i], got["plain"][i], f"chained vs plain, {('eager', 'graph')[i]}")
+
+
 def test_native_two_threads(tuned_db, torch_ext):
     kind, path = tuned_db
     torch.manual_seed(0)

@@ -64,6 +64,17 @@ def test_routing_decisions_on_cpu(tuned):
     assert not gt.enabled()
 
 
+def test_launch_option(tuned):
+    path, model, _, _ = tuned
+    with gt.use(path, device="cpu", device_model=model, backend="cpu") as r:
+        assert r.router.launch == "plain" and r.router.launch_flags == 0
+    with gt.use(path, device="cpu", device_model=model, backend="cpu", launch="chained") as r:
+        assert r.router.launch == "chained" and r.router.launch_flags == 1  # GT_DB_LAUNCH_CHAINED
+    with pytest.raises(ValueError, match="launch='graph': one of plain, chained"):
+        gt.use(path, device="cpu", device_model=model, backend="cpu", launch="graph")
+    assert not gt.enabled()
+
+
 def test_no_gain(tuned, tmp_path):
     """An entry whose tuning kept the baseline (uplift <= 1) runs PyTorch's path ("no_gain"),
     one with a gain is routed: the same export with its uplifts set either way."""

@@ -83,12 +83,12 @@ class _KernelPlan:
                     self._ws[stream] = w
         return w.data_ptr()
 
-    def launch(self, stream, a, b, c, bias, d):
+    def launch(self, stream, a, b, c, bias, d, flags=0):
         lib = _lib.load()
         err = ctypes.create_string_buffer(512)
         ws = self.workspace(stream)
         rc = lib.gt_db_kernel_cuda_launch_ex(
-            self.k, ctypes.byref(self.mod), stream, a, b, c, bias, d, ws, 0, err, len(err)
+            self.k, ctypes.byref(self.mod), stream, a, b, c, bias, d, ws, flags, err, len(err)
         )
         if rc != 0:
             raise RuntimeError(f"gt_db_kernel_cuda_launch: {err.value.decode(errors='replace')}")
@@ -125,11 +125,11 @@ class _LtPlan:
 
     workspace = _KernelPlan.workspace
 
-    def launch(self, stream, a, b, c, bias, d):
+    def launch(self, stream, a, b, c, bias, d, flags=0):
         lib = _lib.load()
         err = ctypes.create_string_buffer(512)
         ws = self.workspace(stream)
-        rc = lib.gt_db_plan_run(self.p, stream, a, b, c, bias, d, None, None, None, ws, 0, err, len(err))
+        rc = lib.gt_db_plan_run(self.p, stream, a, b, c, bias, d, None, None, None, ws, flags, err, len(err))
         if rc != OK:
             raise RuntimeError(f"gt_db_plan_run: {err.value.decode(errors='replace')}")
 
@@ -145,8 +145,9 @@ class _LtPlan:
 class Runner:
     """Tuned GEMMs of one CUDA device."""
 
-    def __init__(self, db, device):
+    def __init__(self, db, device, flags=0):
         self.db = db
+        self.flags = flags  # gt_db_plan_run's: GT_DB_LAUNCH_CHAINED for use(launch="chained")
         self.device = torch.device(device)
         self.index = self.device.index if self.device.index is not None else torch.cuda.current_device()
         self._lock = threading.Lock()
@@ -211,5 +212,6 @@ class Runner:
             None if c is None else c.data_ptr(),
             None if bias is None else bias.data_ptr(),
             d.data_ptr(),
+            self.flags,
         )
         return d, None

@@ -76,6 +76,8 @@ class AnswerC(ctypes.Structure):
         ("bias", ctypes.c_int32),
         ("out_dim", ctypes.c_int32),
         ("out_shape", ctypes.c_int64 * 3),
+        ("flags", ctypes.c_int32),
+        ("pad", ctypes.c_int32),
     ]
 
 
@@ -291,6 +293,7 @@ class Native:
         a.run = 1
         a.plan = plan.p.value
         a.ws_bytes, a.ws_zero = plan.ws_bytes, int(plan.ws_zero)
+        a.flags = self.router.launch_flags
         a.a, a.b = idx[call.a.arg], idx[call.b.arg]
         a.bias = idx[call.bias] if call.bias else -1
         a.c = idx[call.c_from] if call.c_from else -1

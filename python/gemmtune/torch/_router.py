@@ -32,6 +32,8 @@ _WATCH = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
 # decomposes them itself to see the GEMMs.
 DECOMPOSE = {"aten::linear", "aten::matmul"}
 _CACHE_MAX = 1 << 16
+# use(launch=...): gt_db_plan_run's flags (libgemmtune's GT_DB_LAUNCH_CHAINED is 1)
+LAUNCHES = {"plain": 0, "chained": 1}
 
 _aten = torch.ops.aten
 
@@ -244,7 +246,9 @@ class Router:
     one given), or "cpu" (tests: libgemmtune has no CPU runner, so a tuned CPU
     GEMM is counted and runs PyTorch's path)."""
 
-    def __init__(self, db, device=None, device_model=None, backend=None):
+    def __init__(self, db, device=None, device_model=None, backend=None, launch="plain"):
+        if launch not in LAUNCHES:
+            raise ValueError(f"launch={launch!r}: one of {', '.join(LAUNCHES)}")
         dev = torch.device(device) if device is not None else torch.device("cuda")
         if dev.type not in ("cuda", "cpu"):
             raise ValueError(f"device {dev}: gemmtune routes cuda (or, for tests, cpu) GEMMs")
@@ -262,6 +266,10 @@ class Router:
         self._runners = {}
         self._stats = {}
         self.native = None  # _native.Native while the extension's overrides route
+        # gt_db_plan_run's flags for every tuned call: chained launches a generated kernel
+        # that can (the "gemv" family on sm_90+) with programmatic dependent launch
+        self.launch = launch
+        self.launch_flags = LAUNCHES[launch]
 
     # ---- bookkeeping ----
 
@@ -318,7 +326,7 @@ class Router:
             with self._lock:
                 r = self._runners.get(dev.index)
                 if r is None:
-                    r = _cuda.Runner(self.db, dev)
+                    r = _cuda.Runner(self.db, dev, self.launch_flags)
                     self._runners[dev.index] = r
         return r
 

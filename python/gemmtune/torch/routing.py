@@ -202,7 +202,7 @@ def native_status():
     return _native.status()
 
 
-def use(db, device=None, *, device_model=None, backend=None, native=None, trace=True):
+def use(db, device=None, *, device_model=None, backend=None, native=None, trace=True, launch="plain"):
     """Routes every GEMM whose full problem key is tuned in db (a path to an
     export, or a gemmtune.Database) for this GPU model to the tuned
     implementation; everything else to PyTorch's own path unchanged.
@@ -219,6 +219,14 @@ def use(db, device=None, *, device_model=None, backend=None, native=None, trace=
     calls skip its Python call (about 1.3 us on every torch function, GEMM
     or not), but a function torch.compile'd meanwhile holds aten ops, not
     the gemmtune:: ops.
+    launch: "plain" (default) or "chained": tuned generated kernels that can
+    (the "gemv" family on sm_90+) launch with programmatic dependent launch,
+    so their launch and first loads overlap the end of the kernel before,
+    as a run tuned with launch=chained timed them. Such a kernel may read
+    its BLAS A operand (F.linear's weight) before the kernel just before it
+    has finished: use it only where no GEMM's A is written by the kernel
+    right before it (inference with fixed weights). cuBLASLt winners and
+    other kernels launch plainly either way.
 
     Enables routing now for this thread (other threads: Routing.thread()),
     and for the gemmtune ops of compiled graphs everywhere; returns a Routing
@@ -229,7 +237,7 @@ def use(db, device=None, *, device_model=None, backend=None, native=None, trace=
     owns = not isinstance(db, Database)
     database = Database(db) if owns else db
     try:
-        router = _router.Router(database, device, device_model, backend)
+        router = _router.Router(database, device, device_model, backend, launch)
     except Exception:
         if owns:
             database.close()
