@@ -374,6 +374,8 @@ def routing(a, cfg, state):
     if not a.device.startswith("cuda"):
         kw = {"device": "cpu", "device_model": state.get("tune", "device_model") or a.device_model,
               "backend": "cpu"}
+    if a.gt_launch != "plain":
+        kw["launch"] = a.gt_launch
     with gt.use(db, **kw) as r:
         r.reset_stats()
         yield r
@@ -561,6 +563,8 @@ def tune_phase(a, state):
                 "shard_size": a.shard, "final_k": 5, "name": "e2e_llama"}
         if a.backend == "cuda":
             opts.update({"min_time_ms": 0.25, "repeats": 3, "warmup": 1})
+            if a.gt_launch != "plain":  # timed the way use() will launch them
+                opts["launch"] = a.gt_launch
         run = c.submit(logf, **opts)
         rid = run["id"]
         log(f"tune: run {rid}: {run['problems']} GEMMs" +
@@ -609,7 +613,7 @@ def report(state):
     dev = d.get("device", {})
     p(f"# e2e_llama: {dev.get('name', '?')}, torch {dev.get('torch', '?')}, transformers "
       f"{dev.get('transformers', '?')}, {dev.get('layers', '?')} layers, prompt {dev.get('prompt', '?')}, "
-      f"{dev.get('steps', '?')} steps")
+      f"{dev.get('steps', '?')} steps, gemmtune launch {dev.get('gt_launch', 'plain')}")
     rec, tun = d.get("record", {}), d.get("tune", {})
     if rec or tun:
         p(f"record {rec.get('wall_s', '-')} s ({rec.get('gemms', '-')} GEMMs, {rec.get('calls', '-')} calls); "
@@ -713,6 +717,10 @@ def main():
     ap.add_argument("--gt-compile-mode", default="default",
                     help="torch.compile mode for gemmtune_compile (default: 'default': Inductor's "
                          "fusion is the same as max-autotune's, which has no GEMM left to tune)")
+    ap.add_argument("--gt-launch", default="plain", choices=("plain", "chained"),
+                    help="how the tune phase times the candidates (run option launch) and the "
+                         "gemmtune configurations launch them (use(launch=...)): chained launches "
+                         "the gemv kernels with programmatic dependent launch (sm_90+)")
     ap.add_argument("--report", action="store_true", help="print the tables from STATE and exit")
     a = ap.parse_args()
 
@@ -751,7 +759,7 @@ def main():
     name = torch.cuda.get_device_name() if a.device.startswith("cuda") else "cpu"
     state.put("device", value={"name": name, "torch": torch.__version__, "transformers": transformers.__version__,
                                "layers": 2 if a.tiny else a.layers, "prompt": a.prompt, "steps": a.steps,
-                               "tiny": a.tiny, "dtype": str(a.dtype)})
+                               "tiny": a.tiny, "dtype": str(a.dtype), "gt_launch": a.gt_launch})
     log(f"{name}, torch {torch.__version__}, transformers {transformers.__version__}, phases {phases}")
     try:
         import gemmtune.torch as gt

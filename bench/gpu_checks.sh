@@ -11,7 +11,8 @@
 #        tuned.db and e2e.json to reuse: record and tune are skipped when it has them),
 #        COMPILE_PHASES (autotune_nocg,gemmtune_compile), COMPILE_PARTS (decode),
 #        COMPILE_TIMEOUT (540 s): what e2e_compile runs; E2E_PHASES (default,gemmtune):
-#        the configurations e2e times after record, tune and check; E2E_TIMEOUT (300 s)
+#        the configurations e2e times after record, tune and check; E2E_TIMEOUT (300 s);
+#        E2E_ARGS: more e2e_llama.py arguments for both steps (e.g. --gt-launch chained)
 #
 #   pip          builds the Python package (its C++ extension against this torch) into
 #                /tmp/site
@@ -67,7 +68,7 @@ if has e2e; then
   [ -s "$STATE/tuned.db" ] || phases=record,tune,check,$phases
   step "e2e: $phases at batches $BATCHES"
   timeout "${E2E_TIMEOUT:-300}" python3 bench/e2e_llama.py --build "$B/bin" --state "$STATE" --phases "$phases" \
-    --batches "$BATCHES" >"$OUT/e2e.txt" 2>&1
+    --batches "$BATCHES" ${E2E_ARGS:-} >"$OUT/e2e.txt" 2>&1
   step "e2e rc=$?"
   if [ -s "$STATE/tuned.db" ]; then
     timeout 120 "$B/bin/gemmtune" verify "$STATE/tuned.db" >"$OUT/e2e_verify.txt" 2>&1
@@ -77,7 +78,7 @@ fi
 if has e2e_compile; then
   step "e2e_compile: $COMPILE_PHASES ($COMPILE_PARTS) at batches $BATCHES"
   timeout "$COMPILE_TIMEOUT" python3 bench/e2e_llama.py --build "$B/bin" --state "$STATE" \
-    --phases "$COMPILE_PHASES" --parts "$COMPILE_PARTS" --batches "$BATCHES" >>"$OUT/e2e_compile.txt" 2>&1
+    --phases "$COMPILE_PHASES" --parts "$COMPILE_PARTS" --batches "$BATCHES" ${E2E_ARGS:-} >>"$OUT/e2e_compile.txt" 2>&1
   step "e2e_compile rc=$?"
 fi
 if has pytest; then
@@ -93,4 +94,7 @@ if has pytest; then
   step "pytest rc=$?"
 fi
 [ -s "$STATE/e2e.json" ] && python3 bench/e2e_llama.py --report --state "$STATE" >"$OUT/e2e_report.txt" 2>&1
+# the state in one file (the device tool brings back a limited number of files): what a
+# later call's E2E_STATE takes, without the reference tensors
+[ -s "$STATE/e2e.json" ] && tar -C "$STATE" -czf "$OUT/e2e_state.tgz" --exclude='*.pt' --exclude=svc .
 step done
