@@ -95,9 +95,10 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--final-k", type=int, default=5)
     ap.add_argument("--gpus", default="all", help="'all' or a device index")
-    ap.add_argument("--launch", default="plain", choices=["plain", "chained"],
+    ap.add_argument("--launch", default="plain", choices=["plain", "chained", "graph"],
                     help="the run's launch option: chained times generated gemv kernels with "
-                         "programmatic dependent launch (sm_90+); the baseline stays plain")
+                         "programmatic dependent launch (sm_90+), the baseline plain; graph times "
+                         "every candidate and the baseline inside a CUDA graph")
     ap.add_argument("--timeout", type=float, default=480)
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
     ap.add_argument("--export", action="store_true", help="also write each run's export as OUT/runN.db")

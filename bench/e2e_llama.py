@@ -13,6 +13,8 @@ bf16, 32 layers), then in one script:
            --prefill tokens at batch 1, for each configuration:
              default       PyTorch's own kernels (eager; decode captured)
              gemmtune      gemmtune.torch.use(): its ops in eager code, then captured
+             compile       torch.compile(--gt-compile-mode) without gemmtune, captured: what
+                           gemmtune_compile owes to Inductor alone
              autotune_nocg torch.compile(mode="max-autotune-no-cudagraphs"), captured like
                            the others
              autotune      torch.compile(mode="max-autotune"), Inductor's own CUDA graphs
@@ -60,7 +62,8 @@ import time
 
 from gt_service import Service
 
-CONFIGS = ("default", "gemmtune", "autotune_nocg", "autotune", "gemmtune_compile", "gemmtune_autotune")
+CONFIGS = ("default", "gemmtune", "compile", "autotune_nocg", "autotune", "gemmtune_compile",
+           "gemmtune_autotune")
 PHASES = ("record", "tune", "check") + CONFIGS
 
 
@@ -374,7 +377,7 @@ def routing(a, cfg, state):
     if not a.device.startswith("cuda"):
         kw = {"device": "cpu", "device_model": state.get("tune", "device_model") or a.device_model,
               "backend": "cpu"}
-    if a.gt_launch != "plain":
+    if a.gt_launch == "chained":  # graph-timed winners launch plainly, in the model's graph
         kw["launch"] = a.gt_launch
     with gt.use(db, **kw) as r:
         r.reset_stats()
@@ -386,7 +389,7 @@ _COMPILED = set()  # batch keys compiled in this process
 
 def compile_mode(cfg, a):
     return {"autotune_nocg": "max-autotune-no-cudagraphs", "autotune": "max-autotune",
-            "gemmtune_compile": a.gt_compile_mode,
+            "gemmtune_compile": a.gt_compile_mode, "compile": a.gt_compile_mode,
             "gemmtune_autotune": "max-autotune-no-cudagraphs"}.get(cfg)
 
 
@@ -717,10 +720,11 @@ def main():
     ap.add_argument("--gt-compile-mode", default="default",
                     help="torch.compile mode for gemmtune_compile (default: 'default': Inductor's "
                          "fusion is the same as max-autotune's, which has no GEMM left to tune)")
-    ap.add_argument("--gt-launch", default="plain", choices=("plain", "chained"),
-                    help="how the tune phase times the candidates (run option launch) and the "
-                         "gemmtune configurations launch them (use(launch=...)): chained launches "
-                         "the gemv kernels with programmatic dependent launch (sm_90+)")
+    ap.add_argument("--gt-launch", default="plain", choices=("plain", "chained", "graph"),
+                    help="how the tune phase times the candidates (the run option launch): "
+                         "chained also launches the gemv kernels with programmatic dependent "
+                         "launch in the gemmtune configurations (use(launch='chained')); graph "
+                         "times every candidate inside a CUDA graph, as the decode step runs")
     ap.add_argument("--report", action="store_true", help="print the tables from STATE and exit")
     a = ap.parse_args()
 

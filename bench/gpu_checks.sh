@@ -12,7 +12,8 @@
 #        COMPILE_PHASES (autotune_nocg,gemmtune_compile), COMPILE_PARTS (decode),
 #        COMPILE_TIMEOUT (540 s): what e2e_compile runs; E2E_PHASES (default,gemmtune):
 #        the configurations e2e times after record, tune and check; E2E_TIMEOUT (300 s);
-#        E2E_ARGS: more e2e_llama.py arguments for both steps (e.g. --gt-launch chained)
+#        E2E_ARGS: more e2e_llama.py arguments for both steps (e.g. --gt-launch chained);
+#        E2E_LAUNCH: verify's --launch for the e2e export (plain; as --gt-launch)
 #
 #   pip          builds the Python package (its C++ extension against this torch) into
 #                /tmp/site
@@ -71,7 +72,7 @@ if has e2e; then
     --batches "$BATCHES" ${E2E_ARGS:-} >"$OUT/e2e.txt" 2>&1
   step "e2e rc=$?"
   if [ -s "$STATE/tuned.db" ]; then
-    timeout 120 "$B/bin/gemmtune" verify "$STATE/tuned.db" >"$OUT/e2e_verify.txt" 2>&1
+    timeout 120 "$B/bin/gemmtune" verify "$STATE/tuned.db" --launch "${E2E_LAUNCH:-plain}" >"$OUT/e2e_verify.txt" 2>&1
     step "e2e verify rc=$?"
   fi
 fi
