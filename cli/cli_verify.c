@@ -170,6 +170,7 @@ typedef struct vresult {
     char why[320];
     gt_paired_stat st;     /* of the best config against the baseline */
     double base_us, best_us;
+    gt_gpu_state gpu;      /* the GPU's state over the rounds; samples 0: none read */
 } vresult;
 
 /* One backend's device, opened on its first entry. */
@@ -186,6 +187,7 @@ typedef struct vctx {
     int device;            /* --device: the index opened */
     gt_paired_opts po;
     gt_timing_opts timing;
+    int gpu_why_said;      /* why no GPU state is read, said once */
 } vctx;
 
 /* The opened device of e's backend; NULL with res refused when there is
@@ -322,6 +324,11 @@ static void verify_one(vctx *v, const ventry *e, double tol, vresult *res)
         goto out;
     }
     res->st = st[1];
+    res->gpu = bp.gpu;
+    if (bp.gpu_why[0] && !v->gpu_why_said) {
+        v->gpu_why_said = 1;
+        fprintf(stderr, "verify: no GPU state next to the timings: %s\n", bp.gpu_why);
+    }
     res->base_us = gt_paired_median_time(times, maxr, 0, rounds);
     res->best_us = gt_paired_median_time(times, maxr, 1, rounds);
     if (!(e->uplift > 0)) {
@@ -386,6 +393,10 @@ static cJSON *entry_json(const ventry *e, const vresult *r)
     } else if (!cJSON_AddNullToObject(o, "retimed") || !cJSON_AddNullToObject(o, "diff")) {
         goto fail;
     }
+    /* the GPU's state over the re-timing's rounds (null: none read) */
+    if (!cJSON_AddItemToObject(o, "gpu_state", r->gpu.samples > 0 ? gt_gpu_state_to_json(&r->gpu)
+                                                                   : cJSON_CreateNull()))
+        goto fail;
     if (!cJSON_AddStringToObject(o, "result", json_word(r->status)) ||
         !cJSON_AddBoolToObject(o, "pass", r->status == 0) ||
         !(r->why[0] ? cJSON_AddStringToObject(o, "reason", r->why) : cJSON_AddNullToObject(o, "reason")))
@@ -519,8 +530,9 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
         cJSON_free(txt);
     } else {
         static const char *const head[] = {"PROBLEM", "BACKEND", "STORED", "STORED CI (ROUNDS)", "RETIMED",
-                                           "RETIMED CI (ROUNDS)", "DIFF", "RESULT"};
-        gt_cli_table t = {.ncols = 8, .head = head, .align = "llrlrlrl"};
+                                           "RETIMED CI (ROUNDS)", "DIFF", "SM MHZ MIN/MED", "POWER MAX",
+                                           "CAPPED", "RESULT"};
+        gt_cli_table t = {.ncols = 11, .head = head, .align = "llrlrlrrrrl"};
         for (size_t i = 0; i < n; i++) {
             const ventry *e = &es[i];
             const vresult *r = &rs[i];
@@ -544,6 +556,17 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
                     gt_cli_table_cell(&t, "%+.1f%%", (r->st.uplift / e->uplift - 1) * 100);
                 else
                     gt_cli_table_cell(&t, "-");
+            } else {
+                gt_cli_table_cell(&t, "-");
+                gt_cli_table_cell(&t, "-");
+                gt_cli_table_cell(&t, "-");
+            }
+            /* the GPU's state while it was re-timed: capped rounds ran at
+             * lower clocks, which the paired ratio cancels only in part */
+            if (r->gpu.samples > 0) {
+                gt_cli_table_cell(&t, "%.0f/%.0f", r->gpu.sm_clock_min_mhz, r->gpu.sm_clock_median_mhz);
+                gt_cli_table_cell(&t, "%.0f W", r->gpu.power_max_w);
+                gt_cli_table_cell(&t, "%.0f%%", r->gpu.throttled_frac * 100);
             } else {
                 gt_cli_table_cell(&t, "-");
                 gt_cli_table_cell(&t, "-");

@@ -14,6 +14,7 @@
 #include <nng/nng.h>
 #include <stddef.h>
 
+#include "gt_gpu_state.h"
 #include "gt_problem.h"
 
 #define GT_PROTO_VERSION 1
@@ -71,6 +72,9 @@ typedef struct gt_result {
      * rounds 0: not paired (screen, or the baseline did not run) */
     int rounds;
     double uplift, uplift_lo, uplift_hi;
+    /* final phase: the GPU's state over the job's paired rounds
+     * (gt_gpu_state.h); samples 0: none recorded (not sent) */
+    gt_gpu_state gpu;
 } gt_result;
 
 /* Encodes r into a new JSON object (config is duplicated). */

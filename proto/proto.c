@@ -160,6 +160,12 @@ cJSON *gt_proto_result_to_json(const gt_result *r)
              cJSON_AddNumberToObject(j, "uplift", r->uplift) &&
              cJSON_AddNumberToObject(j, "uplift_lo", r->uplift_lo) &&
              cJSON_AddNumberToObject(j, "uplift_hi", r->uplift_hi);
+    if (ok && r->gpu.samples > 0) {
+        cJSON *g = gt_gpu_state_to_json(&r->gpu);
+        ok = g != NULL;
+        if (g)
+            cJSON_AddItemToObject(j, "gpu_state", g);
+    }
     if (!ok) {
         cJSON_Delete(j);
         return NULL;
@@ -208,6 +214,12 @@ int gt_proto_result_from_json(const cJSON *j, gt_result *r, char *err, size_t er
             return -1;
         }
     }
+    /* The GPU's state is beside the measurement, not part of it: one that
+     * does not check out is dropped (none recorded), the result kept. */
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(j, "gpu_state");
+    char gerr[160];
+    if (g && gt_gpu_state_from_json(g, &r->gpu, gerr, sizeof gerr) != 0)
+        memset(&r->gpu, 0, sizeof r->gpu);
     /* A result is only valid with a finite time and error: never trust the flag alone. */
     if (r->valid && (!isfinite(r->time_us) || r->time_us <= 0 || !isfinite(r->rel_err))) {
         r->valid = 0;

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "gt_config.h"
+#include "gt_gpu_state.h"
 #include "gt_log.h"
 #include "gt_plan.h"
 #include "gt_run_opts.h"
@@ -209,6 +210,7 @@ typedef struct gt_report_result {
      * uplift baseline / this and its interval; 0: not paired */
     int rounds;
     double uplift, uplift_lo, uplift_hi;
+    gt_gpu_state gpu;        /* final phase: the GPU's state over its rounds; samples 0: none */
 } gt_report_result;
 
 /* What a worker reports about a job (a "results" message of the protocol,

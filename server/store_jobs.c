@@ -702,8 +702,8 @@ static int insert_result(gt_store *s, const job_row *j, int64_t job_id, int64_t 
             s,
             "INSERT OR IGNORE INTO results(run_id, problem_id, job_id, backend, phase, config,"
             " config_hash, is_baseline, time_us, spread, tflops, rel_err, valid, reason, worker_id,"
-            " device_model, created_ms, rounds, uplift, uplift_lo, uplift_hi)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " device_model, created_ms, rounds, uplift, uplift_lo, uplift_hi, gpu_state)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             err, errlen);
     sqlite3_stmt *st = s->ins_result;
     if (!st)
@@ -740,6 +740,19 @@ static int insert_result(gt_store *s, const job_row *j, int64_t job_id, int64_t 
         sqlite3_bind_double(st, 20, r->uplift_lo);
         sqlite3_bind_double(st, 21, r->uplift_hi);
     }
+    /* the GPU's state over the final's rounds, as the JSON the API shows */
+    char *gpu = NULL;
+    if (r->gpu.samples > 0 && !strcmp(phase, "final")) {
+        cJSON *g = gt_gpu_state_to_json(&r->gpu);
+        gpu = g ? cJSON_PrintUnformatted(g) : NULL;
+        cJSON_Delete(g);
+        if (!gpu) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        sqlite3_bind_text(st, 22, gpu, -1, SQLITE_TRANSIENT);
+    }
+    cJSON_free(gpu);
     if (sqlite3_step(st) != SQLITE_DONE) {
         snprintf(err, errlen, "sqlite step: %s", sqlite3_errmsg(s->db));
         sqlite3_reset(st);

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "gen_gemv.h"
+#include "gt_gpu_state.h"
 #include "gt_problem.h"
 
 struct cJSON;
@@ -93,6 +94,12 @@ typedef struct gt_backend {
     int (*validate)(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen);
     int (*time)(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timing *t,
                 char *err, size_t errlen);
+    /* Optional (NULL: the backend has no device state to report, cpu): the
+     * device's state now (SM clock, power, temperature, clocks event
+     * reasons), read right after each timing of the paired rounds. -1 with
+     * the reason when it cannot be read (cuda without NVML): the caller
+     * then records nothing for the job. */
+    int (*state)(gt_bk_prob *pp, gt_gpu_sample *s, char *err, size_t errlen);
 } gt_backend;
 
 /* Relative-error tolerance for a problem's types (input and compute). */

@@ -21,11 +21,17 @@ typedef struct gt_bk_paired {
     int (*before)(void *ctx, int i);
     void *ctx;
     char (*why)[256];        /* optional, n entries: why an entry's timing failed */
+    /* Out: the device's state over the rounds (the backend's state() read
+     * after every timing; samples 0 when it has none), and why not when
+     * state() failed ("" otherwise). */
+    gt_gpu_state gpu;
+    char gpu_why[200];
 } gt_bk_paired;
 
 /* Runs the protocol (o) over p's entries. times: n * o->max_rounds doubles
- * (gt_paired_run's layout), *rounds, st[n] as gt_paired_run fills them.
- * 0, or -1 when before() aborted or out of memory. */
+ * (gt_paired_run's layout), *rounds, st[n] as gt_paired_run fills them,
+ * p->gpu the device's state over these rounds. 0, or -1 when before()
+ * aborted or out of memory. */
 int gt_bk_paired_run(gt_bk_paired *p, const gt_paired_opts *o, double *times, int *rounds,
                      gt_paired_stat *st);
 

@@ -296,6 +296,13 @@ static int run_final(jobctx *j, const cJSON *cands, const cJSON *baseline)
                 "jobs: timing the rounds again",
                 j->job_id, b, ref);
     }
+    /* no device state (a cuda worker without NVML): said once per process,
+     * not once per job */
+    static int gpu_why_said;
+    if (bp.gpu_why[0] && !gpu_why_said) {
+        gpu_why_said = 1;
+        gt_info("final rounds: no GPU state recorded next to the timings: %s", bp.gpu_why);
+    }
     for (int i = 0; i < n; i++) {
         if (!built[i]) {
             if (why[i][0] && !res[i].reason[0])
@@ -313,6 +320,7 @@ static int run_final(jobctx *j, const cJSON *cands, const cJSON *baseline)
             res[i].uplift = st[i].uplift;
             res[i].uplift_lo = st[i].lo;
             res[i].uplift_hi = st[i].hi;
+            res[i].gpu = bp.gpu; /* the rounds' GPU state, the same for every entry */
         }
     }
     for (int i = 0; i < n; i++)

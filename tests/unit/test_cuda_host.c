@@ -15,11 +15,13 @@
 #include <cjson/cJSON.h>
 
 #include "gt_backend.h"
+#include "gt_bk_paired.h"
 #include "gt_config.h"
 #include "gt_problem.h"
 #include "gt_test.h"
 
 #ifdef GT_WITH_CUDA
+#include "cuda_nvml.h"
 #include "gen_cuda.h"
 #include "gt_cuda.h"
 
@@ -779,12 +781,81 @@ static void graph_check(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p)
     cJSON_Delete(base);
 }
 
+/* The device's state through NVML (cuda_nvml.c, opened with dlopen): a
+ * reading has an SM clock, power and temperature, and the paired rounds
+ * over the backend (what the final phase and verify run) summarise one
+ * reading per timing, grouped by round. A GPU node has the driver's
+ * libnvidia-ml.so.1: its absence there is a failure. */
+static void nvml_check(const gt_backend *bk, gt_bk_ctx *ctx)
+{
+    char err[512] = "";
+    gt_problem p = prob(1024, 16, 1024, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
+    cJSON *cands = NULL, *base = NULL;
+    gt_bk_prob *pp = NULL;
+    gt_bk_cand *c[2] = {NULL, NULL};
+    gt_gpu_sample s;
+    CHECK(bk->state != NULL);
+    int rc = bk->enumerate(ctx, &p, &cands, &base, err, sizeof err);
+    CHECK_MSG(rc == 0 && cJSON_GetArraySize(cands) > 0, "%s", err);
+    if (rc != 0 || cJSON_GetArraySize(cands) < 1 || bk->prepare(ctx, &p, &pp, err, sizeof err) != 0) {
+        CHECK_MSG(0, "prepare: %s", err);
+        goto out;
+    }
+    rc = bk->state(pp, &s, err, sizeof err);
+    CHECK_MSG(rc == 0, "state: %s", err);
+    if (rc == 0) {
+        fprintf(stderr, "  nvml: SM %.0f MHz, %.1f W, %.0f C, reasons 0x%llx\n", s.sm_mhz, s.power_w, s.temp_c,
+                (unsigned long long)s.reasons);
+        CHECK(s.sm_mhz > 0 && s.sm_mhz < 10000 && s.power_w > 0 && s.power_w < 10000 && s.temp_c > 0 &&
+              s.temp_c < 150);
+    }
+    if (bk->build(pp, base, &c[0], err, sizeof err) != 0 ||
+        bk->build(pp, cJSON_GetArrayItem(cands, 0), &c[1], err, sizeof err) != 0) {
+        CHECK_MSG(0, "build: %s", err);
+        goto out;
+    }
+    double rel = NAN;
+    CHECK(bk->validate(pp, c[0], &rel, err, sizeof err) == 0 && bk->validate(pp, c[1], &rel, err, sizeof err) == 0);
+    double times[2 * 8];
+    gt_paired_stat st[2];
+    int rounds = 0;
+    gt_paired_opts po;
+    gt_paired_opts_init(&po, 8, 0);
+    gt_bk_paired bp = {.bk = bk, .pp = pp, .cands = c, .n = 2,
+                       .timing = {.min_time_ms = 2, .warmup = 2, .repeats = 1}};
+    CHECK(gt_bk_paired_run(&bp, &po, times, &rounds, st) == 0 && rounds == 8);
+    fprintf(stderr, "  paired rounds: %d samples over %d rounds, SM %.0f/%.0f MHz min/median, %.1f W max, "
+                    "%.0f C max, %.0f%% of rounds capped%s%s\n",
+            bp.gpu.samples, bp.gpu.rounds, bp.gpu.sm_clock_min_mhz, bp.gpu.sm_clock_median_mhz,
+            bp.gpu.power_max_w, bp.gpu.temp_max_c, bp.gpu.throttled_frac * 100, bp.gpu_why[0] ? ": " : "",
+            bp.gpu_why);
+    CHECK_MSG(bp.gpu.samples == 16 && bp.gpu.rounds == 8 && bp.gpu.sm_clock_min_mhz > 0 &&
+                  bp.gpu.sm_clock_min_mhz <= bp.gpu.sm_clock_median_mhz && bp.gpu.power_max_w > 0 &&
+                  bp.gpu.throttled_frac >= 0 && bp.gpu.throttled_frac <= 1,
+              "gpu state: %d samples, %d rounds (%s)", bp.gpu.samples, bp.gpu.rounds, bp.gpu_why);
+out:
+    for (int i = 0; i < 2; i++)
+        if (c[i])
+            bk->release(c[i]);
+    if (pp)
+        bk->unprepare(pp);
+    cJSON_Delete(cands);
+    cJSON_Delete(base);
+}
+
 static void test_open(void)
 {
     const gt_backend *bk = gt_bk_find("cuda");
     CHECK(bk == &gt_bk_cuda && strcmp(bk->name, "cuda") == 0);
     CHECK(bk->open && bk->close && bk->enumerate && bk->prepare && bk->unprepare && bk->build &&
-          bk->release && bk->validate && bk->time);
+          bk->release && bk->validate && bk->time && bk->state);
+    /* NVML through dlopen: without the library (the GPU-less CI) or for a
+     * bus id with no GPU, no handle and a reason, never a crash */
+    char why[200] = "";
+    gt_cuda_nvml *nv = gt_cuda_nvml_open("00000000:FF:1F.7", why, sizeof why);
+    CHECK_MSG(nv == NULL && strncmp(why, "nvml: ", 6) == 0, "%s", why);
+    gt_cuda_nvml_close(nv);
+    fprintf(stderr, "  (%s)\n", why);
     char err[512] = "";
     gt_bk_ctx *ctx = (gt_bk_ctx *)1;
     gt_bk_device dev;
@@ -827,6 +898,8 @@ static void test_gpu(void)
     smoke(bk, ctx, p);
     /* launch=graph: a decode GEMM (4096x4096 weights, 16 tokens) */
     graph_check(bk, ctx, prob(4096, 16, 4096, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32));
+    /* the GPU's state next to the paired rounds' timings */
+    nvml_check(bk, ctx);
     bk->close(ctx);
 }
 

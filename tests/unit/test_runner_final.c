@@ -7,6 +7,9 @@
  * median is more than GT_BASELINE_DRIFT_MAX away from the screen jobs'
  * (timing "baseline_ref_us"), the rounds run once more and the second set is
  * reported; never a third time; without a reference, or within it, once.
+ * A backend that reads its device's state after each timing (state) has
+ * the rounds' summary carried with every paired result (gpu_state); one
+ * without it, or whose reads fail, reports none.
  * (On the H100 a disturbed final once timed cuBLASLt's default at 2x its
  * screen time: bench/results/h100_25_service_gen.txt.) */
 #include "gen_test_util.h"
@@ -27,6 +30,7 @@
 static struct {
     int base_calls, cand_calls, slow_calls;
     double base_us, slow_us;
+    int state_calls;
 } g;
 
 struct gt_bk_cand {
@@ -82,7 +86,30 @@ static int fake_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_
     return 0;
 }
 
-static const gt_backend k_fake = {
+/* The device's state after timing k (0-based): SM clock 1000 + k MHz,
+ * power 100 + k W, 60 C; readings 0 and 1 of every third round (9 readings:
+ * 3 entries per round) carry the SW power cap, reading 5 only sync boost,
+ * which is no cap. */
+static int fake_state(gt_bk_prob *pp, gt_gpu_sample *s, char *err, size_t errlen)
+{
+    (void)pp, (void)err, (void)errlen;
+    int k = g.state_calls++;
+    s->sm_mhz = 1000 + k;
+    s->power_w = 100 + k;
+    s->temp_c = 60;
+    s->reasons = k % 9 < 2 ? 0x4 : k % 9 == 5 ? 0x10 : 0x1;
+    return 0;
+}
+
+static int fake_state_fails(gt_bk_prob *pp, gt_gpu_sample *s, char *err, size_t errlen)
+{
+    (void)pp, (void)s;
+    g.state_calls++;
+    snprintf(err, errlen, "nvml: libnvidia-ml.so.1 not loadable (test)");
+    return -1;
+}
+
+static gt_backend k_fake = {
     .name = "fake",
     .prepare = fake_prepare,
     .unprepare = fake_unprepare,
@@ -98,6 +125,7 @@ typedef struct seen {
     double time_of[4], baseline_us;
     double uplift_of[4], lo_of[4], hi_of[4];
     int rounds_of[4];
+    gt_gpu_state gpu_of[4];
     int done_ok, results;
 } seen;
 
@@ -117,6 +145,7 @@ static int collect(void *ctx, cJSON *ev)
                 s->lo_of[id] = r.uplift_lo;
                 s->hi_of[id] = r.uplift_hi;
                 s->rounds_of[id] = r.rounds;
+                s->gpu_of[id] = r.gpu;
             }
             s->results++;
         }
@@ -217,10 +246,40 @@ static void test_stop_rule(void)
     CHECK(s.lo_of[1] <= s.uplift_of[1] && s.uplift_of[1] <= s.hi_of[1] && s.hi_of[1] > s.lo_of[1]);
 }
 
+static void test_gpu_state(void)
+{
+    /* without state(): nothing */
+    seen s = run_final(0, 20, 0, 0);
+    CHECK(s.done_ok && s.gpu_of[0].samples == 0 && s.gpu_of[1].samples == 0);
+    /* 9 rounds of 3 timings, each followed by a reading */
+    k_fake.state = fake_state;
+    s = run_final(0, 20, 0, 0);
+    CHECK(s.done_ok && g.state_calls == 27);
+    for (int i = 0; i < 3; i++) {
+        const gt_gpu_state *q = &s.gpu_of[i];
+        CHECK_MSG(q->samples == 27 && q->rounds == 9, "entry %d: %d samples %d rounds", i, q->samples,
+                  q->rounds);
+        CHECK(q->sm_clock_min_mhz == 1000 && q->sm_clock_median_mhz == 1013 && q->power_max_w == 126 &&
+              q->temp_max_c == 60);
+        /* rounds 0, 3 and 6 capped (twice each, counted once); sync boost is no cap */
+        CHECK_MSG(fabs(q->throttled_frac - 3.0 / 9) < 1e-12, "throttled %g", q->throttled_frac);
+    }
+    /* the drift's second set of rounds is what is reported, its readings only */
+    s = run_final(20, 20, 9, 40);
+    CHECK(s.done_ok && g.state_calls == 54 && s.gpu_of[1].samples == 27 && s.gpu_of[1].rounds == 9 &&
+          s.gpu_of[1].sm_clock_min_mhz == 1027);
+    /* reads that fail: asked once, nothing recorded, the rounds unharmed */
+    k_fake.state = fake_state_fails;
+    s = run_final(0, 20, 0, 0);
+    CHECK(s.done_ok && g.state_calls == 1 && s.gpu_of[1].samples == 0 && s.rounds_of[1] == 9);
+    k_fake.state = NULL;
+}
+
 int main(void)
 {
     gt_log_set_level(GT_LOG_ERR);
     RUN(test_steady);
+    RUN(test_gpu_state);
     RUN(test_stop_rule);
     RUN(test_drift);
     return gt_test_done();

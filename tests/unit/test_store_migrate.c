@@ -65,7 +65,16 @@ static void upgrades_v3(void)
     CHECK_MSG(s, "%s", err);
     if (!s)
         return;
-    CHECK(user_version(gt_store_db(s)) == 7);
+    CHECK(user_version(gt_store_db(s)) == 8);
+    /* 008: results carry the GPU's state of their final rounds */
+    {
+        sqlite3_stmt *col = NULL;
+        CHECK(sqlite3_prepare_v2(gt_store_db(s),
+                                 "SELECT COUNT(*) FROM pragma_table_info('results') WHERE name = 'gpu_state'",
+                                 -1, &col, NULL) == SQLITE_OK &&
+              sqlite3_step(col) == SQLITE_ROW && sqlite3_column_int(col, 0) == 1);
+        sqlite3_finalize(col);
+    }
     /* 007: the lease's indexes */
     {
         sqlite3_stmt *ix = NULL;
@@ -103,7 +112,7 @@ static void upgrades_v3(void)
     s = gt_store_open(path, err, sizeof err);
     CHECK_MSG(s, "%s", err);
     if (s) {
-        CHECK(user_version(gt_store_db(s)) == 7);
+        CHECK(user_version(gt_store_db(s)) == 8);
         ws = gt_store_workers_json(s, 10, err, sizeof err);
         CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ws, "workers")) == 2);
         cJSON_Delete(ws);

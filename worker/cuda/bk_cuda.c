@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cuda_nvml.h"
 #include "gen_cuda.h"
 #include "gt_cuda.h"
 
@@ -145,6 +146,7 @@ static void cuda_close(gt_bk_ctx *ctx)
         (void)cublasLtDestroy(ctx->lt);
     gt_cuda_gen_close(ctx);
     gt_cuda_kernels_unload(ctx->kern);
+    gt_cuda_nvml_close(ctx->nvml);
     free(ctx);
 }
 
@@ -282,6 +284,29 @@ static int cuda_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *e
                   : gt_cuda_validate(pp, c, rel_err, err, errlen);
 }
 
+/* The device's state next to a timing (gt_backend.state): NVML is opened
+ * at the first read, for this context's device by its PCI bus id; without
+ * it every read fails with the same reason, which the caller reports once. */
+static int cuda_state(gt_bk_prob *pp, gt_gpu_sample *s, char *err, size_t errlen)
+{
+    gt_bk_ctx *ctx = pp->ctx;
+    if (!ctx->nvml_tried) {
+        char bus[64];
+        ctx->nvml_tried = 1;
+        cudaError_t e = cudaDeviceGetPCIBusId(bus, (int)sizeof bus, ctx->dev);
+        if (e != cudaSuccess)
+            snprintf(ctx->nvml_why, sizeof ctx->nvml_why, "nvml: cudaDeviceGetPCIBusId: %s",
+                     cudaGetErrorName(e));
+        else
+            ctx->nvml = gt_cuda_nvml_open(bus, ctx->nvml_why, sizeof ctx->nvml_why);
+    }
+    if (!ctx->nvml) {
+        snprintf(err, errlen, "%s", ctx->nvml_why);
+        return -1;
+    }
+    return gt_cuda_nvml_sample(ctx->nvml, s, err, errlen);
+}
+
 /* Visible GPUs, for `gemmtune-worker --device all` (0 when none or no
  * driver: the caller reports it). Runs in the launching parent only, which
  * then execs one worker per device. */
@@ -305,4 +330,5 @@ const gt_backend gt_bk_cuda = {
     .release = cuda_release,
     .validate = cuda_validate,
     .time = gt_cuda_time,
+    .state = cuda_state,
 };

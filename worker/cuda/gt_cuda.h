@@ -11,7 +11,9 @@
  *                  spot-check, validate, and the host emulation of the
  *                  GPU comparison
  *   cuda_bench.c   prepare (buffers, inputs, heuristic list) / time
- *   bk_cuda.c      open / close / build / release and the vtable
+ *   bk_cuda.c      open / close / build / release / state and the vtable
+ *   cuda_nvml.c    the device's clocks, power, temperature, throttle
+ *                  reasons through NVML, opened with dlopen (cuda_nvml.h)
  *   gen_run.c      generated-kernel candidates ("gemv", "mma", test-only
  *                  "fault"; gen_cuda.h): gen/gen_gemv.h and gen/gen_mma.h
  *                  are their pure-host half
@@ -171,6 +173,10 @@ struct gt_bk_ctx {
     char dead[320];           /* sticky error: the context is unusable */
     int exit_on_sticky;       /* end the process at a sticky error (GT_CUDA_EXIT_ON_STICKY) */
     gt_cuda_gen_ctx *gen;     /* generated kernels: modules, device limits (lazy) */
+    struct gt_cuda_nvml *nvml; /* the device's state through NVML (cuda_nvml.h); opened at
+                                  the first state read, NULL when it cannot be */
+    int nvml_tried;
+    char nvml_why[200];       /* why there is no NVML */
 };
 
 /* Exit status of a process ended by a sticky CUDA error (the bench child:
