@@ -469,11 +469,18 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
         gt_cli_errorf("verify: %s", err);
         return GT_CLI_EXIT_ERR;
     }
-    /* the export says how its run timed (meta launch): a re-check timed
-     * another way measures something else, so say so (--launch matches it) */
+    /* the export says how its run timed (meta launch): without --launch the
+     * entries are re-timed the same way (a chained run's uplifts are chained
+     * gemvs against a plain baseline, which plain re-timing cannot
+     * reproduce); a re-check timed another way measures something else, so
+     * say so */
     char run_launch[16] = "";
-    if (read_launch(path, run_launch, sizeof run_launch) == 0 &&
-        strcmp(run_launch, launch ? launch : "plain"))
+    int have_launch = read_launch(path, run_launch, sizeof run_launch) == 0 &&
+                      (!strcmp(run_launch, "plain") || !strcmp(run_launch, "chained") ||
+                       !strcmp(run_launch, "graph"));
+    if (!launch && have_launch)
+        launch = run_launch;
+    else if (have_launch && strcmp(run_launch, launch ? launch : "plain"))
         fprintf(stderr, "verify: %s was timed with launch=%s; re-timing with launch=%s (--launch %s to match)\n",
                 path, run_launch, launch ? launch : "plain", run_launch);
     /* as the final phase times (server/store_jobs.c: 4x the run's default

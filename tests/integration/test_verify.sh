@@ -162,5 +162,15 @@ rc=0
   >"$T/l3.txt" 2>&1 || rc=$?
 check "verify --launch plain on a plain export: passes, no launch note (rc=$rc)" \
   bash -c "[ $rc = 0 ] && ! grep -q 'was timed with launch=' '$T/l3.txt'"
+# without --launch the entries are re-timed as the export's run timed them: a copy whose
+# meta says graph has its cpu entries refused for graph, not timed plainly
+cp "$T/self.db" "$T/g.db"
+sqlite3 "$T/g.db" "UPDATE meta SET value = 'graph' WHERE key = 'launch'"
+rc=0
+"$GT_BIN"/gemmtune verify "$T/g.db" --json --rounds 8 --min-time-ms 1 --tolerance 100% \
+  >"$T/l4.json" 2>"$T/l4.err" || rc=$?
+check "verify without --launch re-times as the export says (graph: cpu entries refused, rc=$rc)" \
+  [ "$rc/$(json "$T/l4.json" '$.refused')/$(json "$T/l4.json" '$.passed')" = "1/$nprob/0" ]
+check "verify without --launch: no mismatch note" bash -c "! grep -q 'was timed with launch=' '$T/l4.err'"
 
 finish
