@@ -275,6 +275,34 @@ static void print_missing_baselines(const gt_cli *c, int64_t id, const cJSON *be
     cJSON_Delete(j);
 }
 
+static int is_substitute(const cJSON *b)
+{
+    return !strcmp(gt_cli_jstr(b, "baseline_kind", ""), "substitute");
+}
+
+/* The footnote of the entries marked *: their uplift is against a
+ * substitute baseline (the default could not run: the API's baseline_kind
+ * "substitute"), left out of the headline figures; one line per GEMM names
+ * the substitute and the default's reason. */
+static void print_substitutes(const cJSON *run, int n)
+{
+    char f[32];
+    printf("%d GEMM(s) marked *: uplift against a substitute baseline (the default could not run), "
+           "left out of the two figures above; their FLOP-weighted uplift: %s\n",
+           n, gt_cli_fnum(f, sizeof f, run, "substitute_flop_weighted_uplift", "%.3fx", 1.0));
+    const cJSON *b;
+    cJSON_ArrayForEach(b, gt_cli_jget(run, "best"))
+    {
+        if (!is_substitute(b))
+            continue;
+        const cJSON *bc = gt_cli_jget(b, "baseline_config");
+        char *cfg = bc && !cJSON_IsNull(bc) ? cJSON_PrintUnformatted(bc) : NULL;
+        printf("  * %s: substitute %s; default: %s\n", gt_cli_jstr(b, "label", "?"), cfg ? cfg : "?",
+               gt_cli_jstr(b, "baseline_reason", "reason not reported"));
+        cJSON_free(cfg);
+    }
+}
+
 static int results_best(const gt_cli *c, int64_t id)
 {
     char path[64];
@@ -286,12 +314,14 @@ static int results_best(const gt_cli *c, int64_t id)
                                        "UPLIFT",  "95% CI (ROUNDS)", "TFLOP/S", "CONFIG"};
     gt_cli_table t = {.ncols = 9, .head = head, .align = "lrrrrrlrl"};
     const cJSON *best = gt_cli_jget(j, "best"), *b;
-    int suspect = 0, nogain = 0;
+    int suspect = 0, nogain = 0, subst = 0;
     cJSON_ArrayForEach(b, best)
     {
         char b1[32], b2[32], b3[32], b4[32], b5[32];
         int sus = cJSON_IsTrue(gt_cli_jget(b, "baseline_suspect"));
         suspect += sus;
+        int sub = is_substitute(b);
+        subst += sub;
         char *cfg = config_text(b);
         gt_cli_table_cell(&t, "%s", gt_cli_jstr(b, "label", "?"));
         gt_cli_table_cell(&t, "%.0f", gt_cli_jnum_or(b, "call_count", 0));
@@ -300,8 +330,8 @@ static int results_best(const gt_cli *c, int64_t id)
         gt_cli_table_cell(&t, "%s", gt_cli_fnum(b3, sizeof b3, b, "time_us", "%.2f", 1.0));
         int none = cJSON_IsFalse(gt_cli_jget(b, "significant"));
         nogain += none;
-        gt_cli_table_cell(&t, "%s%s%s", gt_cli_fnum(b4, sizeof b4, b, "uplift", "%.3fx", 1.0), sus ? "!" : "",
-                          none ? "=" : "");
+        gt_cli_table_cell(&t, "%s%s%s%s", gt_cli_fnum(b4, sizeof b4, b, "uplift", "%.3fx", 1.0), sus ? "!" : "",
+                          none ? "=" : "", sub ? "*" : "");
         double lo, hi, rounds;
         if (gt_cli_jnum(b, "uplift_lo", &lo) && gt_cli_jnum(b, "uplift_hi", &hi) &&
             gt_cli_jnum(b, "rounds", &rounds))
@@ -326,12 +356,14 @@ static int results_best(const gt_cli *c, int64_t id)
            gt_cli_fnum(f, sizeof f, j, "flop_weighted_uplift", "%.3fx", 1.0));
     if (nogain)
         printf("%d GEMM(s) marked =: no significant gain (no finalist's interval lay above 1): the default "
-               "stays\n",
+               "(or its substitute, *) stays\n",
                nogain);
     if (suspect)
         printf("%d GEMM(s) marked !: the final phase timed the baseline more than %.2fx away from its screen "
                "jobs (baseline_drift), also when re-timed: that uplift is not to be trusted; tune them again\n",
                suspect, GT_BASELINE_DRIFT_MAX);
+    if (subst)
+        print_substitutes(j, subst);
     print_missing_baselines(c, id, best);
     cJSON_Delete(j);
     return rc == 0 ? 0 : GT_CLI_EXIT_ERR;

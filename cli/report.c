@@ -44,11 +44,20 @@ typedef struct rrow {
     double calls, weight;
     double base_us, tuned_us;    /* NAN when unknown */
     char state[24];
+    int subst;                   /* base_us is a substitute's: the default could not run */
+    char why[200];               /* why the default could not run */
 } rrow;
 
 static int known(const rrow *r)
 {
     return r->base_us > 0 && r->tuned_us > 0;
+}
+
+/* In the headline figures: a time against the default. A substitute's
+ * uplift is against another yardstick: listed, marked *, never summed. */
+static int counted(const rrow *r)
+{
+    return known(r) && !r->subst;
 }
 
 /* 812.3 us, 45.20 ms, 13.98 s */
@@ -65,12 +74,13 @@ static void fmt_us(char *buf, size_t n, double us)
 static void print_report(FILE *out, const char *title, const rrow *r, size_t n)
 {
     double pass_b = 0, pass_t = 0, wsum = 0, wup = 0, lsum = 0;
-    size_t nk = 0;
+    size_t nk = 0, ns = 0;
     int lw = 7;
     for (size_t i = 0; i < n; i++) {
         int l = (int)strlen(r[i].label);
         lw = l > lw ? l : lw;
-        if (!known(&r[i]))
+        ns += known(&r[i]) && r[i].subst;
+        if (!counted(&r[i]))
             continue;
         nk++;
         pass_b += r[i].calls * r[i].base_us;
@@ -89,10 +99,23 @@ static void print_report(FILE *out, const char *title, const rrow *r, size_t n)
                     x->calls, 100 * x->weight, "-", "-", "-", "-", x->state);
             continue;
         }
+        if (x->subst) {
+            fprintf(out, "%-*s  %10.0f  %7.2f  %11.2f  %10.2f  %7.3fx* %7s\n", lw, x->label,
+                    x->calls, 100 * x->weight, x->base_us, x->tuned_us, x->base_us / x->tuned_us, "-");
+            continue;
+        }
         double saved = pass_b > 0 ? 100 * x->calls * (x->base_us - x->tuned_us) / pass_b : 0;
         fprintf(out, "%-*s  %10.0f  %7.2f  %11.2f  %10.2f  %7.3fx  %7.2f\n", lw, x->label,
                 x->calls, 100 * x->weight, x->base_us, x->tuned_us, x->base_us / x->tuned_us,
                 saved);
+    }
+    if (ns) {
+        fprintf(out, "\n* %zu GEMM(s): DEFAULT_US is a substitute baseline's (the default could not run); "
+                     "left out of the figures below\n",
+                ns);
+        for (size_t i = 0; i < n; i++)
+            if (known(&r[i]) && r[i].subst)
+                fprintf(out, "  %s: %s\n", r[i].label, r[i].why[0] ? r[i].why : "reason not reported");
     }
     fprintf(out, "\nGEMMs tuned           %zu of %zu\n", nk, n);
     if (!nk) {
@@ -145,6 +168,8 @@ static int report_run(const gt_cli *c, int64_t id)
         r[i].base_us = gt_cli_jnum_or(b, "baseline_us", NAN);
         r[i].tuned_us = gt_cli_jnum_or(b, "time_us", NAN);
         snprintf(r[i].state, sizeof r[i].state, "%s", gt_cli_jstr(b, "state", "pending"));
+        r[i].subst = !strcmp(gt_cli_jstr(b, "baseline_kind", ""), "substitute");
+        snprintf(r[i].why, sizeof r[i].why, "%s", gt_cli_jstr(b, "baseline_reason", ""));
         i++;
     }
     char title[512];
@@ -250,12 +275,19 @@ int gt_report_print_db(const char *path, const char *model, FILE *out, char *err
     int rc = -1;
     if (pick_device(db, NULL, model, backend, sizeof backend, dev, sizeof dev, err, errlen) != 0)
         goto out;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT p.label, p.call_count, p.weight, b.baseline_us, b.time_us"
-                           " FROM problems p LEFT JOIN best b ON b.problem_id = p.id"
-                           " AND b.backend = ?1 AND b.device_model = ?2"
-                           " ORDER BY p.weight DESC, p.id",
-                           -1, &st, NULL) != SQLITE_OK) {
+    /* exports before the substitute baseline have no baseline_kind: read
+     * as NULLs (every baseline the default) */
+    static const char sql[] = "SELECT p.label, p.call_count, p.weight, b.baseline_us, b.time_us, %s"
+                              " FROM problems p LEFT JOIN best b ON b.problem_id = p.id"
+                              " AND b.backend = ?1 AND b.device_model = ?2"
+                              " ORDER BY p.weight DESC, p.id";
+    char q[sizeof sql + 64];
+    snprintf(q, sizeof q, sql, "b.baseline_kind, b.baseline_reason");
+    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(q, sizeof q, sql, "NULL, NULL");
+        st = NULL;
+    }
+    if (!st && sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(db));
         goto out;
     }
@@ -281,6 +313,9 @@ int gt_report_print_db(const char *path, const char *model, FILE *out, char *err
         x->tuned_us = sqlite3_column_type(st, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 4);
         snprintf(x->state, sizeof x->state, "%s",
                  sqlite3_column_type(st, 4) == SQLITE_NULL ? "no result" : "no default time");
+        const unsigned char *kind = sqlite3_column_text(st, 5), *why = sqlite3_column_text(st, 6);
+        x->subst = kind && !strcmp((const char *)kind, "substitute");
+        snprintf(x->why, sizeof x->why, "%s", why ? (const char *)why : "");
     }
     char title[600];
     snprintf(title, sizeof title, "%s: backend %s, device %s", path, backend, dev);

@@ -67,5 +67,11 @@ CREATE TABLE best (
     uplift_lo    REAL,                         -- the uplift's confidence interval
     uplift_hi    REAL,                         -- (NULL: not from paired final rounds)
     rounds       INTEGER,
+    -- what baseline_us and uplift are against (NULL in exports before it):
+    -- 'default' (the vendor library's choice) or 'substitute' (the default
+    -- could not run: the fastest library-like candidate stood in)
+    baseline_kind   TEXT,
+    baseline_config TEXT,                      -- the substitute's config (NULL: the default)
+    baseline_reason TEXT,                      -- why the default could not run
     PRIMARY KEY (problem_id, backend, device_model)
 );

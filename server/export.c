@@ -47,7 +47,8 @@ extern const struct gt_schema_file gt_schema_files[];
 
 #define BEST_COLS                                                                                  \
     "problem_id, backend, device_model, config, config_hash, time_us, baseline_us, uplift, "      \
-    "tflops, rel_err, source, uplift_lo, uplift_hi, rounds"
+    "tflops, rel_err, source, uplift_lo, uplift_hi, rounds, baseline_kind, baseline_config, "    \
+    "baseline_reason"
 
 /* Tables a file must have to be read as an export. */
 static const char *const k_export_tables[] = {"meta", "problems", "results", "best"};
@@ -345,6 +346,17 @@ static const char k_sql_results[] =
     "       rounds, uplift, uplift_lo, uplift_hi "
     "FROM main.results WHERE run_id = ?3 ORDER BY id";
 
+/* The final job's baseline and the screens' default of problem_best's row. */
+#define FINAL_BASE_SQL                                                                             \
+    "(SELECT j.baseline FROM main.jobs j WHERE j.problem_id = problem_best.problem_id"             \
+    " AND j.kind = 'final' ORDER BY j.id DESC LIMIT 1)"
+#define SCREEN_BASE_SQL                                                                            \
+    "(SELECT j.baseline FROM main.jobs j WHERE j.problem_id = problem_best.problem_id"             \
+    " AND j.kind = 'screen' AND j.baseline IS NOT NULL ORDER BY j.id LIMIT 1)"
+#define SUBST_SQL                                                                                  \
+    "(" FINAL_BASE_SQL " IS NOT NULL AND json(" FINAL_BASE_SQL ") IS NOT json(COALESCE("             \
+    SCREEN_BASE_SQL ", " FINAL_BASE_SQL ")))"
+
 /* The view ranks over every run; restricting on problem_id (a partition
  * column) as well lets SQLite push the filter into the window query. */
 static const char k_sql_best[] =
@@ -354,7 +366,18 @@ static const char k_sql_best[] =
     "       CASE WHEN baseline_us IS NULL OR NOT time_us > 0 THEN NULL"
     "            WHEN paired_uplift IS NOT NULL THEN paired_uplift"
     "            ELSE baseline_us / time_us END, "
-    "       tflops, rel_err, ?1, uplift_lo, uplift_hi, rounds "
+    "       tflops, rel_err, ?1, uplift_lo, uplift_hi, rounds, "
+    /* a substitute baseline (issue 18, server/store_substitute.c): the
+     * final job's baseline is not the screens' default. Configs are stored
+     * as cJSON's unformatted text of integers and strings, so equal configs
+     * are equal text. */
+    "       CASE WHEN " SUBST_SQL " THEN 'substitute'"
+    "            WHEN baseline_us IS NOT NULL THEN 'default' END, "
+    "       CASE WHEN " SUBST_SQL " THEN " FINAL_BASE_SQL " END, "
+    "       CASE WHEN " SUBST_SQL " OR baseline_us IS NULL THEN"
+    "         (SELECT x.reason FROM main.results x WHERE x.problem_id = problem_best.problem_id"
+    "           AND x.is_baseline = 1 AND x.valid = 0 AND x.reason IS NOT NULL ORDER BY x.id LIMIT 1)"
+    "       END "
     "FROM main.problem_best "
     "WHERE problem_id IN (SELECT id FROM main.problems WHERE run_id = ?3) AND run_id = ?3 "
     "ORDER BY problem_id, backend, device_model";
@@ -668,7 +691,7 @@ static const char k_merge_results[] =
 static const char k_merge_best[] =
     "INSERT INTO main.best (" BEST_COLS ") "
     "SELECT mp.id, b.backend, b.device_model, b.config, b.config_hash, b.time_us, b.baseline_us, "
-    "       b.uplift, b.tflops, b.rel_err, b.source, %s "
+    "       b.uplift, b.tflops, b.rel_err, b.source, %s, %s "
     "FROM " IN_SCHEMA ".best b "
     "JOIN " IN_SCHEMA ".problems ip ON ip.id = b.problem_id "
     "JOIN main.problems mp ON mp.key = ip.key "
@@ -678,7 +701,9 @@ static const char k_merge_best[] =
     "    time_us = excluded.time_us, baseline_us = excluded.baseline_us, "
     "    uplift = excluded.uplift, tflops = excluded.tflops, rel_err = excluded.rel_err, "
     "    source = excluded.source, uplift_lo = excluded.uplift_lo, "
-    "    uplift_hi = excluded.uplift_hi, rounds = excluded.rounds "
+    "    uplift_hi = excluded.uplift_hi, rounds = excluded.rounds, "
+    "    baseline_kind = excluded.baseline_kind, baseline_config = excluded.baseline_config, "
+    "    baseline_reason = excluded.baseline_reason "
     "WHERE excluded.time_us < best.time_us";
 
 /* 1 when the attached input's table has the column (exports before the
@@ -716,16 +741,19 @@ static int merge_one(sqlite3 *db, const char *in, char *err, size_t errlen)
     }
     in_tx = 1;
     int rpaired = in_has_column(db, "results", "uplift_lo"),
-        bpaired = in_has_column(db, "best", "uplift_lo");
-    if (rpaired < 0 || bpaired < 0) {
+        bpaired = in_has_column(db, "best", "uplift_lo"),
+        bkind = in_has_column(db, "best", "baseline_kind");
+    if (rpaired < 0 || bpaired < 0 || bkind < 0) {
         set_err(err, errlen, "%s: reading its columns: %s", in, sqlite3_errmsg(db));
         goto fail;
     }
-    char rsql[sizeof k_merge_results + 64], bsql[sizeof k_merge_best + 64];
+    char rsql[sizeof k_merge_results + 64], bsql[sizeof k_merge_best + 128];
     snprintf(rsql, sizeof rsql, k_merge_results,
              rpaired ? "r.rounds, r.uplift, r.uplift_lo, r.uplift_hi" : "NULL, NULL, NULL, NULL");
     snprintf(bsql, sizeof bsql, k_merge_best,
-             bpaired ? "b.uplift_lo, b.uplift_hi, b.rounds" : "NULL, NULL, NULL");
+             bpaired ? "b.uplift_lo, b.uplift_hi, b.rounds" : "NULL, NULL, NULL",
+             /* exports before the substitute baseline: which one is unknown */
+             bkind ? "b.baseline_kind, b.baseline_config, b.baseline_reason" : "NULL, NULL, NULL");
     if (exec_sql(db, k_merge_problems, "table problems", msg, sizeof msg) != 0 ||
         exec_sql(db, rsql, "table results", msg, sizeof msg) != 0 ||
         exec_sql(db, bsql, "table best", msg, sizeof msg) != 0 ||

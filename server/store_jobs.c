@@ -505,7 +505,7 @@ static int create_final_job(gt_store *s, int64_t pid, int64_t run_id, int64_t no
                        "SELECT (SELECT COUNT(*) FROM results WHERE problem_id = ?1 AND phase = 'screen'"
                        " AND valid = 1) + (SELECT COUNT(*) FROM baselines WHERE problem_id = ?1),"
                        " (SELECT reason FROM results WHERE problem_id = ?1 AND phase = 'screen'"
-                       " AND valid = 0 AND reason IS NOT NULL ORDER BY id LIMIT 1),"
+                       " AND valid = 0 AND reason IS NOT NULL ORDER BY is_baseline, id LIMIT 1),"
                        " (SELECT error FROM jobs WHERE problem_id = ?1 AND state = 'failed'"
                        " AND error IS NOT NULL ORDER BY id DESC LIMIT 1)",
                        err, errlen);
@@ -523,6 +523,17 @@ static int create_final_job(gt_store *s, int64_t pid, int64_t run_id, int64_t no
         goto out;
     }
     gt_store_finish(s, st);
+    /* The default could not run anywhere: the finalists are paired with a
+     * substitute instead of going unmeasured (store_substitute.c); the run
+     * views see it as the final job's baseline differing from the screen's. */
+    cJSON *sub = NULL;
+    int subst = gt_store_pick_substitute(s, pid, o.backend, o.ncpu, &sub, err, errlen);
+    if (subst < 0)
+        goto out;
+    if (subst) {
+        cJSON_Delete(base);
+        base = sub;
+    }
     char base_hash[17];
     if (gt_cfg_hash(base, base_hash))
         goto oom;

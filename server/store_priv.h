@@ -177,5 +177,14 @@ int gt_store_add_eta(struct cJSON *o, int started, double elapsed_s, double prog
 int gt_store_evo_step(gt_store *s, int64_t problem_id, int64_t now_ms, int *queued, char *err,
                       size_t errlen);
 
+/* The substitute baseline of problem pid (store_substitute.c): when its
+ * default failed in the screen (a screen job reported the baseline invalid)
+ * and no screen timed it, *out is the fastest valid screen candidate that
+ * is backend's library-default-like choice (cpu: the default blocking for
+ * ncpu cores; cuda: a cuBLASLt config), else the fastest valid one: 1.
+ * 0 (*out NULL) when the default ran or nothing valid is there; -1 with
+ * err. */
+int gt_store_pick_substitute(gt_store *s, int64_t pid, const char *backend, int ncpu,
+                             struct cJSON **out, char *err, size_t errlen);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gt_config.h"
 #include "gt_policy.h"
 #include "gt_util.h"
 #include "store_priv.h"
@@ -231,9 +232,46 @@ static int add_paired(cJSON *b, sqlite3_stmt *st, int paired)
                : -1;
 }
 
+/* Which baseline an entry's uplift is measured against (columns 20..22 of
+ * add_best): "default" (the vendor library's choice timed), "substitute"
+ * (the default could not run: the final paired the finalists with the
+ * substitute of store_substitute.c, named in baseline_config) or null (no
+ * baseline time at all). baseline_reason says why the default could not
+ * run. 1 when the entry is a substitute's, 0 when not, -1 when out of
+ * memory. */
+static int add_baseline_kind(cJSON *b, sqlite3_stmt *st, int known)
+{
+    char fh[17] = "", sh[17] = "";
+    cJSON *fin = sqlite3_column_type(st, 20) == SQLITE_NULL ? NULL : cJSON_Parse(gt_store_col_text(st, 20));
+    cJSON *scr = sqlite3_column_type(st, 21) == SQLITE_NULL ? NULL : cJSON_Parse(gt_store_col_text(st, 21));
+    int subst = fin && scr && gt_cfg_hash(fin, fh) == 0 && gt_cfg_hash(scr, sh) == 0 && strcmp(fh, sh);
+    const char *kind = subst ? "substitute" : known ? "default" : NULL;
+    cJSON *cfg = fin ? fin : scr;
+    if (cfg == fin)
+        fin = NULL;
+    else
+        scr = NULL;
+    int ok = (kind ? cJSON_AddStringToObject(b, "baseline_kind", kind) != NULL
+                   : cJSON_AddNullToObject(b, "baseline_kind") != NULL) &&
+             (cfg ? cJSON_AddItemToObject(b, "baseline_config", cfg)
+                  : cJSON_AddNullToObject(b, "baseline_config") != NULL) &&
+             /* the default ran: an older failure of it is no reason */
+             (subst || !known ? add_str_col(b, "baseline_reason", st, 22)
+                              : cJSON_AddNullToObject(b, "baseline_reason") != NULL);
+    if (!ok && cfg && !cJSON_GetObjectItemCaseSensitive(b, "baseline_config"))
+        cJSON_Delete(cfg);
+    cJSON_Delete(fin);
+    cJSON_Delete(scr);
+    return ok ? subst : -1;
+}
+
 /* The best entry of every problem of a run, heaviest first, and the two
  * workload-level summaries: the speedup of the whole workload
- * (sum calls*baseline / sum calls*tuned) and the FLOP-weighted mean uplift. */
+ * (sum calls*baseline / sum calls*tuned) and the FLOP-weighted mean uplift.
+ * Both are against the default only: an entry paired with a substitute
+ * baseline (the default could not run) is left out of them and counted in
+ * substitute_baselines, its FLOP-weighted uplift reported apart as
+ * substitute_flop_weighted_uplift. */
 static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t errlen)
 {
     cJSON *arr = cJSON_AddArrayToObject(root, "best");
@@ -256,7 +294,16 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
         /* the paired rounds' statistics (NULL: not paired) */
         " r.uplift, r.uplift_lo, r.uplift_hi, r.rounds, r.is_baseline,"
         /* the GPU's state over the final's rounds (NULL: none recorded) */
-        " r.gpu_state"
+        " r.gpu_state,"
+        /* what the final paired against and what the screens' default was
+         * (they differ for a substitute: store_substitute.c), and why the
+         * default could not run (a screen's or the final's report) */
+        " (SELECT j.baseline FROM jobs j WHERE j.problem_id = p.id AND j.kind = 'final'"
+        "    ORDER BY j.id DESC LIMIT 1),"
+        " (SELECT j.baseline FROM jobs j WHERE j.problem_id = p.id AND j.kind = 'screen'"
+        "    AND j.baseline IS NOT NULL ORDER BY j.id LIMIT 1),"
+        " (SELECT x.reason FROM results x WHERE x.problem_id = p.id AND x.is_baseline = 1"
+        "    AND x.valid = 0 AND x.reason IS NOT NULL ORDER BY x.id LIMIT 1)"
         " FROM problems p LEFT JOIN results r ON r.id = COALESCE("
         "  " GT_STORE_BEST_FINAL_SQL("p.id") ","
         "  (SELECT r2.id FROM results r2 WHERE r2.problem_id = p.id AND r2.phase = 'screen'"
@@ -266,8 +313,8 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
-    double base_sum = 0, tuned_sum = 0, wsum = 0, wup = 0;
-    int suspect_n = 0;
+    double base_sum = 0, tuned_sum = 0, wsum = 0, wup = 0, sub_wsum = 0, sub_wup = 0;
+    int suspect_n = 0, sub_n = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         cJSON *b = cJSON_CreateObject();
         if (!b || !cJSON_AddItemToArray(arr, b)) {
@@ -296,7 +343,18 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
             gt_store_finish(s, st);
             return -1;
         }
-        if (known) {
+        int subst = add_baseline_kind(b, st, known);
+        if (subst < 0) {
+            gt_store_finish(s, st);
+            return -1;
+        }
+        if (subst) {
+            sub_n++;
+            if (known) {
+                sub_wsum += w;
+                sub_wup += w * up;
+            }
+        } else if (known) {
             base_sum += calls * bu;
             tuned_sum += calls * t;
             wsum += w;
@@ -308,7 +366,10 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
                         : cJSON_AddNullToObject(root, "weighted_uplift")) ||
         !(wsum > 0 ? cJSON_AddNumberToObject(root, "flop_weighted_uplift", wup / wsum)
                    : cJSON_AddNullToObject(root, "flop_weighted_uplift")) ||
-        !cJSON_AddNumberToObject(root, "baseline_suspect", suspect_n))
+        !cJSON_AddNumberToObject(root, "baseline_suspect", suspect_n) ||
+        !cJSON_AddNumberToObject(root, "substitute_baselines", sub_n) ||
+        !(sub_wsum > 0 ? cJSON_AddNumberToObject(root, "substitute_flop_weighted_uplift", sub_wup / sub_wsum)
+                       : cJSON_AddNullToObject(root, "substitute_flop_weighted_uplift")))
         return -1;
     return 0;
 }

@@ -196,7 +196,13 @@ static int run_screen(jobctx *j, const cJSON *cands, const cJSON *baseline)
             if (emit_baseline(j, baseline, &res))
                 return -1;
         } else {
+            /* Reported as a result, so the coordinator knows why the
+             * default could not run and re-times the candidates against a
+             * substitute instead (store_jobs.c, baseline_sub.c); only a
+             * valid baseline goes out as the job's baseline timing. */
             gt_warn("job %lld: baseline failed: %s", j->job_id, res.reason);
+            if (add_result(j, &res))
+                return -1;
         }
     }
     int i = 0;

@@ -6,8 +6,9 @@
 # two exports merge into a file the sqlite3 command line reads; bad requests
 # get clear errors with the right status codes. A GEMM OpenBLAS has no
 # routine for (bf16 in Debian 12's 0.3.21) and a worker without OpenBLAS
-# still end done with their tuned best, and the reason the baseline is
-# missing shows in the results and in `gemmtune results`.
+# still end done with their tuned best, paired with a substitute baseline,
+# and the reason the default is missing shows in the API, `gemmtune results`,
+# `gemmtune report` and the export.
 source "$(dirname "$0")/lib.sh"
 
 start_coordinator --lease-timeout 20
@@ -26,6 +27,11 @@ state=$(wait_run "$RUN" 400)
 check "run 1 finished (state=$state)" [ "$state" = done ]
 check "every problem done" [ "$(json "$T/run.json" '$.problems.done')" = 6 ]
 check_best_paired "$T/run.json"
+check "f32: every GEMM's uplift is against the default, OpenBLAS (baseline_kind default, no reason)" \
+  [ "$(jsonq "$T/run.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.best')) e
+       WHERE json_extract(e.value, '$.baseline_kind') = 'default'
+         AND json_extract(e.value, '$.baseline_config.lib') = 'openblas'
+         AND json_extract(e.value, '$.baseline_reason') IS NULL;")/$(json "$T/run.json" '$.substitute_baselines')" = 6/0 ]
 check "the database agrees: all problems done" \
   [ "$(sqlite3 "$DB" "SELECT COUNT(*) FROM problems WHERE run_id = $RUN AND state = 'done'")" = 6 ]
 check "no result is valid without a time and an error within tolerance" \
@@ -49,6 +55,8 @@ check "two workers registered" [ "$(jsonq "$T/workers.json" "SELECT json_array_l
 curl -sf "$HTTP/v1/runs/$RUN/export" -o "$T/a.db"
 check "export is an SQLite file with all problems" [ "$(sqlite3 "$T/a.db" 'SELECT COUNT(*) FROM problems')" = 6 ]
 check "export has a best row per problem" [ "$(sqlite3 "$T/a.db" 'SELECT COUNT(*) FROM best')" = 6 ]
+check "export: every best row's baseline is the default" \
+  [ "$(sqlite3 "$T/a.db" "SELECT COUNT(*) FROM best WHERE baseline_kind = 'default' AND baseline_config IS NULL AND baseline_reason IS NULL")" = 6 ]
 check "export meta has format_version 1" \
   [ "$(sqlite3 "$T/a.db" "SELECT value FROM meta WHERE key = 'format_version'")" = 1 ]
 
@@ -117,27 +125,64 @@ check "gemmtune status --limit 1 lists the newest run only" \
   [ "$(grep -c cancelled "$T/list1.txt"):$(grep -c -w second "$T/list1.txt")" = 1:0 ]
 
 # bf16 (cpu_two.log: a bf16 and an f32 GEMM): Debian 12's OpenBLAS has no bf16
-# GEMM, so that GEMM has no baseline: it still ends done with a tuned best,
-# its uplift unknown (null), and the reason is its failed baseline row.
+# GEMM, so that GEMM's default cannot run (issue 18): its candidates still
+# compete, the final pairs them with a substitute baseline (the fastest valid
+# screen candidate, the default blocking when it was screened), and the API,
+# the CLI and the export say so, with the reason. The f32 GEMM keeps OpenBLAS.
 submit "$GT_TEST_DATA/cpu_two.log" "name=bf16&budget=3&shard_size=3&min_time_ms=1&repeats=3&ncpu=1&final_k=1"
 check "bf16 run finished" [ "$(wait_run "$RUN" 300)" = done ]
 check "bf16 run: both GEMMs done with a valid final best" \
   [ "$(jsonq "$T/run.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.best')) e
        WHERE json_extract(e.value, '$.state') = 'done' AND json_extract(e.value, '$.phase') = 'final'
          AND json_extract(e.value, '$.time_us') > 0;")" = 2 ]
-check "bf16 GEMM: no baseline time, no uplift; the f32 GEMM has both" \
+check "bf16 GEMM: paired with a substitute (a generated config, timed, an uplift); f32: the default" \
   [ "$(jsonq "$T/run.json" "SELECT group_concat((json_extract(e.value, '$.label') LIKE 'bf16%') || ':' ||
-         (json_extract(e.value, '$.baseline_us') IS NULL) || (json_extract(e.value, '$.uplift') IS NULL), ',')
-       FROM (SELECT e.value FROM j, json_each(json_extract(j.x, '$.best')) e ORDER BY json_extract(e.value, '$.label')) e;")" = "1:11,0:00" ]
+         json_extract(e.value, '$.baseline_kind') || ':' ||
+         (json_extract(e.value, '$.baseline_us') > 0) || (json_extract(e.value, '$.uplift') > 0) ||
+         (json_extract(e.value, '$.rounds') > 0) || ':' ||
+         COALESCE(json_extract(e.value, '$.baseline_config.lib'), 'gen'), ',')
+       FROM (SELECT e.value FROM j, json_each(json_extract(j.x, '$.best')) e ORDER BY json_extract(e.value, '$.label')) e;")" = "1:substitute:111:gen,0:default:111:openblas" ]
+check "bf16 GEMM: baseline_reason names cblas_sbgemm; the f32 GEMM has none" \
+  [ "$(jsonq "$T/run.json" "SELECT group_concat((json_extract(e.value, '$.label') LIKE 'bf16%') || ':' ||
+         COALESCE(json_extract(e.value, '$.baseline_reason') LIKE 'build: openblas baseline: %no bf16 GEMM (cblas_sbgemm absent%', 'null'), ',')
+       FROM (SELECT e.value FROM j, json_each(json_extract(j.x, '$.best')) e ORDER BY json_extract(e.value, '$.label')) e;")" = "1:1,0:null" ]
+check "the headline uplifts are the f32 GEMM's alone; the substitute's is apart" \
+  [ "$(jsonq "$T/run.json" "SELECT json_extract(x, '$.substitute_baselines') || ':' ||
+         (abs(json_extract(x, '$.flop_weighted_uplift') - (SELECT json_extract(e.value, '$.uplift')
+            FROM json_each(json_extract(x, '$.best')) e WHERE json_extract(e.value, '$.label') NOT LIKE 'bf16%')) < 1e-9) || ':' ||
+         (abs(json_extract(x, '$.substitute_flop_weighted_uplift') - (SELECT json_extract(e.value, '$.uplift')
+            FROM json_each(json_extract(x, '$.best')) e WHERE json_extract(e.value, '$.label') LIKE 'bf16%')) < 1e-9) FROM j;")" = "1:1:1" ]
 curl -sf "$HTTP/v1/runs/$RUN/results" -o "$T/results_bf16.json"
-check "bf16 GEMM: its final baseline row is invalid and names cblas_sbgemm" \
-  [ "$(jsonq "$T/results_bf16.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.results')) r
-       WHERE json_extract(r.value, '$.phase') = 'final' AND json_extract(r.value, '$.baseline') = 1
-         AND json_extract(r.value, '$.valid') = 0 AND json_extract(r.value, '$.label') LIKE 'bf16%'
-         AND json_extract(r.value, '$.reason') LIKE '%no bf16 GEMM (cblas_sbgemm absent%';")" = 1 ]
+check "bf16 GEMM: the screens' default rows are invalid and name cblas_sbgemm; the final's baseline is the substitute, valid" \
+  [ "$(jsonq "$T/results_bf16.json" "SELECT
+         (SELECT COUNT(*) > 0 AND SUM(json_extract(r.value, '$.valid') = 0
+            AND json_extract(r.value, '$.config.lib') = 'openblas'
+            AND json_extract(r.value, '$.reason') LIKE '%no bf16 GEMM (cblas_sbgemm absent%') = COUNT(*)
+          FROM json_each(json_extract(j.x, '$.results')) r WHERE json_extract(r.value, '$.phase') = 'screen'
+            AND json_extract(r.value, '$.baseline') = 1 AND json_extract(r.value, '$.label') LIKE 'bf16%') || ':' ||
+         (SELECT COUNT(*) FROM json_each(json_extract(j.x, '$.results')) r WHERE json_extract(r.value, '$.phase') = 'final'
+            AND json_extract(r.value, '$.baseline') = 1 AND json_extract(r.value, '$.label') LIKE 'bf16%'
+            AND json_extract(r.value, '$.valid') = 1 AND json_extract(r.value, '$.config.lib') IS NULL) FROM j;")" = "1:1" ]
+check "bf16 run: progress counts candidates only (the failed defaults are none)" \
+  [ "$(jsonq "$T/run.json" "SELECT json_extract(x, '$.candidates.done') <= json_extract(x, '$.candidates.total') FROM j;")" = 1 ]
 "$GT_BIN"/gemmtune --server "$HTTP" results "$RUN" >"$T/results_bf16.txt"
-check "gemmtune results says why the bf16 GEMM has no baseline" \
-  grep -q 'bf16.*: build: openblas baseline: .*no bf16 GEMM' "$T/results_bf16.txt"
+check "gemmtune results marks the bf16 uplift * and footnotes the substitute and the reason" \
+  bash -c "grep -q '^bf16.*x[=!]*\*' '$T/results_bf16.txt' &&
+           grep -q '^1 GEMM(s) marked \*: uplift against a substitute baseline' '$T/results_bf16.txt' &&
+           grep -q '^  \* bf16.*: substitute {.*}; default: build: openblas baseline: .*no bf16 GEMM' '$T/results_bf16.txt'"
+"$GT_BIN"/gemmtune --server "$HTTP" report "$RUN" >"$T/report_bf16.txt"
+check "gemmtune report marks it, footnotes the reason and counts only the f32 GEMM" \
+  bash -c "grep -q '^bf16.*x\*' '$T/report_bf16.txt' && grep -q '^  bf16.*: build: openblas baseline: .*no bf16 GEMM' '$T/report_bf16.txt' &&
+           grep -q '^GEMMs tuned  *1 of 2' '$T/report_bf16.txt'"
+curl -sf "$HTTP/v1/runs/$RUN/export" -o "$T/bf16.db"
+check "export: the bf16 best row is against a substitute, named with the reason; the f32 one the default" \
+  [ "$(sqlite3 "$T/bf16.db" "SELECT group_concat(x, ',') FROM (SELECT (p.a_type = 'bf16') || ':' || b.baseline_kind || ':' ||
+         (b.baseline_config IS NOT NULL AND json_extract(b.baseline_config, '$.lib') IS NULL) || ':' ||
+         COALESCE(b.baseline_reason LIKE '%cblas_sbgemm absent%', 'null') AS x
+       FROM best b JOIN problems p ON p.id = b.problem_id ORDER BY p.a_type)")" = "1:substitute:1:1,0:default:0:null" ]
+"$GT_BIN"/gemmtune report --db "$T/bf16.db" >"$T/report_bf16_db.txt"
+check "gemmtune report --db reads the marker from the export" \
+  bash -c "grep -q '^bf16.*x\*' '$T/report_bf16_db.txt' && grep -q '^GEMMs tuned  *1 of 2' '$T/report_bf16_db.txt'"
 
 # A worker without OpenBLAS: the baseline fails naming libopenblas; the GEMM
 # still ends done with its tuned best and the reason.
@@ -147,10 +192,11 @@ GEMMTUNE_OPENBLAS=/nonexistent/libopenblas.so.0 start_worker w3
 head -n 1 "$GT_TEST_DATA/cpu_small_f32.log" >"$T/one.log"
 submit "$T/one.log" "name=nolib&budget=3&shard_size=3&min_time_ms=1&repeats=3&ncpu=1&final_k=1"
 check "run without OpenBLAS finished" [ "$(wait_run "$RUN" 300)" = done ]
-check "without OpenBLAS: a valid final best, no baseline time" \
+check "without OpenBLAS: a valid final best against a substitute baseline naming libopenblas" \
   [ "$(jsonq "$T/run.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.best')) e
        WHERE json_extract(e.value, '$.state') = 'done' AND json_extract(e.value, '$.time_us') > 0
-         AND json_extract(e.value, '$.baseline_us') IS NULL;")" = 1 ]
+         AND json_extract(e.value, '$.baseline_us') > 0 AND json_extract(e.value, '$.baseline_kind') = 'substitute'
+         AND json_extract(e.value, '$.baseline_reason') LIKE '%cannot load libopenblas%';")" = 1 ]
 "$GT_BIN"/gemmtune --server "$HTTP" results "$RUN" >"$T/results_nolib.txt"
 check "gemmtune results names the missing libopenblas" \
   grep -q 'openblas baseline: cannot load libopenblas from GEMMTUNE_OPENBLAS=' "$T/results_nolib.txt"
