@@ -237,6 +237,9 @@ void gt_cuda_set_exit_on_sticky(gt_bk_ctx *ctx, int on) { ctx->exit_on_sticky = 
 static int cuda_build(gt_bk_prob *pp, const cJSON *cfg, gt_bk_cand **out, char *err, size_t errlen)
 {
     *out = NULL;
+    /* the default of a problem cuBLASLt's heuristic refuses: it cannot run */
+    if (gt_cuda_no_default(cfg, err, errlen))
+        return -1;
     int fam = gt_gen_family(cfg);
     if (fam == GT_FAM_UNKNOWN) {
         snprintf(err, errlen, "cuda: config family unknown (cublaslt, gemv, mma or fault)");

@@ -54,8 +54,10 @@ static int mem_free(gt_bk_ctx *ctx, size_t *fr, char *err, size_t errlen)
 /* The heuristic's results for the prepared descriptors (up to 32, what an
  * untuned caller would pick from): build runs their exact algo bytes for an
  * equal config, since re-creating an algo from its attributes does not
- * always reproduce it bit for bit. Also refuses early when cuBLASLt has no
- * algorithm at all for p. */
+ * always reproduce it bit for bit. A heuristic that refuses p leaves none
+ * (nheur 0) and is no error: the generated families and the cuBLASLt
+ * configs AlgoCheck accepts still run (issue 18; the job's default then
+ * fails to build, gt_cuda_no_default). Only a failure to ask is. */
 static int heuristics(gt_bk_prob *pp, char *err, size_t errlen)
 {
     gt_bk_ctx *ctx = pp->ctx;
@@ -72,12 +74,18 @@ static int heuristics(gt_bk_prob *pp, char *err, size_t errlen)
                                            pp->desc.c, pp->desc.d, pref, GT_CUDA_HEUR_MAX, r, &n);
     if (pref)
         (void)cublasLtMatmulPreferenceDestroy(pref);
-    if (s != CUBLAS_STATUS_SUCCESS || n < 1) {
-        snprintf(err, errlen, "cuda: cuBLASLt has no algorithm for this problem (heuristic: %s)",
-                 gt_cu_status_name(s));
-        return -1;
-    }
     pp->nheur = 0;
+    if (s != CUBLAS_STATUS_SUCCESS || n < 1) {
+        /* the refusal itself, not a broken context: what
+         * cublasLtMatmulAlgoGetHeuristic answers for a problem it has no
+         * algorithm for (CUBLAS_STATUS_NOT_SUPPORTED, INVALID_VALUE, or no
+         * result) */
+        if (s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED && s != CUBLAS_STATUS_INVALID_VALUE) {
+            snprintf(err, errlen, "cuda: cuBLASLt heuristic: %s", gt_cu_status_name(s));
+            return -1;
+        }
+        return 0;
+    }
     for (int i = 0; i < n && i < GT_CUDA_HEUR_MAX; i++) {
         gt_cuda_heur *h = &pp->heur[pp->nheur];
         char why[160];

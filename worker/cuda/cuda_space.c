@@ -4,7 +4,10 @@
  * (gt_cuda_algo_make). A config is cuda/'s gt_cu_lt_cfg: lt_cfg.c encodes it
  * as JSON, lt_api.c on an algo (worker/cuda/CONFIG.md).
  *
- * Enumeration: the heuristic's top results first (rank order), then for
+ * Enumeration: the heuristic's top results first (rank order; when the
+ * heuristic refuses the problem there are none and the baseline is the
+ * placeholder of gt_cuda_no_default_json, which fails to build naming why),
+ * then for
  * every algo id: tile x stages (kept when AlgoCheck accepts them with the
  * default cluster, or with 1x1x1 when the default is refused), x every
  * cluster shape AlgoCheck accepts on cluster-capable devices (a pair that
@@ -245,6 +248,28 @@ done:
     return rc;
 }
 
+cJSON *gt_cuda_no_default_json(const char *why)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j || !cJSON_AddStringToObject(j, "family", "cublaslt") ||
+        !cJSON_AddStringToObject(j, "heuristic", "none") || !cJSON_AddStringToObject(j, "reason", why)) {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+int gt_cuda_no_default(const cJSON *cfg, char *err, size_t errlen)
+{
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(cfg, "heuristic");
+    if (!cJSON_IsString(h) || strcmp(h->valuestring, "none"))
+        return 0;
+    const cJSON *why = cJSON_GetObjectItemCaseSensitive(cfg, "reason");
+    snprintf(err, errlen, "cuda: no default: %.200s",
+             cJSON_IsString(why) ? why->valuestring : "cuBLASLt's heuristic has no algorithm for this problem");
+    return 1;
+}
+
 #define HEUR_MAX 32
 #define IDS_MAX 1024
 #define GEN_AFTER 8 /* heuristic configs before the first generated ones */
@@ -287,10 +312,16 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON 
     int nres = 0;
     s = cublasLtMatmulAlgoGetHeuristic(ctx->lt, d.op, d.a, d.b, d.c, d.d, pref, HEUR_MAX, res,
                                        &nres);
+    /* A heuristic that refuses the problem (bf16 TN 32000x3x4096 with bias
+     * + GELU: CUBLAS_STATUS_INVALID_VALUE) leaves no default, not no
+     * candidates: AlgoCheck may still accept configs, and the generated
+     * families have their own rules. */
+    char no_heur[200] = "";
     if (s != CUBLAS_STATUS_SUCCESS || nres <= 0) {
-        snprintf(err, errlen, "cuda: cuBLASLt has no algorithm for this problem (heuristic: %s, %d results)",
+        snprintf(no_heur, sizeof no_heur, "cuBLASLt's heuristic has no algorithm for this problem (%s, %d results)",
                  gt_cu_status_name(s), nres);
-        goto out;
+        gt_warn("enumerate: %s: enumerating the algo ids and the generated families without it", no_heur);
+        nres = 0;
     }
     for (int i = 0; i < nres; i++) {
         if (res[i].state != CUBLAS_STATUS_SUCCESS)
@@ -315,10 +346,8 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON 
             goto oom;
         st.heuristic++;
     }
-    if (heur.n == 0) {
-        snprintf(err, errlen, "cuda: cuBLASLt heuristic returned no usable algorithm");
-        goto out;
-    }
+    if (heur.n == 0 && !no_heur[0])
+        snprintf(no_heur, sizeof no_heur, "cuBLASLt's heuristic returned no usable algorithm");
 
     ids = malloc(IDS_MAX * sizeof *ids);
     if (!ids)
@@ -346,7 +375,7 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON 
         st.capped = 1;
     }
     arr = cJSON_CreateArray();
-    base = gt_cu_lt_cfg_to_json(&heur.v[0]);
+    base = heur.n ? gt_cu_lt_cfg_to_json(&heur.v[0]) : gt_cuda_no_default_json(no_heur);
     if (!arr || !base)
         goto oom;
     if (gt_cuda_gen_enumerate(ctx, p, &gen, &st.gen_pruned, err, errlen) != 0)

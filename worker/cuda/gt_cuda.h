@@ -201,6 +201,15 @@ int gt_cuda_events(gt_bk_ctx *ctx, int n, char *err, size_t errlen);
 /* Enumeration (cuda_space.c). */
 int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, struct cJSON **cands,
                       struct cJSON **baseline, char *err, size_t errlen);
+/* The baseline config of a problem cuBLASLt's heuristic refuses (issue 18):
+ * {"family":"cublaslt","heuristic":"none","reason":why}. The problem's
+ * other candidates (cuBLASLt configs AlgoCheck accepts, the generated
+ * families) are still enumerated; this default fails to build, naming why,
+ * and the coordinator pairs the finalists with a substitute
+ * (server/store_substitute.c). NULL when out of memory. */
+struct cJSON *gt_cuda_no_default_json(const char *why);
+/* 1 with "cuda: ..." in err when cfg is that placeholder, else 0. */
+int gt_cuda_no_default(const struct cJSON *cfg, char *err, size_t errlen);
 /* Stats of the last enumerate on ctx. */
 void gt_cuda_enum_stats_get(const gt_bk_ctx *ctx, gt_cuda_enum_stats *st);
 /* Overrides the enumeration limits (<= 0 keeps the current value). */
