@@ -5,7 +5,9 @@
  *     answer says which was used; a bad value or type is a 400 naming the
  *     option, and JSON bodies still refuse unknown options;
  *   - a matmul entry with a comma missing: 422 with its line and field,
- *     or with skip_invalid a run whose "skipped" lists it. */
+ *     or with skip_invalid a run whose "skipped" lists it;
+ *   - a cuda run takes a mixed hipBLASLt log (types, batches, transposes,
+ *     bias + GELU) whole. */
 #include "gt_http.h"
 #include "gt_httpc.h"
 #include "gt_store.h"
@@ -228,6 +230,32 @@ static void test_unsupported(void)
     free(log);
 }
 
+/* tests/data/hipblaslt_cuda_mix.log: bf16, f16, f32 and OCP fp8 GEMMs,
+ * batched ones, NN/NT/TN, and bias + GELU epilogues (the issue 18 GEMM,
+ * bf16 TN 32000x3x4096, among them): a cuda run takes the log whole (201,
+ * every line a problem, nothing under "unsupported"), so every GEMM of it
+ * reaches a worker, which gives it a result or a reason. The GPU half is
+ * the lead's run of the same file. */
+static void test_cuda_mix(void)
+{
+    size_t len;
+    char *log = gt_read_file(gt_test_data("hipblaslt_cuda_mix.log"), &len, 0);
+    CHECK_MSG(log != NULL, "cannot read hipblaslt_cuda_mix.log");
+    if (!log)
+        return;
+    int st;
+    cJSON *j = post("/v1/runs?backend=cuda&budget=1", "text/plain", log, &st);
+    CHECK_MSG(st == 201, "status %d: %s", st, jstr(j, "error"));
+    const cJSON *u = cJSON_GetObjectItemCaseSensitive(j, "unsupported");
+    CHECK_MSG(jnum(j, "problems") == 12 && (!u || cJSON_GetArraySize(u) == 0),
+              "problems %g, unsupported %d", jnum(j, "problems"), u ? cJSON_GetArraySize(u) : -1);
+    int64_t id = (int64_t)jnum(j, "id");
+    cJSON_Delete(j);
+    CHECK(labels(id, "bf16 ") == 5 && labels(id, "f16 ") == 3 && labels(id, "f32 ") == 2 &&
+          labels(id, "f8e4m3 ") == 2);
+    free(log);
+}
+
 int main(void)
 {
     if (gt_test_tmpdir(g_dir, sizeof g_dir, "loghttp"))
@@ -245,6 +273,7 @@ int main(void)
         RUN(test_fp8_encoding);
         RUN(test_missing_comma);
         RUN(test_unsupported);
+        RUN(test_cuda_mix);
         gt_http_stop(h);
     }
     if (s)
