@@ -10,6 +10,8 @@
  * A backend that reads its device's state after each timing (state) has
  * the rounds' summary carried with every paired result (gpu_state); one
  * without it, or whose reads fail, reports none.
+ * A screen job whose default cannot be built still times its candidates and
+ * reports the default as an invalid baseline result with the reason.
  * (On the H100 a disturbed final once timed cuBLASLt's default at 2x its
  * screen time: bench/results/h100_25_service_gen.txt.) */
 #include "gen_test_util.h"
@@ -24,7 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The fake device: config {"id":0} is the baseline; a time call of the
+/* The fake device: config {"id":0} is the baseline (a config without an
+ * id fails to build); a time call of the
  * baseline returns slow_us while slow_calls of them are left, else base_us;
  * candidate i returns 10 + i us. */
 static struct {
@@ -127,6 +130,8 @@ typedef struct seen {
     int rounds_of[4];
     gt_gpu_state gpu_of[4];
     int done_ok, results;
+    int bad_baselines;     /* invalid results marked baseline */
+    char bad_reason[256];  /* the last one's reason */
 } seen;
 
 static int collect(void *ctx, cJSON *ev)
@@ -137,7 +142,10 @@ static int collect(void *ctx, cJSON *ev)
         gt_result r;
         char err[128];
         const cJSON *o = cJSON_GetObjectItemCaseSensitive(ev, "result");
-        if (gt_proto_result_from_json(o, &r, err, sizeof err) == 0 && r.valid) {
+        if (gt_proto_result_from_json(o, &r, err, sizeof err) == 0 && !r.valid && r.is_baseline) {
+            s->bad_baselines++;
+            snprintf(s->bad_reason, sizeof s->bad_reason, "%s", r.reason);
+        } else if (gt_proto_result_from_json(o, &r, err, sizeof err) == 0 && r.valid) {
             int id = cJSON_GetObjectItemCaseSensitive(r.config, "id")->valueint;
             if (id >= 0 && id < 4) {
                 s->time_of[id] = r.time_us;
@@ -275,9 +283,40 @@ static void test_gpu_state(void)
     k_fake.state = NULL;
 }
 
+/* A screen job whose default cannot be built (the fake builds only configs
+ * with an id: OpenBLAS without sbgemm, cuBLASLt's heuristic refusing): the
+ * candidates are still timed, and the default is reported as an invalid
+ * baseline result with the reason, for the coordinator's substitute
+ * (server/store_substitute.c); no baseline timing goes out. */
+static void test_screen_failed_default(void)
+{
+    memset(&g, 0, sizeof g);
+    seen s;
+    memset(&s, 0, sizeof s);
+    char job[1024];
+    gt_problem p = gen_test_prob(64, 16, 64, GT_DT_BF16, GT_DT_BF16);
+    cJSON *pj = gt_problem_to_json(&p);
+    char *ptxt = pj ? cJSON_PrintUnformatted(pj) : NULL;
+    snprintf(job, sizeof job,
+             "{\"id\":6,\"kind\":\"screen\",\"problem\":%s,\"candidates\":[{\"id\":1},{\"id\":2}],"
+             "\"baseline\":{\"lib\":\"openblas\"},\"timing\":{\"min_time_ms\":1,\"repeats\":3,\"warmup\":1}}",
+             ptxt ? ptxt : "null");
+    cJSON *j = cJSON_Parse(job);
+    gt_runner r = {.bk = &k_fake, .emit = collect, .emit_ctx = &s};
+    CHECK(j && gt_runner_run(&r, j) == 0);
+    CHECK_MSG(s.done_ok && s.results == 2 && s.time_of[1] == 11 && s.time_of[2] == 12, "%d results", s.results);
+    CHECK_MSG(s.bad_baselines == 1 && !strcmp(s.bad_reason, "build: no id"), "%d: %s", s.bad_baselines,
+              s.bad_reason);
+    CHECK(s.baseline_us == 0 && g.base_calls == 0);
+    cJSON_Delete(j);
+    cJSON_Delete(pj);
+    cJSON_free(ptxt);
+}
+
 int main(void)
 {
     gt_log_set_level(GT_LOG_ERR);
+    RUN(test_screen_failed_default);
     RUN(test_steady);
     RUN(test_gpu_state);
     RUN(test_stop_rule);
