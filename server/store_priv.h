@@ -177,6 +177,17 @@ int gt_store_add_eta(struct cJSON *o, int started, double elapsed_s, double prog
 int gt_store_evo_step(gt_store *s, int64_t problem_id, int64_t now_ms, int *queued, char *err,
                       size_t errlen);
 
+/* A scalar subquery: 1 when problem `pid`'s final job pairs against a
+ * substitute baseline (its baseline is not the screen jobs' default:
+ * store_substitute.c), else 0. Configs are stored as cJSON's unformatted
+ * text of integers and strings, so equal configs are equal JSON text; the
+ * run view (store_query.c) compares their hashes, which agrees. */
+#define GT_STORE_SUBSTITUTE_SQL(pid)                                                               \
+    "COALESCE((SELECT json(f.baseline) IS NOT json(COALESCE((SELECT sc.baseline FROM jobs sc"      \
+    " WHERE sc.problem_id = " pid " AND sc.kind = 'screen' AND sc.baseline IS NOT NULL"           \
+    " ORDER BY sc.id LIMIT 1), f.baseline)) FROM jobs f WHERE f.problem_id = " pid                 \
+    " AND f.kind = 'final' AND f.baseline IS NOT NULL ORDER BY f.id DESC LIMIT 1), 0)"
+
 /* The substitute baseline of problem pid (store_substitute.c): when its
  * default failed in the screen (a screen job reported the baseline invalid)
  * and no screen timed it, *out is the fastest valid screen candidate that

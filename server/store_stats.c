@@ -242,9 +242,13 @@ static const char k_best_cols[] =
     "   AND r.valid = 1),"
     " (SELECT AVG(bl.time_us) FROM baselines bl WHERE bl.problem_id = p.id),"
     /* the paired final's uplift (median of per-round ratios), NULL: unpaired */
-    " (SELECT r.uplift FROM results r WHERE r.id = " GT_STORE_BEST_FINAL_SQL("p.id") ")";
+    " (SELECT r.uplift FROM results r WHERE r.id = " GT_STORE_BEST_FINAL_SQL("p.id") "),"
+    /* paired with a substitute baseline: kept out of the workload's uplift,
+     * as the run view keeps it out of its headline figures */
+    " " GT_STORE_SUBSTITUTE_SQL("p.id");
 
-/* From the five k_best_cols columns at i: 1 with the tuned and baseline
+/* From the first five k_best_cols columns at i (the sixth, i + 5, says
+ * whether the baseline is a substitute): 1 with the tuned and baseline
  * times when both are known and positive, and the uplift the run view
  * reports (the paired one when the final was paired, else their ratio). */
 static int best_of(sqlite3_stmt *st, int i, double *tuned, double *base, double *up)
@@ -263,7 +267,9 @@ static int best_of(sqlite3_stmt *st, int i, double *tuned, double *base, double 
 }
 
 /* The workload's uplift over the problems with both a tuned and a baseline
- * time: base_sum / tuned_sum (calls-weighted), wup / wsum (FLOP-weighted). */
+ * time against the default (a substitute's uplift is against another
+ * yardstick): base_sum / tuned_sum (calls-weighted), wup / wsum
+ * (FLOP-weighted). */
 typedef struct uplift_sums {
     double base_sum, tuned_sum, wsum, wup;
 } uplift_sums;
@@ -271,6 +277,7 @@ typedef struct uplift_sums {
 static int summary_uplift(gt_store *s, int64_t run_id, uplift_sums *u, char *err, size_t errlen)
 {
     char sql[4096];
+    _Static_assert(sizeof k_best_cols < sizeof sql - 128, "k_best_cols outgrew the query buffer");
     snprintf(sql, sizeof sql, "SELECT p.call_count, p.weight,%s FROM problems p WHERE p.run_id = ?",
              k_best_cols);
     sqlite3_stmt *st = gt_store_prep(s, sql, err, errlen);
@@ -280,7 +287,7 @@ static int summary_uplift(gt_store *s, int64_t run_id, uplift_sums *u, char *err
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         double t, bu, up, calls = sqlite3_column_double(st, 0), w = sqlite3_column_double(st, 1);
-        if (best_of(st, 2, &t, &bu, &up)) {
+        if (best_of(st, 2, &t, &bu, &up) && !sqlite3_column_int(st, 7)) {
             u->base_sum += calls * bu;
             u->tuned_sum += calls * t;
             u->wsum += w;

@@ -11,7 +11,8 @@
  *     screened: the fastest valid candidate stands in.
  * Then the run view: baseline_kind, baseline_config, baseline_reason per
  * entry, the headline uplifts from problem 2 alone, the substitutes'
- * apart; and the progress counts candidates only. */
+ * apart (the summary streamed to watchers alike); and the progress counts
+ * candidates only. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -21,6 +22,7 @@
 #include "gt_config.h"
 #include "gt_problem.h"
 #include "gt_store.h"
+#include "gt_store_stats.h"
 #include "gt_test.h"
 #include "gt_util.h"
 
@@ -92,13 +94,16 @@ static cJSON *screen_msg(const gt_job *job)
     return msg;
 }
 
-/* A final job: its baseline at 50 us, each finalist at 40 us, paired with
- * an uplift of 1.25 in [1.2, 1.3]. */
+/* A final job: each finalist at 40 us; the baseline at 50 us, an uplift of
+ * 1.25 in [1.2, 1.3], for the default (problem 2), at 80 us, 2 in
+ * [1.9, 2.1], for a substitute: the headline figures tell them apart. */
 static cJSON *final_msg(const gt_job *job)
 {
     cJSON *msg = cJSON_CreateObject(), *results = cJSON_CreateArray();
     cJSON *cands = cJSON_Parse(job->candidates), *base = cJSON_Parse(job->baseline);
-    cJSON *b = result(base, 1, 1, 50, "");
+    int dflt = job->problem_id == 2;
+    double bus = dflt ? 50 : 80, up = dflt ? 1.25 : 2;
+    cJSON *b = result(base, 1, 1, bus, "");
     cJSON_AddNumberToObject(b, "rounds", 20);
     cJSON_AddNumberToObject(b, "uplift", 1);
     cJSON_AddNumberToObject(b, "uplift_lo", 1);
@@ -109,14 +114,14 @@ static cJSON *final_msg(const gt_job *job)
     {
         cJSON *x = result(c, 0, 1, 40, "");
         cJSON_AddNumberToObject(x, "rounds", 20);
-        cJSON_AddNumberToObject(x, "uplift", 1.25);
-        cJSON_AddNumberToObject(x, "uplift_lo", 1.2);
-        cJSON_AddNumberToObject(x, "uplift_hi", 1.3);
+        cJSON_AddNumberToObject(x, "uplift", up);
+        cJSON_AddNumberToObject(x, "uplift_lo", up - 0.05);
+        cJSON_AddNumberToObject(x, "uplift_hi", up + 0.05);
         cJSON_AddItemToArray(results, x);
     }
     cJSON *bt = cJSON_CreateObject();
     cJSON_AddItemToObject(bt, "config", cJSON_Duplicate(base, 1));
-    cJSON_AddNumberToObject(bt, "time_us", 50);
+    cJSON_AddNumberToObject(bt, "time_us", bus);
     cJSON_AddItemToObject(msg, "baseline", bt);
     cJSON_AddItemToObject(msg, "results", results);
     cJSON_Delete(cands);
@@ -230,11 +235,11 @@ int main(void)
     CHECK(strstr(str(cJSON_GetObjectItemCaseSensitive(e2, "baseline_config"), "lib"), "openblas"));
     CHECK(!strcmp(str(e1, "baseline_reason"), WHY) && !strcmp(str(e3, "baseline_reason"), WHY) &&
           cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(e2, "baseline_reason")));
-    /* every entry paired at 1.25: the headline is problem 2's alone */
+    /* the headline is problem 2's alone (1.25), the substitutes' apart (2) */
     double fw = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(run, "flop_weighted_uplift"));
     double wu = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(run, "weighted_uplift"));
     double sfw = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(run, "substitute_flop_weighted_uplift"));
-    CHECK_MSG(fabs(fw - 1.25) < 1e-9 && fabs(wu - 50.0 / 40.0) < 1e-9 && fabs(sfw - 1.25) < 1e-9,
+    CHECK_MSG(fabs(fw - 1.25) < 1e-9 && fabs(wu - 50.0 / 40.0) < 1e-9 && fabs(sfw - 2) < 1e-9,
               "uplifts %g %g %g", fw, wu, sfw);
     CHECK(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(run, "substitute_baselines")) == 2);
     /* the failed defaults (two screen rows) are no candidates */
@@ -244,6 +249,13 @@ int main(void)
                   (double)gt_test_int(s, "SELECT COUNT(*) FROM results WHERE phase = 'screen' AND is_baseline = 0"),
               "candidates done %g", cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(cc, "done")));
     cJSON_Delete(run);
+    /* the summary streamed to watchers agrees: the default's GEMM alone */
+    cJSON *sum = gt_store_run_summary(s, 1, gt_wall_ms(), &found, err, sizeof err);
+    CHECK_MSG(sum != NULL && found, "summary: %s", err);
+    fw = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, "flop_weighted_uplift"));
+    wu = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, "weighted_uplift"));
+    CHECK_MSG(fabs(fw - 1.25) < 1e-9 && fabs(wu - 50.0 / 40.0) < 1e-9, "summary uplifts %g %g", fw, wu);
+    cJSON_Delete(sum);
     cJSON_Delete(def1);
     cJSON_Delete(fast1);
     cJSON_Delete(fast3);
