@@ -498,19 +498,28 @@ int gt_report_tunableop(const char *path, const gt_tunableop_opts *o, FILE *out,
         goto out;
     if (write_validators(o, out, err, errlen) != 0)
         goto out;
-    if (sqlite3_prepare_v2(
-            db,
-            "SELECT p.label, p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.lda, p.ldb, p.ldc,"
-            " p.ldd, p.stride_c, p.stride_d, p.a_type, p.b_type, p.c_type, p.d_type,"
-            " p.compute_type, p.scale_type, p.beta, p.bias, p.bias_type, p.activation,"
-            " b.config, b.time_us, b.baseline_us,"
-            " EXISTS (SELECT 1 FROM results r WHERE r.problem_id = p.id AND r.backend ="
-            "  b.backend AND r.device_model = b.device_model AND r.is_baseline = 1 AND"
-            "  r.config_hash = b.config_hash)"
-            " FROM best b JOIN problems p ON p.id = b.problem_id"
-            " WHERE b.backend = 'cuda' AND b.device_model = ?1"
-            " ORDER BY p.weight DESC, p.id",
-            -1, &q, NULL) != SQLITE_OK) {
+    /* A best row that is its final's baseline is PyTorch's default, unless
+     * that baseline was a substitute (the default could not run): then it
+     * is a configuration like any other. Exports before baseline_kind had
+     * no substitutes. */
+    static const char sql[] =
+        "SELECT p.label, p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.lda, p.ldb, p.ldc,"
+        " p.ldd, p.stride_c, p.stride_d, p.a_type, p.b_type, p.c_type, p.d_type,"
+        " p.compute_type, p.scale_type, p.beta, p.bias, p.bias_type, p.activation,"
+        " b.config, b.time_us, b.baseline_us,"
+        " EXISTS (SELECT 1 FROM results r WHERE r.problem_id = p.id AND r.backend ="
+        "  b.backend AND r.device_model = b.device_model AND r.is_baseline = 1 AND"
+        "  r.config_hash = b.config_hash) AND %s"
+        " FROM best b JOIN problems p ON p.id = b.problem_id"
+        " WHERE b.backend = 'cuda' AND b.device_model = ?1"
+        " ORDER BY p.weight DESC, p.id";
+    char qs[sizeof sql + 64];
+    snprintf(qs, sizeof qs, sql, "b.baseline_kind IS NOT 'substitute'");
+    if (sqlite3_prepare_v2(db, qs, -1, &q, NULL) != SQLITE_OK) {
+        snprintf(qs, sizeof qs, sql, "1");
+        q = NULL;
+    }
+    if (!q && sqlite3_prepare_v2(db, qs, -1, &q, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(db));
         goto out;
     }

@@ -918,6 +918,30 @@ static void test_tunableop(void)
     CHECK(c.st.rows == 3 && c.st.tuned == 2 && c.st.merged == 1 && c.st.skipped == 2);
     free(csv);
 
+    /* A best row that is its final's baseline is PyTorch's Default, unless
+     * that baseline was a substitute (issue 18: the default could not run):
+     * then its cuBLASLt configuration is named like any winner. */
+    const best_row base_rows[] = {{&P1, "cuda", H100, k_cfg42, 10.0, 10.0, 1}};
+    const char *bpath = tpath("base.db");
+    CHECK(make_export(bpath, base_rows, 1) == 0);
+    c.path = bpath;
+    csv = capture(do_tunableop, &c, &rc);
+    CHECK_MSG(rc == 0 && csv && strstr(csv, "GemmTunableOp_BFloat16_TN,tn_6144_1_4096_ld_4096_4096_6144,Default,0.01\n"),
+              "%s", csv ? csv : c.err);
+    free(csv);
+    sqlite3 *bdb = NULL;
+    CHECK(sqlite3_open(bpath, &bdb) == SQLITE_OK &&
+          gt_test_sql(bdb, "UPDATE best SET baseline_kind = 'substitute', baseline_reason = 'no default'") == 0);
+    sqlite3_close(bdb);
+    csv = capture(do_tunableop, &c, &rc);
+    CHECK_MSG(rc == 0 && csv &&
+                  strstr(csv, "GemmTunableOp_BFloat16_TN,tn_6144_1_4096_ld_4096_4096_6144,"
+                              "Gemm_Cublaslt_id_42_tile_20_stages_35_splitk_1_red_0_swizzle_0_custom_0_inner_0_cluster_2,"
+                              "0.01\n") && c.st.tuned == 1,
+              "%s", csv ? csv : c.err);
+    free(csv);
+    c.path = path;
+
     /* Default only, validators given verbatim (with CRs, other lines dropped). */
     memset(&c.o, 0, sizeof c.o);
     c.o.default_only = 1;
