@@ -135,11 +135,22 @@ gt_db *gt_db_open(const char *path, char *err, size_t errlen)
     }
     sqlite3_finalize(st);
     st = NULL;
-    if (sqlite3_prepare_v2(sq,
-                           "SELECT b.backend, b.device_model, p.key, b.config, b.time_us,"
-                           " b.baseline_us, b.uplift, p.spec FROM best b JOIN problems p"
-                           " ON p.id = b.problem_id",
-                           -1, &st, NULL) != SQLITE_OK) {
+    /* baseline_us and uplift are against the untuned default (gemmtune.h);
+     * a row paired with a substitute baseline (the default could not run,
+     * schema/EXPORT.md baseline_kind) has neither: NAN, unknown. Exports
+     * before baseline_kind had no substitutes. */
+    static const char sql[] = "SELECT b.backend, b.device_model, p.key, b.config, b.time_us,"
+                              " CASE WHEN %s THEN NULL ELSE b.baseline_us END,"
+                              " CASE WHEN %s THEN NULL ELSE b.uplift END, p.spec FROM best b"
+                              " JOIN problems p ON p.id = b.problem_id";
+    static const char subst[] = "b.baseline_kind IS 'substitute'";
+    char q[sizeof sql + 2 * sizeof subst];
+    snprintf(q, sizeof q, sql, subst, subst);
+    if (sqlite3_prepare_v2(sq, q, -1, &st, NULL) != SQLITE_OK) {
+        st = NULL;
+        snprintf(q, sizeof q, sql, "0", "0");
+    }
+    if (!st && sqlite3_prepare_v2(sq, q, -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s: not a gemmtune export: %s", path, sqlite3_errmsg(sq));
         goto fail;
     }

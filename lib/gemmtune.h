@@ -107,8 +107,10 @@ typedef struct gt_db_result {
     const char *key;               /* canonical problem key */
     const char *config;            /* canonical JSON, backend-specific */
     double time_us;                /* tuned */
-    double baseline_us;            /* the untuned default, timed next to it */
-    double uplift;                 /* baseline_us / time_us */
+    double baseline_us;            /* the untuned default, timed next to it (NAN when the
+                                      default could not run and the tuning paired it with
+                                      a substitute: schema/EXPORT.md baseline_kind) */
+    double uplift;                 /* baseline_us / time_us (NAN likewise) */
 } gt_db_result;
 
 /* Opens an export file (read-only) and loads its best table. NULL with a

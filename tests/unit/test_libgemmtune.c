@@ -312,6 +312,23 @@ static void test_lookup(void)
     CHECK(r.time_us == 10.0 && r.baseline_us == 12.5 && fabs(r.uplift - 1.25) < 1e-12);
     CHECK(!strcmp(r.backend, "cuda") && !strcmp(r.device_model, "FakeGPU"));
     CHECK(gt_db_lookup(db, &d, "cuda", H100, &r) == GT_DB_OK && strstr(r.config, "\"algo_id\":66"));
+    /* against a substitute baseline (the default could not run): the
+     * default's time and the uplift over it are unknown, the tuned entry
+     * stands (issue 18) */
+    {
+        const best_row sub_rows[] = {{&P1, "cuda", "FakeGPU", k_cfg42, 10.0, 14.0, 0}};
+        const char *spath = tpath("subst.db");
+        sqlite3 *sdb = NULL;
+        CHECK(make_export(spath, sub_rows, 1) == 0 && sqlite3_open(spath, &sdb) == SQLITE_OK &&
+              gt_test_sql(sdb, "UPDATE best SET baseline_kind = 'substitute'") == 0);
+        sqlite3_close(sdb);
+        gt_db *sd = gt_db_open(spath, err, sizeof err);
+        gt_db_result sr;
+        CHECK_MSG(sd && gt_db_lookup(sd, &d, "cuda", "FakeGPU", &sr) == GT_DB_OK && sr.time_us == 10.0 &&
+                      isnan(sr.baseline_us) && isnan(sr.uplift) && !strcmp(sr.config, k_cfg42),
+                  "%s", sd ? "lookup" : err);
+        gt_db_close(sd);
+    }
     /* The same spelled with cuBLAS names and explicit tight leading dims. */
     gt_gemm_desc e = d;
     e.a_type = e.b_type = "CUDA_R_16BF";
