@@ -28,10 +28,11 @@
 
 /* The fake device: config {"id":0} is the baseline (a config without an
  * id fails to build); a time call of the
- * baseline returns slow_us while slow_calls of them are left, else base_us;
- * candidate i returns 10 + i us. */
+ * baseline returns slow_us while slow_calls of them are left (with
+ * alternate, every other call instead), else base_us; candidate i returns
+ * 10 + i us. */
 static struct {
-    int base_calls, cand_calls, slow_calls;
+    int base_calls, cand_calls, slow_calls, alternate;
     double base_us, slow_us;
     int state_calls;
 } g;
@@ -77,7 +78,10 @@ static int fake_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_
     double us;
     if (c->id == 0) {
         g.base_calls++;
-        us = g.slow_calls > 0 ? (g.slow_calls--, g.slow_us) : g.base_us;
+        if (g.alternate)
+            us = g.base_calls % 2 ? g.slow_us : g.base_us;
+        else
+            us = g.slow_calls > 0 ? (g.slow_calls--, g.slow_us) : g.base_us;
     } else {
         g.cand_calls++;
         us = 10 + c->id;
@@ -170,12 +174,12 @@ static int collect(void *ctx, cJSON *ev)
 /* Runs a final job of the baseline and two candidates, `rounds` rounds
  * (ci_width 0: the whole budget; > 0: until every interval is that narrow),
  * with the reference ref_us (0: none); the fake's baseline takes base_us,
- * the first slow of its calls slow_us. */
-static seen run_final_ci(double ref_us, double base_us, int slow, double slow_us, int rounds,
-                         double ci_width)
+ * the first slow of its calls slow_us (alternate: every other call). */
+static seen run_final_any(double ref_us, double base_us, int slow, double slow_us, int alternate, int rounds,
+                          double ci_width)
 {
     memset(&g, 0, sizeof g);
-    g.base_us = base_us, g.slow_calls = slow, g.slow_us = slow_us;
+    g.base_us = base_us, g.slow_calls = slow, g.slow_us = slow_us, g.alternate = alternate;
     seen s;
     memset(&s, 0, sizeof s);
     char job[1024];
@@ -200,6 +204,15 @@ static seen run_final_ci(double ref_us, double base_us, int slow, double slow_us
     return s;
 }
 
+static seen run_final_ci(double ref_us, double base_us, int slow, double slow_us, int rounds,
+                         double ci_width)
+{
+    return run_final_any(ref_us, base_us, slow, slow_us, 0, rounds, ci_width);
+}
+
+/* A baseline alternating 35 and 20 us, the whole budget of rounds. */
+static seen run_final_alt(int rounds) { return run_final_any(0, 20, 0, 35, 1, rounds, 0.02); }
+
 static seen run_final(double ref_us, double base_us, int slow, double slow_us)
 {
     return run_final_ci(ref_us, base_us, slow, slow_us, 9, 0);
@@ -219,9 +232,12 @@ static void test_steady(void)
     /* within the reference's factor (20 against 17: 1.18x): once */
     s = run_final(17, 20, 0, 0);
     CHECK(s.done_ok && g.base_calls == 9 && s.baseline_us == 20);
-    /* four slow rounds of nine do not move the median: once */
+    /* four slow rounds of nine do not move the median (no drift), but with
+     * 9 rounds the median's interval spans them: unsettled, the rounds run
+     * again and the steady second set is reported */
     s = run_final(20, 20, 4, 40);
-    CHECK(s.done_ok && g.base_calls == 9 && s.time_of[0] == 20);
+    CHECK_MSG(s.done_ok && g.base_calls == 18 && s.time_of[0] == 20 && s.hi_of[1] == s.lo_of[1],
+              "%d baseline calls", g.base_calls);
 }
 
 static void test_drift(void)
@@ -247,11 +263,26 @@ static void test_stop_rule(void)
     seen s = run_final_ci(0, 20, 0, 0, 40, 0.02);
     CHECK_MSG(s.done_ok && g.base_calls == GT_PAIRED_MIN_ROUNDS && s.rounds_of[1] == GT_PAIRED_MIN_ROUNDS,
               "%d rounds", g.base_calls);
-    /* a noisy baseline (its first 7 calls at 35 us, later 20): the intervals
-     * stay wide while the slow rounds are inside them; the budget ends it */
+    /* a baseline disturbed for part of the rounds (its first 7 calls at 35
+     * us, later 20): the intervals stay wide while the slow rounds are inside
+     * them and the budget ends the set unsettled (wider than
+     * GT_FINAL_UNSETTLED_WIDTH): the rounds run again; the second set is
+     * steady, stops at GT_PAIRED_MIN_ROUNDS and is reported */
     s = run_final_ci(0, 20, 7, 35, 12, 0.02);
-    CHECK_MSG(s.done_ok && g.base_calls == 12 && s.rounds_of[1] == 12, "%d rounds", g.base_calls);
-    CHECK(s.lo_of[1] <= s.uplift_of[1] && s.uplift_of[1] <= s.hi_of[1] && s.hi_of[1] > s.lo_of[1]);
+    CHECK_MSG(s.done_ok && g.base_calls == 12 + GT_PAIRED_MIN_ROUNDS && s.rounds_of[1] == GT_PAIRED_MIN_ROUNDS,
+              "%d baseline calls, %d rounds reported", g.base_calls, s.rounds_of[1]);
+    CHECK(fabs(s.uplift_of[1] - 20.0 / 11) < 1e-12 && s.hi_of[1] == s.lo_of[1] && s.baseline_us == 20);
+    /* a baseline bimodal all along (35 and 20 us in turn): both sets end
+     * unsettled, never a third; the first is kept unless the second is
+     * narrower, so what is reported is wide and says so */
+    s = run_final_alt(12);
+    CHECK_MSG(s.done_ok && g.base_calls == 24 && s.rounds_of[1] == 12, "%d baseline calls, %d rounds",
+              g.base_calls, s.rounds_of[1]);
+    CHECK(s.lo_of[1] <= s.uplift_of[1] && s.uplift_of[1] <= s.hi_of[1] &&
+          (s.hi_of[1] - s.lo_of[1]) / s.uplift_of[1] > GT_FINAL_UNSETTLED_WIDTH);
+    /* the same budget with every interval narrow at its end: one set */
+    s = run_final_ci(0, 20, 0, 0, 12, 0);
+    CHECK(s.done_ok && g.base_calls == 12);
 }
 
 static void test_gpu_state(void)
