@@ -11,7 +11,15 @@
  * with (cuda: cuBLASLt's heuristic default). An entry this machine cannot
  * time (its backend not built in, no such device, another device model) is
  * refused with the reason. Exit status: 0 all passed, 1 any failed or
- * refused (or an error), 2 usage error. */
+ * refused (or an error), 2 usage error.
+ *
+ * --against B.db compares two exports instead (e.g. the same workload tuned
+ * twice, or on two machines of one model): each GEMM's winner in EXPORT.db
+ * is timed in the same paired rounds as its winner in B.db, which takes the
+ * baseline's place, and passes when their ratio (B's time / EXPORT's) is
+ * within the tolerance of 1. Absolute times of long GEMMs move by more than
+ * 10 % between processes on a power-capped H100; paired rounds in one
+ * process put both winners under the same clocks. */
 #include "gt_cli.h"
 
 #include <cjson/cJSON.h>
@@ -54,6 +62,7 @@ typedef struct ventry {
     char *label, *spec, *backend, *model, *config, *base_config;
     double uplift, lo, hi; /* stored; NAN when absent */
     int rounds;
+    const char *missing;   /* --against: why it has no counterpart (refused), else NULL */
 } ventry;
 
 static void ventry_fini(ventry *e)
@@ -164,6 +173,54 @@ out:
     return rc;
 }
 
+/* The canonical key of an entry's problem into buf; -1 when its spec does
+ * not parse. */
+static int entry_key(const ventry *e, char *buf, size_t len)
+{
+    char err[128];
+    gt_problem p;
+    cJSON *pj = cJSON_Parse(e->spec);
+    int bad = !pj || gt_problem_from_json(pj, &p, err, sizeof err) || gt_problem_key(&p, buf, len) < 0;
+    cJSON_Delete(pj);
+    return bad ? -1 : 0;
+}
+
+/* --against: each entry of es is to be timed against the winner B has for
+ * the same problem, backend and device model, which takes the baseline's
+ * place with an expected ratio of 1; an entry B lacks is refused. 0, or -1
+ * out of memory. */
+static int pair_with(ventry *es, size_t n, const ventry *eb, size_t nb)
+{
+    static const char k_missing[] = "no entry for it in the other export";
+    static const char k_badspec[] = "its problem spec does not parse";
+    char ka[4096], kb[4096];
+    for (size_t i = 0; i < n; i++) {
+        ventry *e = &es[i];
+        e->missing = k_missing;
+        if (entry_key(e, ka, sizeof ka)) {
+            e->missing = k_badspec;
+            continue;
+        }
+        for (size_t j = 0; j < nb; j++) {
+            const ventry *b = &eb[j];
+            if (strcmp(b->backend, e->backend) || strcmp(b->model, e->model) || entry_key(b, kb, sizeof kb) ||
+                strcmp(ka, kb))
+                continue;
+            char *cfg = strdup(b->config);
+            if (!cfg)
+                return -1;
+            free(e->base_config);
+            e->base_config = cfg;
+            e->uplift = 1; /* the same speed is what agreement means */
+            e->lo = e->hi = NAN;
+            e->rounds = 0;
+            e->missing = NULL;
+            break;
+        }
+    }
+    return 0;
+}
+
 /* What re-timing one entry found. */
 typedef struct vresult {
     int status;            /* 0 pass, 1 fail, 2 refused, 3 error */
@@ -270,6 +327,11 @@ static void verify_one(vctx *v, const ventry *e, double tol, vresult *res)
 {
     char err[256];
     memset(res, 0, sizeof *res);
+    if (e->missing) {
+        res->status = 2;
+        snprintf(res->why, sizeof res->why, "%s", e->missing);
+        return;
+    }
     /* a CUDA graph is the cuda backend's: another backend would time its
      * entry plainly, which is not what was asked */
     if (v->timing.graph && strcmp(e->backend, "cuda")) {
@@ -411,21 +473,22 @@ fail:
 
 static const char k_verify_usage[] =
     "usage: gemmtune verify EXPORT.db [--tolerance F] [--rounds N] [--ci W] [--min-time-ms T]\n"
-    "                       [--device-model M] [--device N] [--launch plain|chained|graph] [--json]\n";
+    "                       [--device-model M] [--device N] [--launch plain|chained|graph] [--json]\n"
+    "                       [--against OTHER.db]\n";
 
 int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
 {
     gt_cli c = *c0;
     c.usage = k_verify_usage;
     const char *tol_s = NULL, *rounds_s = NULL, *ci_s = NULL, *mt_s = NULL, *model = NULL, *path = NULL,
-               *dev_s = NULL, *launch = NULL;
+               *dev_s = NULL, *launch = NULL, *against = NULL;
     int json = 0;
     size_t nw = 0;
     const gt_cli_opt opts[] = {{"--tolerance", &tol_s, NULL}, {"--rounds", &rounds_s, NULL},
                                {"--ci", &ci_s, NULL},         {"--min-time-ms", &mt_s, NULL},
                                {"--device-model", &model, NULL}, {"--json", NULL, &json},
                                {"--device", &dev_s, NULL}, {"--launch", &launch, NULL},
-                               {NULL, NULL, NULL}};
+                               {"--against", &against, NULL}, {NULL, NULL, NULL}};
     const gt_cli_cmd cmd = {"verify", opts, 1, "verify: one EXPORT.db only"};
     if (gt_cli_parse(&c, &cmd, argc, argv, &path, &nw) != 0)
         return GT_CLI_EXIT_USAGE;
@@ -463,10 +526,25 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
         return GT_CLI_EXIT_USAGE;
     }
     char err[1024];
-    ventry *es = NULL;
-    size_t n = 0;
-    if (read_entries(path, model, &es, &n, err, sizeof err)) {
+    ventry *es = NULL, *eb = NULL;
+    size_t n = 0, nb = 0;
+    if (read_entries(path, model, &es, &n, err, sizeof err) ||
+        (against && read_entries(against, model, &eb, &nb, err, sizeof err))) {
         gt_cli_errorf("verify: %s", err);
+        for (size_t i = 0; i < n; i++)
+            ventry_fini(&es[i]);
+        free(es);
+        return GT_CLI_EXIT_ERR;
+    }
+    int paired_ok = !against || pair_with(es, n, eb, nb) == 0;
+    for (size_t i = 0; i < nb; i++)
+        ventry_fini(&eb[i]);
+    free(eb);
+    if (!paired_ok) {
+        gt_cli_errorf("verify: out of memory");
+        for (size_t i = 0; i < n; i++)
+            ventry_fini(&es[i]);
+        free(es);
         return GT_CLI_EXIT_ERR;
     }
     /* the export says how its run timed (meta launch): without --launch the
@@ -516,6 +594,8 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
         arr = root ? cJSON_AddArrayToObject(root, "entries") : NULL;
         int ok = arr && cJSON_AddStringToObject(root, "file", path) &&
                  cJSON_AddStringToObject(root, "device_model", here) &&
+                 cJSON_AddItemToObject(root, "against", against ? cJSON_CreateString(against)
+                                                                : cJSON_CreateNull()) &&
                  cJSON_AddNumberToObject(root, "tolerance", tol) &&
                  cJSON_AddNumberToObject(root, "entries_total", (double)n) &&
                  cJSON_AddNumberToObject(root, "passed", counts[0]) &&
@@ -539,7 +619,16 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
         static const char *const head[] = {"PROBLEM", "BACKEND", "STORED", "STORED CI (ROUNDS)", "RETIMED",
                                            "RETIMED CI (ROUNDS)", "DIFF", "SM MHZ MIN/MED", "POWER MAX",
                                            "CAPPED", "RESULT"};
-        gt_cli_table t = {.ncols = 11, .head = head, .align = "llrlrlrrrrl"};
+        /* --against: the "uplift" is the other export's winner's time over
+         * this one's, expected 1 */
+        static const char *const head_vs[] = {"PROBLEM", "BACKEND", "EXPECTED", "-", "OTHER/THIS",
+                                              "CI (ROUNDS)", "DIFF", "SM MHZ MIN/MED", "POWER MAX",
+                                              "CAPPED", "RESULT"};
+        gt_cli_table t = {.ncols = 11, .head = against ? head_vs : head, .align = "llrlrlrrrrl"};
+        if (against)
+            printf("%s against %s: each GEMM's winner here timed in paired rounds with the other's winner\n"
+                   "(OTHER/THIS: the other's time over this one's; 1 when both are as fast)\n",
+                   path, against);
         for (size_t i = 0; i < n; i++) {
             const ventry *e = &es[i];
             const vresult *r = &rs[i];

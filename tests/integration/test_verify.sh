@@ -173,4 +173,28 @@ check "verify without --launch re-times as the export says (graph: cpu entries r
   [ "$rc/$(json "$T/l4.json" '$.refused')/$(json "$T/l4.json" '$.passed')" = "1/$nprob/0" ]
 check "verify without --launch: no mismatch note" bash -c "! grep -q 'was timed with launch=' '$T/l4.err'"
 
+# --against: two exports' winners timed in the same paired rounds, expected as fast. The
+# export against itself: every GEMM timed (its winner against the same config), the ratio
+# near 1 (the cpu's noise: a wide tolerance), nothing refused
+rc=0
+"$GT_BIN"/gemmtune verify "$T/a.db" --against "$T/a.db" --json --rounds 8 --min-time-ms 1 --tolerance 100% \
+  >"$T/v1.json" 2>"$T/v1.err" || rc=$?
+check "verify --against itself: every GEMM timed against its own winner, none refused (rc=$rc)" \
+  [ "$rc/$(json "$T/v1.json" '$.passed')/$(json "$T/v1.json" '$.refused')/$(json "$T/v1.json" '$.against')" = "0/$nprob/0/$T/a.db" ]
+check "verify --against: the expected ratio is 1 and each entry has a re-timed ratio" \
+  [ "$(jsonq "$T/v1.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.entries')) e
+        WHERE json_extract(e.value, '$.stored.uplift') = 1 AND json_extract(e.value, '$.retimed.uplift') > 0;")" = "$nprob" ]
+# an export that lacks one GEMM: that one is refused with the reason, the others timed
+cp "$T/a.db" "$T/less.db"
+sqlite3 "$T/less.db" "DELETE FROM best WHERE problem_id = (SELECT MIN(problem_id) FROM best)"
+rc=0
+"$GT_BIN"/gemmtune verify "$T/a.db" --against "$T/less.db" --rounds 8 --min-time-ms 1 --tolerance 100% \
+  >"$T/v2.txt" 2>&1 || rc=$?
+check "verify --against an export without one GEMM: refused, naming why (rc=$rc)" \
+  bash -c "[ $rc = 1 ] && grep -q 'refused: no entry for it in the other export' '$T/v2.txt' &&
+           grep -q 'OTHER/THIS' '$T/v2.txt' && grep -q \"$((nprob - 1)) passed, 0 failed, 1 refused\" '$T/v2.txt'"
+rc=0
+"$GT_BIN"/gemmtune verify "$T/a.db" --against "$T/nonexistent.db" >"$T/v3.txt" 2>&1 || rc=$?
+check "verify --against a missing file is an error (rc=$rc)" [ "$rc" = 1 ]
+
 finish
