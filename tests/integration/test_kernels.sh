@@ -103,6 +103,14 @@ code=$(get "/v1/runs/$RUN/kernels/$P1?format=cuh" "$T/k1b.cuh")
 check "format=cuh is the same header" bash -c "[ $code = 200 ] && cmp -s '$T/k1.cuh' '$T/k1b.cuh'"
 
 # --- chained launch: what the kernel allows, and how the run timed it
+# gemv_winner RUN PROBLEM: a valid final result of the gemv config $GEMV on the H100, as a
+# worker of that run would report it (the kernel download's source)
+gemv_winner() {
+  sqlite3 "$DB" "INSERT INTO results (run_id, problem_id, job_id, backend, phase, config, config_hash, is_baseline,
+    time_us, spread, tflops, rel_err, valid, reason, worker_id, device_model, created_ms)
+    VALUES ($1, $2, (SELECT MIN(id) FROM jobs WHERE problem_id = $2), 'cuda', 'final', '$GEMV',
+            '00000000000000a1', 0, 11.0, 0.01, 1.0, 0.002, 1, NULL, (SELECT MAX(id) FROM workers), '$H100', $now)"
+}
 check "gemv: may launch chained on sm_90+, reads nothing before its wait (pipe async); timed plain" \
   [ "$(jsonq "$T/k1.json" "SELECT json_extract(x,'$.chained.min_sm') || ' ' || json_extract(x,'$.chained.attribute') || ' ' || json_array_length(json_extract(x,'$.chained.reads_before_wait')) || ' ' || json_extract(x,'$.timed') FROM j;")" = "90 CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 0 plain" ]
 code=$(curl -s -o "$T/sc.json" -w '%{http_code}' "${AUTH[@]}" -X POST --data-binary @"$T/decode.log" \
@@ -112,10 +120,7 @@ RUNC=$(json "$T/sc.json" '$.id')
 check "the run's options say launch chained, jobs time chained" \
   [ "$(sqlite3 "$DB" "SELECT json_extract(options, '\$.launch') FROM runs WHERE id = $RUNC")" = chained ]
 PC=$(sqlite3 "$DB" "SELECT id FROM problems WHERE run_id = $RUNC AND m = 4096")
-sqlite3 "$DB" "INSERT INTO results (run_id, problem_id, job_id, backend, phase, config, config_hash, is_baseline,
-  time_us, spread, tflops, rel_err, valid, reason, worker_id, device_model, created_ms)
-  VALUES ($RUNC, $PC, (SELECT MIN(id) FROM jobs WHERE problem_id = $PC), 'cuda', 'final', '$GEMV',
-          '00000000000000a1', 0, 11.0, 0.01, 1.0, 0.002, 1, NULL, (SELECT MAX(id) FROM workers), '$H100', $now)"
+gemv_winner "$RUNC" "$PC"
 code=$(get "/v1/runs/$RUNC/kernels/$PC" "$T/kc.json")
 check "a launch=chained run's gemv winner was timed chained (HTTP $code)" \
   [ "$(json "$T/kc.json" '$.timed')" = chained ]
@@ -141,10 +146,7 @@ check "the run's options say launch graph" \
 code=$(get "/v1/runs/$RUNG" "$T/rg.json")
 check "GET /v1/runs shows launch graph (HTTP $code)" [ "$(json "$T/rg.json" '$.options.launch')" = graph ]
 PG=$(sqlite3 "$DB" "SELECT id FROM problems WHERE run_id = $RUNG AND m = 4096")
-sqlite3 "$DB" "INSERT INTO results (run_id, problem_id, job_id, backend, phase, config, config_hash, is_baseline,
-  time_us, spread, tflops, rel_err, valid, reason, worker_id, device_model, created_ms)
-  VALUES ($RUNG, $PG, (SELECT MIN(id) FROM jobs WHERE problem_id = $PG), 'cuda', 'final', '$GEMV',
-          '00000000000000a1', 0, 11.0, 0.01, 1.0, 0.002, 1, NULL, (SELECT MAX(id) FROM workers), '$H100', $now)"
+gemv_winner "$RUNG" "$PG"
 code=$(get "/v1/runs/$RUNG/kernels/$PG" "$T/kg.json")
 check "a launch=graph run's gemv winner was timed in a graph (HTTP $code)" \
   [ "$(json "$T/kg.json" '$.timed')" = graph ]
