@@ -5,8 +5,9 @@
 # scripts/gpu-bundle built here (BUNDLE/bin, BUNDLE/lib).
 #
 #   bench/gpu_checks.sh BUNDLE [OUT] [STEPS]
-#     STEPS: a comma list of pip, verify, e2e, e2e_compile, pytest (default all but
-#            e2e_compile, the slow one: max-autotune compiles 100-180 s per batch size)
+#     STEPS: a comma list of pip, verify, e2e, e2e_compile, pytest, gputests, fp8, mix
+#            (default pip,verify,e2e,pytest; e2e_compile is the slow one: max-autotune
+#            compiles 100-180 s per batch size)
 #   env: BATCHES (1,8,32: e2e decode batches), E2E_STATE (a folder with an earlier
 #        tuned.db and e2e.json to reuse: record and tune are skipped when it has them),
 #        COMPILE_PHASES (autotune_nocg,gemmtune_compile), COMPILE_PARTS (decode),
@@ -23,6 +24,11 @@
 #                then gemmtune verify of its export in a fresh process (issue 16)
 #   e2e_compile  COMPILE_PHASES at BATCHES (issue 16's bar: the torch.compile configurations)
 #   pytest       python/tests/test_gpu.py and test_native.py against the bundle
+#   gputests     the unit tests' GPU sections (test_gen_kernels, test_cuda_host,
+#                test_lib_kernels --gpu)
+#   fp8          bench/llama3_8b_fp8_decode.log through the service, then verify (issue 18)
+#   mix          tests/data/hipblaslt_cuda_mix.log through the service (issue 18)
+# OUT/all.tgz holds every small output file (the device tool returns a limited number)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=$(realpath "${1:?usage: bench/gpu_checks.sh BUNDLE [OUT] [STEPS]}")
@@ -82,6 +88,34 @@ if has e2e_compile; then
     --phases "$COMPILE_PHASES" --parts "$COMPILE_PARTS" --batches "$BATCHES" ${E2E_ARGS:-} >>"$OUT/e2e_compile.txt" 2>&1
   step "e2e_compile rc=$?"
 fi
+if has gputests; then
+  # the GPU sections of the unit tests (fp8 gemv, graph timing, NVML, libgemmtune launches)
+  step "gputests: test_gen_kernels, test_cuda_host, test_lib_kernels --gpu"
+  mkdir -p "$OUT/gputests"
+  for t in test_gen_kernels test_cuda_host test_lib_kernels; do
+    timeout 200 "$B/bin/$t" --gpu >"$OUT/gputests/$t.txt" 2>&1
+    echo "$t rc=$?" >>"$OUT/gputests/rc.txt"
+  done
+  step "gputests: $(tr '\n' ' ' <"$OUT/gputests/rc.txt")"
+fi
+if has fp8; then
+  step "fp8: the fp8 decode GEMMs through the service, then verify"
+  mkdir -p "$OUT/fp8"
+  timeout 200 python3 bench/cuda_service.py --build "$B/bin" --log bench/llama3_8b_fp8_decode.log \
+    --budget 120 --export --out "$OUT/fp8" >"$OUT/fp8/service.txt" 2>&1
+  db=$(sed -n 's/^export: \(.*\.db\) (.*/\1/p' "$OUT/fp8/service.txt" | tail -1)
+  [ -n "$db" ] && timeout 100 "$B/bin/gemmtune" verify "$db" >"$OUT/fp8/verify.txt" 2>&1
+  step "fp8 rc=$?"
+fi
+if has mix; then
+  # issue 18: a hipBLASLt log of every kind (bf16/f16/f32/fp8, batched, NN/NT/TN, bias +
+  # GELU): every GEMM tuned against its default or a named substitute, none failed
+  step "mix: tests/data/hipblaslt_cuda_mix.log through the service"
+  mkdir -p "$OUT/mix"
+  timeout 200 python3 bench/cuda_service.py --build "$B/bin" --log tests/data/hipblaslt_cuda_mix.log \
+    --budget 120 --export --out "$OUT/mix" >"$OUT/mix/service.txt" 2>&1
+  step "mix rc=$?"
+fi
 if has pytest; then
   # the tests find gemmtuned, gemmtune-worker, gemmtune and libgemmtune through one folder
   gb=/tmp/gt-gpu-build
@@ -98,4 +132,6 @@ fi
 # the state in one file (the device tool brings back a limited number of files): what a
 # later call's E2E_STATE takes, without the reference tensors
 [ -s "$STATE/e2e.json" ] && tar -C "$STATE" -czf "$OUT/e2e_state.tgz" --exclude='*.pt' --exclude=svc .
+# everything small in one file: the device tool brings back a limited number of files
+tar -C "$OUT" -czf "$OUT/all.tgz" --exclude='*.db' --exclude='*.pt' --exclude=svc --exclude='*.tgz' . 2>/dev/null
 step done
