@@ -643,7 +643,11 @@ def report(state):
     for b in batches:
         key = f"b{b}"
         p(f"\n## decode, batch {b}")
-        p("| configuration | ms/step | tokens/s | eager ms/step | compile s | tokens agree | logits rel err | GEMMs routed |")
+        # routed / seen GEMM calls through the router over the whole configuration, the
+        # prompt's prefills included (untuned shapes: "not_tuned"), decode steps under
+        # torch.compile once at trace time and in the eager warm-up calls, never in replays
+        p("| configuration | ms/step | tokens/s | eager ms/step | compile s | tokens agree | logits rel err | "
+          "GEMM calls routed (prompt prefill included) |")
         p("|---|---|---|---|---|---|---|---|")
         peers = {}
         for cfg in CONFIGS:
