@@ -171,6 +171,30 @@ static int collect(void *ctx, cJSON *ev)
     return 0;
 }
 
+/* The test problem (64x16x64 bf16) as job JSON text (cJSON_free), NULL
+ * out of memory. */
+static char *prob_text(void)
+{
+    gt_problem p = gen_test_prob(64, 16, 64, GT_DT_BF16, GT_DT_BF16);
+    cJSON *pj = gt_problem_to_json(&p);
+    char *t = pj ? cJSON_PrintUnformatted(pj) : NULL;
+    cJSON_Delete(pj);
+    return t;
+}
+
+/* Runs the job text through the runner on the fake device; what it sent. */
+static seen run_job(const char *job)
+{
+    seen s;
+    memset(&s, 0, sizeof s);
+    cJSON *j = cJSON_Parse(job);
+    CHECK(j != NULL);
+    gt_runner r = {.bk = &k_fake, .emit = collect, .emit_ctx = &s};
+    CHECK(j && gt_runner_run(&r, j) == 0);
+    cJSON_Delete(j);
+    return s;
+}
+
 /* Runs a final job of the baseline and two candidates, `rounds` rounds
  * (ci_width 0: the whole budget; > 0: until every interval is that narrow),
  * with the reference ref_us (0: none); the fake's baseline takes base_us,
@@ -180,12 +204,7 @@ static seen run_final_any(double ref_us, double base_us, int slow, double slow_u
 {
     memset(&g, 0, sizeof g);
     g.base_us = base_us, g.slow_calls = slow, g.slow_us = slow_us, g.alternate = alternate;
-    seen s;
-    memset(&s, 0, sizeof s);
-    char job[1024];
-    gt_problem p = gen_test_prob(64, 16, 64, GT_DT_BF16, GT_DT_BF16);
-    cJSON *pj = gt_problem_to_json(&p);
-    char *ptxt = pj ? cJSON_PrintUnformatted(pj) : NULL;
+    char job[1024], *ptxt = prob_text();
     char ref[64] = "";
     if (ref_us > 0)
         snprintf(ref, sizeof ref, ",\"baseline_ref_us\":%g", ref_us);
@@ -194,14 +213,8 @@ static seen run_final_any(double ref_us, double base_us, int slow, double slow_u
              "\"baseline\":{\"id\":0},\"timing\":{\"min_time_ms\":1,\"repeats\":9,\"warmup\":1,"
              "\"rounds\":%d,\"ci_width\":%g%s}}",
              ptxt ? ptxt : "null", rounds, ci_width, ref);
-    cJSON *j = cJSON_Parse(job);
-    CHECK(j != NULL);
-    gt_runner r = {.bk = &k_fake, .emit = collect, .emit_ctx = &s};
-    CHECK(j && gt_runner_run(&r, j) == 0);
-    cJSON_Delete(j);
-    cJSON_Delete(pj);
     cJSON_free(ptxt);
-    return s;
+    return run_job(job);
 }
 
 static seen run_final_ci(double ref_us, double base_us, int slow, double slow_us, int rounds,
@@ -322,26 +335,17 @@ static void test_gpu_state(void)
 static void test_screen_failed_default(void)
 {
     memset(&g, 0, sizeof g);
-    seen s;
-    memset(&s, 0, sizeof s);
-    char job[1024];
-    gt_problem p = gen_test_prob(64, 16, 64, GT_DT_BF16, GT_DT_BF16);
-    cJSON *pj = gt_problem_to_json(&p);
-    char *ptxt = pj ? cJSON_PrintUnformatted(pj) : NULL;
+    char job[1024], *ptxt = prob_text();
     snprintf(job, sizeof job,
              "{\"id\":6,\"kind\":\"screen\",\"problem\":%s,\"candidates\":[{\"id\":1},{\"id\":2}],"
              "\"baseline\":{\"lib\":\"openblas\"},\"timing\":{\"min_time_ms\":1,\"repeats\":3,\"warmup\":1}}",
              ptxt ? ptxt : "null");
-    cJSON *j = cJSON_Parse(job);
-    gt_runner r = {.bk = &k_fake, .emit = collect, .emit_ctx = &s};
-    CHECK(j && gt_runner_run(&r, j) == 0);
+    cJSON_free(ptxt);
+    seen s = run_job(job);
     CHECK_MSG(s.done_ok && s.results == 2 && s.time_of[1] == 11 && s.time_of[2] == 12, "%d results", s.results);
     CHECK_MSG(s.bad_baselines == 1 && !strcmp(s.bad_reason, "build: no id"), "%d: %s", s.bad_baselines,
               s.bad_reason);
     CHECK(s.baseline_us == 0 && g.base_calls == 0);
-    cJSON_Delete(j);
-    cJSON_Delete(pj);
-    cJSON_free(ptxt);
 }
 
 int main(void)
