@@ -183,6 +183,28 @@ static int report_run(const gt_cli *c, int64_t id)
     return 0;
 }
 
+/* Prepares fmt (one %s) with cur, the columns of an export with the
+ * substitute baseline's best columns, else with old, what an export from
+ * before them reads as. 0, or -1 with err when neither prepares. */
+static int prepare_either(sqlite3 *db, const char *fmt, const char *cur, const char *old, sqlite3_stmt **st,
+                          const char *path, char *err, size_t errlen)
+{
+    char q[2048];
+    *st = NULL;
+    snprintf(q, sizeof q, fmt, cur);
+    if (sqlite3_prepare_v2(db, q, -1, st, NULL) == SQLITE_OK)
+        return 0;
+    sqlite3_finalize(*st);
+    *st = NULL;
+    snprintf(q, sizeof q, fmt, old);
+    if (sqlite3_prepare_v2(db, q, -1, st, NULL) == SQLITE_OK)
+        return 0;
+    snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(db));
+    sqlite3_finalize(*st);
+    *st = NULL;
+    return -1;
+}
+
 /* The one (backend, device model) of an export's best table, or the given
  * model's backend. 0, or -1 with err. */
 static int pick_device(sqlite3 *db, const char *want_backend, const char *model, char *backend,
@@ -281,16 +303,8 @@ int gt_report_print_db(const char *path, const char *model, FILE *out, char *err
                               " FROM problems p LEFT JOIN best b ON b.problem_id = p.id"
                               " AND b.backend = ?1 AND b.device_model = ?2"
                               " ORDER BY p.weight DESC, p.id";
-    char q[sizeof sql + 64];
-    snprintf(q, sizeof q, sql, "b.baseline_kind, b.baseline_reason");
-    if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
-        snprintf(q, sizeof q, sql, "NULL, NULL");
-        st = NULL;
-    }
-    if (!st && sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(db));
+    if (prepare_either(db, sql, "b.baseline_kind, b.baseline_reason", "NULL, NULL", &st, path, err, errlen))
         goto out;
-    }
     sqlite3_bind_text(st, 1, backend, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, dev, -1, SQLITE_STATIC);
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -513,16 +527,8 @@ int gt_report_tunableop(const char *path, const gt_tunableop_opts *o, FILE *out,
         " FROM best b JOIN problems p ON p.id = b.problem_id"
         " WHERE b.backend = 'cuda' AND b.device_model = ?1"
         " ORDER BY p.weight DESC, p.id";
-    char qs[sizeof sql + 64];
-    snprintf(qs, sizeof qs, sql, "b.baseline_kind IS NOT 'substitute'");
-    if (sqlite3_prepare_v2(db, qs, -1, &q, NULL) != SQLITE_OK) {
-        snprintf(qs, sizeof qs, sql, "1");
-        q = NULL;
-    }
-    if (!q && sqlite3_prepare_v2(db, qs, -1, &q, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(db));
+    if (prepare_either(db, sql, "b.baseline_kind IS NOT 'substitute'", "1", &q, path, err, errlen))
         goto out;
-    }
     sqlite3_bind_text(q, 1, dev, -1, SQLITE_STATIC);
 #define TXT(i) ((const char *)sqlite3_column_text(q, (i)) ? (const char *)sqlite3_column_text(q, (i)) : "")
 #define I64(i) ((long long)sqlite3_column_int64(q, (i)))
