@@ -851,6 +851,19 @@ static int insert_baseline(gt_store *s, const job_row *j, int64_t job_id, int64_
     return gt_store_step_done(s, st, err, errlen);
 }
 
+/* 1 when the JSON text t is an empty array (the device's candidate list,
+ * which may be long: not parsed twice). */
+static int empty_array(const char *t)
+{
+    while (*t == ' ' || *t == '\n' || *t == '\t' || *t == '\r')
+        t++;
+    if (*t++ != '[')
+        return 0;
+    while (*t == ' ' || *t == '\n' || *t == '\t' || *t == '\r')
+        t++;
+    return *t == ']';
+}
+
 /* An enumerate job's answer: the problem's screen jobs (and search) as the
  * planner decides them from the device's list, written here. */
 static int finish_enumerate(gt_store *s, const job_row *j, const gt_report *rep, int64_t now_ms,
@@ -859,6 +872,23 @@ static int finish_enumerate(gt_store *s, const job_row *j, const gt_report *rep,
     if (!rep->enum_candidates || !rep->enum_baseline) {
         snprintf(err, errlen, "enumerate results need candidates[] and baseline_config{}");
         return -1;
+    }
+    /* Nothing to screen (cuBLASLt's heuristic refused the problem and no
+     * other candidate applies): the problem fails now with the device's
+     * reason, which the baseline placeholder carries, rather than later with
+     * "no baseline configuration known". */
+    if (empty_array(rep->enum_candidates)) {
+        cJSON *b = cJSON_Parse(rep->enum_baseline);
+        const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "reason"));
+        char msg[400];
+        snprintf(msg, sizeof msg, "enumerate: no candidate for this device%s%.300s", why ? ": " : "",
+                 why ? why : "");
+        cJSON_Delete(b);
+        /* the problem leaves the states gt_store_advance_problem acts on:
+         * the run may be done now */
+        if (set_problem_state(s, j->problem_id, "failed", msg, err, errlen))
+            return -1;
+        return finish_run_if_done(s, j->run_id, now_ms, err, errlen);
     }
     char key[512] = "";
     sqlite3_stmt *st = gt_store_prep(s, "SELECT key FROM problems WHERE id = ?", err, errlen);

@@ -1,9 +1,10 @@
 /* test_store_screen_fail.c: a problem whose screen produced nothing valid
  * fails with the screen's reason and gets no final job (it would only fail
  * again: 17 failed jobs for 10 failed problems before), while a problem
- * with one valid candidate in the same run goes on to its final phase.
- * Driven through the store calls the dispatcher makes (register, lease,
- * report) on a real SQLite file. */
+ * with one valid candidate in the same run goes on to its final phase; and a
+ * cuda problem whose enumeration found no candidate fails with the device's
+ * reason. Driven through the store calls the dispatcher makes (register,
+ * lease, report) on a real SQLite file. */
 #include <cjson/cJSON.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -13,11 +14,60 @@
 #include "gt_test.h"
 #include "gt_util.h"
 
+/* cuda: an enumerate job answered with no candidate and the baseline
+ * placeholder of a problem cuBLASLt's heuristic refused (worker/cuda:
+ * gt_cuda_no_default_json) fails its problem with that reason at once, and
+ * the run ends. */
+static void test_enumerate_empty(const char *dir)
+{
+    char err[512], sub[96];
+    snprintf(sub, sizeof sub, "%s/enum", dir);
+    CHECK(gt_mkdirs(sub, 0700) == 0);
+    static const char *const opts[][2] = {{"backend", "cuda"}, {"device_model", "Sim GPU"}};
+    gt_store *s = gt_test_store_with_run(sub, "M,N,K,dtype\n32000,3,4096,bf16\n", opts, 2, NULL);
+    if (!s)
+        return;
+    gt_worker_info w;
+    memset(&w, 0, sizeof w);
+    snprintf(w.host, sizeof w.host, "sim");
+    snprintf(w.backend, sizeof w.backend, "cuda");
+    snprintf(w.device_model, sizeof w.device_model, "Sim GPU");
+    w.pid = 4243;
+    int64_t wid = 0;
+    CHECK_MSG(gt_store_register_worker(s, &w, gt_wall_ms(), &wid, err, sizeof err) == 0, "%s", err);
+    gt_job job;
+    int r = gt_store_lease(s, wid, gt_wall_ms(), 30000, &job, err, sizeof err);
+    CHECK_MSG(r == 1 && !strcmp(job.kind, "enumerate"), "lease: %d %s", r, err);
+    if (r == 1) {
+        char msg[512];
+        snprintf(msg, sizeof msg,
+                 "{\"job_id\":%lld,\"done\":true,\"results\":[],\"candidates\":[],"
+                 "\"baseline_config\":{\"family\":\"cublaslt\",\"heuristic\":\"none\","
+                 "\"reason\":\"cuBLASLt's heuristic: CUBLAS_STATUS_INVALID_VALUE\"}}",
+                 (long long)job.id);
+        cJSON *m = cJSON_Parse(msg);
+        int cancelled = 0;
+        size_t acc = 0, rej = 0;
+        CHECK_MSG(m && gt_test_report(s, wid, m, gt_wall_ms(), 30000, &cancelled, &acc, &rej, err,
+                                       sizeof err) == 0,
+                  "report: %s", err);
+        cJSON_Delete(m);
+        gt_job_free(&job);
+    }
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM problems WHERE state = 'failed' AND error ="
+                         " 'enumerate: no candidate for this device: cuBLASLt''s heuristic:"
+                         " CUBLAS_STATUS_INVALID_VALUE'") == 1);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM jobs WHERE kind <> 'enumerate'") == 0);
+    CHECK(gt_test_int(s, "SELECT state <> 'running' FROM runs") == 1);
+    gt_store_close(s);
+}
+
 int main(void)
 {
     char dir[64], err[512];
     if (gt_test_tmpdir(dir, sizeof dir, "screenfail"))
         return 1;
+    test_enumerate_empty(dir);
     /* the bigger GEMM is problem 1 (heaviest first) */
     static const char *const opts[][2] = {{"budget", "4"}, {"shard_size", "8"}};
     gt_store *s = gt_test_store_with_run(dir, "M,N,K\n64,64,64\n16,16,16\n", opts, 2, NULL);
