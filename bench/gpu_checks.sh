@@ -14,7 +14,8 @@
 #        COMPILE_TIMEOUT (540 s): what e2e_compile runs; E2E_PHASES (default,gemmtune):
 #        the configurations e2e times after record, tune and check; E2E_TIMEOUT (300 s);
 #        E2E_ARGS: more e2e_llama.py arguments for both steps (e.g. --gt-launch chained);
-#        E2E_LAUNCH: verify's --launch for the e2e export (plain; as --gt-launch)
+#        E2E_LAUNCH: verify's --launch for the e2e export (plain; as --gt-launch);
+#        VERIFY_TIMEOUT (420 s; with verify_llama.sh's TWICE=1 give it about 600)
 #
 #   pip          builds the Python package (its C++ extension against this torch) into
 #                /tmp/site
@@ -62,7 +63,7 @@ export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 
 if has verify; then
   step "verify: 25 Llama shapes tuned and re-timed twice"
-  timeout 420 bench/verify_llama.sh "$B/bin" "$OUT/verify" >"$OUT/verify.txt" 2>&1
+  timeout "${VERIFY_TIMEOUT:-420}" bench/verify_llama.sh "$B/bin" "$OUT/verify" >"$OUT/verify.txt" 2>&1
   step "verify rc=$?"
 fi
 
