@@ -9,6 +9,7 @@
 #include "gt_export.h"
 
 #include "gt_util.h"
+#include "store_priv.h" /* the substitute baseline's SQL, one home with the run view's */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -346,16 +347,10 @@ static const char k_sql_results[] =
     "       rounds, uplift, uplift_lo, uplift_hi "
     "FROM main.results WHERE run_id = ?3 ORDER BY id";
 
-/* The final job's baseline and the screens' default of problem_best's row. */
-#define FINAL_BASE_SQL                                                                             \
-    "(SELECT j.baseline FROM main.jobs j WHERE j.problem_id = problem_best.problem_id"             \
-    " AND j.kind = 'final' ORDER BY j.id DESC LIMIT 1)"
-#define SCREEN_BASE_SQL                                                                            \
-    "(SELECT j.baseline FROM main.jobs j WHERE j.problem_id = problem_best.problem_id"             \
-    " AND j.kind = 'screen' AND j.baseline IS NOT NULL ORDER BY j.id LIMIT 1)"
-#define SUBST_SQL                                                                                  \
-    "(" FINAL_BASE_SQL " IS NOT NULL AND json(" FINAL_BASE_SQL ") IS NOT json(COALESCE("             \
-    SCREEN_BASE_SQL ", " FINAL_BASE_SQL ")))"
+/* problem_best's row's substitute baseline (store_priv.h). The unqualified
+ * tables resolve to main: the attached export has no jobs, and main comes
+ * before attached schemas for its results. */
+#define SUBST_SQL GT_STORE_SUBSTITUTE_SQL("problem_best.problem_id")
 
 /* The view ranks over every run; restricting on problem_id (a partition
  * column) as well lets SQLite push the filter into the window query. */
@@ -368,16 +363,12 @@ static const char k_sql_best[] =
     "            ELSE baseline_us / time_us END, "
     "       tflops, rel_err, ?1, uplift_lo, uplift_hi, rounds, "
     /* a substitute baseline (issue 18, server/store_substitute.c): the
-     * final job's baseline is not the screens' default. Configs are stored
-     * as cJSON's unformatted text of integers and strings, so equal configs
-     * are equal text. */
+     * final job's baseline is not the screens' default */
     "       CASE WHEN " SUBST_SQL " THEN 'substitute'"
     "            WHEN baseline_us IS NOT NULL THEN 'default' END, "
-    "       CASE WHEN " SUBST_SQL " THEN " FINAL_BASE_SQL " END, "
-    "       CASE WHEN " SUBST_SQL " OR baseline_us IS NULL THEN"
-    "         (SELECT x.reason FROM main.results x WHERE x.problem_id = problem_best.problem_id"
-    "           AND x.is_baseline = 1 AND x.valid = 0 AND x.reason IS NOT NULL ORDER BY x.id LIMIT 1)"
-    "       END "
+    "       CASE WHEN " SUBST_SQL " THEN " GT_STORE_FINAL_BASE_SQL("problem_best.problem_id") " END, "
+    "       CASE WHEN " SUBST_SQL " OR baseline_us IS NULL THEN "
+    GT_STORE_DEFAULT_FAILED_SQL("problem_best.problem_id") " END "
     "FROM main.problem_best "
     "WHERE problem_id IN (SELECT id FROM main.problems WHERE run_id = ?3) AND run_id = ?3 "
     "ORDER BY problem_id, backend, device_model";

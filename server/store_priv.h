@@ -177,16 +177,27 @@ int gt_store_add_eta(struct cJSON *o, int started, double elapsed_s, double prog
 int gt_store_evo_step(gt_store *s, int64_t problem_id, int64_t now_ms, int *queued, char *err,
                       size_t errlen);
 
-/* A scalar subquery: 1 when problem `pid`'s final job pairs against a
- * substitute baseline (its baseline is not the screen jobs' default:
- * store_substitute.c), else 0. Configs are stored as cJSON's unformatted
- * text of integers and strings, so equal configs are equal JSON text; the
- * run view (store_query.c) compares their hashes, which agrees. */
+/* Scalar subqueries over problem `pid`, the one home of the substitute
+ * baseline's SQL (the run view, the watchers' summary and the export read
+ * it): the baseline config its final job pairs against (NULL before the
+ * final phase); the default its screen jobs time; why the default could not
+ * run (a screen's invalid baseline result, worker/runner.c); and 1 when the
+ * final pairs against a substitute (its baseline is not the screens'
+ * default: store_substitute.c), else 0. Configs are stored as cJSON's
+ * unformatted text of integers and strings, so equal configs are equal JSON
+ * text. */
+#define GT_STORE_FINAL_BASE_SQL(pid)                                                               \
+    "(SELECT f.baseline FROM jobs f WHERE f.problem_id = " pid " AND f.kind = 'final'"            \
+    " AND f.baseline IS NOT NULL ORDER BY f.id DESC LIMIT 1)"
+#define GT_STORE_SCREEN_BASE_SQL(pid)                                                              \
+    "(SELECT sc.baseline FROM jobs sc WHERE sc.problem_id = " pid " AND sc.kind = 'screen'"       \
+    " AND sc.baseline IS NOT NULL ORDER BY sc.id LIMIT 1)"
+#define GT_STORE_DEFAULT_FAILED_SQL(pid)                                                           \
+    "(SELECT x.reason FROM results x WHERE x.problem_id = " pid " AND x.is_baseline = 1"          \
+    " AND x.valid = 0 AND x.reason IS NOT NULL ORDER BY x.id LIMIT 1)"
 #define GT_STORE_SUBSTITUTE_SQL(pid)                                                               \
-    "COALESCE((SELECT json(f.baseline) IS NOT json(COALESCE((SELECT sc.baseline FROM jobs sc"      \
-    " WHERE sc.problem_id = " pid " AND sc.kind = 'screen' AND sc.baseline IS NOT NULL"           \
-    " ORDER BY sc.id LIMIT 1), f.baseline)) FROM jobs f WHERE f.problem_id = " pid                 \
-    " AND f.kind = 'final' AND f.baseline IS NOT NULL ORDER BY f.id DESC LIMIT 1), 0)"
+    "(" GT_STORE_FINAL_BASE_SQL(pid) " IS NOT NULL AND json(" GT_STORE_FINAL_BASE_SQL(pid)         \
+    ") IS NOT json(COALESCE(" GT_STORE_SCREEN_BASE_SQL(pid) ", " GT_STORE_FINAL_BASE_SQL(pid) ")))"
 
 /* The substitute baseline of problem pid (store_substitute.c): when its
  * default failed in the screen (a screen job reported the baseline invalid)

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gt_config.h"
 #include "gt_policy.h"
 #include "gt_util.h"
 #include "store_priv.h"
@@ -241,27 +240,14 @@ static int add_paired(cJSON *b, sqlite3_stmt *st, int paired)
  * memory. */
 static int add_baseline_kind(cJSON *b, sqlite3_stmt *st, int known)
 {
-    char fh[17] = "", sh[17] = "";
-    cJSON *fin = sqlite3_column_type(st, 20) == SQLITE_NULL ? NULL : cJSON_Parse(gt_store_col_text(st, 20));
-    cJSON *scr = sqlite3_column_type(st, 21) == SQLITE_NULL ? NULL : cJSON_Parse(gt_store_col_text(st, 21));
-    int subst = fin && scr && gt_cfg_hash(fin, fh) == 0 && gt_cfg_hash(scr, sh) == 0 && strcmp(fh, sh);
+    int subst = sqlite3_column_int(st, 21);
     const char *kind = subst ? "substitute" : known ? "default" : NULL;
-    cJSON *cfg = fin ? fin : scr;
-    if (cfg == fin)
-        fin = NULL;
-    else
-        scr = NULL;
     int ok = (kind ? cJSON_AddStringToObject(b, "baseline_kind", kind) != NULL
                    : cJSON_AddNullToObject(b, "baseline_kind") != NULL) &&
-             (cfg ? cJSON_AddItemToObject(b, "baseline_config", cfg)
-                  : cJSON_AddNullToObject(b, "baseline_config") != NULL) &&
+             add_json_col(b, "baseline_config", st, 20) &&
              /* the default ran: an older failure of it is no reason */
              (subst || !known ? add_str_col(b, "baseline_reason", st, 22)
                               : cJSON_AddNullToObject(b, "baseline_reason") != NULL);
-    if (!ok && cfg && !cJSON_GetObjectItemCaseSensitive(b, "baseline_config"))
-        cJSON_Delete(cfg);
-    cJSON_Delete(fin);
-    cJSON_Delete(scr);
     return ok ? subst : -1;
 }
 
@@ -295,15 +281,12 @@ static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t 
         " r.uplift, r.uplift_lo, r.uplift_hi, r.rounds, r.is_baseline,"
         /* the GPU's state over the final's rounds (NULL: none recorded) */
         " r.gpu_state,"
-        /* what the final paired against and what the screens' default was
-         * (they differ for a substitute: store_substitute.c), and why the
-         * default could not run (a screen's or the final's report) */
-        " (SELECT j.baseline FROM jobs j WHERE j.problem_id = p.id AND j.kind = 'final'"
-        "    ORDER BY j.id DESC LIMIT 1),"
-        " (SELECT j.baseline FROM jobs j WHERE j.problem_id = p.id AND j.kind = 'screen'"
-        "    AND j.baseline IS NOT NULL ORDER BY j.id LIMIT 1),"
-        " (SELECT x.reason FROM results x WHERE x.problem_id = p.id AND x.is_baseline = 1"
-        "    AND x.valid = 0 AND x.reason IS NOT NULL ORDER BY x.id LIMIT 1)"
+        /* what the uplift is against (the final's baseline, else the
+         * screens' default), whether that is a substitute, and why the
+         * default could not run (store_priv.h) */
+        " COALESCE(" GT_STORE_FINAL_BASE_SQL("p.id") ", " GT_STORE_SCREEN_BASE_SQL("p.id") "),"
+        " " GT_STORE_SUBSTITUTE_SQL("p.id") ","
+        " " GT_STORE_DEFAULT_FAILED_SQL("p.id")
         " FROM problems p LEFT JOIN results r ON r.id = COALESCE("
         "  " GT_STORE_BEST_FINAL_SQL("p.id") ","
         "  (SELECT r2.id FROM results r2 WHERE r2.problem_id = p.id AND r2.phase = 'screen'"
