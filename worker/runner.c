@@ -198,7 +198,7 @@ static int run_screen(jobctx *j, const cJSON *cands, const cJSON *baseline)
         } else {
             /* Reported as a result, so the coordinator knows why the
              * default could not run and re-times the candidates against a
-             * substitute instead (store_jobs.c, baseline_sub.c); only a
+             * substitute instead (server/store_substitute.c); only a
              * valid baseline goes out as the job's baseline timing. */
             gt_warn("job %lld: baseline failed: %s", j->job_id, res.reason);
             if (add_result(j, &res))
@@ -247,6 +247,17 @@ static int row_timing(const double *times, int stride, int i, int rounds, gt_tim
     return 0;
 }
 
+/* The widest relative interval (hi - lo) / uplift of a set of rounds'
+ * finalists (entries 1..n-1 with an interval). */
+static double widest(const gt_paired_stat *st, int n)
+{
+    double w = 0;
+    for (int i = 1; i < n; i++)
+        if (st[i].ok && st[i].uplift > 0 && (st[i].hi - st[i].lo) / st[i].uplift > w)
+            w = (st[i].hi - st[i].lo) / st[i].uplift;
+    return w;
+}
+
 /* The supervisor blames the entry in flight: index i - 1 of the job (-1: baseline). */
 static int before_timing(void *ctx, int i)
 {
@@ -262,18 +273,9 @@ static int before_timing(void *ctx, int i)
  * lands more than GT_BASELINE_DRIFT_MAX away from what the screen jobs
  * measured (timing baseline_ref_us), the machine was disturbed during the
  * rounds: they run once more and the second set is reported (the
- * coordinator flags a baseline that drifts again). */
-/* The widest relative interval (hi - lo) / uplift of a set of rounds'
- * finalists (entries 1..n-1 with an interval). */
-static double widest(const gt_paired_stat *st, int n)
-{
-    double w = 0;
-    for (int i = 1; i < n; i++)
-        if (st[i].ok && st[i].uplift > 0 && (st[i].hi - st[i].lo) / st[i].uplift > w)
-            w = (st[i].hi - st[i].lo) / st[i].uplift;
-    return w;
-}
-
+ * coordinator flags a baseline that drifts again). Rounds that reach the
+ * budget with an interval wider than GT_FINAL_UNSETTLED_WIDTH also run once
+ * more, and the set whose widest interval is narrower is reported. */
 static int run_final(jobctx *j, const cJSON *cands, const cJSON *baseline)
 {
     int n = 1 + cJSON_GetArraySize(cands);
@@ -286,6 +288,7 @@ static int run_final(jobctx *j, const cJSON *cands, const cJSON *baseline)
     gt_paired_stat *st = calloc((size_t)n, sizeof *st);
     double *times1 = NULL;      /* an unsettled first set of rounds, see below */
     gt_paired_stat *st1 = NULL;
+    gt_gpu_state gpu1 = {0};
     int rc = -1, rounds = 0, rounds1 = 0;
     if (!cfgs || !built || !res || !why || !times || !st)
         goto out;
@@ -315,6 +318,7 @@ static int run_final(jobctx *j, const cJSON *cands, const cJSON *baseline)
                 memcpy(times, times1, (size_t)n * (size_t)maxr * sizeof *times);
                 memcpy(st, st1, (size_t)n * sizeof *st);
                 rounds = rounds1;
+                bp.gpu = gpu1; /* the GPU's state over the set reported */
                 gt_info("job %lld: the second set of rounds was no narrower: the first is reported", j->job_id);
             }
             break;
@@ -340,6 +344,7 @@ static int run_final(jobctx *j, const cJSON *cands, const cJSON *baseline)
             memcpy(times1, times, (size_t)n * (size_t)maxr * sizeof *times);
             memcpy(st1, st, (size_t)n * sizeof *st);
             rounds1 = rounds;
+            gpu1 = bp.gpu;
         }
     }
     /* no device state (a cuda worker without NVML): said once per process,
