@@ -59,7 +59,7 @@ static int parse_fraction(const char *s, double *out)
 
 /* One best entry as read from the export. */
 typedef struct ventry {
-    char *label, *spec, *backend, *model, *config, *base_config;
+    char *label, *key, *spec, *backend, *model, *config, *base_config;
     double uplift, lo, hi; /* stored; NAN when absent */
     int rounds;
     const char *missing;   /* --against: why it has no counterpart (refused), else NULL */
@@ -68,11 +68,20 @@ typedef struct ventry {
 static void ventry_fini(ventry *e)
 {
     free(e->label);
+    free(e->key);
     free(e->spec);
     free(e->backend);
     free(e->model);
     free(e->config);
     free(e->base_config);
+}
+
+/* Frees n entries read by read_entries and the array. */
+static void ventries_free(ventry *es, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ventry_fini(&es[i]);
+    free(es);
 }
 
 static char *dup_col(sqlite3_stmt *st, int i)
@@ -111,7 +120,7 @@ static int read_entries(const char *path, const char *model, ventry **out, size_
              "SELECT p.label, p.spec, b.backend, b.device_model, b.config, b.uplift, %s,"
              " (SELECT r.config FROM results r WHERE r.problem_id = b.problem_id"
              "   AND r.backend = b.backend AND r.device_model = b.device_model AND r.is_baseline = 1"
-             "   ORDER BY r.phase = 'final' DESC, r.id LIMIT 1)"
+             "   ORDER BY r.phase = 'final' DESC, r.id LIMIT 1), p.key"
              " FROM best b JOIN problems p ON p.id = b.problem_id"
              " WHERE ?1 IS NULL OR b.device_model = ?1 ORDER BY p.weight DESC, p.id, b.backend",
              paired ? "b.uplift_lo, b.uplift_hi, b.rounds" : "NULL, NULL, NULL");
@@ -140,7 +149,8 @@ static int read_entries(const char *path, const char *model, ventry **out, size_
         e->hi = num_col(st, 7);
         e->rounds = sqlite3_column_type(st, 8) == SQLITE_NULL ? 0 : sqlite3_column_int(st, 8);
         e->base_config = dup_col(st, 9);
-        if (!e->label || !e->spec || !e->backend || !e->model || !e->config)
+        e->key = dup_col(st, 10);
+        if (!e->label || !e->key || !e->spec || !e->backend || !e->model || !e->config)
             break;
     }
     sqlite3_finalize(st);
@@ -173,38 +183,19 @@ out:
     return rc;
 }
 
-/* The canonical key of an entry's problem into buf; -1 when its spec does
- * not parse. */
-static int entry_key(const ventry *e, char *buf, size_t len)
-{
-    char err[128];
-    gt_problem p;
-    cJSON *pj = cJSON_Parse(e->spec);
-    int bad = !pj || gt_problem_from_json(pj, &p, err, sizeof err) || gt_problem_key(&p, buf, len) < 0;
-    cJSON_Delete(pj);
-    return bad ? -1 : 0;
-}
-
 /* --against: each entry of es is to be timed against the winner B has for
- * the same problem, backend and device model, which takes the baseline's
- * place with an expected ratio of 1; an entry B lacks is refused. 0, or -1
- * out of memory. */
+ * the same problem (the export's canonical key, as gemmtune merge matches
+ * them), backend and device model, which takes the baseline's place with an
+ * expected ratio of 1; an entry B lacks is refused. 0, or -1 out of
+ * memory. */
 static int pair_with(ventry *es, size_t n, const ventry *eb, size_t nb)
 {
-    static const char k_missing[] = "no entry for it in the other export";
-    static const char k_badspec[] = "its problem spec does not parse";
-    char ka[4096], kb[4096];
     for (size_t i = 0; i < n; i++) {
         ventry *e = &es[i];
-        e->missing = k_missing;
-        if (entry_key(e, ka, sizeof ka)) {
-            e->missing = k_badspec;
-            continue;
-        }
+        e->missing = "no entry for it in the other export";
         for (size_t j = 0; j < nb; j++) {
             const ventry *b = &eb[j];
-            if (strcmp(b->backend, e->backend) || strcmp(b->model, e->model) || entry_key(b, kb, sizeof kb) ||
-                strcmp(ka, kb))
+            if (strcmp(b->key, e->key) || strcmp(b->backend, e->backend) || strcmp(b->model, e->model))
                 continue;
             char *cfg = strdup(b->config);
             if (!cfg)
@@ -531,20 +522,14 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
     if (read_entries(path, model, &es, &n, err, sizeof err) ||
         (against && read_entries(against, model, &eb, &nb, err, sizeof err))) {
         gt_cli_errorf("verify: %s", err);
-        for (size_t i = 0; i < n; i++)
-            ventry_fini(&es[i]);
-        free(es);
+        ventries_free(es, n);
         return GT_CLI_EXIT_ERR;
     }
     int paired_ok = !against || pair_with(es, n, eb, nb) == 0;
-    for (size_t i = 0; i < nb; i++)
-        ventry_fini(&eb[i]);
-    free(eb);
+    ventries_free(eb, nb);
     if (!paired_ok) {
         gt_cli_errorf("verify: out of memory");
-        for (size_t i = 0; i < n; i++)
-            ventry_fini(&es[i]);
-        free(es);
+        ventries_free(es, n);
         return GT_CLI_EXIT_ERR;
     }
     /* the export says how its run timed (meta launch): without --launch the
@@ -687,9 +672,7 @@ out:
     for (int i = 0; i < v.ndevs; i++)
         if (v.devs[i].ctx)
             v.devs[i].bk->close(v.devs[i].ctx);
-    for (size_t i = 0; i < n; i++)
-        ventry_fini(&es[i]);
-    free(es);
+    ventries_free(es, n);
     free(rs);
     return rc;
 }
