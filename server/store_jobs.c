@@ -288,13 +288,13 @@ static int next_job(gt_store *s, const char *backend, const char *model, int64_t
 {
     static const char *const kinds[] = {"final", "enumerate", "screen"};
     *id = 0;
-    /* One running run (the usual case) has nothing to share: counting its
-     * leased jobs on every lease cost 8 % of the dispatcher under 256
-     * simulated workers. */
     /* The runs a worker of the model (?1) may lease from. */
 #define LEASABLE_RUNS                                                                              \
     "SELECT r.id FROM runs r WHERE r.state = 'running'"                                            \
     " AND (r.device_model IS NULL OR r.device_model = ?1)"
+    /* One running run (the usual case) has nothing to share: counting its
+     * leased jobs on every lease cost 8 % of the dispatcher under 256
+     * simulated workers. */
     sqlite3_stmt *few = gt_store_prep(s, "SELECT COUNT(*) FROM (" LEASABLE_RUNS " LIMIT 2)", err, errlen);
     if (!few)
         return -1;
@@ -855,13 +855,11 @@ static int insert_baseline(gt_store *s, const job_row *j, int64_t job_id, int64_
  * which may be long: not parsed twice). */
 static int empty_array(const char *t)
 {
-    while (*t == ' ' || *t == '\n' || *t == '\t' || *t == '\r')
-        t++;
+    static const char ws[] = " \t\r\n"; /* JSON's whitespace */
+    t += strspn(t, ws);
     if (*t++ != '[')
         return 0;
-    while (*t == ' ' || *t == '\n' || *t == '\t' || *t == '\r')
-        t++;
-    return *t == ']';
+    return t[strspn(t, ws)] == ']';
 }
 
 /* An enumerate job's answer: the problem's screen jobs (and search) as the
