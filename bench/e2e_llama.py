@@ -23,6 +23,8 @@ bf16, 32 layers), then in one script:
              gemmtune_autotune gemmtune.torch.use() under max-autotune-no-cudagraphs,
                            captured: Inductor also autotunes the GEMMs gemmtune has no gain
                            for (and its fused kernels' launch configs)
+  --fuse   (before all of it) gemmtune.torch.fuse_linears: q/k/v and gate/up as one GEMM each,
+           in every configuration alike, so the torch.compile peers get the fused model too
   check    logits against the default run (norm-wise and max relative error) and greedy
            token agreement over the decode steps (a divergence is checked for a logit tie).
 
@@ -379,6 +381,8 @@ def routing(a, cfg, state):
               "backend": "cpu"}
     if a.gt_launch == "chained":  # graph-timed winners launch plainly, in the model's graph
         kw["launch"] = a.gt_launch
+    if a.gt_min_uplift != 1.0:
+        kw["min_uplift"] = a.gt_min_uplift
     with gt.use(db, **kw) as r:
         r.reset_stats()
         yield r
@@ -616,7 +620,8 @@ def report(state):
     dev = d.get("device", {})
     p(f"# e2e_llama: {dev.get('name', '?')}, torch {dev.get('torch', '?')}, transformers "
       f"{dev.get('transformers', '?')}, {dev.get('layers', '?')} layers, prompt {dev.get('prompt', '?')}, "
-      f"{dev.get('steps', '?')} steps, gemmtune launch {dev.get('gt_launch', 'plain')}")
+      f"{dev.get('steps', '?')} steps, gemmtune launch {dev.get('gt_launch', 'plain')}"
+      + (", q/k/v and gate/up fused (fuse_linears) in every configuration" if dev.get("fused") else ""))
     rec, tun = d.get("record", {}), d.get("tune", {})
     if rec or tun:
         p(f"record {rec.get('wall_s', '-')} s ({rec.get('gemms', '-')} GEMMs, {rec.get('calls', '-')} calls); "
@@ -729,6 +734,11 @@ def main():
                          "chained also launches the gemv kernels with programmatic dependent "
                          "launch in the gemmtune configurations (use(launch='chained')); graph "
                          "times every candidate inside a CUDA graph, as the decode step runs")
+    ap.add_argument("--gt-min-uplift", type=float, default=1.0,
+                    help="gemmtune.torch.use(min_uplift=): route only entries tuned to at least this uplift")
+    ap.add_argument("--fuse", action="store_true",
+                    help="gemmtune.torch.fuse_linears on the model before anything runs: q/k/v and "
+                         "gate/up as one GEMM each, in every configuration (record it with the same flag)")
     ap.add_argument("--report", action="store_true", help="print the tables from STATE and exit")
     a = ap.parse_args()
 
@@ -767,7 +777,8 @@ def main():
     name = torch.cuda.get_device_name() if a.device.startswith("cuda") else "cpu"
     state.put("device", value={"name": name, "torch": torch.__version__, "transformers": transformers.__version__,
                                "layers": 2 if a.tiny else a.layers, "prompt": a.prompt, "steps": a.steps,
-                               "tiny": a.tiny, "dtype": str(a.dtype), "gt_launch": a.gt_launch})
+                               "tiny": a.tiny, "dtype": str(a.dtype), "gt_launch": a.gt_launch,
+                               "fused": a.fuse, "gt_min_uplift": a.gt_min_uplift})
     log(f"{name}, torch {torch.__version__}, transformers {transformers.__version__}, phases {phases}")
     try:
         import gemmtune.torch as gt
@@ -781,6 +792,12 @@ def main():
     model = build_model(torch, a)
     sync(torch, a.device)
     calls = Calls(model)
+    if a.fuse:
+        import gemmtune.torch as gt
+
+        probe = torch.zeros(1, 2, dtype=torch.long, device=a.device)
+        groups = gt.fuse_linears(model, lambda: model(probe, use_cache=False))
+        log(f"fuse_linears: {len(groups)} groups of sibling Linear layers, e.g. {groups[0] if groups else '-'}")
     log(f"model: {sum(p.numel() for p in model.parameters()) / 1e9:.2f} B parameters, {a.dtype}, "
         f"built in {time.time() - t0:.1f} s")
 

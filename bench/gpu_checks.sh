@@ -15,6 +15,7 @@
 #        the configurations e2e times after record, tune and check; E2E_TIMEOUT (300 s);
 #        E2E_ARGS: more e2e_llama.py arguments for both steps (e.g. --gt-launch chained);
 #        E2E_LAUNCH: verify's --launch for the e2e export (plain; as --gt-launch);
+#        E2E_VERIFY (1; 0: no verify of the e2e export);
 #        VERIFY_TIMEOUT (420 s; with verify_llama.sh's TWICE=1 give it about 600)
 #
 #   pip          builds the Python package (its C++ extension against this torch) into
@@ -78,7 +79,7 @@ if has e2e; then
   timeout "${E2E_TIMEOUT:-300}" python3 bench/e2e_llama.py --build "$B/bin" --state "$STATE" --phases "$phases" \
     --batches "$BATCHES" ${E2E_ARGS:-} >"$OUT/e2e.txt" 2>&1
   step "e2e rc=$?"
-  if [ -s "$STATE/tuned.db" ]; then
+  if [ -s "$STATE/tuned.db" ] && [ "${E2E_VERIFY:-1}" = 1 ]; then
     timeout 120 "$B/bin/gemmtune" verify "$STATE/tuned.db" --launch "${E2E_LAUNCH:-plain}" >"$OUT/e2e_verify.txt" 2>&1
     step "e2e verify rc=$?"
   fi

@@ -88,6 +88,17 @@ def test_no_gain(tuned, tmp_path):
         with torch.no_grad(), gt.use(str(db), device="cpu", device_model=model, backend="cpu") as r:
             m(*args)
             assert r.stats() == want, uplift
+    # min_uplift: entries tuned below it run PyTorch's path too, those at or above it route
+    db = with_uplift(path, tmp_path, 1.04)
+    for floor, want in ((1.05, {"gemms": 4, "not_tuned": 1, "below_min_uplift": 3}),
+                        (1.04, {"gemms": 4, "not_tuned": 1, "tuned_no_runner": 3})):
+        with torch.no_grad(), gt.use(str(db), device="cpu", device_model=model, backend="cpu",
+                                     min_uplift=floor) as r:
+            m(*args)
+            assert r.stats() == want, floor
+    with pytest.raises(ValueError, match="min_uplift=0.9"):
+        gt.use(str(db), device="cpu", device_model=model, backend="cpu", min_uplift=0.9)
+    assert not gt.enabled()
 
 
 def test_other_device_model_routes_nothing(tuned):

@@ -19,11 +19,14 @@ if _v < (2, 4):
 from . import ops  # noqa: E402  (registers the gemmtune:: operators)
 from ._blas import BlasCall, describe  # noqa: E402
 from .recorder import Recorder, record  # noqa: E402
+from .fuse import FusedLinear, fuse_linears  # noqa: E402
 from .routing import Routing, disable, enabled, native_status, reset_stats, stats, use  # noqa: E402
 
 __all__ = [
     "record",
     "Recorder",
+    "fuse_linears",
+    "FusedLinear",
     "use",
     "disable",
     "enabled",

@@ -246,9 +246,11 @@ class Router:
     one given), or "cpu" (tests: libgemmtune has no CPU runner, so a tuned CPU
     GEMM is counted and runs PyTorch's path)."""
 
-    def __init__(self, db, device=None, device_model=None, backend=None, launch="plain"):
+    def __init__(self, db, device=None, device_model=None, backend=None, launch="plain", min_uplift=1.0):
         if launch not in LAUNCHES:
             raise ValueError(f"launch={launch!r}: one of {', '.join(LAUNCHES)}")
+        if not min_uplift >= 1.0:
+            raise ValueError(f"min_uplift={min_uplift!r}: at least 1.0 (an entry that kept the baseline never routes)")
         dev = torch.device(device) if device is not None else torch.device("cuda")
         if dev.type not in ("cuda", "cpu"):
             raise ValueError(f"device {dev}: gemmtune routes cuda (or, for tests, cpu) GEMMs")
@@ -270,6 +272,10 @@ class Router:
         # that can (the "gemv" family on sm_90+) with programmatic dependent launch
         self.launch = launch
         self.launch_flags = LAUNCHES[launch]
+        # entries tuned to less than this uplift run PyTorch's path ("below_min_uplift"):
+        # under torch.compile a routed GEMM is opaque to Inductor, which then cannot fuse
+        # the norm or activation around it, and a small tuned gain can cost more than that
+        self.min_uplift = float(min_uplift)
 
     # ---- bookkeeping ----
 
@@ -363,6 +369,8 @@ class Router:
             # the tuning kept the baseline (no configuration beat cuBLASLt's default): PyTorch's
             # own path is at least as good, and routing it could only add host time
             return "no_gain", call, d
+        if d.lookup.uplift is not None and d.lookup.uplift < self.min_uplift:
+            return "below_min_uplift", call, d
         if self.device_type != "cuda":
             return "tuned_no_runner", call, d
         if d.broken:

@@ -202,7 +202,8 @@ def native_status():
     return _native.status()
 
 
-def use(db, device=None, *, device_model=None, backend=None, native=None, trace=True, launch="plain"):
+def use(db, device=None, *, device_model=None, backend=None, native=None, trace=True, launch="plain",
+        min_uplift=1.0):
     """Routes every GEMM whose full problem key is tuned in db (a path to an
     export, or a gemmtune.Database) for this GPU model to the tuned
     implementation; everything else to PyTorch's own path unchanged.
@@ -227,6 +228,11 @@ def use(db, device=None, *, device_model=None, backend=None, native=None, trace=
     has finished: use it only where no GEMM's A is written by the kernel
     right before it (inference with fixed weights). cuBLASLt winners and
     other kernels launch plainly either way.
+    min_uplift: route only entries whose stored uplift over the library's
+    default is at least this (default 1.0: every entry with a gain; one that
+    kept the baseline never routes). Under torch.compile a routed GEMM is a
+    custom op Inductor cannot fuse the surrounding norm or activation into,
+    so a gain of a percent or two may cost more than it brings there.
 
     Enables routing now for this thread (other threads: Routing.thread()),
     and for the gemmtune ops of compiled graphs everywhere; returns a Routing
@@ -237,7 +243,7 @@ def use(db, device=None, *, device_model=None, backend=None, native=None, trace=
     owns = not isinstance(db, Database)
     database = Database(db) if owns else db
     try:
-        router = _router.Router(database, device, device_model, backend, launch)
+        router = _router.Router(database, device, device_model, backend, launch, min_uplift)
     except Exception:
         if owns:
             database.close()
