@@ -540,6 +540,16 @@ static int cpu_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_t
     double t0 = gt_mono_ms();
     CALL();
     double one = gt_mono_ms() - t0;
+    if (o && o->prune_above_us > 0 && one * 1000.0 > o->prune_above_us && !bad) {
+        /* the screen's early exit: far slower than the job's best already */
+        free(rep);
+        memset(t, 0, sizeof *t);
+        t->median_us = t->min_us = t->max_us = one * 1000.0;
+        t->iters = 1;
+        t->repeats = 1;
+        t->pruned = 1;
+        return 0;
+    }
     int64_t iters = one > 0 ? (int64_t)ceil(min_ms / one) : 1000;
     if (iters < 1)
         iters = 1;

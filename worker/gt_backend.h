@@ -54,6 +54,10 @@ typedef struct gt_timing_opts {
     int graph;               /* cuda: each repeat replays a CUDA graph of the calls (captured
                                 once per timing), as an application running its GEMMs in a
                                 graph; a candidate that cannot be captured fails */
+    double prune_above_us;   /* > 0: a candidate whose calibration call takes longer than this
+                                is timed no further: t->pruned, its calibration time as the
+                                median (the screen's early exit, GT_SCREEN_PRUNE_RATIO);
+                                a backend may ignore it (then every candidate is timed) */
 } gt_timing_opts;
 
 typedef struct gt_timing {
@@ -62,6 +66,7 @@ typedef struct gt_timing {
     double spread;           /* (p75 - p25) / median */
     int iters;               /* calls per repeat */
     int repeats;
+    int pruned;              /* 1: stopped after calibration (opts prune_above_us) */
 } gt_timing;
 
 typedef struct gt_bk_ctx gt_bk_ctx;          /* per device */

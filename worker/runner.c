@@ -136,8 +136,11 @@ static void fill_timing(jobctx *j, gt_result *res, const gt_timing *t)
     res->valid = 1;
 }
 
-/* Measures one config fully (screen phase). */
-static void measure(jobctx *j, const cJSON *cfg, int is_baseline, gt_result *res)
+/* Measures one config (screen phase): fully, or, when best_us > 0 and its
+ * calibration call already runs past GT_SCREEN_PRUNE_RATIO x best_us, only
+ * that far (the screen's early exit, gt_policy.h), the result then valid
+ * with the calibration time and a "pruned" reason. */
+static void measure(jobctx *j, const cJSON *cfg, int is_baseline, double best_us, gt_result *res)
 {
     char err[256];
     gt_bk_cand *cand;
@@ -146,12 +149,20 @@ static void measure(jobctx *j, const cJSON *cfg, int is_baseline, gt_result *res
     if (!cand)
         return;
     gt_timing t;
-    if (j->r->bk->time(j->pp, cand, &j->timing, &t, err, sizeof err))
+    gt_timing_opts o = j->timing;
+    o.prune_above_us = best_us >= GT_SCREEN_PRUNE_MIN_US ? best_us * GT_SCREEN_PRUNE_RATIO : 0;
+    memset(&t, 0, sizeof t);
+    if (j->r->bk->time(j->pp, cand, &o, &t, err, sizeof err))
         snprintf(res->reason, sizeof res->reason, "timing: %.200s", err);
     else if (!(t.median_us > 0) || !isfinite(t.median_us))
         snprintf(res->reason, sizeof res->reason, "timing: no valid time measured");
-    else
+    else {
         fill_timing(j, res, &t);
+        if (t.pruned)
+            snprintf(res->reason, sizeof res->reason,
+                     "pruned: %.4g us in calibration, over %.3gx the job's best %.4g us: not timed further",
+                     t.median_us, GT_SCREEN_PRUNE_RATIO, best_us);
+    }
     j->r->bk->release(cand);
 }
 
@@ -187,11 +198,14 @@ static int emit_baseline(jobctx *j, const cJSON *cfg, const gt_result *res)
 
 static int run_screen(jobctx *j, const cJSON *cands, const cJSON *baseline)
 {
+    double best = 0; /* the fastest valid time so far, the default's included */
     if (cJSON_IsObject(baseline)) {
         gt_result res;
         if (emit_start(j, -1))
             return -1;
-        measure(j, baseline, 1, &res);
+        measure(j, baseline, 1, 0, &res);
+        if (res.valid)
+            best = res.time_us;
         if (res.valid) {
             if (emit_baseline(j, baseline, &res))
                 return -1;
@@ -212,7 +226,9 @@ static int run_screen(jobctx *j, const cJSON *cands, const cJSON *baseline)
         gt_result res;
         if (emit_start(j, i++))
             return -1;
-        measure(j, cfg, 0, &res);
+        measure(j, cfg, 0, best, &res);
+        if (res.valid && (best <= 0 || res.time_us < best))
+            best = res.time_us;
         if (add_result(j, &res))
             return -1;
     }

@@ -103,9 +103,16 @@ static double run_cfg(gt_bk_prob *pp, const gt_problem *p, const cJSON *cfg, dou
         re = NAN;
     } else {
         CHECK(t.median_us > 0 && t.min_us <= t.median_us && t.median_us <= t.max_us);
-        CHECK(t.iters >= 1 && t.repeats == 3 && t.spread >= 0);
+        CHECK(t.iters >= 1 && t.repeats == 3 && t.spread >= 0 && !t.pruned);
         *us = t.median_us;
     }
+    /* the screen's early exit: past the bound after calibration, one call's time and no
+     * repeats; under it (a bound no call reaches), timed in full */
+    o.prune_above_us = 1e-3;
+    CHECK(gt_bk_cpu.time(pp, c, &o, &t, err, sizeof err) == 0 && t.pruned && t.repeats == 1 &&
+          t.median_us > 1e-3 && t.median_us == t.min_us);
+    o.prune_above_us = 1e12;
+    CHECK(gt_bk_cpu.time(pp, c, &o, &t, err, sizeof err) == 0 && !t.pruned && t.repeats == 3);
     (void)p;
     gt_bk_cpu.release(c);
     return re;

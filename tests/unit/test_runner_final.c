@@ -12,6 +12,11 @@
  * without it, or whose reads fail, reports none.
  * A screen job whose default cannot be built still times its candidates and
  * reports the default as an invalid baseline result with the reason.
+ * The screen's early exit: each candidate is timed with prune_above_us set
+ * to GT_SCREEN_PRUNE_RATIO x the job's best valid time so far (the default's
+ * included) when that best is at least GT_SCREEN_PRUNE_MIN_US, else 0; a
+ * candidate its backend stopped early is reported valid, with its
+ * calibration time and a "pruned: ..." reason.
  * (On the H100 a disturbed final once timed cuBLASLt's default at 2x its
  * screen time: bench/results/h100_25_service_gen.txt.) */
 #include "gen_test_util.h"
@@ -35,6 +40,8 @@ static struct {
     int base_calls, cand_calls, slow_calls, alternate;
     double base_us, slow_us;
     int state_calls;
+    double cand_us[4];     /* > 0: candidate i's time instead of 10 + i */
+    double prune_seen[4];  /* the prune_above_us candidate i was timed with */
 } g;
 
 struct gt_bk_cand {
@@ -84,9 +91,12 @@ static int fake_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_
             us = g.slow_calls > 0 ? (g.slow_calls--, g.slow_us) : g.base_us;
     } else {
         g.cand_calls++;
-        us = 10 + c->id;
+        us = c->id >= 0 && c->id < 4 && g.cand_us[c->id] > 0 ? g.cand_us[c->id] : 10 + c->id;
+        if (c->id >= 0 && c->id < 4)
+            g.prune_seen[c->id] = o ? o->prune_above_us : -1;
     }
     memset(t, 0, sizeof *t);
+    t->pruned = o && o->prune_above_us > 0 && us > o->prune_above_us;
     t->median_us = t->min_us = t->max_us = us;
     t->iters = 1;
     t->repeats = 1;
@@ -133,6 +143,7 @@ typedef struct seen {
     double uplift_of[4], lo_of[4], hi_of[4];
     int rounds_of[4];
     gt_gpu_state gpu_of[4];
+    char reason_of[4][256];
     int done_ok, results;
     int bad_baselines;     /* invalid results marked baseline */
     char bad_reason[256];  /* the last one's reason */
@@ -158,6 +169,7 @@ static int collect(void *ctx, cJSON *ev)
                 s->hi_of[id] = r.uplift_hi;
                 s->rounds_of[id] = r.rounds;
                 s->gpu_of[id] = r.gpu;
+                snprintf(s->reason_of[id], sizeof s->reason_of[id], "%s", r.reason);
             }
             s->results++;
         }
@@ -348,9 +360,48 @@ static void test_screen_failed_default(void)
     CHECK(s.baseline_us == 0 && g.base_calls == 0);
 }
 
+/* A screen job of the default and three candidates timed with the fake's
+ * default at base_us, the candidates at 120, 400 and 90 us. */
+static seen run_screen_prune(double base_us)
+{
+    memset(&g, 0, sizeof g);
+    g.base_us = base_us;
+    g.cand_us[1] = 120, g.cand_us[2] = 400, g.cand_us[3] = 90;
+    char job[1024], *ptxt = prob_text();
+    snprintf(job, sizeof job,
+             "{\"id\":7,\"kind\":\"screen\",\"problem\":%s,\"candidates\":[{\"id\":1},{\"id\":2},"
+             "{\"id\":3}],\"baseline\":{\"id\":0},\"timing\":{\"min_time_ms\":1,\"repeats\":3,\"warmup\":1}}",
+             ptxt ? ptxt : "null");
+    cJSON_free(ptxt);
+    return run_job(job);
+}
+
+static void test_screen_prune(void)
+{
+    /* default at 100 us: every candidate may stop past 3x the best so far (the default's
+     * 100 us: 120 does not beat it, 400 is pruned); the pruned one is still a valid result */
+    seen s = run_screen_prune(100);
+    CHECK_MSG(s.done_ok && s.results == 3 && s.baseline_us == 100, "%d results", s.results);
+    for (int i = 1; i <= 3; i++)
+        CHECK_MSG(g.prune_seen[i] == 100 * GT_SCREEN_PRUNE_RATIO, "candidate %d: %g", i, g.prune_seen[i]);
+    CHECK(s.time_of[2] == 400 && !strncmp(s.reason_of[2], "pruned: 400 us in calibration", 29));
+    CHECK_MSG(s.reason_of[1][0] == 0 && s.reason_of[3][0] == 0, "%s / %s", s.reason_of[1], s.reason_of[3]);
+    CHECK(s.time_of[1] == 120 && s.time_of[3] == 90);
+    /* default at 60 us, candidate 1 at 120: the best stays 60 (180), then 400 is pruned */
+    s = run_screen_prune(60);
+    CHECK(g.prune_seen[3] == 60 * GT_SCREEN_PRUNE_RATIO && !strncmp(s.reason_of[2], "pruned:", 7));
+    /* default at 20 us (under GT_SCREEN_PRUNE_MIN_US: one short call's time is mostly
+     * launch latency): nothing is stopped early */
+    s = run_screen_prune(20);
+    for (int i = 1; i <= 3; i++)
+        CHECK_MSG(g.prune_seen[i] == 0, "candidate %d: %g", i, g.prune_seen[i]);
+    CHECK(s.results == 3 && s.reason_of[2][0] == 0 && s.time_of[2] == 400);
+}
+
 int main(void)
 {
     gt_log_set_level(GT_LOG_ERR);
+    RUN(test_screen_prune);
     RUN(test_screen_failed_default);
     RUN(test_steady);
     RUN(test_gpu_state);

@@ -520,6 +520,15 @@ int gt_cuda_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timi
     double est = 0;
     if (timed(pp, c, n, &est, err, errlen) != 0)
         goto out;
+    if (o->prune_above_us > 0 && est * 1000.0 > o->prune_above_us) {
+        /* the screen's early exit: far slower than the job's best already */
+        t->median_us = t->min_us = t->max_us = est * 1000.0;
+        t->iters = n;
+        t->repeats = 1;
+        t->pruned = 1;
+        rc = 0;
+        goto out;
+    }
     if (est * n < min_ms * 0.25) {
         double w = ceil(min_ms * 0.25 / (est > 1e-6 ? est : 1e-6));
         n = w < 2 * n ? 2 * n : w > 65536 ? 65536 : (int)w;
