@@ -26,6 +26,10 @@ check "format detected as hipblaslt" [ "$(json "$T/submit.json" '$.format')" = h
 state=$(wait_run "$RUN" 400)
 check "run 1 finished (state=$state)" [ "$state" = done ]
 check "every problem done" [ "$(json "$T/run.json" '$.problems.done')" = 6 ]
+# the workers' heartbeat connections attach before their first heartbeat (every 3.3 s
+# here): a normal run has no refused worker request in the coordinator's log
+check "no worker request refused in a normal run ($(grep -c 'dispatch: refused' "$T/gemmtuned.log") in gemmtuned.log)" \
+  [ "$(grep -c 'dispatch: refused' "$T/gemmtuned.log")" = 0 ]
 check_best_paired "$T/run.json"
 check "f32: every GEMM's uplift is against the default, OpenBLAS (baseline_kind default, no reason)" \
   [ "$(jsonq "$T/run.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.best')) e
