@@ -25,10 +25,19 @@ echo "one rc=$?" >>"$OUT/rc.txt"
 python3 - "$OUT/one.json" "$OUT/all.json" >"$OUT/ratio.txt" 2>&1 <<'PY'
 import json, sys
 one, al = (json.load(open(p)) for p in sys.argv[1:3])
-if one["timed_out"] or al["timed_out"]:
-    r = al["rate_per_gpu"] / one["rate_per_gpu"]
-    print(f"{al['gpus']} GPUs against 1 (candidates/s/GPU, the 1-GPU set cut at its timeout): "
-          f"{al['rate_per_gpu']:.1f} / {one['rate_per_gpu']:.1f} = {r:.3f} of linear")
+if one["timed_out"] and not al["timed_out"] and one.get("jobs") and al.get("jobs"):
+    # the 1-GPU set cut short: its wall projected from the N-GPU set's work (GPU-seconds of
+    # jobs, lease to done) at the busy share the 1-GPU set kept; candidates/s is no measure
+    # when a large GEMM's candidate costs thousands of times a small one's
+    busy = one["jobs"]["work_gpu_s"] / one["jobs"]["wall_s"]
+    proj = al["jobs"]["work_gpu_s"] / busy
+    r = (proj / al["wall_s"]) / al["gpus"]
+    print(f"{al['gpus']} GPUs against 1 (the 1-GPU set cut at {one['wall_s']:.0f} s after "
+          f"{one['jobs']['work_gpu_s']:.1f} GPU-s of jobs, {100 * busy:.0f} % busy; projected to the "
+          f"{al['gpus']}-GPU set's {al['jobs']['work_gpu_s']:.1f} GPU-s: {proj:.0f} s): "
+          f"{proj / al['wall_s']:.2f}x, {r:.3f} of linear (projected)")
+elif one["timed_out"] or al["timed_out"]:
+    print("a set was cut short without the job report: no ratio")
 else:
     r = (one["wall_s"] / al["wall_s"]) / al["gpus"]
     print(f"{al['gpus']} GPUs against 1: wall {one['wall_s']:.1f} -> {al['wall_s']:.1f} s = "
