@@ -53,7 +53,9 @@ def test_siblings_fuse_and_outputs_match(bias):
     with torch.no_grad():
         ref = m(x)
     before = {n: p.clone() for n, p in m.named_parameters()}
-    groups = gt.fuse_linears(m, lambda: m(x))
+    with pytest.warns(UserWarning, match="for inference: the weights of 10 fused layers"):
+        groups = gt.fuse_linears(m, lambda: m(x))
+    assert not m[0].q.weight.requires_grad
     assert groups == [["0.q", "0.k", "0.v"], ["0.gate", "0.up"], ["1.q", "1.k", "1.v"], ["1.gate", "1.up"]]
     # the parameters keep their names and values; a member's weight is a view of the fused one
     after = dict(m.named_parameters())
@@ -74,7 +76,7 @@ def test_siblings_fuse_and_outputs_match(bias):
 
 def test_compile_traces_the_group_without_a_graph_break():
     torch.manual_seed(0)
-    m = Block().eval()
+    m = Block().eval().requires_grad_(False)
     x = torch.randn(2, 7, 32)
     with torch.no_grad():
         ref = m(x)
@@ -89,7 +91,7 @@ def test_compile_traces_the_group_without_a_graph_break():
 
 def test_other_call_patterns_fall_back_per_layer():
     torch.manual_seed(0)
-    m = Block().eval()
+    m = Block().eval().requires_grad_(False)
     x = torch.randn(4, 32)
     gt.fuse_linears(m, lambda: m(x))
     a, b = torch.randn(4, 32), torch.randn(4, 32)

@@ -35,6 +35,8 @@ layers do not). Works in eager code, under CUDA graph capture and torch.compile
 model to its device and dtype.
 """
 
+import warnings
+
 import torch
 import torch.nn.functional as F
 
@@ -141,9 +143,11 @@ def fuse_linears(model, run):
         for h in hooks:
             h.remove()
     out = []
+    trained = []
     with torch.no_grad():
         for run_ in _groups(calls):
             mods = [m for m, _, _ in run_]
+            trained += [n for m, n, _ in run_ if m.weight.requires_grad]
             weight = torch.cat([m.weight for m in mods])
             bias = torch.cat([m.bias for m in mods]) if mods[0].bias is not None else None
             sizes = [m.out_features for m in mods]
@@ -158,4 +162,9 @@ def fuse_linears(model, run):
                 _set(model, group.names[i], FusedLinear(group, i, m))
             out.append(group.names)
     calls.clear()  # the probe's inputs
+    if trained:
+        # the fused GEMM reads a copy the members' gradients would never reach: frozen, said
+        warnings.warn(f"gemmtune.torch.fuse_linears is for inference: the weights of {len(trained)} fused "
+                      f"layers (e.g. {trained[0]}) required grad and are now frozen (requires_grad=False)",
+                      stacklevel=2)
     return out
