@@ -29,7 +29,7 @@ import sys
 import time
 import urllib.request
 
-from gt_service import Service
+from gt_service import Service, get, post
 
 
 def roofline():
@@ -70,18 +70,6 @@ def roofline():
     del a, b
     torch.cuda.empty_cache()
     return bw, rate
-
-
-def get(url):
-    with urllib.request.urlopen(url, timeout=60) as r:
-        return json.loads(r.read())
-
-
-def post(url, body):
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=120) as r:
-        return json.loads(r.read())
 
 
 def main():

@@ -1,5 +1,6 @@
 """gt_service.py: gemmtuned and gemmtune-worker on loopback, as a user runs them: the one
-place the benchmark scripts (cuda_service.py, e2e_llama.py) start the service from.
+place the benchmark scripts (cuda_service.py, e2e_llama.py, scaling.py, preload_proof.py) start
+the service from or talk to its API with (get, post).
 
     with Service(build, folder, backend="cuda", device="all") as svc:
         svc.wait_workers(n)
@@ -15,6 +16,20 @@ import signal
 import subprocess
 import time
 import urllib.request
+
+
+def get(url, timeout=60):
+    """The JSON answer of a GET."""
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+def post(url, body, timeout=120):
+    """The JSON answer of a POST of body as JSON."""
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return json.loads(r.read())
 
 
 class Service:

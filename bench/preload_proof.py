@@ -32,6 +32,8 @@ import sys
 import time
 import urllib.request
 
+from gt_service import get, post
+
 LAYERS = [("qkv", 6144, 4096), ("o", 4096, 4096), ("gate_up", 28672, 4096), ("down", 4096, 14336)]
 TOL = 2e-2  # bf16 outputs of two algorithms (split-K, other tile order) differ by a few ulps
 T0 = time.time()
@@ -148,18 +150,6 @@ def run_program(a, use_torch, phase, tag=None, base=None, env=None, label=""):
         print(p.stdout[-3000:], p.stderr[-3000:], sep="\n")
         raise SystemExit(f"{label} failed (exit {p.returncode})")
     return res, p.stderr
-
-
-def get(url):
-    with urllib.request.urlopen(url, timeout=60) as r:
-        return json.loads(r.read())
-
-
-def post(url, body):
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=120) as r:
-        return json.loads(r.read())
 
 
 def tune(a, log_text):

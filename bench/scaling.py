@@ -21,21 +21,8 @@ import os
 import sqlite3
 import sys
 import time
-import urllib.request
 
-from gt_service import Service
-
-
-def get(url, timeout=120):
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return json.loads(r.read())
-
-
-def post(url, body):
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=300) as r:
-        return json.loads(r.read())
+from gt_service import Service, get, post
 
 
 def where_time_went(db):
