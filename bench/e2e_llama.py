@@ -383,6 +383,8 @@ def routing(a, cfg, state):
         kw["launch"] = a.gt_launch
     if a.gt_min_uplift != 1.0:
         kw["min_uplift"] = a.gt_min_uplift
+    if a.gt_no_trace:
+        kw["trace"] = False
     with gt.use(db, **kw) as r:
         r.reset_stats()
         yield r
@@ -621,7 +623,9 @@ def report(state):
     p(f"# e2e_llama: {dev.get('name', '?')}, torch {dev.get('torch', '?')}, transformers "
       f"{dev.get('transformers', '?')}, {dev.get('layers', '?')} layers, prompt {dev.get('prompt', '?')}, "
       f"{dev.get('steps', '?')} steps, gemmtune launch {dev.get('gt_launch', 'plain')}"
-      + (", q/k/v and gate/up fused (fuse_linears) in every configuration" if dev.get("fused") else ""))
+      + (", q/k/v and gate/up fused (fuse_linears) in every configuration" if dev.get("fused") else "")
+      + (f", use(min_uplift={dev['gt_min_uplift']})" if dev.get("gt_min_uplift", 1.0) != 1.0 else "")
+      + (", use(trace=False): compiled graphs hold aten GEMMs" if dev.get("gt_trace") is False else ""))
     rec, tun = d.get("record", {}), d.get("tune", {})
     if rec or tun:
         p(f"record {rec.get('wall_s', '-')} s ({rec.get('gemms', '-')} GEMMs, {rec.get('calls', '-')} calls); "
@@ -736,6 +740,11 @@ def main():
                          "times every candidate inside a CUDA graph, as the decode step runs")
     ap.add_argument("--gt-min-uplift", type=float, default=1.0,
                     help="gemmtune.torch.use(min_uplift=): route only entries tuned to at least this uplift")
+    ap.add_argument("--gt-no-trace", action="store_true",
+                    help="gemmtune.torch.use(trace=False) (native path): compiled graphs hold aten GEMMs, "
+                         "which reach the tuned kernels through the extension's override; under "
+                         "max-autotune (gemmtune_autotune) Inductor then benchmarks them, as its aten "
+                         "choice, against its own templates and fusions and keeps the faster per GEMM")
     ap.add_argument("--fuse", action="store_true",
                     help="gemmtune.torch.fuse_linears on the model before anything runs: q/k/v and "
                          "gate/up as one GEMM each, in every configuration (record it with the same flag)")
@@ -778,7 +787,8 @@ def main():
     state.put("device", value={"name": name, "torch": torch.__version__, "transformers": transformers.__version__,
                                "layers": 2 if a.tiny else a.layers, "prompt": a.prompt, "steps": a.steps,
                                "tiny": a.tiny, "dtype": str(a.dtype), "gt_launch": a.gt_launch,
-                               "fused": a.fuse, "gt_min_uplift": a.gt_min_uplift})
+                               "fused": a.fuse, "gt_min_uplift": a.gt_min_uplift,
+                               "gt_trace": not a.gt_no_trace})
     log(f"{name}, torch {torch.__version__}, transformers {transformers.__version__}, phases {phases}")
     try:
         import gemmtune.torch as gt
