@@ -60,7 +60,7 @@
 #include <string>
 #include <unordered_map>
 
-#define GTN_ABI 1
+#define GTN_ABI 2
 #define GTN_EXPORT extern "C" __attribute__((visibility("default")))
 
 // ---- the C interface Python (gemmtune/torch/_native.py) mirrors ----------
@@ -68,7 +68,14 @@
 enum { GTN_MM = 0, GTN_ADDMM = 1, GTN_BMM = 2, GTN_BADDBMM = 3 };
 enum { GTN_F16 = 1, GTN_BF16 = 2, GTN_F32 = 3, GTN_F64 = 4 };
 // Counter slots the C++ side fills itself; the resolver's reasons follow.
-enum { GTN_R_TUNED_RUN = 0, GTN_R_MISALIGNED = 1, GTN_R_ERROR = 2, GTN_R_UNRUNNABLE = 3, GTN_NREASONS = 64 };
+enum {
+  GTN_R_TUNED_RUN = 0,
+  GTN_R_MISALIGNED = 1,
+  GTN_R_ERROR = 2,
+  GTN_R_UNRUNNABLE = 3,
+  GTN_R_OUT_LAYOUT = 4, // an out= tensor the plan cannot write in place
+  GTN_NREASONS = 64
+};
 
 struct gtn_tensor {
   int64_t size[3];
@@ -279,8 +286,23 @@ bool workspace(const gtn_answer &a, at::Device dev, void *stream, void **out) {
   return true;
 }
 
-// The tuned run: the output, or an undefined tensor with *reason set.
-at::Tensor run_plan(Entry &e, const at::Tensor *const *ts, int *reason) {
+// An out= tensor the plan writes in place: contiguous, the output's shape,
+// dtype and device, sharing no storage with an input (a kernel may read an
+// operand after it wrote part of D). Anything else runs PyTorch's out kernel,
+// which also resizes, rather than the tuned result plus a copy.
+bool out_fits(const at::Tensor &out, const std::vector<int64_t> &shape, const at::Tensor &like,
+              const at::Tensor *const *ts, int nt) {
+  if (!out.defined() || !out.is_contiguous() || out.scalar_type() != like.scalar_type() ||
+      out.device() != like.device() || out.sizes().vec() != shape)
+    return false;
+  for (int i = 0; i < nt; i++)
+    if (ts[i]->defined() && out.is_alias_of(*ts[i])) return false;
+  return true;
+}
+
+// The tuned run: the output (dst itself when given), or an undefined tensor
+// with *reason set.
+at::Tensor run_plan(Entry &e, const at::Tensor *const *ts, int nt, int *reason, const at::Tensor *dst) {
   const gtn_answer &a = e.a;
   const at::Tensor &first = *ts[0];
   at::Device dev = first.device();
@@ -288,9 +310,14 @@ at::Tensor run_plan(Entry &e, const at::Tensor *const *ts, int *reason) {
   at::Tensor A = *ts[a.a], B = *ts[a.b];
   at::Tensor C, bias;
   std::vector<int64_t> shape(a.out_shape, a.out_shape + a.out_dim);
+  if (dst && !out_fits(*dst, shape, A, ts, nt)) {
+    *reason = GTN_R_OUT_LAYOUT;
+    return at::Tensor();
+  }
   if (a.c >= 0) C = ts[a.c]->expand(shape).contiguous(); // beta != 0: C in its own buffer
   if (a.bias >= 0) bias = *ts[a.bias];
-  at::Tensor D = at::empty(shape, first.options().dtype(A.scalar_type())); // describe: A and B share D's type
+  // describe: A and B share D's type
+  at::Tensor D = dst ? *dst : at::empty(shape, first.options().dtype(A.scalar_type()));
   for (const at::Tensor *t : {&A, &B, &C, &bias, &D}) {
     if (t->defined() && ((uintptr_t)t->data_ptr() % 16)) {
       *reason = GTN_R_MISALIGNED;
@@ -315,9 +342,10 @@ at::Tensor run_plan(Entry &e, const at::Tensor *const *ts, int *reason) {
   return D;
 }
 
-// The override's body: the tuned output, or an undefined tensor (run
-// PyTorch's kernel).
-at::Tensor route(int op, const at::Tensor *const *ts, int nt, const c10::Scalar *beta, const c10::Scalar *alpha) {
+// The override's body: the tuned output (written into dst for an out=
+// variant), or an undefined tensor (run PyTorch's kernel).
+at::Tensor route(int op, const at::Tensor *const *ts, int nt, const c10::Scalar *beta, const c10::Scalar *alpha,
+                 const at::Tensor *dst = nullptr) {
   if (!thread_routes()) return at::Tensor();
   gtn_key k;
   if (!make_key(op, ts, nt, beta, alpha, &k)) return at::Tensor();
@@ -335,7 +363,7 @@ at::Tensor route(int op, const at::Tensor *const *ts, int nt, const c10::Scalar 
   int reason = GTN_R_ERROR;
   at::Tensor out;
   try {
-    out = run_plan(*e, ts, &reason);
+    out = run_plan(*e, ts, nt, &reason, dst);
   } catch (const std::exception &ex) { // never let the tuned path fail the model
     e->broken = true;
     reason = GTN_R_ERROR;
@@ -362,6 +390,23 @@ at::Tensor addmm_k(const at::Tensor &self, const at::Tensor &mat1, const at::Ten
   if (out.defined()) return out;
   return g_dev == c10::DeviceType::CUDA ? at::cuda::addmm(self, mat1, mat2, beta, alpha)
                                         : at::cpu::addmm(self, mat1, mat2, beta, alpha);
+}
+
+// The out= variants: what Inductor's generated code calls for the GEMMs it
+// leaves to aten (extern_kernels.mm / addmm with out=), max-autotune's
+// benchmarking of that choice included; the tuned kernel writes into out.
+at::Tensor &mm_out_k(const at::Tensor &self, const at::Tensor &mat2, at::Tensor &out) {
+  const at::Tensor *ts[] = {&self, &mat2};
+  if (route(GTN_MM, ts, 2, nullptr, nullptr, &out).defined()) return out;
+  return g_dev == c10::DeviceType::CUDA ? at::cuda::mm_out(out, self, mat2) : at::cpu::mm_out(out, self, mat2);
+}
+
+at::Tensor &addmm_out_k(const at::Tensor &self, const at::Tensor &mat1, const at::Tensor &mat2,
+                        const c10::Scalar &beta, const c10::Scalar &alpha, at::Tensor &out) {
+  const at::Tensor *ts[] = {&self, &mat1, &mat2};
+  if (route(GTN_ADDMM, ts, 3, &beta, &alpha, &out).defined()) return out;
+  return g_dev == c10::DeviceType::CUDA ? at::cuda::addmm_out(out, self, mat1, mat2, beta, alpha)
+                                        : at::cpu::addmm_out(out, self, mat1, mat2, beta, alpha);
 }
 
 at::Tensor bmm_k(const at::Tensor &self, const at::Tensor &mat2) {
@@ -444,6 +489,8 @@ GTN_EXPORT int gtn_install(const char *key, gtn_resolve_fn resolve, gtn_plan_run
     auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", dk, __FILE__, __LINE__);
     lib->impl("mm", TORCH_FN(mm_k));
     lib->impl("addmm", TORCH_FN(addmm_k));
+    lib->impl("mm.out", TORCH_FN(mm_out_k));
+    lib->impl("addmm.out", TORCH_FN(addmm_out_k));
     lib->impl("bmm", TORCH_FN(bmm_k));
     lib->impl("baddbmm", TORCH_FN(baddbmm_k));
     g_lib = std::move(lib);

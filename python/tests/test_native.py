@@ -59,7 +59,7 @@ def test_status_says_why_it_is_not_loaded(monkeypatch, tmp_path):
 
 def test_install_and_uninstall_restore_pytorchs_kernels(tuned, torch_ext):
     path, model, _, _ = tuned
-    ops = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+    ops = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::mm.out", "aten::addmm.out")
     before = {op: torch._C._dispatch_dump(op) for op in ops}
     for key, device in (("CPU", "cpu"), ("CUDA", "cuda")):
         with gemmtune_db(path) as db:
@@ -167,6 +167,36 @@ def test_what_the_native_path_does_not_route(native_cpu):
     with torch.no_grad():
         torch.mm(a, w)  # no graph: routed
     assert folded(native_cpu.stats()) == {"gemms": 2, "not_tuned": 2}
+
+
+def test_out_variants_are_routed(native_cpu):
+    """torch.mm / addmm with out= (what Inductor's generated code calls for a GEMM it leaves
+    to aten, and what max-autotune times as its aten choice) reach the override and are
+    decided like the functional calls of the same layout; PyTorch's out kernel computes here
+    (no CPU runner), into out."""
+    _, k, q = small_args()
+    a, b = k.t(), q  # Small()'s tuned mm: [40, 48] x [48, 24]
+    with torch.no_grad():
+        outcome = {}
+        for how in ("functional", "out"):
+            native_cpu.reset_stats()
+            out = torch.empty(40, 24)
+            got = torch.mm(a, b) if how == "functional" else torch.mm(a, b, out=out)
+            outcome[how] = folded(native_cpu.stats())
+            assert torch.equal(got, torch.mm(a.contiguous(), b))
+        assert outcome["out"] == outcome["functional"] == {"gemms": 1, "tuned_no_runner": 1}, outcome
+        assert got.data_ptr() == out.data_ptr()
+        # addmm.out: counted (its layout is untuned here), computed right
+        c = torch.randn(24)
+        native_cpu.reset_stats()
+        out = torch.empty(40, 24)
+        torch.addmm(c, a, b, out=out)
+        assert folded(native_cpu.stats())["gemms"] == 1
+        torch.testing.assert_close(out, torch.addmm(c, a.contiguous(), b))
+        # an out= of another shape (PyTorch resizes an empty one): its out kernel, the right answer
+        odd = torch.empty(0)
+        torch.mm(a, b, out=odd)
+        assert torch.equal(odd, torch.mm(a.contiguous(), b))
 
 
 def test_threads_route_only_inside_thread(native_cpu):

@@ -30,12 +30,12 @@ __all__ = ["status", "available", "load", "Native"]
 
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUNDLED = os.path.join(_HERE, "_lib", "libgemmtune_torch.so")
-_ABI = 1
+_ABI = 2
 
 _OPS = ("mm", "addmm", "bmm", "baddbmm")
 _DTYPES = {1: torch.float16, 2: torch.bfloat16, 3: torch.float32, 4: torch.float64}
 # counter slots the extension fills itself (gemmtune_torch.cpp GTN_R_*)
-_FIXED = ("tuned_run", "fallback_misaligned", "fallback_error", "tuned_unrunnable")
+_FIXED = ("tuned_run", "fallback_misaligned", "fallback_error", "tuned_unrunnable", "fallback_out_layout")
 
 
 class TensorC(ctypes.Structure):
