@@ -204,9 +204,8 @@ static int run_screen(jobctx *j, const cJSON *cands, const cJSON *baseline)
         if (emit_start(j, -1))
             return -1;
         measure(j, baseline, 1, 0, &res);
-        if (res.valid)
-            best = res.time_us;
         if (res.valid) {
+            best = res.time_us;
             if (emit_baseline(j, baseline, &res))
                 return -1;
         } else {
