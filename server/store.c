@@ -712,8 +712,8 @@ int gt_store_insert_jobs(gt_store *s, int64_t run_id, int64_t problem_id, const 
         sqlite3_stmt *st = gt_store_prep(
             s,
             "INSERT INTO jobs(run_id, problem_id, backend, kind, candidates, ncandidates, baseline,"
-            " state, created_ms, updated_ms, generation)"
-            " VALUES (?, ?, ?, 'screen', ?, ?, ?, 'queued', ?, ?, ?)",
+            " state, created_ms, updated_ms, generation, shard)"
+            " VALUES (?, ?, ?, 'screen', ?, ?, ?, 'queued', ?, ?, ?, ?)",
             err, errlen);
         if (!st)
             return -1;
@@ -729,6 +729,9 @@ int gt_store_insert_jobs(gt_store *s, int64_t run_id, int64_t problem_id, const 
             sqlite3_bind_int(st, 9, generation);
         else
             sqlite3_bind_null(st, 9);
+        /* its shard: the lease takes screen jobs by (shard, id), every
+         * problem's first before any problem's second (009_screen_shard.sql) */
+        sqlite3_bind_int64(st, 10, (sqlite3_int64)i);
         if (gt_store_step_done(s, st, err, errlen))
             return -1;
     }

@@ -255,7 +255,14 @@ int gt_store_evo_step(gt_store *s, int64_t pid, int64_t now_ms, int *queued, cha
             why = "exhausted";
     }
     if (k > 0) {
-        /* The generation's jobs, cut as the planner cuts every job list. */
+        /* The generation's jobs, cut as the planner cuts every job list.
+         * Their shards count from 0 within this generation (not on from
+         * the problem's earlier generations): a generation is written
+         * when the previous one's results are in, so its first job is
+         * leased as a new problem's first would be, ahead of other
+         * problems' second shards, and a problem that searches on keeps
+         * its place among the others instead of falling behind every
+         * shard index it has used. */
         gt_run_opts o;
         if (gt_store_run_opts(s, run_id, &o, err, errlen))
             goto out;

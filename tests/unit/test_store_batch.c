@@ -6,8 +6,10 @@
  * open inside one. And the lease's order (store_jobs.c next_job, by index
  * seeks since 007_lease_index.sql): runs share the workers (the run with the
  * fewest jobs leased first, the oldest on a tie), inside a run final, then
- * enumerate, then screen jobs, each oldest first; runs bound to another
- * device model are skipped. */
+ * enumerate, then screen jobs, each by (shard, id): every problem's first
+ * screen job before any problem's second (009_screen_shard.sql), so each
+ * GEMM gets a first result early; runs bound to another device model are
+ * skipped. */
 #include "gt_log.h"
 #include "gt_store.h"
 #include "gt_test.h"
@@ -142,11 +144,11 @@ static void test_lease_order(void)
     char kind[16] = "";
     /* a tie (nothing leased) goes to the oldest run */
     CHECK(lease_next(s, wid, kind) == last && !strcmp(kind, "final"));
-    long long leased[3] = {0, 1, 0}, prev[3] = {0, 0, 0};
+    long long leased[3] = {0, 1, 0}, prev[3] = {0, 0, 0}, prev_shard[3] = {0, 0, 0};
     int run1_seen = 1, fair = 1, order = 1;
     /* the runs share the worker: the one with fewer jobs leased goes next,
      * so their leased counts never differ by more than one while both have
-     * work; inside a run final, enumerate, then screens by id */
+     * work; inside a run final, enumerate, then screens by (shard, id) */
     for (long long i = 1; i < n1 + n2; i++) {
         long long id = lease_next(s, wid, kind);
         long long run = id ? run_of(s, id) : 0;
@@ -157,16 +159,69 @@ static void test_lease_order(void)
         leased[run]++;
         if (run == 1 && run1_seen++ == 1)
             order &= id == last - 1 && !strcmp(kind, "enumerate");
-        else
-            order &= !strcmp(kind, "screen") && id > prev[run];
-        if (!strcmp(kind, "screen"))
+        else {
+            snprintf(sql, sizeof sql, "SELECT shard FROM jobs WHERE id = %lld", id);
+            long long shard = gt_test_int(s, sql);
+            order &= !strcmp(kind, "screen") &&
+                     (shard > prev_shard[run] || (shard == prev_shard[run] && id > prev[run]));
             prev[run] = id;
+            prev_shard[run] = shard;
+        }
         if (leased[1] < n1 && leased[2] < n2)
             fair &= llabs(leased[1] - leased[2]) <= 1;
     }
     CHECK_MSG(fair, "leased: run 1 %lld, run 2 %lld", leased[1], leased[2]);
     CHECK(order);
     CHECK(leased[1] == n1 && leased[2] == n2);
+    CHECK(lease_next(s, wid, kind) == 0);
+    gt_store_close(s);
+    gt_test_rmdir(dir);
+}
+
+/* Two GEMMs of one run, A with 3 screen jobs and B with 2 (and a final
+ * job): the final goes first, then the screens by (shard, id), A0 B0 A1 B1
+ * A2, so B's first result does not wait for all of A's shards. The shards
+ * are the store's own (gt_store_insert_jobs), not set by the test. */
+static void test_lease_shards(void)
+{
+    char dir[64], kind[16] = "";
+    if (gt_test_tmpdir(dir, sizeof dir, "shards"))
+        return;
+    static const char *const opts[][2] = {{"budget", "6"}, {"shard_size", "2"}};
+    gt_store *s = gt_test_store_with_run(dir, "M,N,K\n64,64,64\n32,32,32\n", opts, 2, NULL);
+    if (!s)
+        return;
+    long long a = gt_test_int(s, "SELECT MIN(problem_id) FROM jobs"),
+              b = gt_test_int(s, "SELECT MAX(problem_id) FROM jobs");
+    char sql[256];
+    /* as written: each problem's screen jobs in a row, shards 0, 1, 2 */
+    snprintf(sql, sizeof sql,
+             "SELECT COUNT(*) FROM jobs j WHERE kind = 'screen' AND problem_id IN (%lld, %lld) AND shard ="
+             " (SELECT COUNT(*) FROM jobs i WHERE i.problem_id = j.problem_id AND i.id < j.id)",
+             a, b);
+    CHECK_MSG(a != b && gt_test_int(s, sql) == 6 &&
+                  gt_test_int(s, "SELECT COUNT(*) FROM jobs WHERE kind = 'screen'") == 6,
+              "problems %lld %lld: %lld of %lld jobs with their shard", a, b, gt_test_int(s, sql),
+              gt_test_int(s, "SELECT COUNT(*) FROM jobs"));
+    /* B's third job becomes its final phase: B has 2 screen jobs, and a
+     * final, which goes first whatever its shard and id */
+    long long bf = gt_test_int(s, "SELECT MAX(id) FROM jobs");
+    snprintf(sql, sizeof sql, "UPDATE jobs SET kind = 'final' WHERE id = %lld", bf);
+    CHECK(gt_test_store_sql(s, sql) == 0);
+    long long want[6][2] = {{b, -1}, {a, 0}, {b, 0}, {a, 1}, {b, 1}, {a, 2}}, got[6][2];
+    int64_t wid = gt_test_sim_worker(s, "h", 2);
+    for (int i = 0; i < 6; i++) {
+        long long id = lease_next(s, wid, kind);
+        snprintf(sql, sizeof sql, "SELECT problem_id FROM jobs WHERE id = %lld", id);
+        got[i][0] = id ? gt_test_int(s, sql) : 0;
+        snprintf(sql, sizeof sql, "SELECT shard FROM jobs WHERE id = %lld", id);
+        got[i][1] = !strcmp(kind, "final") ? -1 : id ? gt_test_int(s, sql) : -2;
+    }
+    CHECK_MSG(!memcmp(got, want, sizeof want),
+              "leased (problem, shard; -1 final): (%lld %lld) (%lld %lld) (%lld %lld) (%lld %lld)"
+              " (%lld %lld) (%lld %lld)",
+              got[0][0], got[0][1], got[1][0], got[1][1], got[2][0], got[2][1], got[3][0], got[3][1],
+              got[4][0], got[4][1], got[5][0], got[5][1]);
     CHECK(lease_next(s, wid, kind) == 0);
     gt_store_close(s);
     gt_test_rmdir(dir);
@@ -245,6 +300,7 @@ int main(void)
     gt_log_set_level(GT_LOG_ERR);
     RUN(test_batch);
     RUN(test_lease_order);
+    RUN(test_lease_shards);
     RUN(test_lease_turns);
     RUN(test_lease_model);
     return gt_test_done_rm(g_dir);

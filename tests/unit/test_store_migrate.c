@@ -65,7 +65,19 @@ static void upgrades_v3(void)
     CHECK_MSG(s, "%s", err);
     if (!s)
         return;
-    CHECK(user_version(gt_store_db(s)) == 8);
+    CHECK(user_version(gt_store_db(s)) == 9);
+    /* 009: jobs carry their shard, the lease's index orders by it before id */
+    {
+        sqlite3_stmt *col = NULL;
+        CHECK(sqlite3_prepare_v2(gt_store_db(s),
+                                 "SELECT (SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'shard'),"
+                                 " (SELECT group_concat(name, ',') FROM"
+                                 " (SELECT name FROM pragma_index_info('jobs_queue') ORDER BY seqno))",
+                                 -1, &col, NULL) == SQLITE_OK &&
+              sqlite3_step(col) == SQLITE_ROW && sqlite3_column_int(col, 0) == 1 &&
+              !strcmp((const char *)sqlite3_column_text(col, 1), "run_id,state,kind,backend,shard,id"));
+        sqlite3_finalize(col);
+    }
     /* 008: results carry the GPU's state of their final rounds */
     {
         sqlite3_stmt *col = NULL;
@@ -112,7 +124,7 @@ static void upgrades_v3(void)
     s = gt_store_open(path, err, sizeof err);
     CHECK_MSG(s, "%s", err);
     if (s) {
-        CHECK(user_version(gt_store_db(s)) == 8);
+        CHECK(user_version(gt_store_db(s)) == 9);
         ws = gt_store_workers_json(s, 10, err, sizeof err);
         CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ws, "workers")) == 2);
         cJSON_Delete(ws);
