@@ -729,8 +729,8 @@ int gt_store_insert_jobs(gt_store *s, int64_t run_id, int64_t problem_id, const 
             sqlite3_bind_int(st, 9, generation);
         else
             sqlite3_bind_null(st, 9);
-        /* its shard: the lease takes screen jobs by (shard, id), every
-         * problem's first before any problem's second (009_screen_shard.sql) */
+        /* its shard: the lease takes screen jobs by (shard > 0, id), every
+         * problem's first before any problem's others (009_screen_shard.sql) */
         sqlite3_bind_int64(st, 10, (sqlite3_int64)i);
         if (gt_store_step_done(s, st, err, errlen))
             return -1;

@@ -260,9 +260,7 @@ int gt_store_evo_step(gt_store *s, int64_t pid, int64_t now_ms, int *queued, cha
          * the problem's earlier generations): a generation is written
          * when the previous one's results are in, so its first job is
          * leased as a new problem's first would be, ahead of other
-         * problems' second shards, and a problem that searches on keeps
-         * its place among the others instead of falling behind every
-         * shard index it has used. */
+         * problems' later shards. */
         gt_run_opts o;
         if (gt_store_run_opts(s, run_id, &o, err, errlen))
             goto out;

@@ -280,15 +280,16 @@ static int drop_measured(gt_store *s, gt_job *job, const char *model, char *err,
  * every GPU; the fewest leased alone let two runs take turns while a third
  * with fewer workers than runs waited). Inside a
  * run, final phases first (they finish problems), then enumerations (they
- * unlock work), then screens; each kind by (shard, id). A screen job's shard
- * is its index among its problem's screen jobs (store.c
+ * unlock work), then screens; each kind by (shard > 0, id). A screen job's
+ * shard is its index among its problem's screen jobs (store.c
  * gt_store_insert_jobs; an evolutionary generation's count from 0), so
- * every GEMM's first screen job goes before any GEMM's second, and each
+ * every GEMM's first screen job goes before any GEMM's others, and each
  * gets a first result early instead of waiting for every earlier GEMM's
- * shards (009_screen_shard.sql); enumerate and final jobs are all shard 0,
- * oldest first. Index seeks on jobs_queue (run_id, state, kind, backend,
- * shard, id): a count and one seek per (run, kind), no sort; running runs
- * are few. 0, or -1 with err. */
+ * shards; the others then go oldest first, GEMM by GEMM, so screens end and
+ * finals start as early as before (009_screen_shard.sql); enumerate and
+ * final jobs are all shard 0, oldest first. Index seeks on jobs_queue
+ * (run_id, state, kind, backend, shard > 0, id): a count and one seek per
+ * (run, kind), no sort; running runs are few. 0, or -1 with err. */
 static int next_job(gt_store *s, const char *backend, const char *model, int64_t *id, char *err,
                     size_t errlen)
 {
@@ -317,7 +318,7 @@ static int next_job(gt_store *s, const char *backend, const char *model, int64_t
 #undef LEASABLE_RUNS
     sqlite3_stmt *job = runs ? gt_store_prep(s,
                                              "SELECT id FROM jobs WHERE run_id = ?1 AND state = 'queued'"
-                                             " AND kind = ?2 AND backend = ?3 ORDER BY shard, id LIMIT 1",
+                                             " AND kind = ?2 AND backend = ?3 ORDER BY shard > 0, id LIMIT 1",
                                              err, errlen)
                              : NULL;
     int rc = -1, r = SQLITE_DONE;

@@ -124,8 +124,8 @@ int gt_store_advance_problem(gt_store *s, int64_t problem_id, int64_t now_ms, ch
                              size_t errlen);
 /* Writes the planned screen jobs of a problem, each beside baseline (JSON
  * object text), tagged with an evolutionary generation (< 0: none) and
- * with its index in jobs as its shard (the lease's order: store_jobs.c
- * next_job). Caller's transaction. */
+ * with its index in jobs as its shard (the lease takes every problem's
+ * shard 0 first: store_jobs.c next_job). Caller's transaction. */
 int gt_store_insert_jobs(gt_store *s, int64_t run_id, int64_t problem_id, const char *backend,
                          const gt_plan_job *jobs, size_t njobs, const char *baseline,
                          int generation, int64_t now_ms, char *err, size_t errlen);

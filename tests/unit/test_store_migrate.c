@@ -66,7 +66,8 @@ static void upgrades_v3(void)
     if (!s)
         return;
     CHECK(user_version(gt_store_db(s)) == 9);
-    /* 009: jobs carry their shard, the lease's index orders by it before id */
+    /* 009: jobs carry their shard, the lease's index orders by shard > 0 (an
+     * expression: pragma_index_info gives it no name) before id */
     {
         sqlite3_stmt *col = NULL;
         CHECK(sqlite3_prepare_v2(gt_store_db(s),
@@ -75,7 +76,7 @@ static void upgrades_v3(void)
                                  " (SELECT name FROM pragma_index_info('jobs_queue') ORDER BY seqno))",
                                  -1, &col, NULL) == SQLITE_OK &&
               sqlite3_step(col) == SQLITE_ROW && sqlite3_column_int(col, 0) == 1 &&
-              !strcmp((const char *)sqlite3_column_text(col, 1), "run_id,state,kind,backend,shard,id"));
+              !strcmp((const char *)sqlite3_column_text(col, 1), "run_id,state,kind,backend,id"));
         sqlite3_finalize(col);
     }
     /* 008: results carry the GPU's state of their final rounds */
