@@ -71,6 +71,7 @@ typedef enum gt_route {
     GT_ROUTE_CANCEL,
     GT_ROUTE_EVENTS,
     GT_ROUTE_TIMELINE,
+    GT_ROUTE_VERIFY,
     GT_ROUTE_WORKERS,
     GT_ROUTE_STATIC,
     GT_ROUTE_OTHER,

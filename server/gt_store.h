@@ -126,6 +126,26 @@ typedef struct gt_run_created {
  * when it fails. */
 int gt_store_create_run(gt_store *s, const gt_run_opts *o, const gt_log_result *log,
                         const gt_plan *plan, gt_run_created *out, char *err, size_t errlen);
+/* A verify run (POST /v1/runs/{id}/verify, server/store_verify.c): a new
+ * run "verify of run ID" of src_run's backend, device model and options
+ * (marked "verify": {"of": ID, "tolerance": T} in its stored options) that
+ * re-times src_run's winners: per GEMM whose best entry is a tuned config,
+ * a copy of the problem (same key, label, spec) and one final job of
+ * candidates [that config] beside the baseline it was paired with, timed
+ * as src_run's finals were. Its view (GET /v1/runs/{id}) then says
+ * "verifies", per entry stored_uplift, the re-timed uplift, diff and
+ * verify (pass/fail against the tolerance), and a "verify" summary. */
+typedef struct gt_verify_created {
+    int64_t id;
+    size_t problems;    /* GEMMs re-timed */
+    size_t skipped;     /* best entries with nothing to re-time (the baseline kept) */
+} gt_verify_created;
+enum { GT_STORE_VERIFY_NOT_DONE = 4, GT_STORE_VERIFY_NOTHING = 5 };
+/* 0 with *out filled, GT_STORE_NO_RUN (no such run), GT_STORE_VERIFY_NOT_DONE
+ * (the run is not done), GT_STORE_VERIFY_NOTHING (no entry to re-time: err
+ * says why), or -1 with err; nothing is written unless 0. */
+int gt_store_create_verify(gt_store *s, int64_t src_run, double tolerance, gt_verify_created *out,
+                           char *err, size_t errlen);
 /* Cancels a run: its queued and leased jobs are cancelled. 0, 1 when the run
  * does not exist, -1 on error. */
 int gt_store_cancel_run(gt_store *s, int64_t run_id, char *err, size_t errlen);

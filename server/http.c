@@ -341,7 +341,8 @@ static gt_route route_of(const char *url)
                     {"export", GT_ROUTE_EXPORT},
                     {"cancel", GT_ROUTE_CANCEL},
                     {"events", GT_ROUTE_EVENTS},
-                    {"timeline", GT_ROUTE_TIMELINE}};
+                    {"timeline", GT_ROUTE_TIMELINE},
+                    {"verify", GT_ROUTE_VERIFY}};
         for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
             if (!strcmp(sub, subs[i].sub))
                 return subs[i].r;

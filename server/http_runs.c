@@ -5,6 +5,7 @@
  * families' pruned spaces http_space.c's. */
 #include <cjson/cJSON.h>
 #include <fcntl.h>
+#include <math.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "gt_export.h"
 #include "gt_log.h"
 #include "gt_plan.h"
+#include "gt_policy.h"
 #include "gt_store_stats.h"
 #include "http_priv.h"
 
@@ -299,6 +301,77 @@ static enum MHD_Result get_timeline(gt_req *q, int64_t id)
     return gt_http_send_json(q, MHD_HTTP_OK, j);
 }
 
+/* POST /v1/runs/{id}/verify: a verify run re-timing run id's winners
+ * (gt_store_create_verify). Body: none, or {"tolerance": T} (default
+ * GT_VERIFY_TOLERANCE). 201 {"id", "verifies", "problems", "skipped"}; 404
+ * unknown run, 409 not done, 422 nothing to re-time, 400 a bad body. */
+static enum MHD_Result post_verify(gt_req *q, int64_t id)
+{
+    gt_http *h = q->h;
+    char err[512];
+    double tol = GT_VERIFY_TOLERANCE;
+    const char *text = q->body.s ? q->body.s : "";
+    size_t len = q->body.len, i = 0;
+    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
+        i++;
+    if (i < len) {
+        cJSON *body = cJSON_ParseWithLength(text, len);
+        if (!cJSON_IsObject(body)) {
+            cJSON_Delete(body);
+            return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL,
+                                      "request body is not a JSON object (send none, or"
+                                      " {\"tolerance\": %g})", GT_VERIFY_TOLERANCE);
+        }
+        const cJSON *it;
+        cJSON_ArrayForEach(it, body)
+        {
+            if (strcmp(it->string, "tolerance")) {
+                cJSON_Delete(body);
+                return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL,
+                                          "field %.64s: unknown (verify takes tolerance)",
+                                          it->string);
+            }
+            if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || it->valuedouble < 0 ||
+                it->valuedouble > 100) {
+                cJSON_Delete(body);
+                return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL,
+                                          "field tolerance: must be a number in [0, 100] (the"
+                                          " largest |re-timed / stored uplift - 1| that passes)");
+            }
+            tol = it->valuedouble;
+        }
+        cJSON_Delete(body);
+    }
+    gt_verify_created vc;
+    int rc = gt_store_create_verify(h->store, id, tol, &vc, err, sizeof err);
+    gt_http_cache_clear(&h->views); /* the submitter's next GET sees the new run */
+    if (rc == GT_STORE_NO_RUN)
+        return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found", (long long)id);
+    if (rc == GT_STORE_VERIFY_NOT_DONE)
+        return gt_http_send_error(q, MHD_HTTP_CONFLICT, NULL, "%s: verify re-times a done run's"
+                                  " winners", err);
+    if (rc == GT_STORE_VERIFY_NOTHING)
+        return gt_http_send_error(q, MHD_HTTP_UNPROCESSABLE_CONTENT, NULL, "%s", err);
+    if (rc) {
+        gt_err("verify run %lld: %s", (long long)id, err);
+        return gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
+                                  "cannot create the verify run: %s", err);
+    }
+    gt_info("run %lld created: verify of run %lld, %zu problems (%zu entries without a tuned"
+            " winner skipped), tolerance %g", (long long)vc.id, (long long)id, vc.problems,
+            vc.skipped, tol);
+    cJSON *j = cJSON_CreateObject();
+    if (!j || !cJSON_AddNumberToObject(j, "id", (double)vc.id) ||
+        !cJSON_AddNumberToObject(j, "verifies", (double)id) ||
+        !cJSON_AddNumberToObject(j, "problems", (double)vc.problems) ||
+        !cJSON_AddNumberToObject(j, "skipped", (double)vc.skipped) ||
+        !cJSON_AddNumberToObject(j, "tolerance", tol)) {
+        cJSON_Delete(j);
+        return MHD_NO;
+    }
+    return gt_http_send_json(q, MHD_HTTP_CREATED, j);
+}
+
 enum MHD_Result gt_http_run_routes(gt_req *q, const char *method, int64_t id, const char *sub)
 {
     gt_http *h = q->h;
@@ -371,6 +444,11 @@ enum MHD_Result gt_http_run_routes(gt_req *q, const char *method, int64_t id, co
         if (strcmp(method, "GET"))
             return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use GET");
         return events ? gt_http_events(q, id) : get_timeline(q, id);
+    }
+    if (!strcmp(sub, "verify")) {
+        if (strcmp(method, "POST"))
+            return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use POST");
+        return post_verify(q, id);
     }
     if (!strncmp(sub, "kernels/", 8))
         return gt_http_kernel(q, method, id, sub + 8);

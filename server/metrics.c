@@ -174,6 +174,7 @@ static const char *const k_routes[GT_ROUTE_COUNT] = {
     "/healthz",          "/readyz",            "/metrics",           "/v1/runs",
     "/v1/runs/{id}",     "/v1/runs/{id}/results", "/v1/runs/{id}/export",
     "/v1/runs/{id}/cancel", "/v1/runs/{id}/events", "/v1/runs/{id}/timeline",
+    "/v1/runs/{id}/verify",
     "/v1/workers",       "static",             "other"};
 
 const char *gt_route_name(gt_route r)

@@ -111,6 +111,18 @@ int gt_store_col_dup(char **out, sqlite3_stmt *st, int i);
     " AND (r2.rounds IS NULL OR r2.is_baseline = 1 OR r2.uplift_lo > 1)"                          \
     " ORDER BY r2.uplift DESC, r2.time_us, r2.id LIMIT 1)"
 
+/* The run view's best entries (store_query.c): adds to root "best", one
+ * entry per problem of run_id, and the workload summaries. Caller holds
+ * the lock. 0, or -1 (err set when it is a database error). */
+int gt_store_add_best(gt_store *s, struct cJSON *root, int64_t run_id, char *err, size_t errlen);
+/* A verify run's view (store_verify.c): when options (the run's stored
+ * options) mark it a verify run, adds "verifies", the "verify" summary and
+ * per best entry stored_uplift, the winner's re-timed uplift, diff and
+ * verify; nothing for other runs. Caller holds the lock. 0, or -1 with
+ * err. */
+int gt_store_add_verify(gt_store *s, struct cJSON *root, int64_t run_id, const char *options,
+                        char *err, size_t errlen);
+
 /* The options of run_id as submitted (gt_run_opts_from_stored over its
  * options and columns): what reads a run's options reads them here, so
  * every default comes from gt_run_opts_default. 0, or -1 with err (no such

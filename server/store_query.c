@@ -258,7 +258,7 @@ static int add_baseline_kind(cJSON *b, sqlite3_stmt *st, int known)
  * baseline (the default could not run) is left out of them and counted in
  * substitute_baselines, its FLOP-weighted uplift reported apart as
  * substitute_flop_weighted_uplift. */
-static int add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t errlen)
+int gt_store_add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_t errlen)
 {
     cJSON *arr = cJSON_AddArrayToObject(root, "best");
     if (!arr)
@@ -403,9 +403,16 @@ static cJSON *run_json_locked(gt_store *s, int64_t run_id, int64_t now_ms, int *
              gt_store_add_eta(root, started, elapsed, progress, state) &&
              cJSON_AddNumberToObject(root, "progress", progress) &&
              gt_store_add_run_counts(root, &c);
+    char *opts = NULL;
+    if (ok && gt_store_col_dup(&opts, st, 11))
+        ok = 0;
     gt_store_finish(s, st);
-    if (!ok || add_best(s, root, run_id, err, errlen))
+    if (!ok || gt_store_add_best(s, root, run_id, err, errlen) ||
+        gt_store_add_verify(s, root, run_id, opts, err, errlen)) {
+        free(opts);
         goto oom;
+    }
+    free(opts);
     return root;
 oom:
     snprintf(err, errlen, "out of memory or database error");
