@@ -1,13 +1,16 @@
 /* cli_runs.c: the CLI commands that read a run (gt_cli.h): `status` (the
  * runs, one run's snapshot, a live bar on a terminal, --wait polling through
- * coordinator restarts) and `results` (the best configuration per problem,
- * every result as a table or as CSV). */
+ * coordinator restarts), `results` (the best configuration per problem,
+ * every result as a table or as CSV; a verify run's stored uplifts and
+ * verdicts too) and `verify-run` (POST /v1/runs/{id}/verify, waited for as
+ * status --wait waits, then its verdicts). */
 #include "gt_cli.h"
 #include "gt_policy.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,7 @@
 #define LIVE_INTERVAL_S 1   /* terminal progress bar refresh */
 #define PIPE_INTERVAL_S 5   /* status --wait line interval when not on a terminal */
 #define MAX_POLL_ERRORS 10  /* consecutive unreachable polls before giving up */
+#define EXIT_VERIFY_ERROR 2 /* verify-run: an error (1 is a GEMM that failed) */
 
 /* ---- status ---- */
 
@@ -312,7 +316,15 @@ static int results_best(const gt_cli *c, int64_t id)
         return GT_CLI_EXIT_ERR;
     static const char *const head[] = {"PROBLEM", "CALLS",   "WEIGHT%", "BASELINE_US", "TUNED_US",
                                        "UPLIFT",  "95% CI (ROUNDS)", "TFLOP/S", "CONFIG"};
-    gt_cli_table t = {.ncols = 9, .head = head, .align = "lrrrrrlrl"};
+    /* a verify run (POST /v1/runs/{id}/verify): UPLIFT is the re-timed one,
+     * beside the verified run's and the verdict */
+    static const char *const head_v[] = {"PROBLEM", "CALLS",  "WEIGHT%", "BASELINE_US", "TUNED_US",
+                                         "UPLIFT",  "STORED", "DIFF",    "VERIFY",
+                                         "95% CI (ROUNDS)",   "TFLOP/S", "CONFIG"};
+    double verifies = 0;
+    int is_verify = gt_cli_jnum(j, "verifies", &verifies);
+    gt_cli_table t = {.ncols = is_verify ? 12 : 9, .head = is_verify ? head_v : head,
+                      .align = is_verify ? "lrrrrrrrllrl" : "lrrrrrlrl"};
     const cJSON *best = gt_cli_jget(j, "best"), *b;
     int suspect = 0, nogain = 0, subst = 0;
     cJSON_ArrayForEach(b, best)
@@ -332,6 +344,13 @@ static int results_best(const gt_cli *c, int64_t id)
         nogain += none;
         gt_cli_table_cell(&t, "%s%s%s%s", gt_cli_fnum(b4, sizeof b4, b, "uplift", "%.3fx", 1.0), sus ? "!" : "",
                           none ? "=" : "", sub ? "*" : "");
+        if (is_verify) {
+            char b6[32], b7[32];
+            gt_cli_table_cell(&t, "%s", gt_cli_fnum(b6, sizeof b6, b, "stored_uplift", "%.3fx", 1.0));
+            gt_cli_table_cell(&t, "%s", gt_cli_fnum(b7, sizeof b7, b, "diff", "%+.1f%%", 100.0));
+            const char *v = gt_cli_jstr(b, "verify", NULL);
+            gt_cli_table_cell(&t, "%s", !v ? "-" : strcmp(v, "pass") ? "FAIL" : "pass");
+        }
         double lo, hi, rounds;
         if (gt_cli_jnum(b, "uplift_lo", &lo) && gt_cli_jnum(b, "uplift_hi", &hi) &&
             gt_cli_jnum(b, "rounds", &rounds))
@@ -354,6 +373,12 @@ static int results_best(const gt_cli *c, int64_t id)
            "FLOP-weighted uplift: %s\n",
            gt_cli_fnum(u, sizeof u, j, "weighted_uplift", "%.3fx", 1.0),
            gt_cli_fnum(f, sizeof f, j, "flop_weighted_uplift", "%.3fx", 1.0));
+    if (is_verify) {
+        const cJSON *vs = gt_cli_jget(j, "verify");
+        printf("verify of run %.0f: %.0f passed, %.0f failed (tolerance %g%%)\n", verifies,
+               gt_cli_jnum_or(vs, "passed", 0), gt_cli_jnum_or(vs, "failed", 0),
+               gt_cli_jnum_or(vs, "tolerance", 0) * 100);
+    }
     if (nogain)
         printf("%d GEMM(s) marked =: no significant gain (no finalist's interval lay above 1): the default "
                "(or its substitute, *) stays\n",
@@ -437,3 +462,111 @@ int gt_cli_cmd_results(gt_cli *c, int argc, char **argv)
     return all ? results_all(c, id) : results_best(c, id);
 }
 
+
+/* ---- verify-run ---- */
+
+/* The verdicts of a finished verify run: one line per GEMM and the
+ * summary. 0 when every GEMM passed, 1 when one failed, EXIT_VERIFY_ERROR
+ * when the run could not be read or has an entry without a verdict. */
+static int verify_run_report(const gt_cli *c, int64_t id)
+{
+    char path[64];
+    cJSON *j = NULL;
+    snprintf(path, sizeof path, "/v1/runs/%" PRId64, id);
+    if (gt_cli_get_json(c, path, &j) != 0)
+        return EXIT_VERIFY_ERROR;
+    static const char *const head[] = {"PROBLEM", "STORED", "RETIMED", "DIFF", "RESULT"};
+    gt_cli_table t = {.ncols = 5, .head = head, .align = "lrrrl"};
+    const cJSON *b;
+    int n = 0, passed = 0, failed = 0;
+    cJSON_ArrayForEach(b, gt_cli_jget(j, "best"))
+    {
+        char b1[32], b2[32], b3[32];
+        const char *v = gt_cli_jstr(b, "verify", NULL);
+        double u;
+        n++;
+        passed += v && !strcmp(v, "pass");
+        failed += v && !strcmp(v, "fail");
+        gt_cli_table_cell(&t, "%s", gt_cli_jstr(b, "label", "?"));
+        gt_cli_table_cell(&t, "%s", gt_cli_fnum(b1, sizeof b1, b, "stored_uplift", "%.3fx", 1.0));
+        gt_cli_table_cell(&t, "%s", gt_cli_fnum(b2, sizeof b2, b, "uplift", "%.3fx", 1.0));
+        gt_cli_table_cell(&t, "%s", gt_cli_fnum(b3, sizeof b3, b, "diff", "%+.1f%%", 100.0));
+        if (!v)
+            gt_cli_table_cell(&t, "- (%s)", gt_cli_jstr(b, "state", "pending"));
+        else if (!strcmp(v, "pass"))
+            gt_cli_table_cell(&t, "pass");
+        else if (gt_cli_jnum(b, "uplift", &u))
+            gt_cli_table_cell(&t, "FAIL");
+        else /* the winner failed to build or validate there */
+            gt_cli_table_cell(&t, "FAIL: not re-timed (%s)", gt_cli_jstr(b, "state", "?"));
+    }
+    int rc = gt_cli_table_print(&t);
+    gt_cli_table_free(&t);
+    printf("verified %d GEMM(s): %d passed, %d failed (tolerance %g%%)\n", n, passed, failed,
+           gt_cli_jnum_or(gt_cli_jget(j, "verify"), "tolerance", NAN) * 100);
+    cJSON_Delete(j);
+    if (rc != 0)
+        return EXIT_VERIFY_ERROR;
+    if (failed)
+        return GT_CLI_EXIT_ERR;
+    if (n == 0 || passed != n) {
+        gt_cli_errorf("verify-run: run %" PRId64 ": %d GEMM(s) without a verdict", id, n - passed);
+        return EXIT_VERIFY_ERROR;
+    }
+    return 0;
+}
+
+int gt_cli_cmd_verify_run(gt_cli *c, int argc, char **argv)
+{
+    const char *run = NULL, *tol_s = NULL;
+    size_t nrun;
+    const gt_cli_opt opts[] = {{"--tolerance", &tol_s, NULL}, {NULL, NULL, NULL}};
+    const gt_cli_cmd cmd = {"verify-run", opts, 1, "verify-run: one RUN only"};
+    if (gt_cli_parse(c, &cmd, argc, argv, &run, &nrun) != 0)
+        return GT_CLI_EXIT_USAGE;
+    int64_t id;
+    if (!run) {
+        gt_cli_usage_error(c, "verify-run: RUN missing");
+        return GT_CLI_EXIT_USAGE;
+    }
+    if (gt_cli_run_id(c, run, &id) != 0)
+        return GT_CLI_EXIT_USAGE;
+    char body[64] = "";
+    if (tol_s) {
+        char *end;
+        errno = 0;
+        double x = strtod(tol_s, &end);
+        if (errno || end == tol_s || *end || !isfinite(x) || x < 0) {
+            gt_cli_usage_error(c, "--tolerance: '%s' is not a non-negative number (a fraction:"
+                               " 0.02 is 2%%)", tol_s);
+            return GT_CLI_EXIT_USAGE;
+        }
+        snprintf(body, sizeof body, "{\"tolerance\":%.17g}", x);
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/v1/runs/%" PRId64 "/verify", id);
+    gt_httpc_resp resp;
+    cJSON *a = NULL;
+    if (gt_cli_api(c, "POST", path, body[0] ? body : NULL, strlen(body), &resp, &a) != 0)
+        return EXIT_VERIFY_ERROR;
+    gt_httpc_resp_free(&resp);
+    double vid;
+    if (!gt_cli_jnum(a, "id", &vid) || vid < 1) {
+        gt_cli_errorf("verify-run: the server's answer names no run id");
+        cJSON_Delete(a);
+        return EXIT_VERIFY_ERROR;
+    }
+    printf("run %.0f: verify of run %" PRId64 ", %.0f GEMM(s) to re-time", vid, id,
+           gt_cli_jnum_or(a, "problems", 0));
+    double skipped = gt_cli_jnum_or(a, "skipped", 0);
+    if (skipped > 0)
+        printf(" (%.0f without a tuned winner skipped)", skipped);
+    printf(", tolerance %g%%\n", gt_cli_jnum_or(a, "tolerance", NAN) * 100);
+    fflush(stdout);
+    cJSON_Delete(a);
+    /* status --wait's loop: a bar on a terminal, a line every few seconds
+     * otherwise, through coordinator restarts */
+    if (status_run(c, (int64_t)vid, 1) != 0)
+        return EXIT_VERIFY_ERROR;
+    return verify_run_report(c, (int64_t)vid);
+}

@@ -117,12 +117,17 @@ int gt_cli_get_stdout(const gt_cli *c, const char *path, const char *what);
  * "<out>: N bytes written". 0, or -1 after a message. */
 int gt_cli_download(const gt_cli *c, const char *path, const char *out);
 
-/* ---- commands that read a run (cli_runs.c) ---- */
+/* ---- commands that read a run, and verify-run (cli_runs.c) ---- */
 
 /* `status [RUN] [--wait]` and `results RUN [--csv] [--all]`: argv holds the
  * words after the command name. Returns the exit code. */
 int gt_cli_cmd_status(gt_cli *c, int argc, char **argv);
 int gt_cli_cmd_results(gt_cli *c, int argc, char **argv);
+/* `verify-run RUN [--tolerance X]`: POST /v1/runs/{RUN}/verify, wait for the
+ * verify run as status --wait does, print each GEMM's stored and re-timed
+ * uplift and verdict. Returns 0 when every GEMM passed, 1 when one failed,
+ * 2 for an error (usage, HTTP, the verify run failed or was cancelled). */
+int gt_cli_cmd_verify_run(gt_cli *c, int argc, char **argv);
 
 /* ---- verify (cli_verify.c) ---- */
 

@@ -3,11 +3,13 @@
  * Owns the user-facing commands: submit a workload log as a tuning run,
  * download a run's export or a generated winner's kernel source, merge
  * exports locally, list workers, and the command line itself (usage, global
- * options, dispatch). `status` and `results` live in cli_runs.c, `report`
+ * options, dispatch). `status`, `results` and `verify-run` live in
+ * cli_runs.c, `report`
  * and `export --tunableop` in report.c, what they share in cli.c. Everything
  * but merge goes through the coordinator's HTTP API (gt_httpc). Exit codes:
  * 0 success, 1 error, 2 usage error, and for `status` 2 also when the run
- * failed or was cancelled. */
+ * failed or was cancelled; `verify-run`: 0 all passed, 1 one failed, 2 any
+ * error. */
 #include "gt_cli.h"
 #include "gt_export.h"
 #include "gt_report.h"
@@ -52,6 +54,10 @@ static const char k_usage[] =
     "                                     re-time every best entry against its baseline\n"
     "                                     here (paired rounds, cpu entries); exit 1 when\n"
     "                                     one is off its stored uplift by > F (0.02)\n"
+    "  verify-run RUN [--tolerance F]     the coordinator re-times a done run's winners\n"
+    "                                     on its workers (a verify run, waited for as\n"
+    "                                     status --wait does); per GEMM the stored and\n"
+    "                                     re-timed uplift, pass when within F (0.02)\n"
     "  workers                            list workers\n"
     "  help, --help, --version\n"
     "\n"
@@ -61,7 +67,8 @@ static const char k_usage[] =
     "\n"
     "exit status: 0 ok, 1 error, 2 usage error; status: 2 when the run failed or was\n"
     "cancelled, 0 when it is done (or still running, for a single snapshot); verify:\n"
-    "1 when an entry failed, was refused or could not be timed.\n";
+    "1 when an entry failed, was refused or could not be timed; verify-run: 0 all\n"
+    "passed, 1 one failed, 2 an error (usage, HTTP, the verify run did not finish).\n";
 
 /* ---- submit ---- */
 
@@ -506,6 +513,8 @@ int main(int argc, char **argv)
         return cmd_workers(&c, sub_argc, sub_argv);
     if (strcmp(cmd, "verify") == 0)
         return gt_cli_cmd_verify(&c, sub_argc, sub_argv);
+    if (strcmp(cmd, "verify-run") == 0)
+        return gt_cli_cmd_verify_run(&c, sub_argc, sub_argv);
     gt_cli_usage_error(&c, "unknown command '%s'", cmd);
     return GT_CLI_EXIT_USAGE;
 }

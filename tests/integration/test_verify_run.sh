@@ -5,7 +5,9 @@
 # paired with), and its view reports per GEMM the stored and the re-timed
 # uplift, their difference and pass/fail against the tolerance. A real
 # gemmtuned and one cpu worker on loopback; errors: 404 unknown run, 409 a
-# run still running, 400 a bad body naming the field.
+# run still running, 400 a bad body naming the field. And the CLI's
+# `gemmtune verify-run` (exit 0 all passed, 1 one failed, 2 an error) and
+# `gemmtune results` of a verify run.
 source "$(dirname "$0")/lib.sh"
 
 start_coordinator --lease-timeout 20
@@ -26,6 +28,10 @@ echo "tuned run $RUN1: $nbest best entries, $ntuned with a tuned winner"
 # errors
 code=$(curl -s -o "$T/e404.json" -w '%{http_code}' -X POST "$HTTP/v1/runs/99999/verify")
 check "verify of an unknown run is 404 (HTTP $code)" [ "$code" = 404 ]
+rc=0
+"$GT_BIN"/gemmtune verify-run 999999 >"$T/cli404.out" 2>"$T/cli404.err" || rc=$?
+check "gemmtune verify-run 999999 exits 2 with the server's 404 text (rc=$rc: $(cat "$T/cli404.err"))" \
+  bash -c "[ $rc = 2 ] && grep -q 'run 999999 not found (HTTP 404)' '$T/cli404.err'"
 code=$(curl -s -o "$T/e400.json" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
   --data-binary '{"tolerance": "x"}' "$HTTP/v1/runs/$RUN1/verify")
 check "tolerance \"x\" is a 400 naming the field (HTTP $code: $(cat "$T/e400.json"))" \
@@ -40,6 +46,10 @@ code=$(curl -s -o "$T/verify.json" -w '%{http_code}' -X POST -H 'Content-Type: a
 if [ "$ntuned" = 0 ]; then
   # nothing beat OpenBLAS beyond the noise on this machine: nothing to re-time
   check "no tuned winner: verify is a 422 (HTTP $code)" [ "$code" = 422 ]
+  rc=0
+  "$GT_BIN"/gemmtune verify-run "$RUN1" >"$T/cli422.out" 2>"$T/cli422.err" || rc=$?
+  check "no tuned winner: gemmtune verify-run exits 2 with the 422 (rc=$rc: $(cat "$T/cli422.err"))" \
+    bash -c "[ $rc = 2 ] && grep -q 'HTTP 422' '$T/cli422.err'"
   finish
   exit $?
 fi
@@ -85,6 +95,28 @@ check "the summary's passed count is the entries that pass" \
 check "the verify run's results are finals only (winner and baseline per GEMM)" \
   [ "$(sqlite3 "$DB" "SELECT COUNT(*) || '/' || SUM(phase = 'final') FROM results WHERE run_id = $VRUN")" = "$((2 * ntuned))/$((2 * ntuned))" ]
 check "the tuned run's view has no verify fields" [ "$(json "$T/tuned.json" '$.verifies')" = "" ]
+
+# the CLI: gemmtune verify-run makes another verify run, waits for it, and
+# prints one line per GEMM and the summary; pass and fail are both real
+# measurements (exit 0 or 1), never an error (2)
+rc=0
+"$GT_BIN"/gemmtune verify-run "$RUN1" --tolerance 0.05 >"$T/cli.out" 2>"$T/cli.err" || rc=$?
+cat "$T/cli.out"
+check "gemmtune verify-run $RUN1 exits 0 or 1 (rc=$rc: $(cat "$T/cli.err"))" bash -c "[ $rc = 0 ] || [ $rc = 1 ]"
+CRUN=$(sed -n "s/^run \([0-9]*\): verify of run $RUN1, $ntuned GEMM(s) to re-time.*tolerance 5%\$/\1/p" "$T/cli.out")
+check "it names the new verify run ($CRUN), its GEMM count and tolerance" \
+  bash -c "[ -n '$CRUN' ] && [ '$CRUN' != '$VRUN' ]"
+summary=$(grep '^verified ' "$T/cli.out" || true)
+check "it prints the summary line for $ntuned GEMM(s) ($summary)" \
+  bash -c "echo '$summary' | grep -Eq '^verified $ntuned GEMM\(s\): [0-9]+ passed, [0-9]+ failed \(tolerance 5%\)\$'"
+curl -sf "$HTTP/v1/runs/$CRUN" -o "$T/crun.json"
+check "the summary's counts are the verify run's, and exit 1 exactly when one failed" \
+  [ "$summary/$rc" = "verified $ntuned GEMM(s): $(json "$T/crun.json" '$.verify.passed') passed, $(json "$T/crun.json" '$.verify.failed') failed (tolerance 5%)/$([ "$(json "$T/crun.json" '$.verify.failed')" = 0 ] && echo 0 || echo 1)" ]
+check "one line per GEMM with its verdict" \
+  [ "$(grep -cE ' (pass|FAIL)(:|$)' "$T/cli.out")" = "$ntuned" ]
+"$GT_BIN"/gemmtune results "$CRUN" >"$T/cresults.out" 2>&1 || true
+check "gemmtune results of a verify run shows STORED and VERIFY columns and the summary" \
+  bash -c "grep -q STORED '$T/cresults.out' && grep -q VERIFY '$T/cresults.out' && grep -q '^verify of run $RUN1: ' '$T/cresults.out'"
 
 # a run still running is a 409
 submit "$GT_TEST_DATA/cpu_small_f32.log" "name=busy&budget=32&ncpu=1"
