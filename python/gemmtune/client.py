@@ -120,6 +120,24 @@ class Client:
         """POST /v1/runs/{id}/cancel."""
         return self._json("POST", f"/v1/runs/{int(run_id)}/cancel", body=b"")
 
+    def verify(self, run_id, tolerance=None):
+        """POST /v1/runs/{id}/verify: re-time a done run's winners on the
+        coordinator's workers (the coordinator's `gemmtune verify`). Creates a
+        verify run and returns the 201 answer {"id", "verifies", "problems",
+        "skipped", "tolerance"}; follow it with wait(answer["id"]), whose run
+        has "verifies", per best entry "stored_uplift", "uplift", "diff" and
+        "verify" ("pass"/"fail"), and the summary "verify": {"passed",
+        "failed", "tolerance"}.
+
+        tolerance: the largest |re-timed / stored uplift - 1| that passes (a
+        fraction; None: the coordinator's default, 0.02). HTTPError 404 for an
+        unknown run, 409 a run that is not done, 422 no tuned winner to
+        re-time, 400 a bad tolerance."""
+        if tolerance is None:
+            return self._json("POST", f"/v1/runs/{int(run_id)}/verify", body=b"")
+        body = json.dumps({"tolerance": float(tolerance)}).encode()
+        return self._json("POST", f"/v1/runs/{int(run_id)}/verify", body=body, content_type="application/json")
+
     def workers(self):
         """GET /v1/workers."""
         return self._json("GET", "/v1/workers")

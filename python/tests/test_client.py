@@ -1,6 +1,7 @@
 """gemmtune.client against a real coordinator: submit, follow (SSE and
-polling), export, cancel, errors, tokens."""
+polling), export, cancel, verify, errors, tokens."""
 
+import os
 import sqlite3
 
 import pytest
@@ -8,7 +9,7 @@ import pytest
 import gemmtune
 from gemmtune.client import Client, HTTPError
 
-from conftest import FAST
+from conftest import FAST, REPO
 
 LOG = "64,32,48,f32,N,N,1,10\n32,16,64,f32,T,N,1,5\n"
 
@@ -88,6 +89,53 @@ def test_errors_carry_the_coordinators_details(coordinator):
     with pytest.raises(HTTPError) as e:
         c.run(999999)
     assert e.value.status == 404
+
+
+def test_verify(coordinator):
+    """POST /v1/runs/{id}/verify: a verify run re-times a done run's tuned
+    winners on the workers; wait() follows it like any run."""
+    c = Client(coordinator.url)
+    # the integration tests' small cpu workload: its 192x8x128 GEMM has a
+    # tuned winner over OpenBLAS (the others mostly keep the default)
+    run = c.submit(os.path.join(REPO, "tests", "data", "cpu_small_f32.log"), backend="cpu",
+                   name="verify-me", budget=12, shard_size=4, min_time_ms=1, repeats=3, ncpu=1)
+    w = coordinator.run_worker()
+    try:
+        tuned = c.wait(run["id"], timeout=240)
+        assert tuned["state"] == "done", tuned
+        winners = {b["label"]: b["uplift"] for b in tuned["best"] if b["config"] != b["baseline_config"]}
+        if not winners:
+            with pytest.raises(HTTPError) as e:
+                c.verify(run["id"])
+            assert e.value.status == 422
+            pytest.skip("no tuned winner beat OpenBLAS on this machine: nothing to re-time")
+        v = c.verify(run["id"], tolerance=0.05)
+        assert v["verifies"] == run["id"] and v["id"] != run["id"]
+        assert v["problems"] == len(winners) and v["skipped"] == len(tuned["best"]) - len(winners)
+        assert v["tolerance"] == 0.05
+        r = c.wait(v["id"], timeout=120)
+    finally:
+        w.wait(60)
+    assert r["state"] == "done" and r["verifies"] == run["id"]
+    assert r["name"] == f"verify of run {run['id']}"
+    summary = r["verify"]
+    assert summary["tolerance"] == 0.05
+    assert summary["passed"] + summary["failed"] == len(winners) == len(r["best"])
+    for b in r["best"]:
+        assert b["stored_uplift"] == winners[b["label"]]
+        assert b["uplift"] > 0 and abs(b["diff"] - (b["uplift"] / b["stored_uplift"] - 1)) < 1e-9
+        assert b["verify"] == ("pass" if abs(b["diff"]) <= 0.05 else "fail")
+    assert summary["passed"] == sum(b["verify"] == "pass" for b in r["best"])
+    # the coordinator's default tolerance without one; errors as HTTPError
+    d = c.verify(run["id"])
+    assert d["tolerance"] == 0.02
+    c.cancel(d["id"])  # no worker left to run it: not for the session's later tests
+    with pytest.raises(HTTPError) as e:
+        c.verify(999999)
+    assert e.value.status == 404 and "not found" in e.value.error
+    with pytest.raises(HTTPError) as e:
+        c.verify(run["id"], tolerance=-1)
+    assert e.value.status == 400 and "tolerance" in e.value.error
 
 
 def test_json_body_with_candidates(coordinator):
