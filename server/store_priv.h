@@ -111,6 +111,15 @@ int gt_store_col_dup(char **out, sqlite3_stmt *st, int i);
     " AND (r2.rounds IS NULL OR r2.is_baseline = 1 OR r2.uplift_lo > 1)"                          \
     " ORDER BY r2.uplift DESC, r2.time_us, r2.id LIMIT 1)"
 
+/* A scalar subquery: the id of problem `pid`'s best entry, the one the run
+ * view, the kernel download and verify runs report: its best final-phase
+ * result (GT_STORE_BEST_FINAL_SQL), else its fastest valid screen result
+ * (NULL when it has neither). */
+#define GT_STORE_BEST_SQL(pid)                                                                    \
+    "COALESCE(" GT_STORE_BEST_FINAL_SQL(pid) ","                                                   \
+    " (SELECT r2.id FROM results r2 WHERE r2.problem_id = " pid " AND r2.phase = 'screen'"        \
+    " AND r2.valid = 1 AND r2.time_us IS NOT NULL ORDER BY r2.time_us, r2.id LIMIT 1))"
+
 /* The run view's best entries (store_query.c): adds to root "best", one
  * entry per problem of run_id, and the workload summaries. Caller holds
  * the lock. 0, or -1 (err set when it is a database error). */

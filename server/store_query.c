@@ -287,10 +287,7 @@ int gt_store_add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_
         " COALESCE(" GT_STORE_FINAL_BASE_SQL("p.id") ", " GT_STORE_SCREEN_BASE_SQL("p.id") "),"
         " " GT_STORE_SUBSTITUTE_SQL("p.id") ","
         " " GT_STORE_DEFAULT_FAILED_SQL("p.id")
-        " FROM problems p LEFT JOIN results r ON r.id = COALESCE("
-        "  " GT_STORE_BEST_FINAL_SQL("p.id") ","
-        "  (SELECT r2.id FROM results r2 WHERE r2.problem_id = p.id AND r2.phase = 'screen'"
-        "    AND r2.valid = 1 AND r2.time_us IS NOT NULL ORDER BY r2.time_us, r2.id LIMIT 1))"
+        " FROM problems p LEFT JOIN results r ON r.id = " GT_STORE_BEST_SQL("p.id")
         " WHERE p.run_id = ? ORDER BY p.weight DESC, p.id",
         err, errlen);
     if (!st)
@@ -577,10 +574,7 @@ static double col_num(sqlite3_stmt *st, int i)
  * row first). The target arch is the measuring worker's, else that of the
  * most recently seen worker of the same backend and device model. */
 static const char k_kernel_sql[] =
-    "WITH best(id) AS (SELECT COALESCE("
-    "  " GT_STORE_BEST_FINAL_SQL("?1") ","
-    "  (SELECT r2.id FROM results r2 WHERE r2.problem_id = ?1 AND r2.phase = 'screen'"
-    "    AND r2.valid = 1 AND r2.time_us IS NOT NULL ORDER BY r2.time_us, r2.id LIMIT 1)))"
+    "WITH best(id) AS (SELECT " GT_STORE_BEST_SQL("?1") ")"
     " SELECT r.config, r.config_hash, r.backend, r.device_model, r.phase, r.valid, r.time_us,"
     " r.rel_err,"
     " CASE WHEN r.phase = 'final' THEN"

@@ -56,10 +56,7 @@ static int load_entries(gt_store *s, int64_t src, verify_entry **out, size_t *no
         s,
         "SELECT p.id, r.config, r.is_baseline,"
         " COALESCE(" GT_STORE_FINAL_BASE_SQL("p.id") ", " GT_STORE_SCREEN_BASE_SQL("p.id") ")"
-        " FROM problems p JOIN results r ON r.id = COALESCE("
-        "  " GT_STORE_BEST_FINAL_SQL("p.id") ","
-        "  (SELECT r2.id FROM results r2 WHERE r2.problem_id = p.id AND r2.phase = 'screen'"
-        "    AND r2.valid = 1 AND r2.time_us IS NOT NULL ORDER BY r2.time_us, r2.id LIMIT 1))"
+        " FROM problems p JOIN results r ON r.id = " GT_STORE_BEST_SQL("p.id")
         " WHERE p.run_id = ? ORDER BY p.weight DESC, p.id",
         err, errlen);
     if (!st)
