@@ -156,6 +156,7 @@ int gt_client_authenticate(gt_client *c, char *err, size_t errlen)
             pthread_mutex_unlock(&ss->mu);
             if (fresh)
                 gt_info("registered as worker %lld with %s", (long long)ss->worker_id, c->url);
+            c->attached = 1;
             cJSON_Delete(r);
             return 0;
         }
@@ -190,6 +191,15 @@ cJSON *gt_client_call(gt_client *c, const cJSON *req, const char **type, int max
     if (!m) {
         snprintf(err, errlen, "out of memory");
         return NULL;
+    }
+    if (!c->attached) {
+        pthread_mutex_lock(&c->session->mu);
+        int have = c->session->credential[0] != 0;
+        pthread_mutex_unlock(&c->session->mu);
+        char aerr[256];
+        /* a failure here is not final: the refusal below attaches again */
+        if (have)
+            (void)gt_client_authenticate(c, aerr, sizeof aerr);
     }
     /* At most two authentications per request: an attach, then a new
      * registration's credential reaching this connection. */

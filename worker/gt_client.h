@@ -38,6 +38,7 @@ typedef struct gt_client {
     volatile sig_atomic_t *stop;       /* give up retrying when set (may be NULL) */
     gt_client_session *session;        /* NULL: requests go out as given */
     int may_register;                  /* may replace the session by a new registration */
+    int attached;                      /* bound to the session once (gt_client_authenticate) */
 } gt_client;
 
 /* tls_ca: PEM file of the CA that signed the coordinator's certificate,
@@ -48,9 +49,12 @@ void gt_client_close(gt_client *c);
 /* Sends req and returns the reply (caller owns) and its type. Retries on
  * transport errors with backoff (0.2 s doubling to 10 s) for at most
  * max_wait_ms (0 = until stop is set). With a session, the request carries
- * its credential and worker id, and a refusal that asks to register again
- * is answered by gt_client_authenticate and one more try. Any other
- * "error" reply is returned as is. */
+ * its credential and worker id; a connection not yet bound to the session
+ * attaches first once there is a credential (a request sent unattached
+ * would be refused, and the coordinator logs every refusal as a warning),
+ * and a refusal that asks to register again is answered by
+ * gt_client_authenticate and one more try. Any other "error" reply is
+ * returned as is. */
 struct cJSON *gt_client_call(gt_client *c, const struct cJSON *req, const char **type,
                              int max_wait_ms, char *err, size_t errlen);
 

@@ -131,13 +131,10 @@ static void *heartbeat_loop(void *arg)
         gt_err("heartbeat: %s", err);
         return NULL;
     }
-    /* This connection attaches to the main one's session; only the main
-     * connection registers. It attaches before its first heartbeat (the
-     * main connection has registered by then): a heartbeat sent unattached
-     * would be refused, and the coordinator logs every refusal as a
-     * warning, an alarm for what is only a new connection. */
+    /* This connection attaches to the main one's session before its first
+     * heartbeat (gt_client_call does, once the main connection has
+     * registered); only the main connection registers. */
     hb.session = &w->sess;
-    int attached = 0;
     while (!g_stop) {
         pthread_mutex_lock(&w->sess.mu);
         int every = w->sess.heartbeat_ms;
@@ -150,11 +147,7 @@ static void *heartbeat_loop(void *arg)
             break;
         pthread_mutex_lock(&w->sess.mu);
         int64_t job = w->job_id;
-        int have = w->sess.credential[0] != 0;
         pthread_mutex_unlock(&w->sess.mu);
-        /* not yet: the call below still attaches on a refusal */
-        if (!attached && have && gt_client_authenticate(&hb, err, sizeof err) == 0)
-            attached = 1;
         cJSON *m = gt_proto_new(GT_MSG_HEARTBEAT);
         if (!m || !cJSON_AddNumberToObject(m, "job_id", (double)job)) {
             cJSON_Delete(m);
