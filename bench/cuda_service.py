@@ -29,7 +29,7 @@ import sys
 import time
 import urllib.request
 
-from gt_service import Service, get, post
+from gt_service import Service, get, post, where_time_went, worker_costs
 
 
 def roofline():
@@ -135,7 +135,9 @@ def main():
             # The coordinator's own clock: first lease to last result.
             wall = run.get("elapsed_s") or (time.time() - t0)
             res = get(f"{http}/v1/runs/{rid}/results")["results"]
-            report(run, res, bw, rate, ngpu, wall)
+            # the coordinator's clock for "first result" (results.created_ms is on it too)
+            created = get(f"{http}/v1/runs/{rid}/timeline").get("created_ms")
+            report(run, res, bw, rate, ngpu, wall, created)
             with open(os.path.join(a.out, f"run{rid}.json"), "w") as f:
                 json.dump({"run": run, "results": res}, f)
             if a.export:
@@ -146,6 +148,10 @@ def main():
                 with open(path, "wb") as f:
                     f.write(blob)
                 print(f"export: {path} ({len(blob)} bytes)", flush=True)
+        # where the GPUs' time went: each job from lease to done (the coordinator's database),
+        # and inside the jobs (the worker's cost lines): compile, check, timing, pruned
+        where_time_went(os.path.join(a.out, "svc", "gemmtune.db"))
+        worker_costs(os.path.join(a.out, "svc", "worker.log"))
 
 
 # element bytes of the type names labels use (gt_dtype_name)
@@ -184,7 +190,7 @@ def family(cfg):
     return (cfg or {}).get("family", "cublaslt") if isinstance(cfg, dict) else "?"
 
 
-def report(run, res, bw, rate, ngpu, wall):
+def report(run, res, bw, rate, ngpu, wall, created=None):
     per = {}
     fams = {}  # problem -> family -> best valid time (screen and final alike)
     for r in res:
@@ -201,7 +207,8 @@ def report(run, res, bw, rate, ngpu, wall):
             d["t1"] = t if d["t1"] is None else max(d["t1"], t)
     # problem metadata from the best table
     print(f"\n{'GEMM (m x n x k)':<28}{'base us':>10}{'tuned us':>10}{'uplift':>8}{'TFLOP/s':>9}"
-          f"{'%roof':>7}{'cands':>7}{'tune s':>8}")
+          f"{'%roof':>7}{'cands':>7}{'tune s':>8}{'first s':>8}")
+    firsts = []
     ups, wsum, wup, suspect = [], 0.0, 0.0, []
     small_c, small_s = 0, 0.0
     for b in sorted(run["best"], key=lambda b: b["problem_id"]):
@@ -236,8 +243,12 @@ def report(run, res, bw, rate, ngpu, wall):
             ups.append(up)
             wsum += b["weight"]
             wup += b["weight"] * up
+        # from the run's submission to the GEMM's first result (issue 19: within 15 s)
+        first = (d["t0"] - created) / 1e3 if created and d["t0"] is not None else None
+        if first is not None:
+            firsts.append(first)
         print(f"{lab:<28}{bu:10.2f}{t:10.2f}{up:8.3f}{'!' if sus else ' '}{flops / (t * 1e-6) / 1e12:8.1f}{roof:>7}"
-              f"{d['screen']:7d}{span:8.2f}{copy_at}")
+              f"{d['screen']:7d}{span:8.2f}{first if first is not None else float('nan'):8.1f}{copy_at}")
     # Library vs generated: the best valid time of each family per GEMM (a
     # family's best may come from the quick screen, the winner's from the
     # precise final re-timing, so compare the family columns to each other).
@@ -268,6 +279,9 @@ def report(run, res, bw, rate, ngpu, wall):
         print(f"candidates timed {ncand} in {wall:.1f} s wall on {ngpu} GPU(s): "
               f"{ncand / wall / max(ngpu, 1):.1f} candidates/s/GPU (whole run: enumeration, "
               f"validation, screen, final)")
+        if firsts:
+            print(f"first result per GEMM after submission: median {sorted(firsts)[len(firsts) // 2]:.1f} s, "
+                  f"longest {max(firsts):.1f} s")
         if small_s > 0:
             print(f"GEMMs with n <= 128: {small_c} candidates in {small_s:.1f} s of tuning "
                   f"(first to last result per GEMM): {small_c / small_s:.0f} candidates/s/GPU")

@@ -352,6 +352,46 @@ def capture(torch, fn, *args):
     return step
 
 
+# kernel names that are GEMMs: cuBLAS/cuBLASLt (nvjet, gemm, cutlass, xmma), gemmtune's
+# generated kernels (gt_gemv, gt_mma, gt_wgmma...), Inductor's Triton mm templates (triton_tem)
+# and its GEMV-as-reduction kernels are not told apart from other reductions: they count as "other"
+_GEMM_NAMES = ("nvjet", "gemm", "gemv", "cutlass", "xmma", "gt_mma", "gt_wgmma", "triton_tem", "splitk",
+               "splitKreduce")
+
+
+def kernel_profile(torch, step, n):
+    """Kernel time per decode step over n replays of step (torch.profiler, CUDA activity):
+    the total, the part in kernels named as GEMMs (_GEMM_NAMES), the kernel count per step and
+    the 12 kernels with the most time, so a configuration's gap can be put on its kernels."""
+    from torch.profiler import ProfilerActivity, profile
+
+    step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            step()
+        torch.cuda.synchronize()
+    per = {}
+    for e in prof.key_averages():
+        t = getattr(e, "device_time_total", None)
+        if t is None:
+            t = getattr(e, "cuda_time_total", 0)
+        # kernels only: device events that are not the profiler's own or memcpys
+        if t <= 0 or getattr(e, "device_type", None) not in (None, torch.autograd.DeviceType.CUDA):
+            continue
+        if e.key.startswith(("Memcpy", "Memset", "cudaGraph", "ProfilerStep")):
+            continue
+        k = per.setdefault(e.key, [0.0, 0])
+        k[0] += t / n
+        k[1] += e.count / n
+    total = sum(v[0] for v in per.values())
+    gemm = sum(v[0] for k, v in per.items() if any(g.lower() in k.lower() for g in _GEMM_NAMES))
+    top = sorted(per.items(), key=lambda kv: -kv[1][0])[:12]
+    return {"steps": n, "kernel_us": round(total, 1), "gemm_us": round(gemm, 1),
+            "kernels": round(sum(v[1] for v in per.values()), 1),
+            "top": [{"name": k[:90], "us": round(v[0], 1), "calls": round(v[1], 1)} for k, v in top]}
+
+
 def reset_dynamo(torch):
     import torch._dynamo
 
@@ -445,6 +485,8 @@ def decode_config(torch, model, calls, a, state, cfg, batch):
         row["ms"], row["ms_reps"] = d.timed(step, a.steps, a.reps)
         row["tokens_per_s"] = batch * 1e3 / row["ms"]
         row["graph"] = "inductor" if own_graphs else ("captured" if cuda else "none")
+        if a.profile and cuda:
+            row["profile"] = kernel_profile(torch, step, a.profile)
         if r is not None:
             row["routing"] = r.stats()
             row["native"] = getattr(r.router, "native", None) is not None
@@ -688,6 +730,14 @@ def report(state):
             p(f"gemmtune under torch.compile: {peers[bar] / ours[best]:.3f}x tokens/s over the better "
               f"max-autotune configuration measured ({best}: {ours[best]:.3f} ms against {bar}: "
               f"{peers[bar]:.3f} ms; measured: {', '.join(sorted(ours))}; {', '.join(sorted(peers))})")
+        # --profile: the kernels of one replayed step, where a configuration's time goes
+        for cfg in CONFIGS:
+            pr = dec.get(cfg, {}).get(key, {}).get("profile")
+            if pr:
+                p(f"kernels of {cfg} (per step, {pr['steps']} replays profiled): {pr['kernel_us']:.0f} us in "
+                  f"{pr['kernels']:.0f} kernels, GEMM-named {pr['gemm_us']:.0f} us, other "
+                  f"{pr['kernel_us'] - pr['gemm_us']:.0f} us; top: "
+                  + "; ".join(f"{t['name'][:60]} {t['us']:.0f} us x{t['calls']:g}" for t in pr["top"][:8]))
     pre = d.get("prefill", {})
     if pre:
         p(f"\n## prefill, batch 1, {next(iter(pre.values())).get('tokens')} tokens (last token's logits)")
@@ -748,6 +798,9 @@ def main():
     ap.add_argument("--fuse", action="store_true",
                     help="gemmtune.torch.fuse_linears on the model before anything runs: q/k/v and "
                          "gate/up as one GEMM each, in every configuration (record it with the same flag)")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="also profile N replays of each decode step (torch.profiler): kernel time per "
+                         "step, the GEMMs' part, the top kernels (in e2e.json and the report)")
     ap.add_argument("--report", action="store_true", help="print the tables from STATE and exit")
     a = ap.parse_args()
 

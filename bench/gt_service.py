@@ -12,7 +12,9 @@ each process --device all started."""
 
 import json
 import os
+import re
 import signal
+import sqlite3
 import subprocess
 import time
 import urllib.request
@@ -30,6 +32,101 @@ def post(url, body, timeout=120):
                                  headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=timeout) as r:
         return json.loads(r.read())
+
+
+def where_time_went(db):
+    """Each GPU's jobs from the coordinator's database (read-only, WAL): lease to last
+    update per job, so the gap to linear can be read off: how busy each worker was, what
+    the job kinds cost, the longest jobs, and each worker's idle tail at the end."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        rows = _job_rows(con)
+        con.close()
+    except sqlite3.Error as e:
+        print(f"where the time went: {db}: {e}")
+        return {}
+    return _job_report(rows)
+
+
+def _job_rows(con):
+    return con.execute(
+        "SELECT j.id, j.kind, j.run_id, p.label, l.worker_id, l.leased_ms, j.updated_ms, j.ncandidates,"
+        " j.state, w.device_index FROM jobs j JOIN problems p ON p.id = j.problem_id"
+        " JOIN job_leases l ON l.job_id = j.id JOIN workers w ON w.id = l.worker_id"
+        " WHERE j.state = 'done' ORDER BY l.leased_ms").fetchall()
+
+
+def _job_report(rows):
+    if not rows:
+        return {}
+    t0 = min(r[5] for r in rows)
+    t1 = max(r[6] for r in rows)
+    wall = (t1 - t0) / 1e3
+    per_w, per_k, jobs = {}, {}, []
+    for jid, kind, run, label, wid, a, b, ncand, state, dev in rows:
+        d = (b - a) / 1e3
+        w = per_w.setdefault(dev, {"busy": 0.0, "jobs": 0, "first": a, "last": b})
+        w["busy"] += d
+        w["jobs"] += 1
+        w["first"], w["last"] = min(w["first"], a), max(w["last"], b)
+        k = per_k.setdefault(kind, {"n": 0, "s": 0.0, "max": 0.0})
+        k["n"] += 1
+        k["s"] += d
+        k["max"] = max(k["max"], d)
+        jobs.append((d, kind, run, label, dev, (a - t0) / 1e3))
+    total = sum(w["busy"] for w in per_w.values())
+    print(f"\nwhere the time went (jobs from lease to done, coordinator clock; wall {wall:.1f} s):")
+    for dev in sorted(per_w):
+        w = per_w[dev]
+        print(f"  GPU {dev}: {w['jobs']} jobs, busy {w['busy']:.1f} s = {100 * w['busy'] / wall:.0f} % of the wall, "
+              f"first lease at {(w['first'] - t0) / 1e3:.1f} s, last job done {(t1 - w['last']) / 1e3:.1f} s before the end")
+    for kind in ("enumerate", "screen", "final"):
+        if kind in per_k:
+            k = per_k[kind]
+            print(f"  {kind:9s}: {k['n']} jobs, {k['s']:.1f} GPU-s ({100 * k['s'] / total:.0f} %), "
+                  f"mean {k['s'] / k['n']:.2f} s, longest {k['max']:.1f} s")
+    n = len(per_w)
+    print(f"  work {total:.1f} GPU-s: on {n} GPU(s) that is {total / n:.1f} s if spread evenly, against "
+          f"{wall:.1f} s measured ({100 * total / n / wall:.0f} % busy)")
+    print("  longest jobs:")
+    for d, kind, run, label, dev, at in sorted(jobs, reverse=True)[:12]:
+        print(f"    {d:7.1f} s  {kind:9s} run {run}  {label:28s} GPU {dev}  leased at {at:.1f} s")
+    return {"wall_s": wall, "work_gpu_s": total, "per_gpu": {str(k): v["busy"] for k, v in per_w.items()},
+            "kinds": per_k}
+
+
+_COST = re.compile(r"job (\d+) cost: (\w+), (\d+) built, wall (\d+) ms: prepare (\d+), build (\d+), "
+                   r"check (\d+), time (\d+), other (-?\d+) ms; (\d+) pruned")
+
+
+def worker_costs(logpath):
+    """What the worker's jobs spent their time on, summed per job kind from the 'job N cost:'
+    lines gemmtune-worker logs (worker/runner.c): prepare (inputs, reference), build (compile
+    and load), check (the validation run against the reference), time (the timed calls and
+    the final's paired rounds), other; and the candidates the screen's early exit stopped."""
+    kinds = {}
+    try:
+        text = open(logpath, errors="replace").read()
+    except OSError:
+        return {}
+    for m in _COST.finditer(text):
+        kind = m.group(2)
+        k = kinds.setdefault(kind, {"jobs": 0, "built": 0, "wall": 0, "prepare": 0, "build": 0, "check": 0,
+                                    "time": 0, "other": 0, "pruned": 0})
+        k["jobs"] += 1
+        for i, name in ((3, "built"), (4, "wall"), (5, "prepare"), (6, "build"), (7, "check"), (8, "time"),
+                        (9, "other"), (10, "pruned")):
+            k[name] += int(m.group(i))
+    if kinds:
+        print("\nwhere the workers' time went (their 'job N cost' lines, seconds):")
+        print(f"  {'kind':<10}{'jobs':>5}{'built':>7}{'wall':>8}{'prepare':>9}{'build':>8}{'check':>8}{'time':>8}"
+              f"{'other':>8}{'pruned':>8}")
+        for kind, k in sorted(kinds.items()):
+            print(f"  {kind:<10}{k['jobs']:5d}{k['built']:7d}" + "".join(
+                f"{k[n] / 1e3:8.1f}" for n in ("wall", "prepare", "build", "check", "time", "other"))
+                + f"{k['pruned']:8d}")
+    return kinds
+
 
 
 class Service:

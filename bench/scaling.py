@@ -18,60 +18,10 @@ output of a run on fewer GPUs) it prints the scaling ratio against it:
 import argparse
 import json
 import os
-import sqlite3
 import sys
 import time
 
-from gt_service import Service, get, post
-
-
-def where_time_went(db):
-    """Each GPU's jobs from the coordinator's database (read-only, WAL): lease to last
-    update per job, so the gap to linear can be read off: how busy each worker was, what
-    the job kinds cost, the longest jobs, and each worker's idle tail at the end."""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    rows = con.execute(
-        "SELECT j.id, j.kind, j.run_id, p.label, l.worker_id, l.leased_ms, j.updated_ms, j.ncandidates,"
-        " j.state, w.device_index FROM jobs j JOIN problems p ON p.id = j.problem_id"
-        " JOIN job_leases l ON l.job_id = j.id JOIN workers w ON w.id = l.worker_id"
-        " WHERE j.state = 'done' ORDER BY l.leased_ms").fetchall()
-    con.close()
-    if not rows:
-        return {}
-    t0 = min(r[5] for r in rows)
-    t1 = max(r[6] for r in rows)
-    wall = (t1 - t0) / 1e3
-    per_w, per_k, jobs = {}, {}, []
-    for jid, kind, run, label, wid, a, b, ncand, state, dev in rows:
-        d = (b - a) / 1e3
-        w = per_w.setdefault(dev, {"busy": 0.0, "jobs": 0, "first": a, "last": b})
-        w["busy"] += d
-        w["jobs"] += 1
-        w["first"], w["last"] = min(w["first"], a), max(w["last"], b)
-        k = per_k.setdefault(kind, {"n": 0, "s": 0.0, "max": 0.0})
-        k["n"] += 1
-        k["s"] += d
-        k["max"] = max(k["max"], d)
-        jobs.append((d, kind, run, label, dev, (a - t0) / 1e3))
-    total = sum(w["busy"] for w in per_w.values())
-    print(f"\nwhere the time went (jobs from lease to done, coordinator clock; wall {wall:.1f} s):")
-    for dev in sorted(per_w):
-        w = per_w[dev]
-        print(f"  GPU {dev}: {w['jobs']} jobs, busy {w['busy']:.1f} s = {100 * w['busy'] / wall:.0f} % of the wall, "
-              f"first lease at {(w['first'] - t0) / 1e3:.1f} s, last job done {(t1 - w['last']) / 1e3:.1f} s before the end")
-    for kind in ("enumerate", "screen", "final"):
-        if kind in per_k:
-            k = per_k[kind]
-            print(f"  {kind:9s}: {k['n']} jobs, {k['s']:.1f} GPU-s ({100 * k['s'] / total:.0f} %), "
-                  f"mean {k['s'] / k['n']:.2f} s, longest {k['max']:.1f} s")
-    n = len(per_w)
-    print(f"  work {total:.1f} GPU-s: on {n} GPU(s) that is {total / n:.1f} s if spread evenly, against "
-          f"{wall:.1f} s measured ({100 * total / n / wall:.0f} % busy)")
-    print("  longest jobs:")
-    for d, kind, run, label, dev, at in sorted(jobs, reverse=True)[:12]:
-        print(f"    {d:7.1f} s  {kind:9s} run {run}  {label:28s} GPU {dev}  leased at {at:.1f} s")
-    return {"wall_s": wall, "work_gpu_s": total, "per_gpu": {str(k): v["busy"] for k, v in per_w.items()},
-            "kinds": per_k}
+from gt_service import Service, get, post, where_time_went, worker_costs
 
 
 def main():
@@ -153,10 +103,8 @@ def main():
         print(f"longest wait for a run's first result: {worst:.1f} s")
         summary = {"gpus": ngpu, "workers": ws, "wall_s": wall, "candidates": total_c,
                    "rate_per_gpu": rate, "timed_out": timed_out, "runs": rows, "budget": a.budget}
-        try:
-            summary["jobs"] = where_time_went(os.path.join(a.out, "svc", "gemmtune.db"))
-        except sqlite3.Error as e:
-            print(f"where the time went: {e}")
+        summary["jobs"] = where_time_went(os.path.join(a.out, "svc", "gemmtune.db"))
+        summary["worker_costs"] = worker_costs(os.path.join(a.out, "svc", "worker.log"))
         # every result of every run, for a later look (the database stays on the machine)
         for w in rows:
             with open(os.path.join(a.out, f"run{w['id']}_results.json"), "w") as f:

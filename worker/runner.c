@@ -29,6 +29,11 @@ typedef struct jobctx {
     double tol;
     gt_bk_prob *pp;
     int dead;                /* an event could not be delivered: stop */
+    /* where the job's time went (ms), logged when it ends: tuning speed is
+     * read from these (compile, reference check, timing, and candidates the
+     * screen's early exit stopped), not guessed */
+    double ms_prepare, ms_build, ms_check, ms_time;
+    int nbuilt, npruned;
 } jobctx;
 
 /* Emits an event {"ev":name, ...the fields of extra (taken, may be NULL)}. */
@@ -96,13 +101,20 @@ static void check_candidate(jobctx *j, const cJSON *cfg, gt_bk_cand **cand, gt_r
     char err[256] = "";
     const gt_backend *bk = j->r->bk;
     *cand = NULL;
-    if (bk->build(j->pp, cfg, cand, err, sizeof err)) {
+    double t0 = gt_mono_ms();
+    int brc = bk->build(j->pp, cfg, cand, err, sizeof err);
+    double t1 = gt_mono_ms();
+    j->ms_build += t1 - t0;
+    j->nbuilt++;
+    if (brc) {
         snprintf(res->reason, sizeof res->reason, "build: %.200s", err);
         *cand = NULL;
         return;
     }
     double rel = NAN;
-    if (bk->validate(j->pp, *cand, &rel, err, sizeof err)) {
+    int vrc = bk->validate(j->pp, *cand, &rel, err, sizeof err);
+    j->ms_check += gt_mono_ms() - t1;
+    if (vrc) {
         snprintf(res->reason, sizeof res->reason, "run: %.200s", err);
         goto fail;
     }
@@ -152,7 +164,11 @@ static void measure(jobctx *j, const cJSON *cfg, int is_baseline, double best_us
     gt_timing_opts o = j->timing;
     o.prune_above_us = best_us >= GT_SCREEN_PRUNE_MIN_US ? best_us * GT_SCREEN_PRUNE_RATIO : 0;
     memset(&t, 0, sizeof t);
-    if (j->r->bk->time(j->pp, cand, &o, &t, err, sizeof err))
+    double t0 = gt_mono_ms();
+    int trc = j->r->bk->time(j->pp, cand, &o, &t, err, sizeof err);
+    j->ms_time += gt_mono_ms() - t0;
+    j->npruned += !trc && t.pruned;
+    if (trc)
         snprintf(res->reason, sizeof res->reason, "timing: %.200s", err);
     else if (!(t.median_us > 0) || !isfinite(t.median_us))
         snprintf(res->reason, sizeof res->reason, "timing: no valid time measured");
@@ -326,7 +342,10 @@ static int run_final(jobctx *j, const cJSON *cands, const cJSON *baseline)
      * narrower (a drifting baseline's second set is reported as is) */
     for (int attempt = 0; attempt < 2; attempt++) {
         po.seed += (uint64_t)attempt;
-        if (gt_bk_paired_run(&bp, &po, times, &rounds, st) || j->dead)
+        double t0 = gt_mono_ms();
+        int prc = gt_bk_paired_run(&bp, &po, times, &rounds, st);
+        j->ms_time += gt_mono_ms() - t0;
+        if (prc || j->dead)
             goto out;
         if (attempt) {
             if (times1 && widest(st1, n) < widest(st, n)) {
@@ -481,7 +500,10 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
     j.tol = gt_bk_tolerance(&j.prob);
     const cJSON *cands = cJSON_GetObjectItemCaseSensitive(job, "candidates");
     const cJSON *baseline = cJSON_GetObjectItemCaseSensitive(job, "baseline");
-    if (r->bk->prepare(r->ctx, &j.prob, &j.pp, err, sizeof err)) {
+    double t0 = gt_mono_ms();
+    int prc = r->bk->prepare(r->ctx, &j.prob, &j.pp, err, sizeof err);
+    j.ms_prepare = gt_mono_ms() - t0;
+    if (prc) {
         char msg[300];
         snprintf(msg, sizeof msg, "%s: %.200s", r->bk->name, err);
         return emit_done(&j, msg);
@@ -494,5 +516,12 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
     else
         rc = run_screen(&j, cands, baseline);
     r->bk->unprepare(j.pp);
+    /* one line per job: where a slow tuning run spends its time (bench/
+     * cuda_service.py sums these lines from the worker's log) */
+    double wall = gt_mono_ms() - t0;
+    gt_info("job %lld cost: %s, %d built, wall %.0f ms: prepare %.0f, build %.0f, check %.0f, time %.0f, "
+            "other %.0f ms; %d pruned",
+            j.job_id, j.kind, j.nbuilt, wall, j.ms_prepare, j.ms_build, j.ms_check,
+            j.ms_time, wall - j.ms_prepare - j.ms_build - j.ms_check - j.ms_time, j.npruned);
     return rc || j.dead ? -1 : 0;
 }
