@@ -8,15 +8,16 @@
 #
 #   bench/verify_llama.sh [BIN] [OUT]     BIN: gemmtuned, gemmtune-worker, gemmtune (default
 #                                          build); OUT: results folder (default $OUT or /tmp)
-#   env: LOG (bench/llama3_8b_shapes.csv) BUDGET (150) LAUNCH (plain) TWICE (0; 1: tune a
+#   env: LOG (bench/llama3_8b_shapes.csv) BUDGET (150) STRATEGY (random) LAUNCH (plain) TWICE (0; 1: tune a
 #        second time and time its winners against the first run's, verify --against)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$(realpath "${1:-build}")
 OUT=$(realpath -m "${2:-${OUT:-/tmp}}")
 LOG=${LOG:-bench/llama3_8b_shapes.csv} BUDGET=${BUDGET:-150} LAUNCH=${LAUNCH:-plain}
+STRATEGY=${STRATEGY:-random}
 mkdir -p "$OUT"
-python3 bench/cuda_service.py --build "$BIN" --log "$LOG" --budget "$BUDGET" --launch "$LAUNCH" \
+python3 bench/cuda_service.py --build "$BIN" --log "$LOG" --budget "$BUDGET" --strategy "$STRATEGY" --launch "$LAUNCH" \
   --export --out "$OUT" | tee "$OUT/verify_tune.txt"
 DB=$(sed -n 's/^export: \(.*\.db\) (.*/\1/p' "$OUT/verify_tune.txt" | tail -1)
 [ -n "$DB" ] || { echo "verify_llama: the tuning wrote no export" >&2; exit 1; }
@@ -57,7 +58,7 @@ EOF
 # process (gemmtune verify --against: paired rounds, so the power cap's clock changes between
 # processes do not count): the target is >= 24 of 25 within 1 %
 if [ "${TWICE:-0}" = 1 ]; then
-  python3 bench/cuda_service.py --build "$BIN" --log "$LOG" --budget "$BUDGET" --launch "$LAUNCH" \
+  python3 bench/cuda_service.py --build "$BIN" --log "$LOG" --budget "$BUDGET" --strategy "$STRATEGY" --launch "$LAUNCH" \
     --export --out "$OUT/second" | tee "$OUT/verify_tune2.txt"
   DB2=$(sed -n 's/^export: \(.*\.db\) (.*/\1/p' "$OUT/verify_tune2.txt" | tail -1)
   [ -n "$DB2" ] || { echo "verify_llama: the second tuning wrote no export" >&2; exit 1; }
