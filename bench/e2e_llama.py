@@ -359,17 +359,26 @@ _GEMM_NAMES = ("nvjet", "gemm", "gemv", "cutlass", "xmma", "gt_mma", "gt_wgmma",
                "splitKreduce")
 
 
-def kernel_profile(torch, step, n):
-    """Kernel time per decode step over n replays of step (torch.profiler, CUDA activity):
-    the total, the part in kernels named as GEMMs (_GEMM_NAMES), the kernel count per step and
-    the 12 kernels with the most time, so a configuration's gap can be put on its kernels."""
+def kernel_profile(torch, d, step, n):
+    """Kernel time per decode step over n steps of step from a fresh prefill, each fed its
+    next token as the timed loop does (torch.profiler, CUDA activity): the total, the part in
+    kernels named as GEMMs (_GEMM_NAMES), the kernel count per step and the 12 kernels with
+    the most time, so a configuration's gap can be put on its kernels."""
     from torch.profiler import ProfilerActivity, profile
 
-    step()
+    n = max(1, min(n, d.a.steps - 1))  # the positions stay inside the static cache
+    d.prefill()
+
+    def fed():
+        out = step()
+        d.tok.copy_(out.argmax(-1)[:, None])
+        d.pos.add_(1)
+
+    fed()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(n):
-            step()
+            fed()
         torch.cuda.synchronize()
     per = {}
     for e in prof.key_averages():
@@ -486,9 +495,10 @@ def decode_config(torch, model, calls, a, state, cfg, batch):
         row["tokens_per_s"] = batch * 1e3 / row["ms"]
         row["graph"] = "inductor" if own_graphs else ("captured" if cuda else "none")
         if a.profile and cuda:
-            row["profile"] = kernel_profile(torch, step, a.profile)
+            row["profile"] = kernel_profile(torch, d, step, a.profile)
         if r is not None:
             row["routing"] = r.stats()
+            row["misses"] = r.misses()
             row["native"] = getattr(r.router, "native", None) is not None
         # accuracy against the default's run (saved by the default configuration)
         ref_path = state.file(f"ref_{key}.pt")
@@ -552,6 +562,7 @@ def prefill_config(torch, model, calls, a, state, cfg):
         row["ms_reps"] = ms
         if r is not None:
             row["routing"] = r.stats()
+            row["misses"] = r.misses()
         ref_path = state.file("ref_prefill.pt")
         if cfg == "default":
             torch.save(logits.cpu(), ref_path)
@@ -730,6 +741,12 @@ def report(state):
             p(f"gemmtune under torch.compile: {peers[bar] / ours[best]:.3f}x tokens/s over the better "
               f"max-autotune configuration measured ({best}: {ours[best]:.3f} ms against {bar}: "
               f"{peers[bar]:.3f} ms; measured: {', '.join(sorted(ours))}; {', '.join(sorted(peers))})")
+        # the keys a gemmtune configuration found no tuned entry for (decisions, not calls)
+        for cfg in CONFIGS:
+            ms = dec.get(cfg, {}).get(key, {}).get("misses")
+            if ms:
+                p(f"not tuned in {cfg} ({len(ms)} keys, decisions): "
+                  + "; ".join(f"{k} x{v}" for k, v in sorted(ms.items(), key=lambda kv: -kv[1])[:12]))
         # --profile: the kernels of one replayed step, where a configuration's time goes
         for cfg in CONFIGS:
             pr = dec.get(cfg, {}).get(key, {}).get("profile")

@@ -59,6 +59,20 @@
  * models (bench/results/h200x4_scaling.txt). */
 #define GT_SCREEN_PRUNE_RATIO 3.0
 #define GT_SCREEN_PRUNE_MIN_US 50.0
+/* A backend that times a candidate's validation run (cuda) exits on that one
+ * call when it ran this much past the bound as well (a first launch may load
+ * the kernel's module). On the H100 the pruned candidates of the 25 Llama
+ * shapes took about 66 s of kernel time in two calls each (validation and
+ * calibration) of a 116 s run (bench/results/h100_30_*). */
+#define GT_SCREEN_PRUNE_FIRST_MARGIN_US 5000.0
+
+/* The worker sends a job's results in batches (--batch N results per
+ * message), and besides: its first result at once, and whatever it holds
+ * once its oldest unsent result is GT_RESULT_FLUSH_MS old. A screen job of a
+ * large GEMM times a candidate in 10-300 ms, so a batch of 32 held its GEMM's
+ * first result for 3 s and the run's progress still longer (a 25-shape run
+ * on the H100: the lm_head GEMM's first result 3.2 s after its job began). */
+#define GT_RESULT_FLUSH_MS 1000.0
 
 /* `gemmtune verify`: a re-timed uplift passes when it is within this
  * fraction of the stored one (|retimed / stored - 1| <= tolerance). */

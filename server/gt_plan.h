@@ -78,8 +78,12 @@ int gt_plan_enumerated(const gt_run_opts *o, int64_t problem_id, const char *key
 void gt_plan_problem_fini(gt_plan_problem *p);
 
 /* cands (a JSON array) cut into jobs of at most shard_size configs, in
- * order: *jobs malloc'd (NULL when cands is empty), each job's text
- * malloc'd. 0, or -1 when out of memory (nothing to free then). */
+ * order, the first of shard_size / GT_PLAN_FIRST_SHARD_DIV when shard_size
+ * is at least GT_PLAN_FIRST_SHARD_MIN (each GEMM's first result early):
+ * *jobs malloc'd (NULL when cands is empty), each job's text malloc'd. 0,
+ * or -1 when out of memory (nothing to free then). */
+#define GT_PLAN_FIRST_SHARD_MIN 20
+#define GT_PLAN_FIRST_SHARD_DIV 5
 int gt_plan_shard(const struct cJSON *cands, int shard_size, gt_plan_job **jobs, size_t *njobs);
 void gt_plan_jobs_free(gt_plan_job *jobs, size_t njobs);
 

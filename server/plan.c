@@ -29,17 +29,24 @@ int gt_plan_shard(const cJSON *cands, int shard_size, gt_plan_job **jobs, size_t
         return 0;
     if (shard_size < 1)
         shard_size = 1;
-    size_t cap = (size_t)(n + shard_size - 1) / (size_t)shard_size;
+    /* The first job of a large shard size is a fraction of it: the lease
+     * takes every GEMM's first job before any GEMM's others
+     * (store_jobs.c next_job), and how soon the last GEMM gets its first
+     * result is the sum of those first jobs (25 Llama shapes on the H100,
+     * shards of 50: 8.3 s for the lm_head GEMM's alone, every GEMM's first
+     * result 16-30 s after submission). Small shard sizes are cut evenly. */
+    int first = shard_size >= GT_PLAN_FIRST_SHARD_MIN ? shard_size / GT_PLAN_FIRST_SHARD_DIV : shard_size;
+    size_t cap = 1 + (size_t)(n + shard_size - 1) / (size_t)shard_size;
     gt_plan_job *out = calloc(cap, sizeof *out);
     if (!out)
         return -1;
     size_t k = 0;
     const cJSON *c = cands->child;
-    for (int start = 0; start < n; start += shard_size) {
+    for (int start = 0, len = first; start < n; start += len, len = shard_size) {
         cJSON *shard = cJSON_CreateArray();
         if (!shard)
             goto fail;
-        for (int i = start; i < n && i < start + shard_size; i++, c = c->next) {
+        for (int i = start; i < n && i < start + len; i++, c = c->next) {
             cJSON *d = cJSON_Duplicate(c, 1);
             if (!d || !cJSON_AddItemToArray(shard, d)) {
                 cJSON_Delete(d);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "gen_dev.h"
+#include "gt_policy.h"
 #include "gt_proto.h"
 #include "gt_runner.h"
 
@@ -318,6 +319,8 @@ typedef struct jobrun {
     cJSON *pending;          /* results not yet sent */
     cJSON *baseline;         /* the baseline's timing, sent with done */
     cJSON *extra;            /* enumerate answer */
+    int sent;                /* results messages sent for the job */
+    double oldest_ms;        /* when the oldest pending result arrived */
 } jobrun;
 
 /* Sends a results message. Returns 0 acknowledged, 1 run cancelled, -1
@@ -347,6 +350,7 @@ static int flush(jobrun *jr, int done, const char *error)
         }
     }
     const char *type;
+    jr->sent++;
     cJSON *reply = gt_client_call(jr->cl, m, &type, 0, err, sizeof err);
     if (!reply) {
         gt_err("job %lld: results not delivered: %s", jr->job_id, err);
@@ -481,9 +485,17 @@ int gt_sup_run_job(gt_sup *s, const cJSON *job, gt_client *cl, int64_t worker_id
             inflight = cJSON_IsNumber(i) ? i->valueint : -2;
         } else if (!strcmp(name, "result")) {
             cJSON *r = cJSON_DetachItemFromObjectCaseSensitive(ev, "result");
-            if (r)
+            double now = gt_mono_ms();
+            if (r) {
+                if (cJSON_GetArraySize(jr.pending) == 0)
+                    jr.oldest_ms = now;
                 cJSON_AddItemToArray(jr.pending, r);
-            if (cJSON_GetArraySize(jr.pending) >= batch) {
+            }
+            /* a full batch; the job's first result (its GEMM's progress
+             * shows at once); results held GT_RESULT_FLUSH_MS (slow
+             * candidates of a large GEMM) */
+            int n = cJSON_GetArraySize(jr.pending);
+            if (n >= batch || (n > 0 && (jr.sent == 0 || now - jr.oldest_ms >= GT_RESULT_FLUSH_MS))) {
                 int f = flush(&jr, 0, NULL);
                 if (f) {
                     int status;

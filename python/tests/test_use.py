@@ -85,6 +85,13 @@ def test_what_is_not_routed(cpu_routing):
     with torch.no_grad():
         lin(a)
     assert folded(cpu_routing.stats()) == {"gemms": 1, "not_tuned": 1}
+    # the key it missed with, as libgemmtune spells it (7x6x5: F.linear's TN form)
+    misses = cpu_routing.misses()
+    assert len(misses) == 1
+    (key, n), = misses.items()
+    assert key.startswith("m=7,n=6,k=5,") and ",op=TN," in key and n == 1
+    cpu_routing.reset_stats()
+    assert cpu_routing.misses() == {}
 
 
 def test_operands_pytorch_copies_fall_back(cpu_routing):

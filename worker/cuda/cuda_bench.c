@@ -17,6 +17,7 @@
 
 #include "gen_cuda.h"
 #include "gt_cuda.h"
+#include "gt_policy.h"
 #include "gt_util.h"
 
 #define ALIGN 256
@@ -507,6 +508,20 @@ int gt_cuda_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timi
         return -1;
     }
     int rc = -1, chained = 0;
+    /* The screen's early exit on the validation run alone: its one call
+     * already ran far past the job's best. The first launch of a kernel may
+     * include loading its module (lazy loading), so it is trusted only
+     * GT_SCREEN_PRUNE_FIRST_MARGIN_US beyond the bound; the calibration below
+     * catches the rest. One call instead of two for the candidates that
+     * cost a 25-shape run most of its time. */
+    if (o->prune_above_us > 0 && c->check_us > o->prune_above_us + GT_SCREEN_PRUNE_FIRST_MARGIN_US) {
+        t->median_us = t->min_us = t->max_us = c->check_us;
+        t->iters = 1;
+        t->repeats = 1;
+        t->pruned = 1;
+        rc = 0;
+        goto out;
+    }
     /* launch=chained: a generated gemv kernel (sm_90+) is validated chained
      * once, then timed with every call launched chained; the rest plainly */
     if (o->chained && c->gen && (chained = gt_cuda_gen_chain_begin(pp, c, err, errlen)) < 0)

@@ -365,14 +365,37 @@ int gt_cuda_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, 
     const gt_cuda_set *s = &pp->val;
     if (gt_cuda_ck(ctx, cudaMemsetAsync(s->d, poison, pp->d_sz, ctx->stream), "poison D", err,
                    errlen) ||
+        gt_cuda_check_mark(pp, 0, err, errlen) ||
         gt_cuda_ckb(ctx,
                     cublasLtMatmul(ctx->lt, d->op, pp->map.alpha, s->a, d->a, s->b, d->b,
                                    pp->map.beta, s->c, d->c, s->d, d->d, &c->algo, ctx->ws,
                                    ctx->ws_size, ctx->stream),
                     "cublasLtMatmul", err, errlen) ||
+        gt_cuda_check_mark(pp, 1, err, errlen) ||
         check_enqueue(pp, err, errlen) ||
         gt_cuda_ck(ctx, cudaStreamSynchronize(ctx->stream), "validation run", err, errlen))
         return -1;
     *rel_err = result(pp);
+    c->check_us = gt_cuda_check_us(pp);
     return 0;
+}
+
+/* The validation run's kernel time: events around the candidate's calls
+ * only (after the poison, before the comparison), so the screen's early exit
+ * can stop a far too slow candidate on this one run (gt_cuda_time). */
+int gt_cuda_check_mark(gt_bk_prob *pp, int end, char *err, size_t errlen)
+{
+    gt_bk_ctx *ctx = pp->ctx;
+    if (gt_cuda_events(ctx, 2, err, errlen))
+        return -1;
+    return gt_cuda_ck(ctx, cudaEventRecord(ctx->ev[end ? 1 : 0], ctx->stream), "cudaEventRecord", err,
+                      errlen);
+}
+
+double gt_cuda_check_us(gt_bk_prob *pp)
+{
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, pp->ctx->ev[0], pp->ctx->ev[1]) != cudaSuccess)
+        return 0; /* no time: the early exit waits for the calibration */
+    return (double)ms * 1000.0;
 }

@@ -616,9 +616,11 @@ int gt_cuda_gen_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *e
     int poison = (pp->map.dkt == GT_CU_KT_I8 || pp->map.dkt == GT_CU_KT_I32) ? 0x80 : 0xff;
     if (gt_cuda_ck(ctx, cudaMemsetAsync(pp->val.d, poison, pp->d_sz, ctx->stream), "poison D", err,
                    errlen) ||
-        gt_cuda_gen_run(pp, c, &pp->val, err, errlen))
+        gt_cuda_check_mark(pp, 0, err, errlen) || gt_cuda_gen_run(pp, c, &pp->val, err, errlen) ||
+        gt_cuda_check_mark(pp, 1, err, errlen) || gt_cuda_check(pp, rel_err, err, errlen))
         return -1;
-    return gt_cuda_check(pp, rel_err, err, errlen);
+    c->check_us = gt_cuda_check_us(pp);
+    return 0;
 }
 
 int gt_cuda_gen_set_chain(gt_bk_ctx *ctx, int on, char *err, size_t errlen)

@@ -288,6 +288,7 @@ struct gt_bk_cand {
     cublasLtMatmulAlgo_t algo;
     size_t ws_need;
     gt_cuda_gen_cand *gen;           /* non-NULL: a generated kernel, not cuBLASLt */
+    double check_us;                 /* its validation run's kernel time (events), 0: none */
 };
 
 /* Re-creates an algo from a config and checks it for the prepared problem's
@@ -303,6 +304,11 @@ void gt_cuda_unprepare(gt_bk_prob *pp);
 int gt_cuda_heur_find(const gt_bk_prob *pp, const gt_cu_lt_cfg *c, cublasLtMatmulAlgo_t *algo,
                       size_t *ws);
 int gt_cuda_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen);
+/* Events around a validation run's candidate calls (end 0: before, 1:
+ * after) and the kernel time between them in us (0 when none), kept as the
+ * candidate's check_us. */
+int gt_cuda_check_mark(gt_bk_prob *pp, int end, char *err, size_t errlen);
+double gt_cuda_check_us(gt_bk_prob *pp);
 /* Times c: calibration with plain calls, then o->repeats repeats of about
  * o->min_time_ms each, launched plainly (chained with o->chained), or with
  * o->graph as replays of one CUDA graph of the calls (a candidate whose

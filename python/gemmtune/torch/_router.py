@@ -32,6 +32,7 @@ _WATCH = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
 # decomposes them itself to see the GEMMs.
 DECOMPOSE = {"aten::linear", "aten::matmul"}
 _CACHE_MAX = 1 << 16
+_MISSES_MAX = 256  # distinct keys kept by misses()
 # use(launch=...): gt_db_plan_run's flags (libgemmtune's GT_DB_LAUNCH_CHAINED is 1)
 LAUNCHES = {"plain": 0, "chained": 1}
 
@@ -267,6 +268,10 @@ class Router:
         self._models = {}
         self._runners = {}
         self._stats = {}
+        # the problem keys that found no tuned entry, with how many decisions met each
+        # (misses()): why a GEMM the user tuned does not run tuned is read off here (a
+        # layout or leading dimension the model uses only under torch.compile, say)
+        self._misses = {}
         self.native = None  # _native.Native while the extension's overrides route
         # gt_db_plan_run's flags for every tuned call: chained launches a generated kernel
         # that can (the "gemv" family on sm_90+) with programmatic dependent launch
@@ -296,9 +301,27 @@ class Router:
                 st[k] = st.get(k, 0) + v
         return st
 
+    def _miss(self, desc):
+        try:
+            key = desc.key()  # libgemmtune's canonical key, as the recorded log and export spell it
+        except Exception:
+            key = str(desc)
+        with self._lock:
+            if key in self._misses or len(self._misses) < _MISSES_MAX:
+                self._misses[key] = self._misses.get(key, 0) + 1
+
+    def misses(self):
+        """{problem key: decisions} of the GEMMs that found no tuned entry for this GPU
+        model (at most _MISSES_MAX keys). A decision is one call on the Python path, one
+        call signature on the native path and under torch.compile (decided once, then
+        cached), so compare keys here, and count calls with stats()."""
+        with self._lock:
+            return dict(self._misses)
+
     def reset_stats(self):
         with self._lock:
             self._stats.clear()
+            self._misses.clear()
         if self.native is not None:
             self.native.reset()
 
@@ -364,6 +387,7 @@ class Router:
         if d is None:
             return "operand_copied", call, d  # PyTorch copies it first: not the tuned layout
         if not d.lookup.hit:
+            self._miss(call.desc)
             return "not_tuned", call, d
         if d.lookup.uplift is not None and d.lookup.uplift <= 1.0:
             # the tuning kept the baseline (no configuration beat cuBLASLt's default): PyTorch's

@@ -141,6 +141,10 @@ class Routing:
         """The router's counters (_router.Router.stats)."""
         return self.router.stats()
 
+    def misses(self):
+        """The problem keys that found no tuned entry (_router.Router.misses)."""
+        return self.router.misses()
+
     def reset_stats(self):
         self.router.reset_stats()
 
