@@ -316,3 +316,35 @@ def test_router_sees_the_gemms_aten_runs(tuned, shape, bias, monkeypatch):
     assert seen == [d for d, _ in rec.gemms]
     shortcut = len(shape) == 2 or (x.is_contiguous() and (not bias or len(shape) == 3))
     assert (modes == []) == shortcut
+
+
+def test_compiled_linear_of_unfoldable_rows_routes_its_rows(cpu_routing):
+    """A linear whose 3-D input's rows PyTorch cannot fold without a copy runs as a batched
+    GEMM with the weight broadcast, a problem the tuning never saw; under torch.compile the
+    router traces it as the tuned 2-D GEMM over the input's rows instead (the graph holds
+    gemmtune.linear), with the same result."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    m = Small()
+    args = small_args()
+    with torch.no_grad():
+        h = torch.relu(m.up(args[0]))  # [2, 8, 96]
+
+        def f(h):
+            # [2, 8, 96] with strides (96, 192, 1): at::matmul's should_fold says no
+            odd = h.transpose(0, 1).contiguous().transpose(0, 1)
+            return m.down(odd)
+
+        want = f(h)
+        cpu_routing.reset_stats()
+        torch._dynamo.reset()
+        cnt = CompileCounterWithBackend("eager")
+        got = torch.compile(f, backend=cnt, fullgraph=True)(h)
+    torch.testing.assert_close(got, want)
+    V = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+    if V >= (2, 5):  # Dynamo traces TorchFunctionModes; 2.4 leaves that to AOTAutograd
+        targets = [str(n.target) for g in cnt.graphs for n in g.graph.nodes if n.op == "call_function"]
+        assert sum("gemmtune" in t for t in targets) == 1, targets
+    # the tuned 2-D GEMM was decided on; the batched form is what eager mode missed with
+    assert cpu_routing.stats().get("tuned_no_runner", 0) >= 1
+    assert any(",b=2," in k for k in cpu_routing.misses()), cpu_routing.misses()

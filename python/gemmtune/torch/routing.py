@@ -121,8 +121,33 @@ def _route(func, args, kwargs, name, op, *opargs):
     would have kept both from it. In eager mode on plain tensors: the op's implementation
     directly, which skips the custom-op machinery's per-call cost and does the same."""
     if torch.compiler.is_compiling() or not _plain(opargs):
-        return op(*opargs) if _routes(name, _layout(opargs)) else func(*args, **kwargs)
+        lay = _layout(opargs)
+        if _routes(name, lay):
+            return op(*opargs)
+        x = opargs[0]
+        if (name in ("linear", "matmul") and x.dim() >= 3 and isinstance(opargs[1], torch.Tensor)
+                and opargs[1].dim() == 2 and _routes_rows(name, lay)):
+            # the same product over the input's rows as one 2-D GEMM (a view, or a copy of
+            # the input that Inductor may fuse into the kernel producing it)
+            out = op(x.reshape(-1, x.shape[-1]), *opargs[1:])
+            return out.reshape(*x.shape[:-1], out.shape[-1])
+        return func(*args, **kwargs)
     return _router.run(name, *opargs)
+
+
+@torch._dynamo.assume_constant_result
+def _routes_rows(name, spec):
+    """Whether linear / matmul of a 3-or-more-dimensional input (spec[0]) by a 2-D weight
+    routes when run as one 2-D GEMM over the input's rows. PyTorch runs it as a batched GEMM
+    with the weight broadcast when at::matmul cannot fold the rows without a copy, and a
+    size-1 dimension's stride counts there: under torch.compile the attention output that
+    reaches o_proj at batch 8 has one that does not fold, where eager mode's, which the
+    recording saw, does (and that GEMM then ran untuned, as cuBLAS's batched kernel, at 2.7x
+    the tuned one's time). Run at trace time on meta tensors, not traced."""
+    shape, stride, dtype, dev_type, index = spec[0]
+    rows = torch.empty_strided(shape, stride, dtype=dtype, device="meta").reshape(-1, shape[-1])
+    return _router.routes(name, ((tuple(rows.shape), tuple(rows.stride()), dtype, dev_type, index),)
+                          + tuple(spec[1:]))
 
 
 class Routing:
