@@ -297,3 +297,32 @@ def test_trace_false_routes_without_a_mode(tuned, torch_ext):
         assert folded(r.stats()) == {"gemms": 4, "not_tuned": 1, "tuned_no_runner": 3}
     with pytest.raises(ValueError, match="trace=False"):
         gt.use(path, device="cpu", device_model=model, backend="cpu", native=False, trace=False)
+
+
+def test_rows_whose_fold_pytorch_refuses_route_as_one_gemm(native_cpu, monkeypatch):
+    """A contiguous 3-D input whose size-1 dimension has an odd stride: at::matmul of torch
+    2.11 does not fold it (a batched GEMM with the weight broadcast, never tuned; later
+    versions fold it); the gemmtune op hands aten its rows as one 2-D input, whatever the
+    version, and the tuned 2-D GEMM is decided on, with PyTorch's result."""
+    seen = []
+    ref = _router.REFS["linear"]
+
+    def spy(x, *rest):
+        seen.append(x.dim())
+        return ref(x, *rest)
+
+    monkeypatch.setitem(_router.REFS, "linear", spy)
+    m = Small()
+    base = torch.randn(16 * 96 + 8)
+    x = base.as_strided((16, 1, 96), (96, 7, 1))  # is_contiguous(), but stride 7 on the size-1 dim
+    assert x.is_contiguous()
+    with torch.no_grad():
+        want = torch.nn.functional.linear(x.clone(), m.down.weight)
+        native_cpu.reset_stats()
+        got = torch.ops.gemmtune.linear(x, m.down.weight)
+    torch.testing.assert_close(got, want)
+    assert got.shape == (16, 1, 32)
+    # the tuned 32 x 16 x 96 GEMM was asked for, not the batched form
+    assert folded(native_cpu.stats()) == {"gemms": 1, "tuned_no_runner": 1}, native_cpu.stats()
+    assert native_cpu.misses() == {}
+    assert seen == [2]

@@ -191,6 +191,15 @@ def run(op, *args):
     r = _active
     if r is None:
         return REFS[op](*args)
+    if _rows_view(op, args):
+        # one 2-D GEMM over the input's rows, as at::linear / at::matmul fold a contiguous
+        # input, also where their fold test refuses it for a size-1 dimension's stride
+        # alone (then they run a batched GEMM with the weight broadcast, a problem the
+        # tuning never saw: o_proj at batch 8 under torch.compile, whose buffers Inductor
+        # lays out, ran so at 2.7x the tuned GEMM's time on the H100)
+        x = args[0]
+        y = run(op, x.reshape(-1, x.shape[-1]), *args[1:])
+        return y.view(*x.shape[:-1], y.shape[-1])
     if r.native is not None:  # the extension's aten overrides route the GEMMs
         return r.native.call(REFS[op], args)
     out = _fast(r, op, args)
@@ -198,6 +207,20 @@ def run(op, *args):
         return out
     with _RouteDispatch(r):
         return REFS[op](*args)
+
+
+def _rows_view(op, args):
+    """Whether a linear / matmul call's input (3 or more dimensions, contiguous, so its rows
+    are a view) by a 2-D weight is run as one 2-D GEMM over its rows; linear with a bias
+    only for a 3-D input, as at::linear folds it (its bias epilogue then is PyTorch's)."""
+    if op not in ("linear", "matmul") or len(args) < 2:
+        return False
+    x, w = args[0], args[1]
+    if not (isinstance(x, torch.Tensor) and isinstance(w, torch.Tensor)):
+        return False
+    if x.dim() < 3 or w.dim() != 2 or not x.is_contiguous():
+        return False
+    return op == "matmul" or len(args) < 3 or args[2] is None or x.dim() == 3
 
 
 def _signature(func, args, kwargs):
