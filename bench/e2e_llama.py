@@ -723,7 +723,9 @@ def report(state):
             agree = "-" if "token_agreement" not in r else f"{100 * r['token_agreement']:.1f} %"
             if r.get("first_divergence"):
                 fd = r["first_divergence"]
-                agree += f" (first at step {fd['step']}{', tie' if fd.get('tie') else ''})"
+                # tie None: the divergence came after the steps whose logits are kept
+                tie = {True: ", tie", False: ", not a tie", None: ", after the kept logits: tie not checked"}
+                agree += f" (first at step {fd['step']}{tie[fd.get('tie')]})"
             err = "-" if "logits_rel_err" not in r else f"{r['logits_rel_err']:.2e} / max {r['logits_max_rel_err']:.2e}"
             p(f"| {cfg} | {r['ms']:.3f} | {r['tokens_per_s']:.0f} | {_fmt(r.get('eager_ms'), '.2f')} | "
               f"{r.get('compile_s', '-')} | {agree} | {err} | {routed} |")
