@@ -304,12 +304,13 @@ static cJSON *on_lease(gt_dispatch *d, long long wid)
     return r;
 }
 
-/* A JSON value's compact text in *out (malloc'd). 0, or -1 out of memory. */
+/* A JSON value's compact text in *out (malloc'd), as cJSON_PrintUnformatted
+ * writes it (gt_plan_json_print: cJSON's own printer took 9.5 ms of the
+ * single dispatcher thread for an enumeration's 4632 configs). 0, or -1 out
+ * of memory. */
 static int print_dup(const cJSON *v, char **out)
 {
-    char *t = cJSON_PrintUnformatted(v);
-    *out = t ? strdup(t) : NULL;
-    cJSON_free(t);
+    *out = gt_plan_json_print(v);
     return *out ? 0 : -1;
 }
 
