@@ -586,8 +586,25 @@ static int add_functions(gt_store *s, char *err, size_t errlen)
     return 0;
 }
 
+/* SQLite's memory statistics (sqlite3_memory_used and the soft heap limit,
+ * which gemmtune does not use) take a global mutex around every one of its
+ * allocations: several per statement step, thousands per results message.
+ * Off before the library initialises; SQLITE_MISUSE when it already has
+ * (another store in the same process), then it stays as it was. */
+static int config_sqlite(char *err, size_t errlen)
+{
+    int rc = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    if (rc != SQLITE_OK && rc != SQLITE_MISUSE) {
+        snprintf(err, errlen, "sqlite3_config: %s", sqlite3_errstr(rc));
+        return -1;
+    }
+    return 0;
+}
+
 gt_store *gt_store_open(const char *path, char *err, size_t errlen)
 {
+    if (config_sqlite(err, errlen))
+        return NULL;
     gt_store *s = store_alloc(err, errlen);
     if (!s)
         return NULL;
