@@ -27,6 +27,7 @@
 
 #include "gen_dev.h"
 #include "gt_config.h"
+#include "gt_json.h"
 #include "gt_proto.h"
 #include "gt_secret.h"
 #include "gt_session.h"
@@ -305,12 +306,12 @@ static cJSON *on_lease(gt_dispatch *d, long long wid)
 }
 
 /* A JSON value's compact text in *out (malloc'd), as cJSON_PrintUnformatted
- * writes it (gt_plan_json_print: cJSON's own printer took 9.5 ms of the
+ * writes it (gt_json_print: cJSON's own printer took 9.5 ms of the
  * single dispatcher thread for an enumeration's 4632 configs). 0, or -1 out
  * of memory. */
 static int print_dup(const cJSON *v, char **out)
 {
-    *out = gt_plan_json_print(v);
+    *out = gt_json_print(v);
     return *out ? 0 : -1;
 }
 

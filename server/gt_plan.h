@@ -67,14 +67,6 @@ int gt_plan_run(const gt_run_opts *o, const gt_log_result *log, gt_plan *out, ch
                 size_t errlen);
 void gt_plan_free(gt_plan *p);
 
-/* A JSON value's compact text (malloc'd; NULL out of memory or a value
- * cJSON cannot print), byte for byte what cJSON_PrintUnformatted writes:
- * every text the plan stores (shards, baseline, space) and the dispatcher's
- * copy of an enumeration come from here. Faster than cJSON's printer on
- * configs (integers written without the %g round trip: an enumeration's
- * 4632 configs, 600 KB, 2 ms instead of 9.5). */
-char *gt_plan_json_print(const struct cJSON *v);
-
 /* Plans a problem after a worker enumerated its space on the device:
  * candidates (JSON array text, the backend's picks first) and its default
  * config baseline (JSON object text). problem_id seeds the random
