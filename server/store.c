@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -591,11 +592,24 @@ static int add_functions(gt_store *s, char *err, size_t errlen)
  * allocations: several per statement step, thousands per results message.
  * Off before the library initialises; SQLITE_MISUSE when it already has
  * (another store in the same process), then it stays as it was. */
+static pthread_once_t g_sqlite_once = PTHREAD_ONCE_INIT;
+static int g_sqlite_rc = SQLITE_OK;
+
+/* sqlite3_config is not thread-safe: it runs once, at the first store the
+ * process opens (before its threads use SQLite), never beside another call. */
+static void config_sqlite_once(void)
+{
+    g_sqlite_rc = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 static int config_sqlite(char *err, size_t errlen)
 {
-    int rc = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-    if (rc != SQLITE_OK && rc != SQLITE_MISUSE) {
-        snprintf(err, errlen, "sqlite3_config: %s", sqlite3_errstr(rc));
+    if (pthread_once(&g_sqlite_once, config_sqlite_once) != 0) {
+        snprintf(err, errlen, "pthread_once failed");
+        return -1;
+    }
+    if (g_sqlite_rc != SQLITE_OK && g_sqlite_rc != SQLITE_MISUSE) {
+        snprintf(err, errlen, "sqlite3_config: %s", sqlite3_errstr(g_sqlite_rc));
         return -1;
     }
     return 0;
