@@ -17,7 +17,6 @@
  * keep: the store is left in place (its path printed), to compare what was
  * stored before and after a change. */
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,51 +46,21 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Appends printf output to a growing buffer. 0, or -1 out of memory. */
-typedef struct {
-    char *p;
-    size_t len, cap;
-} buf;
-
-static int bprintf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int bprintf(buf *b, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            return -1;
-        if (b->p && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return 0;
-        }
-        size_t cap = b->cap ? b->cap * 2 : 1 << 20;
-        while (cap < b->len + (size_t)n + 1)
-            cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q)
-            return -1;
-        b->p = q;
-        b->cap = cap;
-    }
-}
-
 /* The results message a cuda worker sends for an enumerate job: varied
  * configs of the three kinds (cuBLASLt, mma/wgmma, gemv), seeded by job so
  * that problems differ, in the worker's key order. NULL out of memory. */
 static char *enum_message(long long job_id, unsigned seed)
 {
-    buf b = {0};
+    gt_str b;
+    gt_str_init(&b);
     static const char *const insts[] = {"wgmma", "mma"}, *const reds[] = {"none", "atomic"};
     static const char *const loads[] = {"cs", "ca", "cg"}, *const pipes[] = {"dbuf", "single"};
-    int ok = bprintf(&b, "{\"v\":%d,\"type\":\"results\",\"job_id\":%lld,\"done\":true,\"results\":[],"
+    int ok = gt_str_printf(&b, "{\"v\":%d,\"type\":\"results\",\"job_id\":%lld,\"done\":true,\"results\":[],"
                          "\"candidates\":[", GT_PROTO_VERSION, job_id) == 0;
     int first = 1;
     for (int i = 0; ok && i < NCUBLASLT; i++, first = 0) {
         unsigned x = (unsigned)i * 2654435761u + seed;
-        ok = bprintf(&b,
+        ok = gt_str_printf(&b,
                      "%s{\"algo_id\": %u, \"cluster\": %u, \"custom\": %u, \"inner_shape\": %u,"
                      " \"reduction\": %u, \"splitk\": %u, \"stages\": %u, \"swizzle\": %u,"
                      " \"tile\": %d}",
@@ -101,7 +70,7 @@ static char *enum_message(long long job_id, unsigned seed)
     }
     for (int i = 0; ok && i < NMMA; i++) {
         unsigned x = (unsigned)i * 40503u + seed;
-        ok = bprintf(&b,
+        ok = gt_str_printf(&b,
                      ", {\"bk\": %d, \"bm\": %d, \"bn\": %d, \"family\": \"mma\", \"inst\": \"%s\","
                      " \"reduction\": \"%s\", \"splitk\": %u, \"stages\": %u, \"swizzle\": %u,"
                      " \"warps_m\": %u, \"warps_n\": %u}",
@@ -111,7 +80,7 @@ static char *enum_message(long long job_id, unsigned seed)
     }
     for (int i = 0; ok && i < NGEMV; i++) {
         unsigned x = (unsigned)i * 69069u + seed;
-        ok = bprintf(&b,
+        ok = gt_str_printf(&b,
                      ", {\"a_load\": \"%s\", \"family\": \"gemv\", \"k_unroll\": %u, \"kwarps\": %u,"
                      " \"n_tile\": %d, \"pipe\": \"%s\", \"reduction\": \"%s\","
                      " \"rows_per_cta\": %d, \"splitk\": %u, \"vec\": %d, \"warps\": %u}",
@@ -119,15 +88,15 @@ static char *enum_message(long long job_id, unsigned seed)
                      pipes[(x >> 6) % 2], reds[(x >> 7) % 2], 4 << (i / 3 % 4), 1 + (x >> 9) % 4,
                      4 << (i / 12 % 2), 1 + (x >> 11) % 8) == 0;
     }
-    ok = ok && bprintf(&b, "],\"baseline_config\":{\"algo_id\": 66, \"cluster\": 0, \"custom\": 0,"
+    ok = ok && gt_str_printf(&b, "],\"baseline_config\":{\"algo_id\": 66, \"cluster\": 0, \"custom\": 0,"
                            " \"family\": \"cublaslt\", \"heuristic\": 0, \"inner_shape\": 0,"
                            " \"reduction\": 0, \"splitk\": 1, \"stages\": 35, \"swizzle\": 0,"
                            " \"tile\": 201}}") == 0;
     if (!ok) {
-        free(b.p);
+        gt_str_free(&b);
         return NULL;
     }
-    return b.p;
+    return b.s;
 }
 
 /* 0 when txt is cJSON_PrintUnformatted's text of v (the report's texts must
@@ -167,13 +136,14 @@ int main(int argc, char **argv)
     if (!(s = gt_store_open(path, err, sizeof err)))
         goto fail;
     /* N distinct bf16 GEMMs (problems merge on their key) */
-    buf lb = {0};
-    if (bprintf(&lb, "M,N,K,dtype\n"))
+    gt_str lb;
+    gt_str_init(&lb);
+    if (gt_str_printf(&lb, "M,N,K,dtype\n"))
         goto oom;
     for (int i = 0; i < n; i++)
-        if (bprintf(&lb, "%d,%d,4096,bf16\n", 1024 + 64 * i, 4096))
+        if (gt_str_printf(&lb, "%d,%d,4096,bf16\n", 1024 + 64 * i, 4096))
             goto oom;
-    log = lb.p;
+    log = lb.s;
     if (gt_run_opts_set(&o, "backend", "cuda", err, sizeof err) ||
         gt_run_opts_set(&o, "device_model", "Sim GPU", err, sizeof err) ||
         gt_run_opts_set(&o, "budget", "100", err, sizeof err) ||
