@@ -84,14 +84,10 @@ def _gemm(r, func, args, kwargs=None):
 
 # Calls whose aten GEMM is known without decomposing, so the router is asked
 # directly (a dispatch mode costs ~100 us a call); exactly what aten runs:
-# - aten::linear of a 2-D input: addmm(bias, input, weight.t()), or without a
-#   bias matmul(input, weight.t()), i.e. mm for two 2-D tensors;
-# - of a contiguous 3-D input with a bias: _flatten_nd_linear, addmm on
-#   input.reshape(-1, K), viewed back;
-# - without a bias, matmul(input, weight.t()) of a contiguous input of 3 or
-#   more dimensions folds it (should_fold: a view) into mm of
-#   input.reshape(-1, K), viewed back.
-# None: decompose under the dispatch mode (exact for anything else).
+# aten::linear of a 2-D input: addmm(bias, input, weight.t()), or without a
+# bias matmul(input, weight.t()), i.e. mm for two 2-D tensors. (A contiguous
+# input of more dimensions arrives here as its 2-D rows: _as_rows.) None:
+# decompose under the dispatch mode (exact for anything else).
 def _fast(r, op, args):
     if op == "mm":
         return _gemm(r, _aten.mm.default, args)
@@ -109,14 +105,6 @@ def _fast(r, op, args):
             if b is None:
                 return _gemm(r, _aten.mm.default, (x, w.t()))
             return _gemm(r, _aten.addmm.default, (b, x, w.t()))
-        if x.dim() >= 3 and x.is_contiguous() and (b is None or x.dim() == 3):
-            lead = x.shape[:-1]
-            flat = x.reshape(-1, x.shape[-1])
-            if b is None:
-                y = _gemm(r, _aten.mm.default, (flat, w.t()))
-            else:
-                y = _gemm(r, _aten.addmm.default, (b, flat, w.t()))
-            return y.view(*lead, y.shape[-1])
         return None
     if op == "matmul" and args[0].dim() == 2 and args[1].dim() == 2:
         return _gemm(r, _aten.mm.default, args)
@@ -163,8 +151,9 @@ def routes(op, spec):
             args.append(a)
     if dev is None:
         return False
+    args, _ = _as_rows(op, tuple(args))
     probe = _Probe(r, dev)
-    if _fast(probe, op, tuple(args)) is None:
+    if _fast(probe, op, args) is None:
         with _RouteDispatch(probe):
             REFS[op](*args)
     return any(probe.tuned)
@@ -191,36 +180,38 @@ def run(op, *args):
     r = _active
     if r is None:
         return REFS[op](*args)
-    if _rows_view(op, args):
-        # one 2-D GEMM over the input's rows, as at::linear / at::matmul fold a contiguous
-        # input, also where their fold test refuses it for a size-1 dimension's stride
-        # alone (then they run a batched GEMM with the weight broadcast, a problem the
-        # tuning never saw: o_proj at batch 8 under torch.compile, whose buffers Inductor
-        # lays out, ran so at 2.7x the tuned GEMM's time on the H100)
-        x = args[0]
-        y = run(op, x.reshape(-1, x.shape[-1]), *args[1:])
-        return y.view(*x.shape[:-1], y.shape[-1])
+    args, lead = _as_rows(op, args)
     if r.native is not None:  # the extension's aten overrides route the GEMMs
-        return r.native.call(REFS[op], args)
-    out = _fast(r, op, args)
-    if out is not None:
-        return out
-    with _RouteDispatch(r):
-        return REFS[op](*args)
+        out = r.native.call(REFS[op], args)
+    else:
+        out = _fast(r, op, args)
+        if out is None:
+            with _RouteDispatch(r):
+                out = REFS[op](*args)
+    return out if lead is None else out.view(*lead, out.shape[-1])
 
 
-def _rows_view(op, args):
-    """Whether a linear / matmul call's input (3 or more dimensions, contiguous, so its rows
-    are a view) by a 2-D weight is run as one 2-D GEMM over its rows; linear with a bias
-    only for a 3-D input, as at::linear folds it (its bias epilogue then is PyTorch's)."""
+def _as_rows(op, args):
+    """(args, lead): a linear / matmul call whose input (3 or more dimensions, contiguous,
+    so its rows are a view) meets a 2-D weight, with that input handed over as its 2-D
+    rows, and the leading sizes to view the result back with; (args, None) for any other
+    call. Linear with a bias only for a 3-D input, as at::linear folds it (its bias
+    epilogue then is PyTorch's). The one GEMM over the rows is what at::linear and
+    at::matmul run for a contiguous input, also where their fold test refuses it for a
+    size-1 dimension's stride alone (then they run a batched GEMM with the weight
+    broadcast, a problem the tuning never saw: o_proj at batch 8 under torch.compile,
+    whose buffers Inductor lays out, ran so at 2.7x the tuned GEMM's time on the H100).
+    Both the run and the trace-time decision (routes) take calls through here."""
     if op not in ("linear", "matmul") or len(args) < 2:
-        return False
+        return args, None
     x, w = args[0], args[1]
     if not (isinstance(x, torch.Tensor) and isinstance(w, torch.Tensor)):
-        return False
+        return args, None
     if x.dim() < 3 or w.dim() != 2 or not x.is_contiguous():
-        return False
-    return op == "matmul" or len(args) < 3 or args[2] is None or x.dim() == 3
+        return args, None
+    if op == "linear" and len(args) > 2 and args[2] is not None and x.dim() != 3:
+        return args, None
+    return (x.reshape(-1, x.shape[-1]),) + tuple(args[1:]), x.shape[:-1]
 
 
 def _signature(func, args, kwargs):

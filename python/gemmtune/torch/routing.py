@@ -127,8 +127,9 @@ def _route(func, args, kwargs, name, op, *opargs):
         x = opargs[0]
         if (name in ("linear", "matmul") and x.dim() >= 3 and isinstance(opargs[1], torch.Tensor)
                 and opargs[1].dim() == 2 and _routes_rows(name, lay)):
-            # the same product over the input's rows as one 2-D GEMM (a view, or a copy of
-            # the input that Inductor may fuse into the kernel producing it)
+            # the same product over the input's rows as one 2-D GEMM, through a copy of the
+            # input that Inductor may fuse into the kernel producing it (a contiguous
+            # input's rows, a view, are taken by the router itself: _router._as_rows)
             out = op(x.reshape(-1, x.shape[-1]), *opargs[1:])
             return out.reshape(*x.shape[:-1], out.shape[-1])
         return func(*args, **kwargs)
@@ -138,12 +139,11 @@ def _route(func, args, kwargs, name, op, *opargs):
 @torch._dynamo.assume_constant_result
 def _routes_rows(name, spec):
     """Whether linear / matmul of a 3-or-more-dimensional input (spec[0]) by a 2-D weight
-    routes when run as one 2-D GEMM over the input's rows. PyTorch runs it as a batched GEMM
-    with the weight broadcast when at::matmul cannot fold the rows without a copy, and a
-    size-1 dimension's stride counts there: under torch.compile the attention output that
-    reaches o_proj at batch 8 has one that does not fold, where eager mode's, which the
-    recording saw, does (and that GEMM then ran untuned, as cuBLAS's batched kernel, at 2.7x
-    the tuned one's time). Run at trace time on meta tensors, not traced."""
+    routes when run as one 2-D GEMM over a copy of the input's rows. PyTorch runs such a
+    call as a batched GEMM with the weight broadcast when it cannot fold the rows without a
+    copy: a problem the tuning, which recorded eager mode's layout, may never have seen. (A
+    contiguous input's rows are a view the router takes itself, _router._as_rows.) Run at
+    trace time on meta tensors, not traced."""
     shape, stride, dtype, dev_type, index = spec[0]
     rows = torch.empty_strided(shape, stride, dtype=dtype, device="meta").reshape(-1, shape[-1])
     return _router.routes(name, ((tuple(rows.shape), tuple(rows.stride()), dtype, dev_type, index),)
