@@ -79,7 +79,11 @@ int gt_cu_tmap_encode(const gt_cu_drv *d, const gt_mma_tmap *t, const void *base
     const cuuint64_t str[2] = {t->strides[0], t->strides[1]};
     const cuuint32_t box[3] = {t->box[0], t->box[1], t->box[2]}, es[3] = {1, 1, 1};
     CUresult r = d->tensor_map_encode_tiled(
-        out, t->f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)base,
+        out,
+        t->dtype == GT_MMA_TMAP_U8    ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+        : t->dtype == GT_MMA_TMAP_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                      : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        3, (void *)base,
         dims, str, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) {

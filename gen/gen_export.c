@@ -288,8 +288,10 @@ static int mma_runnable(const gt_problem *p, const gt_mma_cfg *c, const gt_gen_g
     gt_gen_dev d;
     gt_gen_dev_default(&d, sm > 0 ? sm : 90, 0);
     long long optin = d.smem_optin > 0 ? d.smem_optin : d.smem_block;
-    int threads = c->warps_m * c->warps_n * 32;
-    if (c->inst == GT_MMA_INST_WGMMA && sm > 0 && sm != 90)
+    int threads = c->warps_m * c->warps_n * 32, ae = 16 / gt_gen_elem_size(p); /* 16-byte chunks */
+    if (gt_mma_elem_check(p, c, why, len) != 0)
+        ; /* why says which */
+    else if (c->inst == GT_MMA_INST_WGMMA && sm > 0 && sm != 90)
         snprintf(why, len, "inst wgmma: sm_90a instructions (wgmma, TMA); the target is sm_%d", sm);
     else if (c->inst == GT_MMA_INST_WGMMA && gt_mma_tma_check(p, why, len) != 0)
         ; /* why says which */
@@ -301,9 +303,9 @@ static int mma_runnable(const gt_problem *p, const gt_mma_cfg *c, const gt_gen_g
                  gt_gen_red_name(c->reduction), c->splitk);
     else if (threads > 1024)
         snprintf(why, len, "threads: %d threads > 1024 per block", threads);
-    else if (p->lda % 8 || p->ldb % 8 || (batch > 1 && (p->stride_a % 8 || p->stride_b % 8)))
-        snprintf(why, len, "alignment: lda=%lld, ldb=%lld (or the batch strides) not multiples of 8",
-                 (long long)p->lda, (long long)p->ldb);
+    else if (p->lda % ae || p->ldb % ae || (batch > 1 && (p->stride_a % ae || p->stride_b % ae)))
+        snprintf(why, len, "alignment: lda=%lld, ldb=%lld (or the batch strides) not multiples of %d",
+                 (long long)p->lda, (long long)p->ldb, ae);
     else if (c->splitk > 1 && (long long)(c->splitk - 1) * g->kper >= p->k)
         snprintf(why, len, "split-K: splitk=%d leaves empty splits", c->splitk);
     else if ((long long)batch * c->splitk > 65535)
@@ -564,8 +566,7 @@ static cJSON *tmaps_json(const gt_gen_kernel *k)
         unsigned long long box[3] = {t->box[0], t->box[1], t->box[2]}, es[3] = {1, 1, 1};
         cJSON *e = cJSON_CreateObject();
         if (push(arr, e) != 0 || !cJSON_AddStringToObject(e, "operand", t->operand) ||
-            !cJSON_AddStringToObject(e, "data_type", t->f16 ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"
-                                                            : "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16") ||
+            !cJSON_AddStringToObject(e, "data_type", gt_mma_tmap_type_name(t)) ||
             !cJSON_AddNumberToObject(e, "rank", 3) || add(e, "global_dim", u64s(t->dims, 3)) ||
             add(e, "global_strides_bytes", u64s(t->strides, 2)) || add(e, "box_dim", u64s(box, 3)) ||
             add(e, "element_strides", u64s(es, 3)) ||
@@ -715,7 +716,7 @@ char *gt_gen_kernel_cuh(const gt_gen_kernel *k, const char *about)
                           " * call's pointers: cuTensorMapEncodeTiled(&map, %s, 3, pointer, dims, strides,\n"
                           " * box, {1, 1, 1}, INTERLEAVE_NONE, SWIZZLE_128B, L2_PROMOTION_L2_256B,\n"
                           " * FLOAT_OOB_FILL_NONE) with:\n", k->ntmaps,
-                      t->f16 ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT16" : "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16");
+                      gt_mma_tmap_type_name(t));
         sb_printf(&b, " *   map %d: pointer %s, dims {%llu, %llu, %llu}, strides {%llu, %llu} bytes, "
                       "box {%u, %u, %u}\n", i, t->operand, t->dims[0], t->dims[1], t->dims[2], t->strides[0],
                   t->strides[1], t->box[0], t->box[1], t->box[2]);

@@ -16,7 +16,10 @@
  * transB = N (A stored k x m with lda >= k, B stored k x n with ldb >= k:
  * both operands contiguous along k, so both are loaded with plain, not
  * transposing, ldmatrix), bf16 or f16 inputs of one type, f32 accumulation,
- * C and D in f32, f16 or bf16, any batch with strides:
+ * C and D in f32, f16 or bf16, any batch with strides; on sm_90a also OCP
+ * fp8 inputs (e4m3/e5m2, not both e5m2) through the wgmma template, whose
+ * K-major operands are what wgmma's fp8 forms require, with cuBLASLt's
+ * per-tensor A/B scales applied to the product in the epilogue:
  *
  *   CTA      bm x bn tile of D; warps_m x warps_n warps, each a
  *            (bm/warps_m) x (bn/warps_n) warp tile of m16n8 accumulators;
@@ -45,7 +48,8 @@ struct cJSON;
 enum { GT_MMA_INST_SYNC = 0, GT_MMA_INST_WGMMA = 1 };
 
 typedef struct gt_mma_cfg {
-    int bm, bn, bk;       /* CTA tile: rows of D, columns of D, k per stage */
+    int bm, bn, bk;       /* CTA tile: rows of D, columns of D, k per stage (mma.sync 32
+                             or 64; wgmma one 128-byte row: 64 16-bit or 128 fp8 values) */
     int warps_m, warps_n; /* warp grid of the CTA */
     int stages;           /* pipeline depth: cp.async 2..5; wgmma (TMA ring) 3..8 */
     int splitk;           /* CTAs along k per tile */
@@ -76,6 +80,11 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
  * batch strides spanning whole matrices): 0, or 1 with the reason (into
  * why, unless NULL). gt_mma_check applies them; the export too. */
 int gt_mma_tma_check(const gt_problem *p, char *why, size_t len);
+/* The rules the element size puts on c (fp8 inputs only on inst wgmma; a
+ * wgmma k tile is one 128-byte row: bk 64 of 16-bit values, 128 of fp8):
+ * 0, or 1 with the reason (into why, unless NULL). gt_mma_check applies
+ * them; the export too. */
+int gt_mma_elem_check(const gt_problem *p, const gt_mma_cfg *c, char *why, size_t len);
 /* The model's estimate of one call in microseconds (ranking only). */
 double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c);
 /* Estimated registers per thread (the resource rule's number): CUDA; and
@@ -124,20 +133,24 @@ const char *gt_mma_src_of(const gt_mma_cfg *c);
 
 /* The tensor maps the wgmma kernel takes after its argument struct, as the
  * arguments of the driver's cuTensorMapEncodeTiled: rank 3, elements of 2
- * bytes (bf16, or f16), dims {k, rows, batch} (rows: m for A, n for B),
- * byte strides of dims 1 and 2, box {64, bm or bn, 1}, element strides 1,
- * no interleave, 128-byte swizzle, L2 promotion 256 bytes, out-of-bounds
- * elements read as zeros. The global address is the operand's pointer
- * (16-byte aligned). */
+ * bytes (bf16, or f16) or 1 (fp8, mapped as UINT8: the TMA only moves
+ * bytes), dims {k, rows, batch} (rows: m for A, n for B), byte strides of
+ * dims 1 and 2, box {one 128-byte row of k (64 or 128 elements), bm or bn,
+ * 1}, element strides 1, no interleave, 128-byte swizzle, L2 promotion 256
+ * bytes, out-of-bounds elements read as zeros. The global address is the
+ * operand's pointer (16-byte aligned). */
 #define GT_MMA_MAX_TMAPS 2
+enum { GT_MMA_TMAP_BF16 = 0, GT_MMA_TMAP_F16 = 1, GT_MMA_TMAP_U8 = 2 };
 typedef struct gt_mma_tmap {
     const char *operand;           /* "a" or "b": the argument it maps (static) */
-    int f16;                       /* 0 bf16, 1 f16 */
+    int dtype;                     /* GT_MMA_TMAP_*: the map's element type */
     unsigned long long dims[3];
     unsigned long long strides[2]; /* bytes: leading dimension x 2, batch stride x 2 */
     unsigned box[3];
 } gt_mma_tmap;
 /* The maps of (p, c): 2 for inst wgmma (A then B), else 0. */
+/* cuTensorMapEncodeTiled's name for a map's element type (t->dtype). */
+const char *gt_mma_tmap_type_name(const gt_mma_tmap *t);
 int gt_mma_tmaps(const gt_problem *p, const gt_mma_cfg *c, gt_mma_tmap t[GT_MMA_MAX_TMAPS]);
 
 /* The -D definitions of (p, c) (at most GT_GEN_MAX_DEFS) for CUDA (hip = 0)

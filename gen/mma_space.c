@@ -10,11 +10,12 @@
  *   threads    warps_m * warps_n * 32 within the device's threads per block
  *   tile       bm (bn) not twice m (n) rounded up to 16 or more: the tile
  *              half the size covers the problem, the rest would be zero rows
- *   k tile     bk = 64 only when k > 32 (else half of every stage is
+ *   k tile     bk > 32 only when k > bk / 2 (else half of every stage is
  *              zeros); stages at most the k tiles per split + 1 (deeper
  *              stages are never filled)
- *   alignment  lda, ldb and the batch strides multiples of 8 elements:
- *              every cp.async moves an aligned 16-byte chunk
+ *   alignment  lda, ldb and the batch strides multiples of 16 bytes (8
+ *              16-bit elements, 16 fp8 ones): every cp.async moves an
+ *              aligned 16-byte chunk, the TMA's global strides too
  *   swizzle    > 1 only when it reorders something: more than `swizzle`
  *              tile rows and more than one tile column
  *   split-K    no empty split (each split gets >= 1 k tile); only when the
@@ -31,9 +32,12 @@
  *   rank       beyond the cap of the model's ranking
  *
  * inst "wgmma" (gen/mma_wg_src.c; bm 64 or 128, bn 16 to 256: wgmma's n,
- * 16 and 32 for skinny problems) adds, first:
- *   inst       the device is sm_90 (wgmma and the TMA are sm_90a features;
- *              nothing else runs the cubin), not HIP
+ * 16 and 32 for skinny problems; bk one 128-byte row: 64 16-bit values or
+ * 128 fp8 ones) adds, first:
+ *   inst       fp8 inputs only with wgmma (the applicability admits them on
+ *              sm_90 only); the device is sm_90 (wgmma and the TMA are sm_90a
+ *              features; nothing else runs the cubin), not HIP
+ *   k tile     bk x the element size is 128 bytes
  *   tma        m, n, k and batch below 2^31 (tensor-map coordinates are
  *              32-bit); batch strides at least a whole matrix (a map's
  *              strides nest); the alignment rule above is also the TMA's
@@ -71,12 +75,13 @@
 
 #include "gen_mma.h"
 #include "space_common.h"
+#include "src_common.h"
 
 /* ---- encoding ------------------------------------------------------------------ */
 
 /* Integer attributes, sorted like the canonical text. */
 static const gt_gen_int_attr k_int[] = {
-    {"bk", 32, 64, offsetof(gt_mma_cfg, bk)},
+    {"bk", 32, 128, offsetof(gt_mma_cfg, bk)},
     {"bm", 16, 256, offsetof(gt_mma_cfg, bm)},
     {"bn", 16, 256, offsetof(gt_mma_cfg, bn)},
     {"splitk", 1, 64, offsetof(gt_mma_cfg, splitk)},
@@ -146,8 +151,10 @@ int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen
         snprintf(err, errlen, "mma: config reduction: missing");
         return -1;
     }
-    /* values the template cannot instantiate at all (problem-independent) */
-    if (c->bk != 32 && c->bk != 64) {
+    /* values the template cannot instantiate at all (problem-independent;
+     * wgmma's bk 128, its fp8 row, is checked against the problem by
+     * gt_mma_check) */
+    if (c->inst == GT_MMA_INST_SYNC && c->bk != 32 && c->bk != 64) {
         snprintf(err, errlen, "mma: config bk=%d: must be 32 or 64", c->bk);
         return -1;
     }
@@ -168,10 +175,11 @@ int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen
      * (wgmma's n), k tiles of one 128-byte swizzle row */
     if (c->inst == GT_MMA_INST_WGMMA &&
         ((c->bm != 64 && c->bm != 128) ||
-         (c->bn != 16 && c->bn != 32 && c->bn != 64 && c->bn != 128 && c->bn != 256) || c->bk != 64 ||
-         c->warps_m != c->bm / 16 || c->warps_n != 1 || c->stages < 3)) {
+         (c->bn != 16 && c->bn != 32 && c->bn != 64 && c->bn != 128 && c->bn != 256) ||
+         (c->bk != 64 && c->bk != 128) || c->warps_m != c->bm / 16 || c->warps_n != 1 || c->stages < 3)) {
         snprintf(err, errlen, "mma: config inst wgmma: needs bm 64 or 128 with warps_m = bm/16, bn 16, 32, "
-                              "64, 128 or 256 with warps_n 1, bk 64 and stages 3 to 8 (got bm=%d bn=%d bk=%d "
+                              "64, 128 or 256 with warps_n 1, bk 64 (16-bit) or 128 (fp8) and stages 3 to 8 "
+                              "(got bm=%d bn=%d bk=%d "
                               "warps %dx%d stages %d)", c->bm, c->bn, c->bk, c->warps_m, c->warps_n, c->stages);
         return -1;
     }
@@ -206,6 +214,9 @@ int gt_mma_cfg_text(const gt_mma_cfg *c, char *buf, size_t len)
 
 int gt_mma_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_t len)
 {
+    /* fp8 runs on the wgmma template only (mma.sync m16n8k16 and the HIP
+     * port take 16-bit inputs) */
+    int fp8_ok = !d->hip && d->sm == 90;
     if (!d->hip && d->sm < 80)
         GT_WHY(why, len, "sm_%d: mma.sync m16n8k16 bf16/f16, ldmatrix and cp.async need sm_80 or newer",
                  d->sm);
@@ -214,7 +225,11 @@ int gt_mma_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_
                            "transA=T (N would need ldmatrix.trans)");
     else if (p->trans_b != 'N')
         GT_WHY(why, len, "transB=T: tiles of B are loaded as columns along k (transB=N only)");
-    else if (gt_gen_types_reason(p, 0, why, len) != 0)
+    else if (!fp8_ok && (gt_dtype_is_f8(p->a_type) || gt_dtype_is_f8(p->b_type)))
+        GT_WHY(why, len, "A/B types %s/%s: the family runs fp8 inputs on wgmma only, a CUDA sm_90 "
+                           "instruction (this device is %s%d)", gt_dtype_name(p->a_type),
+                 gt_dtype_name(p->b_type), d->hip ? "HIP, not CUDA " : "sm_", d->hip ? 0 : d->sm);
+    else if (gt_gen_types_reason(p, fp8_ok, why, len) != 0)
         return -1;
     else if (p->m < 1 || p->n < 1 || p->k < 1 || p->batch < 1)
         GT_WHY(why, len, "empty problem");
@@ -314,6 +329,19 @@ int gt_mma_tma_check(const gt_problem *p, char *why, size_t len)
     return 1;
 }
 
+int gt_mma_elem_check(const gt_problem *p, const gt_mma_cfg *c, char *why, size_t len)
+{
+    int es = gt_gen_elem_size(p), wg = c->inst == GT_MMA_INST_WGMMA;
+    if (!wg && es == 1)
+        GT_WHY(why, len, "inst: fp8 inputs run on inst wgmma only (mma.sync m16n8k16 takes 16-bit inputs)");
+    else if (wg && c->bk * es != 128)
+        GT_WHY(why, len, "k tile: inst wgmma loads k tiles of one 128-byte row: bk=%d x %d-byte elements",
+                 c->bk, es);
+    else
+        return 0;
+    return 1;
+}
+
 int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, char *why, size_t len)
 {
     derived x;
@@ -326,10 +354,14 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
     long long m16 = (p->m + 15) / 16 * 16, n16 = (p->n + 15) / 16 * 16;
     long long c0 = x.tiles, optin = d->smem_optin > 0 ? d->smem_optin : d->smem_block;
     long long tiles_k = (p->k + c->bk - 1) / c->bk;
-    int al = p->lda % 8 == 0 && p->ldb % 8 == 0 &&
-             (batch == 1 || (p->stride_a % 8 == 0 && p->stride_b % 8 == 0));
+    /* 16-byte chunks: 8 elements of 16 bits, 16 of fp8 */
+    int es = gt_gen_elem_size(p), ae = 16 / es;
+    int al = p->lda % ae == 0 && p->ldb % ae == 0 &&
+             (batch == 1 || (p->stride_a % ae == 0 && p->stride_b % ae == 0));
     int wg = c->inst == GT_MMA_INST_WGMMA;
-    if (wg && (d->hip || d->sm != 90))
+    if (gt_mma_elem_check(p, c, why, len) != 0)
+        ; /* why says which */
+    else if (wg && (d->hip || d->sm != 90))
         GT_WHY(why, len, "inst: wgmma and the TMA are sm_90a instructions; this device is %s%d", d->hip ? "HIP, not CUDA " : "sm_",
                  d->hip ? 0 : d->sm);
     else if (wg && gt_mma_tma_check(p, why, len) != 0)
@@ -349,16 +381,16 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
     else if (c->bn > 16 && c->bn >= 2 * n16)
         GT_WHY(why, len, "tile: bn=%d >= 2 x %lld (n rounded up to 16): bn/2 covers n, the rest "
                            "are zero columns", c->bn, n16);
-    else if (c->bk > 32 && p->k <= 32)
+    else if (c->bk > 32 && p->k <= c->bk / 2)
         GT_WHY(why, len, "k tile: bk=%d > k=%lld: half of every stage would be zeros", c->bk,
                  (long long)p->k);
     else if (c->stages > x.nk + 1)
         GT_WHY(why, len, "k tile: stages=%d > %lld k tiles per split + 1: the deeper stages are "
                            "never filled", c->stages, x.nk);
     else if (!d->hip && !al)
-        GT_WHY(why, len, "alignment: lda=%lld, ldb=%lld%s not all multiples of 8: cp.async copies "
-                           "aligned 16-byte chunks", (long long)p->lda, (long long)p->ldb,
-                 batch > 1 ? " or the batch strides" : "");
+        GT_WHY(why, len, "alignment: lda=%lld, ldb=%lld%s not all multiples of %d: cp.async and the TMA "
+                           "copy aligned 16-byte chunks", (long long)p->lda, (long long)p->ldb,
+                 batch > 1 ? " or the batch strides" : "", ae);
     else if (d->hip && (!al || p->k % 8))
         GT_WHY(why, len, "alignment: lda=%lld, ldb=%lld, k=%lld%s not all multiples of 8: the HIP copy "
                            "loads whole, aligned 16-byte chunks (no partial zero-filling copy)",
@@ -441,6 +473,7 @@ double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cf
     double batch = p->batch > 0 ? (double)p->batch : 1, sms = d->sms > 0 ? d->sms : 1;
     double bw = d->dram_bw > 0 ? d->dram_bw : 2e12, tc = d->tc_flops > 0 ? d->tc_flops : 3e14;
     double l2 = d->l2_bytes > 0 ? (double)d->l2_bytes : 40e6;
+    double es = gt_gen_elem_size(p); /* bytes of an A/B element */
     int mt = c->bm / c->warps_m / 16, nt = c->bn / c->warps_n / 8;
     /* tensor pipe: mma per ldmatrix.x4 of the warp tile sets how much of the
      * peak the shared-memory path leaves; resident warps and stages hide
@@ -454,7 +487,7 @@ double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cf
         /* wgmma reads both operands from shared memory without ldmatrix:
          * ~1.25x mma.sync's reachable rate (cuBLASLt's 760 Tflop/s on an
          * H100 against ~600), less for narrow n and a single warpgroup */
-        tc *= 1.25;
+        tc *= es == 1 ? 2.5 : 1.25; /* fp8: twice the 16-bit tensor rate */
         eff = (c->bn >= 128 ? 0.9 : 0.75) * (c->bm == 128 ? 1.0 : 0.9) * (c->stages >= 4 ? 1.0 : 0.9);
     }
     double flop_cta = 2.0 * c->bm * c->bn * (double)x.g.kper;
@@ -464,20 +497,20 @@ double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cf
     double gs = c->swizzle > 1 ? fmin((double)c->swizzle, (double)x.npm) : (double)x.npm;
     double a_pan = fmin(W, gs), b_pan = fmin((double)x.npn, ceil(W / gs));
     double waves = ceil((double)x.ctas / W);
-    double a_tot = (double)p->m * (double)p->k * 2 * batch, b_tot = (double)p->n * (double)p->k * 2 * batch;
+    double a_tot = (double)p->m * (double)p->k * es * batch, b_tot = (double)p->n * (double)p->k * es * batch;
     double kshare = (double)x.g.kper;
-    double dram = operand_bytes(a_tot, a_pan, c->bm * kshare * 2, waves, (double)x.npn, l2) +
-                  operand_bytes(b_tot, b_pan, c->bn * kshare * 2, waves, (double)x.npm, l2) +
+    double dram = operand_bytes(a_tot, a_pan, c->bm * kshare * es, waves, (double)x.npn, l2) +
+                  operand_bytes(b_tot, b_pan, c->bn * kshare * es, waves, (double)x.npm, l2) +
                   (double)p->m * (double)p->n * batch * (p->beta != 0 ? 4.0 : 2.0);
     /* Little's law: the copies in flight per SM (stages - 1 tiles ahead per
      * resident CTA) must cover DRAM latency; ~32 KiB per SM saturates the
      * cp.async path; the TMA ring needs ~96 KiB (the H100 sweeps of
      * bench/results/h100_22_sweep*: 3 stages of a 64 x 128 tile run 1.6x
      * slower than 6 at n = 128) */
-    double inflight = res * (c->stages - 1) * (double)(c->bm + c->bn) * c->bk * 2;
+    double inflight = res * (c->stages - 1) * (double)(c->bm + c->bn) * c->bk * es;
     double sat = c->inst == GT_MMA_INST_WGMMA ? 98304.0 : 32768.0;
     double t_mem = dram / (bw * fmax(0.05, fmin(1.0, inflight / sat)));
-    double t_l2 = (double)x.ctas * (c->bm + c->bn) * kshare * 2 / (3.0 * bw);
+    double t_l2 = (double)x.ctas * (c->bm + c->bn) * kshare * es / (3.0 * bw);
     double t = fmax(t_comp, fmax(t_mem, t_l2)) + 0.15 * fmin(t_comp, t_mem);
     /* pipeline fill per CTA generation on an SM, split-K reductions, launch */
     t += ceil((double)x.ctas / (sms * x.res)) * (c->stages - 1) * 0.4e-6;
@@ -571,12 +604,13 @@ static int interleave(gt_gen_ranked *ok, int nok)
  * after the mma.sync ones */
 static int raw_cfg(const gt_problem *p, int i, gt_gen_anycfg *out)
 {
-    (void)p; /* the family's values do not depend on the element size */
     if (i >= NRAW_SYNC) {
         int j = i - NRAW_SYNC, sw = j % 4, skr = j / 4 % 9, st = j / 36 % 4, bn = j / 144 % NWG_BN,
             bm = j / (144 * NWG_BN) % 2;
         int sk = skr ? 1 + (skr - 1) / 2 : 0, red = skr ? 1 + (skr - 1) % 2 : GT_GEN_RED_NONE;
-        out->mma = (gt_mma_cfg){.bm = k_wg_bm[bm], .bn = k_wg_bn[bn], .bk = 64, .warps_m = k_wg_bm[bm] / 16,
+        /* one 128-byte row of k per stage: 64 16-bit values, 128 fp8 ones */
+        out->mma = (gt_mma_cfg){.bm = k_wg_bm[bm], .bn = k_wg_bn[bn], .bk = 128 / gt_gen_elem_size(p),
+                                .warps_m = k_wg_bm[bm] / 16,
                                 .warps_n = 1, .stages = k_wg_st[st], .splitk = k_sks[sk], .reduction = red,
                                 .swizzle = k_swz[sw], .inst = GT_MMA_INST_WGMMA};
         return 1;

@@ -407,7 +407,8 @@ int gt_mma_defines_for(const gt_problem *p, const gt_mma_cfg *c, int hip,
                        char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN])
 {
     gt_gen_type_defs t;
-    if (gt_gen_type_defs_of(p, &t) != 0 || t.ab > 1) /* the template's mma types: bf16, f16 */
+    /* mma.sync and HIP: bf16, f16; wgmma also OCP fp8 (CUDA) */
+    if (gt_gen_type_defs_of(p, &t) != 0 || (t.ab > 1 && (c->inst != GT_MMA_INST_WGMMA || hip)))
         return -1;
     const struct {
         const char *name;
@@ -422,6 +423,10 @@ int gt_mma_defines_for(const gt_problem *p, const gt_mma_cfg *c, int hip,
     int n = (int)(sizeof d / sizeof d[0]);
     for (int i = 0; i < n; i++)
         snprintf(defs[i], GT_GEN_DEF_LEN, "-D%s=%d", d[i].name, d[i].v);
+    /* fp8: B's type (it may differ from A's), appended only then so that
+     * the 16-bit lists (NVRTC's compile cache keys) stay as they were */
+    if (t.ab > 1)
+        snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_BB=%d", t.bb);
     /* HIP: the target and the wave size, appended so that the CUDA list (a
      * part of NVRTC's compile cache key) stays as it was */
     if (hip) {
@@ -461,7 +466,8 @@ void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_g
     /* CUDA: the cp.async ring of `stages` tiles; HIP: tiles in flight are
      * in registers, LDS is double-buffered; wgmma: the TMA ring, 1024-byte
      * aligned slots (the 128-byte swizzle repeats every 8 rows) */
-    g->smem_bytes = (size_t)(hip ? 2 : c->stages) * (size_t)(c->bm + c->bn) * (size_t)c->bk * 2;
+    g->smem_bytes = (size_t)(hip ? 2 : c->stages) * (size_t)(c->bm + c->bn) * (size_t)c->bk *
+                    (size_t)gt_gen_elem_size(p);
     if (c->inst == GT_MMA_INST_WGMMA)
         g->smem_bytes += 1024;
 }
@@ -475,17 +481,25 @@ int gt_mma_tmaps(const gt_problem *p, const gt_mma_cfg *c, gt_mma_tmap t[GT_MMA_
 {
     if (c->inst != GT_MMA_INST_WGMMA)
         return 0;
-    int64_t batch = p->batch > 0 ? p->batch : 1;
+    int64_t batch = p->batch > 0 ? p->batch : 1, es = gt_gen_elem_size(p);
     for (int i = 0; i < 2; i++) {
         int64_t rows = i ? p->n : p->m, ld = i ? p->ldb : p->lda, st = i ? p->stride_b : p->stride_a;
         /* one batch: a stride past the matrix, which the map never steps */
         int64_t bstride = batch > 1 ? st : ld * rows;
-        t[i] = (gt_mma_tmap){.operand = i ? "b" : "a", .f16 = p->a_type == GT_DT_F16,
+        int dt = es == 1 ? GT_MMA_TMAP_U8 : p->a_type == GT_DT_F16 ? GT_MMA_TMAP_F16 : GT_MMA_TMAP_BF16;
+        t[i] = (gt_mma_tmap){.operand = i ? "b" : "a", .dtype = dt,
                              .dims = {(unsigned long long)p->k, (unsigned long long)rows, (unsigned long long)batch},
-                             .strides = {(unsigned long long)ld * 2, (unsigned long long)bstride * 2},
-                             .box = {64, (unsigned)(i ? c->bn : c->bm), 1}};
+                             .strides = {(unsigned long long)(ld * es), (unsigned long long)(bstride * es)},
+                             .box = {(unsigned)(128 / es), (unsigned)(i ? c->bn : c->bm), 1}};
     }
     return 2;
+}
+
+const char *gt_mma_tmap_type_name(const gt_mma_tmap *t)
+{
+    return t->dtype == GT_MMA_TMAP_U8    ? "CU_TENSOR_MAP_DATA_TYPE_UINT8"
+           : t->dtype == GT_MMA_TMAP_F16 ? "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"
+                                         : "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16";
 }
 
 void gt_mma_geometry(const gt_problem *p, const gt_mma_cfg *c, gt_gen_geom *g)

@@ -19,6 +19,9 @@
     "  const void *a, *b, *c, *bias; void *d; float *ws; u32 *cnt;\n"                                        \
     "  i64 m, n, k, lda, ldb, ldc, ldd, sa, sb, sc, sd, kper;\n"                                             \
     "  double alpha, beta;\n"                                                                                \
+    "#if defined(GT_F8) && GT_F8\n"                                                                          \
+    "  const float *scale_a, *scale_b;\n"                                                                    \
+    "#endif\n"                                                                                               \
     "};\n"                                                                                                   \
     "#define GT_MMA_HD __device__ __forceinline__\n"                                                         \
     GT_XSTR(GT_MMA_INDEX_FNS) "\n"                                                                           \

@@ -7,12 +7,15 @@
  *
  *   CTA      bm = 64 x warpgroups rows (warps_m = bm / 16 warps, 4 per
  *            warpgroup) by bn columns; warpgroup w computes rows 64w..64w+63
- *            of the tile with wgmma.mma_async m64 x bn x k16, both operands
+ *            of the tile with wgmma.mma_async m64 x bn x k16 (bf16, f16;
+ *            k32 for OCP fp8, e4m3/e5m2 per operand), both operands
  *            read from shared memory through matrix descriptors, f32
- *            accumulators in registers (bn / 2 per thread);
+ *            accumulators in registers (bn / 2 per thread); fp8's
+ *            per-tensor scales multiply the product in the epilogue;
  *   loads    the Tensor Memory Accelerator: thread 0 issues one
- *            cp.async.bulk.tensor.3d per operand and k tile (64 k values of
- *            bm rows of A, of bn columns of B) from tensor maps the host
+ *            cp.async.bulk.tensor.3d per operand and k tile (one 128-byte
+ *            row of k, 64 16-bit or 128 fp8 values, of bm rows of A, of bn
+ *            columns of B) from tensor maps the host
  *            encodes (dims k x rows x batch, box 64 x rows x 1, 128-byte
  *            swizzle, out-of-bounds elements zero-filled: m, n, k and batch
  *            edges need no code); each lands in a ring of `stages` slots
@@ -23,10 +26,11 @@
  *            after wgmma.wait_group 1 shows its tile t - 1 math done), so
  *            the math of tile t overlaps the loads of t + 1 .. t + stages - 1
  *            and the wgmma of t - 1;
- *   layout   a tile row is 64 k values = 128 bytes; the TMA's 128-byte
+ *   layout   a tile row is bk k values = 128 bytes; the TMA's 128-byte
  *            swizzle puts 16-byte chunk c of row r at chunk c ^ (r % 8), the
  *            pattern the descriptors' swizzle mode 1 reads (8-row groups
- *            1024 bytes apart, k step kk at +32 kk bytes); slots are
+ *            1024 bytes apart, k step kk at +32 kk bytes: k16 of 16-bit
+ *            values or k32 of fp8 ones); slots are
  *            1024-byte aligned;
  *   epilogue no split-K and D 16-byte aligned: each warpgroup's accumulators
  *            go through the epilogue into shared memory (the idle ring), the
@@ -46,10 +50,38 @@ const char gt_gen_mma_wg_src[] =
     GT_GEN_SRC_TYPES
     "#define GT_THREADS (GT_WGM * 32)\n"
     "#define GT_STG ((GT_BM + GT_BN) * 128)\n" /* bytes of one ring slot */
+    /* the operand types: 16-bit (k16 per wgmma, one type) or OCP fp8 (k32,
+     * A and B each e4m3 or e5m2; GT_BB, B's code, is given for fp8 only) */
+    "#define GT_F8 (GT_AB >= 2)\n"
+    "#ifndef GT_BB\n"
+    "#define GT_BB GT_AB\n"
+    "#endif\n"
     "#if GT_AB == 0\n"
-    "#define GT_WGT \"bf16\"\n"
+    "#define GT_WTA \"bf16\"\n"
+    "#elif GT_AB == 1\n"
+    "#define GT_WTA \"f16\"\n"
+    "#elif GT_AB == 2\n"
+    "#define GT_WTA \"e4m3\"\n"
     "#else\n"
-    "#define GT_WGT \"f16\"\n"
+    "#define GT_WTA \"e5m2\"\n"
+    "#endif\n"
+    "#if GT_BB == 0\n"
+    "#define GT_WTB \"bf16\"\n"
+    "#elif GT_BB == 1\n"
+    "#define GT_WTB \"f16\"\n"
+    "#elif GT_BB == 2\n"
+    "#define GT_WTB \"e4m3\"\n"
+    "#else\n"
+    "#define GT_WTB \"e5m2\"\n"
+    "#endif\n"
+    /* k per instruction; the transpose immediates only the 16-bit forms
+     * take (fp8 operands must be K-major, as both are here) */
+    "#if GT_F8\n"
+    "#define GT_WK \"32\"\n"
+    "#define GT_WTR \"\"\n"
+    "#else\n"
+    "#define GT_WK \"16\"\n"
+    "#define GT_WTR \", 0, 0\"\n"
     "#endif\n"
     GT_MMA_SRC_ARGS
     GT_GEN_SRC_F16_CUDA
@@ -132,8 +164,8 @@ const char gt_gen_mma_wg_src[] =
     "#endif\n"
     "__device__ __forceinline__ void gt_wg_mma(float *d, u64 da, u64 db) {\n"
     "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, \" GT_WP \", 0;\\n\"\n"
-    "               \"wgmma.mma_async.sync.aligned.m64n\" GT_S(GT_BN) \"k16.f32.\" GT_WGT \".\" GT_WGT\n"
-    "               \" {\" GT_WREGS \"}, \" GT_WIN \", p, 1, 1, 0, 0;\\n}\\n\"\n"
+    "               \"wgmma.mma_async.sync.aligned.m64n\" GT_S(GT_BN) \"k\" GT_WK \".f32.\" GT_WTA \".\" GT_WTB\n"
+    "               \" {\" GT_WREGS \"}, \" GT_WIN \", p, 1, 1\" GT_WTR \";\\n}\\n\"\n"
     "               : GT_WOUT : \"l\"(da), \"l\"(db), \"r\"(1));\n"
     "}\n"
     "extern \"C\" __global__ void __launch_bounds__(GT_THREADS, 1)\n"
@@ -153,7 +185,7 @@ const char gt_gen_mma_wg_src[] =
     /* tile t of this split into slot t % ST (thread 0) */
     "  const int ir = (int)row0, ic = (int)col0, iz = (int)zb;\n"
     "  auto issue = [&](int t) {\n"
-    "    const int s = t % GT_ST, k0 = (int)(kb + (i64)t * 64);\n"
+    "    const int s = t % GT_ST, k0 = (int)(kb + (i64)t * GT_BK);\n"
     "    const u32 st = s0 + s * GT_STG, fb = full0 + 8 * s;\n"
     "    gt_bar_expect(fb, GT_STG);\n"
     "    gt_tma(st, &ta, k0, ir, iz, fb);\n"

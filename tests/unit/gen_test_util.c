@@ -25,6 +25,15 @@ gt_problem gen_test_prob(int64_t m, int64_t n, int64_t k, gt_dtype in, gt_dtype 
     return p;
 }
 
+gt_problem gen_test_prob_f8(int64_t m, int64_t n, int64_t k, gt_dtype a, gt_dtype b, gt_dtype out)
+{
+    gt_problem p = gen_test_prob(m, n, k, GT_DT_F8E4M3, out);
+    p.a_type = a;
+    p.b_type = b;
+    gt_problem_finish(&p);
+    return p;
+}
+
 const int64_t gen_test_llama[5][2] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336},
                                       {128256, 4096}};
 

@@ -15,6 +15,10 @@
  * `out`, f32 compute and scale, tight leading dimensions. */
 gt_problem gen_test_prob(int64_t m, int64_t n, int64_t k, gt_dtype in, gt_dtype out);
 
+/* An fp8 problem as cuBLASLt's fp8 matmul takes it: A `a`, B `b` (OCP
+ * fp8), D `out`, per-tensor scales (the AUTO mode of fp8 inputs). */
+gt_problem gen_test_prob_f8(int64_t m, int64_t n, int64_t k, gt_dtype a, gt_dtype b, gt_dtype out);
+
 /* The Llama-3-8B projections: m = out features x k = in features. */
 extern const int64_t gen_test_llama[5][2];
 

@@ -491,8 +491,10 @@ static void check_mma(const gt_problem *p, const char *cfg)
     const char *tmpl = gt_mma_src_of(&c);
     size_t sl = strlen(k.source), tl = strlen(tmpl);
     CHECK(sl > tl && !strcmp(k.source + sl - tl, tmpl));
-    /* wgmma: sm_90a only, the maps of A and B after the struct */
-    int wg = c.inst == GT_MMA_INST_WGMMA;
+    /* wgmma: sm_90a only, the maps of A and B after the struct; fp8: the
+     * scales after beta, maps of bytes */
+    int wg = c.inst == GT_MMA_INST_WGMMA, es = gt_dtype_is_f8(p->a_type) ? 1 : 2;
+    CHECK(gt_gen_kernel_scaled(&k) == (es == 1) && k.nargs == (es == 1 ? 23 : 21));
     CHECK(k.arch_specific == wg && k.ntmaps == 2 * wg && k.min_sm == (wg ? 90 : 80) &&
           !strcmp(k.arch, wg ? "sm_90a" : "sm_90"));
     cJSON *js = gt_gen_kernel_json(&k);
@@ -508,8 +510,10 @@ static void check_mma(const gt_problem *p, const char *cfg)
         CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "operand")), "a") &&
               cJSON_GetArrayItem(ad, 0)->valuedouble == (double)p->k &&
               cJSON_GetArrayItem(ad, 1)->valuedouble == (double)p->m &&
-              cJSON_GetArrayItem(as, 0)->valuedouble == 2.0 * p->lda &&
-              cJSON_GetArrayItem(bb, 0)->valuedouble == 64 && cJSON_GetArrayItem(bb, 1)->valuedouble == c.bn &&
+              cJSON_GetArrayItem(as, 0)->valuedouble == (double)es * p->lda &&
+              cJSON_GetArrayItem(bb, 0)->valuedouble == 128 / es && cJSON_GetArrayItem(bb, 1)->valuedouble == c.bn &&
+              !strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "data_type")),
+                      es == 1 ? "CU_TENSOR_MAP_DATA_TYPE_UINT8" : "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16") &&
               !strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "swizzle")),
                       "CU_TENSOR_MAP_SWIZZLE_128B"));
         char *cuh = gt_gen_kernel_cuh(&k, "test");
@@ -552,6 +556,20 @@ static void test_mma(void)
     check_mma(&n128, cfg);
     CHECK(mma_pick(&n128, GT_GEN_RED_TWOPASS, GT_MMA_INST_WGMMA, cfg, sizeof cfg) == 0);
     check_mma(&n128, cfg);
+    /* fp8 (e4m3, bf16 D) on wgmma: a prefill and a skinny shape */
+    gt_problem f8 = gen_test_prob_f8(4096, 2048, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16);
+    CHECK(mma_pick(&f8, -1, GT_MMA_INST_WGMMA, cfg, sizeof cfg) == 0 && strstr(cfg, "\"bk\":128,"));
+    check_mma(&f8, cfg);
+    gt_problem f8s = gen_test_prob_f8(4096, 16, 14336, GT_DT_F8E4M3, GT_DT_F8E5M2, GT_DT_F32);
+    CHECK(mma_pick(&f8s, -1, GT_MMA_INST_WGMMA, cfg, sizeof cfg) == 0);
+    check_mma(&f8s, cfg);
+    /* an fp8 config on mma.sync, or with a 16-bit k tile, is refused */
+    expect_refused(&f8, "{\"bk\":64,\"bm\":128,\"bn\":128,\"family\":\"mma\",\"reduction\":\"none\",\"splitk\":1,"
+                        "\"stages\":3,\"swizzle\":1,\"warps_m\":2,\"warps_n\":2}", GT_GEN_EXPORT_BAD,
+                   "fp8 inputs run on inst wgmma only");
+    expect_refused(&f8, "{\"bk\":64,\"bm\":128,\"bn\":128,\"family\":\"mma\",\"inst\":\"wgmma\",\"reduction\":"
+                        "\"none\",\"splitk\":1,\"stages\":4,\"swizzle\":1,\"warps_m\":8,\"warps_n\":1}",
+                   GT_GEN_EXPORT_BAD, "one 128-byte row: bk=64 x 1-byte");
     /* a config the target cannot run is refused with the rule */
     CHECK(mma_pick(&pre, -1, GT_MMA_INST_SYNC, cfg, sizeof cfg) == 0);
     gt_problem q = pre;

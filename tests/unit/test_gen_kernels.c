@@ -301,17 +301,6 @@ static const char *const f8_splits[] = {
     "\"pipe\":\"async\",\"reduction\":\"twopass\",\"rows_per_cta\":64,\"splitk\":4,\"vec\":16,\"warps\":4}",
     NULL};
 
-/* An fp8 problem as cuBLASLt's fp8 matmul takes it: A `a`, B `b` (OCP
- * fp8), D `out`, per-tensor scales (the AUTO mode of fp8 inputs). */
-static gt_problem prob_f8(int64_t m, int64_t n, int64_t k, gt_dtype a, gt_dtype b, gt_dtype out)
-{
-    gt_problem p = gen_test_prob(m, n, k, GT_DT_F8E4M3, out);
-    p.a_type = a;
-    p.b_type = b;
-    gt_problem_finish(&p);
-    return p;
-}
-
 /* fp8 inputs: applicable on CUDA sm_89+ only, OCP e4m3/e5m2 (not both
  * e5m2, no FNUZ, no fp8 x bf16 mix), per-tensor scales; vec counts one-byte
  * elements (16 = a 16-byte load, 8 only where 16 is misaligned, 4 never);
@@ -323,24 +312,24 @@ static void test_f8_rules(void)
     gt_gen_dev d, h;
     gt_gen_dev_default(&d, 90, 132);
     gt_gen_dev_hip(&h, 104);
-    gt_problem p = prob_f8(14336, 1, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16);
+    gt_problem p = gen_test_prob_f8(14336, 1, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16);
     CHECK(gt_gen_applicable(&p, &d, why, sizeof why) == 0);
-    gt_problem mix = prob_f8(1024, 16, 4096, GT_DT_F8E4M3, GT_DT_F8E5M2, GT_DT_F32);
+    gt_problem mix = gen_test_prob_f8(1024, 16, 4096, GT_DT_F8E4M3, GT_DT_F8E5M2, GT_DT_F32);
     CHECK(gt_gen_applicable(&mix, &d, why, sizeof why) == 0);
     expect_na(p, 80, "sm_89");
     CHECK(gt_gen_applicable(&p, &h, why, sizeof why) == -1 && strstr(why, "HIP"));
     gt_gen_dev_default(&d, 89, 128);
     CHECK(gt_gen_applicable(&p, &d, why, sizeof why) == 0);
     gt_gen_dev_default(&d, 90, 132);
-    expect_na(prob_f8(4096, 1, 4096, GT_DT_F8E5M2, GT_DT_F8E5M2, GT_DT_BF16), 90, "e5m2/e5m2");
-    expect_na(prob_f8(4096, 1, 4096, GT_DT_F8E4M3FNUZ, GT_DT_F8E4M3FNUZ, GT_DT_BF16), 90, "OCP");
-    expect_na(prob_f8(4096, 1, 4096, GT_DT_F8E4M3, GT_DT_BF16, GT_DT_BF16), 90, "OCP");
-    expect_na(prob_f8(4096, 1, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_F8E4M3), 90, "C/D types");
+    expect_na(gen_test_prob_f8(4096, 1, 4096, GT_DT_F8E5M2, GT_DT_F8E5M2, GT_DT_BF16), 90, "e5m2/e5m2");
+    expect_na(gen_test_prob_f8(4096, 1, 4096, GT_DT_F8E4M3FNUZ, GT_DT_F8E4M3FNUZ, GT_DT_BF16), 90, "OCP");
+    expect_na(gen_test_prob_f8(4096, 1, 4096, GT_DT_F8E4M3, GT_DT_BF16, GT_DT_BF16), 90, "OCP");
+    expect_na(gen_test_prob_f8(4096, 1, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_F8E4M3), 90, "C/D types");
     gt_problem q = p;
     q.scale_a = GT_SCALE_NONE;
     expect_na(q, 90, "scales");
     /* vec: bytes, not elements */
-    gt_problem p16 = prob_f8(14336, 16, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16);
+    gt_problem p16 = gen_test_prob_f8(14336, 16, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16);
     gt_gen_cfg c = k_cfg;
     c.vec = 16;
     CHECK_MSG(gt_gen_check(&p16, &d, &c, why, sizeof why) == 0, "%s", why);
@@ -350,7 +339,7 @@ static void test_f8_rules(void)
     expect_pruned(p16, c, 0, "4-byte vectors");
     c.vec = 16;
     expect_pruned(gen_test_prob(4096, 16, 4096, GT_DT_BF16, GT_DT_BF16), c, 0, "32-byte vectors");
-    gt_problem odd = prob_f8(4096, 16, 4104, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16); /* lda 8 mod 16 */
+    gt_problem odd = gen_test_prob_f8(4096, 16, 4104, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16); /* lda 8 mod 16 */
     expect_pruned(odd, c, 0, "alignment");
     c.vec = 8; /* passes the vec and alignment rules (later ones may prune it) */
     why[0] = 0;
@@ -376,8 +365,8 @@ static void test_f8_rules(void)
     double t8 = gt_gen_model_us(&p, &d, &best), t16 = gt_gen_model_us(&pb, &d, &bb);
     CHECK_MSG(t8 < 0.7 * t16 && t8 > 0.4 * t16, "fp8 %.1f us, bf16 %.1f us", t8, t16);
     /* the GPU section's split-K configs pass every rule for its problems */
-    gt_problem gp[2] = {prob_f8(1024, 5, 4112, GT_DT_F8E4M3, GT_DT_F8E5M2, GT_DT_F32),
-                        prob_f8(2048, 5, 4096, GT_DT_F8E5M2, GT_DT_F8E4M3, GT_DT_F16)};
+    gt_problem gp[2] = {gen_test_prob_f8(1024, 5, 4112, GT_DT_F8E4M3, GT_DT_F8E5M2, GT_DT_F32),
+                        gen_test_prob_f8(2048, 5, 4096, GT_DT_F8E5M2, GT_DT_F8E4M3, GT_DT_F16)};
     gp[0].bias = 1, gp[0].bias_type = GT_DT_BF16, gp[0].alpha = 0.5, gp[0].beta = 0.25;
     gp[1].batch = 2;
     gt_problem_default_ld(&gp[1]);
@@ -749,9 +738,9 @@ static void test_nvrtc_f8(void)
     gt_cu_cache_forget();
     gt_gen_dev d;
     gt_gen_dev_default(&d, 90, 132);
-    gt_problem ps[3] = {prob_f8(14336, 1, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16),
-                        prob_f8(4096, 16, 14336, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16),
-                        prob_f8(1024, 5, 4104, GT_DT_F8E4M3, GT_DT_F8E5M2, GT_DT_F32)};
+    gt_problem ps[3] = {gen_test_prob_f8(14336, 1, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16),
+                        gen_test_prob_f8(4096, 16, 14336, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16),
+                        gen_test_prob_f8(1024, 5, 4104, GT_DT_F8E4M3, GT_DT_F8E5M2, GT_DT_F32)};
     ps[2].bias = 1, ps[2].bias_type = GT_DT_BF16, ps[2].alpha = 0.5, ps[2].beta = 0.25;
     snprintf(ps[2].activation, sizeof ps[2].activation, "gelu");
     gt_problem_finish(&ps[2]);

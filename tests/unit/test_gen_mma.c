@@ -315,6 +315,83 @@ static void test_wgmma(void)
     }
 }
 
+/* fp8 (OCP e4m3/e5m2 A and B, per-tensor scales) on inst wgmma: applicable
+ * on an H100 only; every kept config is wgmma with bk 128 (one 128-byte
+ * row); mma.sync and a 64-value k tile are pruned with their reasons, and
+ * so are 16-byte-misaligned rows; the tensor maps move bytes (UINT8, box
+ * 128 values, strides in bytes); the defines carry B's type. */
+static void test_wgmma_f8(void)
+{
+    char err[256], why[GT_GEN_REASON];
+    gt_gen_dev d = h100(), ada, hip;
+    gt_gen_dev_default(&ada, 89, 128);
+    gt_gen_dev_hip(&hip, 104);
+    gt_problem p = gen_test_prob_f8(4096, 2048, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16);
+    CHECK_MSG(gt_mma_applicable(&p, &d, why, sizeof why) == 0, "%s", why);
+    expect_na(p, &ada, "A/B types f8e4m3/f8e4m3: the family runs fp8 inputs on wgmma only, a CUDA sm_90 "
+                       "instruction (this device is sm_89)");
+    expect_na(p, &hip, "fp8 inputs on wgmma only, a CUDA sm_90 instruction (this device is HIP");
+    expect_na(gen_test_prob_f8(4096, 2048, 4096, GT_DT_F8E4M3, GT_DT_BF16, GT_DT_BF16), &d, "OCP");
+    expect_na(gen_test_prob_f8(4096, 2048, 4096, GT_DT_F8E5M2, GT_DT_F8E5M2, GT_DT_BF16), &d, "e5m2/e5m2");
+    /* encoding: bk 128 only with wgmma */
+    gt_mma_cfg c = k_wg, back;
+    c.bk = 128;
+    cJSON *j = gt_mma_cfg_to_json(&c);
+    CHECK(j && gt_mma_cfg_from_json(j, &back, err, sizeof err) == 0 && back.bk == 128);
+    cJSON_Delete(j);
+    gt_mma_cfg s128 = k_cfg;
+    s128.bk = 128;
+    j = gt_mma_cfg_to_json(&s128);
+    CHECK_MSG(j && gt_mma_cfg_from_json(j, &back, err, sizeof err) == -1 && strstr(err, "bk=128: must be 32 or 64"),
+              "%s", err);
+    cJSON_Delete(j);
+    /* rules */
+    CHECK_MSG(gt_mma_check(&p, &d, &c, why, sizeof why) == 0, "%s", why);
+    gen_test_mma_pruned(p, &d, k_wg, "k tile: inst wgmma loads k tiles of one 128-byte row: bk=64 x 1-byte");
+    gt_problem b16 = gen_test_prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
+    gen_test_mma_pruned(b16, &d, c, "k tile: inst wgmma loads k tiles of one 128-byte row: bk=128 x 2-byte");
+    gen_test_mma_pruned(p, &d, k_cfg, "inst: fp8 inputs run on inst wgmma only");
+    gen_test_mma_pruned(gen_test_prob_f8(4096, 2048, 4104, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16), &d, c,
+                        "alignment: lda=4104, ldb=4104 not all multiples of 16");
+    gen_test_mma_pruned(gen_test_prob_f8(4096, 2048, 64, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16), &d, c,
+                        "k tile: bk=128 > k=64: half of every stage would be zeros");
+    /* geometry and maps: the same 128-byte rows as bf16's 64 values */
+    gt_gen_geom g;
+    gt_mma_geometry(&p, &c, &g);
+    CHECK(g.threads == 256 && g.smem_bytes == 4 * 384 * 128 + 1024 && g.kper == 4096);
+    gt_mma_tmap t[GT_MMA_MAX_TMAPS];
+    CHECK(gt_mma_tmaps(&p, &c, t) == 2);
+    CHECK(t[0].dtype == GT_MMA_TMAP_U8 && t[0].box[0] == 128 && t[0].box[1] == 128 && t[1].box[1] == 256 &&
+          t[0].strides[0] == 4096 && t[0].strides[1] == 4096ULL * 4096 && t[1].dims[1] == 2048);
+    CHECK(!strcmp(gt_mma_tmap_type_name(&t[0]), "CU_TENSOR_MAP_DATA_TYPE_UINT8"));
+    CHECK(gt_mma_tmaps(&b16, &k_wg, t) == 2 && t[0].dtype == GT_MMA_TMAP_BF16 && t[0].box[0] == 64 &&
+          t[0].strides[0] == 8192);
+    /* defines: B's type for fp8 only, none for mma.sync */
+    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+    gt_problem mix = gen_test_prob_f8(1024, 256, 4096, GT_DT_F8E4M3, GT_DT_F8E5M2, GT_DT_F32);
+    int n = gt_mma_defines(&mix, &c, defs), bb = 0, ab = 0;
+    for (int i = 0; i < n; i++)
+        bb += !strcmp(defs[i], "-DGT_BB=3"), ab += !strcmp(defs[i], "-DGT_AB=2");
+    CHECK(n > 0 && bb == 1 && ab == 1);
+    CHECK(gt_mma_defines(&mix, &k_cfg, defs) == -1);
+    n = gt_mma_defines(&b16, &k_wg, defs);
+    for (int i = 0; i < n; i++)
+        CHECK(strncmp(defs[i], "-DGT_BB", 7) != 0);
+    /* the space: prefill and decode shapes keep wgmma configs of bk 128 only */
+    static const int64_t tok[] = {16, 128, 2048};
+    for (size_t k = 0; k < 3; k++)
+        for (size_t i = 0; i < 5; i++) {
+            gt_problem q = gen_test_prob_f8(gen_test_llama[i][0], tok[k], gen_test_llama[i][1], GT_DT_F8E4M3,
+                                            GT_DT_F8E4M3, GT_DT_BF16);
+            gt_mma_space s;
+            CHECK(gt_mma_prune_kept(&q, &d, GT_MMA_DEFAULT_CAP, &s) == 0);
+            CHECK_MSG(s.nkeep > 0, "%lldx%lldx%lld: %s", (long long)q.m, (long long)q.n, (long long)q.k, s.why);
+            for (int x = 0; x < s.nkeep; x++)
+                CHECK(s.keep[x].inst == GT_MMA_INST_WGMMA && s.keep[x].bk == 128);
+            gt_mma_space_free(&s);
+        }
+}
+
 /* Every config of the raw space is kept or pruned with a reason; the kept
  * ones pass every rule; the Llama shapes all get a full family. */
 static void test_prune(void)
@@ -564,6 +641,39 @@ static void test_nvrtc(void)
     add_cfg(&set, &c);
     CHECK(compile_set(&e, &set, 90, "f16 in, f32 out, bias, gelu, split-K") == 0);
     free(set.v);
+    /* fp8 on wgmma: the top configs the Llama shapes keep at n = 128 and
+     * 2048 (e4m3, bf16 D), and the e4m3 x e5m2 mix with f32 D, bias, gelu,
+     * beta and both split-K reductions */
+    {
+        gt_gen_dev d;
+        gt_gen_dev_default(&d, 90, 132);
+        cfgset f8 = {0};
+        for (size_t t = 1; t < 3; t++)
+            for (size_t i = 0; i < sizeof gen_test_llama / sizeof gen_test_llama[0]; i++) {
+                gt_problem p = gen_test_prob_f8(gen_test_llama[i][0], k_tokens[t], gen_test_llama[i][1],
+                                                GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16);
+                gt_mma_space s;
+                CHECK(gt_mma_prune_kept(&p, &d, GT_MMA_DEFAULT_CAP, &s) == 0 && s.nkeep > 0);
+                for (int c = 0; c < s.nkeep && (all || c < 3); c++)
+                    add_cfg(&f8, &s.keep[c]);
+                gt_mma_space_free(&s);
+            }
+        gt_problem p0 = gen_test_prob_f8(4096, 2048, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16);
+        CHECK(compile_set(&p0, &f8, 90, "fp8 wgmma configs of the Llama shapes (sm_90a)") == 0);
+        free(f8.v);
+        f8 = (cfgset){0};
+        gt_problem m8 = gen_test_prob_f8(3000, 500, 1008, GT_DT_F8E4M3, GT_DT_F8E5M2, GT_DT_F32);
+        m8.bias = 1, m8.bias_type = GT_DT_BF16, m8.alpha = 0.5, m8.beta = 0.25;
+        snprintf(m8.activation, sizeof m8.activation, "gelu");
+        c = k_wg, c.bk = 128;
+        add_cfg(&f8, &c);
+        c.splitk = 2, c.reduction = GT_GEN_RED_ATOMIC, c.bn = 128;
+        add_cfg(&f8, &c);
+        c = k_wg, c.bk = 128, c.bm = 64, c.warps_m = 4, c.bn = 16, c.splitk = 3, c.reduction = GT_GEN_RED_TWOPASS;
+        add_cfg(&f8, &c);
+        CHECK(compile_set(&m8, &f8, 90, "fp8 e4m3 x e5m2, f32 out, bias, gelu, split-K") == 0);
+        free(f8.v);
+    }
     gt_cu_cache_forget();
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -702,6 +812,27 @@ static void test_gpu(void)
     smoke(bk, ctx, p, raster);
     p = gen_test_prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
     smoke(bk, ctx, p, NULL);
+    /* fp8 on wgmma (validated against the reference with the scales
+     * applied): every kept config of a prefill shape; edges in m, n and k
+     * with the e4m3 x e5m2 mix, f32 D, alpha, beta and bias through both
+     * split-K reductions and the element-wise store; a skinny n */
+#define WG8_CFG(bm, bn, wm, st, sk, red, swz)                                                                 \
+    "{\"bk\":128,\"bm\":" #bm ",\"bn\":" #bn ",\"family\":\"mma\",\"inst\":\"wgmma\",\"reduction\":\"" red    \
+    "\",\"splitk\":" #sk ",\"stages\":" #st ",\"swizzle\":" #swz ",\"warps_m\":" #wm ",\"warps_n\":1}"
+    static const char *const wg8_edges[] = {
+        WG8_CFG(64, 64, 4, 3, 1, "none", 1), WG8_CFG(128, 128, 8, 4, 1, "none", 1),
+        WG8_CFG(64, 128, 4, 4, 3, "atomic", 1), WG8_CFG(128, 64, 8, 3, 2, "twopass", 1), NULL};
+    static const char *const wg8_skinny[] = {WG8_CFG(64, 16, 4, 4, 1, "none", 1),
+                                             WG8_CFG(128, 16, 8, 6, 4, "atomic", 1), NULL};
+    p = gen_test_prob_f8(4096, 2048, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16);
+    smoke(bk, ctx, p, NULL);
+    p = gen_test_prob_f8(1000, 77, 1008, GT_DT_F8E4M3, GT_DT_F8E5M2, GT_DT_F32);
+    p.alpha = 0.5, p.beta = 0.25, p.bias = 1, p.bias_type = GT_DT_BF16;
+    smoke(bk, ctx, p, wg8_edges);
+    p.ldd = p.ldc = 1001; /* D rows not 16-byte aligned: the element-wise store */
+    smoke(bk, ctx, p, wg8_edges);
+    p = gen_test_prob_f8(4096, 16, 4096, GT_DT_F8E5M2, GT_DT_F8E4M3, GT_DT_F16);
+    smoke(bk, ctx, p, wg8_skinny);
     bk->close(ctx);
 }
 #endif
@@ -714,6 +845,7 @@ int main(int argc, char **argv)
         RUN(test_applicable);
         RUN(test_rules);
         RUN(test_wgmma);
+        RUN(test_wgmma_f8);
         RUN(test_prune);
         RUN(test_geometry);
 #ifdef GT_WITH_CUDA
