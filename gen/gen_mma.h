@@ -128,6 +128,10 @@ extern const char gt_gen_mma_hip_src[];
  * kernels and argument struct, the main kernel taking two tensor maps after
  * it (gt_mma_tmaps describes them). */
 extern const char gt_gen_mma_wg_src[];
+/* 1 when c's kernel (inst wgmma, bn <= 128) runs with a producer warp:
+ * one warp past the consumer warpgroups issues every TMA load, so no
+ * consumer waits for a free slot; the launch then has 32 more threads. */
+int gt_mma_wg_pw(const gt_mma_cfg *c);
 /* The template of c (by inst). */
 const char *gt_mma_src_of(const gt_mma_cfg *c);
 

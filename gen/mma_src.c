@@ -427,6 +427,8 @@ int gt_mma_defines_for(const gt_problem *p, const gt_mma_cfg *c, int hip,
      * the 16-bit lists (NVRTC's compile cache keys) stay as they were */
     if (t.ab > 1)
         snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_BB=%d", t.bb);
+    if (gt_mma_wg_pw(c))
+        snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_PW=1");
     /* HIP: the target and the wave size, appended so that the CUDA list (a
      * part of NVRTC's compile cache key) stays as it was */
     if (hip) {
@@ -454,6 +456,8 @@ void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_g
     g->gy = 1;
     g->gz = (unsigned)(batch * sk);
     g->threads = (unsigned)(c->warps_m * c->warps_n * (hip ? 64 : 32));
+    if (gt_mma_wg_pw(c))
+        g->threads += 32; /* the producer warp */
     size_t mn = (size_t)p->m * (size_t)p->n * (size_t)batch * sizeof(float);
     if (sk > 1 && c->reduction == GT_GEN_RED_ATOMIC) {
         g->ws_bytes = mn;
@@ -470,6 +474,17 @@ void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_g
                     (size_t)gt_gen_elem_size(p);
     if (c->inst == GT_MMA_INST_WGMMA)
         g->smem_bytes += 1024;
+}
+
+/* The producer warp takes 32 more threads, which lowers ptxas' register
+ * limit under __launch_bounds__(threads, 1) from 255 to 224: the 128 f32
+ * accumulators per thread of bn = 256 then spill (fp8 configs on the H100
+ * did), so bn = 256 keeps thread 0 as its producer. Where it applies it was
+ * never slower on the H100 and up to 1.18x faster at n = 128
+ * (bench/results/h100_31_producer_warp.txt). */
+int gt_mma_wg_pw(const gt_mma_cfg *c)
+{
+    return c->inst == GT_MMA_INST_WGMMA && c->bn <= 128;
 }
 
 const char *gt_mma_src_of(const gt_mma_cfg *c)

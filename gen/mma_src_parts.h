@@ -64,12 +64,15 @@
 #define GT_MMA_SRC_LAST                                                         \
     /* atomic: the last CTA of the tile finishes it and clears the workspace */ \
     "#if GT_SPLITK > 1 && GT_RED == 1\n"                                        \
+    "#ifndef GT_CSYNC\n"                                                        \
+    "#define GT_CSYNC() __syncthreads()\n"                                      \
+    "#endif\n"                                                                  \
     "  __shared__ int gt_last;\n"                                               \
     "  __threadfence();\n"                                                      \
-    "  __syncthreads();\n"                                                      \
+    "  GT_CSYNC();\n"                                                           \
     "  const u64 tile = (u64)zb * gridDim.x + blockIdx.x;\n"                    \
     "  if (tid == 0) gt_last = atomicAdd(g.cnt + tile, 1u) == GT_SPLITK - 1;\n" \
-    "  __syncthreads();\n"                                                      \
+    "  GT_CSYNC();\n"                                                           \
     "  if (gt_last) {\n"                                                        \
     "    __threadfence();\n"                                                    \
     "    for (int t = tid; t < GT_BM * GT_BN; t += GT_THREADS) {\n"             \

@@ -48,7 +48,19 @@
 
 const char gt_gen_mma_wg_src[] =
     GT_GEN_SRC_TYPES
-    "#define GT_THREADS (GT_WGM * 32)\n"
+    "#define GT_THREADS (GT_WGM * 32)\n" /* the consumers: GT_WGM / 4 warpgroups */
+    /* GT_PW 1: one more warp, the producer, issues every TMA load and
+     * waits for free slots, so no consumer warp ever stalls on the ring;
+     * the consumers then synchronise among themselves (named barrier 1) */
+    "#ifndef GT_PW\n"
+    "#define GT_PW 0\n"
+    "#endif\n"
+    "#define GT_LAUNCH (GT_THREADS + 32 * GT_PW)\n"
+    "#if GT_PW\n"
+    "#define GT_CSYNC() asm volatile(\"bar.sync 1, %0;\" :: \"n\"(GT_THREADS) : \"memory\")\n"
+    "#else\n"
+    "#define GT_CSYNC() __syncthreads()\n"
+    "#endif\n"
     "#define GT_STG ((GT_BM + GT_BN) * 128)\n" /* bytes of one ring slot */
     /* the operand types: 16-bit (k16 per wgmma, one type) or OCP fp8 (k32,
      * A and B each e4m3 or e5m2; GT_BB, B's code, is given for fp8 only) */
@@ -168,7 +180,7 @@ const char gt_gen_mma_wg_src[] =
     "               \" {\" GT_WREGS \"}, \" GT_WIN \", p, 1, 1\" GT_WTR \";\\n}\\n\"\n"
     "               : GT_WOUT : \"l\"(da), \"l\"(db), \"r\"(1));\n"
     "}\n"
-    "extern \"C\" __global__ void __launch_bounds__(GT_THREADS, 1)\n"
+    "extern \"C\" __global__ void __launch_bounds__(GT_LAUNCH, 1)\n"
     "gt_mma(gt_mma_args g, const __grid_constant__ gt_tmap ta, const __grid_constant__ gt_tmap tb) {\n"
     "  extern __shared__ __align__(128) unsigned char gt_dyn[];\n"
     "  __shared__ __align__(8) u64 gt_bars[2 * GT_ST];\n"
@@ -191,8 +203,21 @@ const char gt_gen_mma_wg_src[] =
     "    gt_tma(st, &ta, k0, ir, iz, fb);\n"
     "    gt_tma(st + GT_BM * 128, &tb, k0, ic, iz, fb);\n"
     "  };\n"
+    "#if GT_PW\n"
+    /* the producer warp: tile t into slot t % ST once the consumers have
+     * released the tile ST before it (the slot's (t / ST)-th release) */
+    "  if (warp == GT_WGM) {\n"
+    "    if (lane == 0)\n"
+    "      for (int t = 0; t < nk; t++) {\n"
+    "        if (t >= GT_ST) gt_bar_wait(empty0 + 8 * (t % GT_ST), ((t / GT_ST) - 1) & 1);\n"
+    "        issue(t);\n"
+    "      }\n"
+    "    return;\n"
+    "  }\n"
+    "#else\n"
     "  if (tid == 0)\n"
     "    for (int t = 0; t < GT_ST - 1 && t < nk; t++) issue(t);\n"
+    "#endif\n"
     "  float acc[1][GT_BN / 8][4];\n"
     "  float *d = &acc[0][0][0];\n"
     "#pragma unroll\n"
@@ -212,7 +237,7 @@ const char gt_gen_mma_wg_src[] =
     "    gt_fence_acc(d);\n"
     /* this warpgroup is done with tile t - 1: its slot may be refilled */
     "    if (t >= 1 && wtid == 0) gt_bar_arrive(empty0 + 8 * ((t - 1) % GT_ST));\n"
-    "    if (tid == 0 && t + GT_ST - 1 < nk) {\n"
+    "    if (!GT_PW && tid == 0 && t + GT_ST - 1 < nk) {\n"
     "      if (t >= 1) gt_bar_wait(empty0 + 8 * ((t - 1) % GT_ST), ((t - 1) / GT_ST) & 1);\n"
     "      issue(t + GT_ST - 1);\n"
     "    }\n"
@@ -227,7 +252,7 @@ const char gt_gen_mma_wg_src[] =
     "    const int ds = GT_DKT == 0 ? 4 : 2, ev = 16 / ds, lds = GT_BM + ev;\n"
     "    if (((u64)g.d & 15) == 0 && (g.ldd * ds) % 16 == 0 && (g.sd * ds) % 16 == 0) {\n"
     "      unsigned char *sd = gt_dyn + (s0 - gt_saddr(gt_dyn));\n"
-    "      __syncthreads();\n"
+    "      GT_CSYNC();\n"
     "#pragma unroll\n"
     "      for (int j = 0; j < GT_BN / 8; j++)\n"
     "#pragma unroll\n"
@@ -236,7 +261,7 @@ const char gt_gen_mma_wg_src[] =
     "          const i64 ii = row0 + r, jj = col0 + c;\n"
     "          gt_put<GT_DKT>(sd, (i64)c * lds + r, ii < g.m && jj < g.n ? gt_epi(g, zb, ii, jj, acc[0][j][e]) : 0.f);\n"
     "        }\n"
-    "      __syncthreads();\n"
+    "      GT_CSYNC();\n"
     "      const int cpc = GT_BM / ev;\n" /* 16-byte chunks per column */
     "      unsigned char *dz = (unsigned char *)g.d + zb * g.sd * ds;\n"
     "      for (int x = tid; x < GT_BN * cpc; x += GT_THREADS) {\n"
