@@ -276,7 +276,8 @@ static void test_lookups(void)
         check_args(k, &p, k_twopass);
     }
     gt_db_kernel_free(k);
-    /* the wgmma kernel: arch-specific, two tensor maps */
+    /* the wgmma kernel: arch-specific, two tensor maps; bn 128, so one
+     * warpgroup and the producer warp (128 + 32 threads) */
     k = NULL;
     gt_gemm_desc d4;
     desc_of(&d4, 2048, 128, 2048);
@@ -285,7 +286,7 @@ static void test_lookups(void)
         gt_problem p = problem_of(2048, 128, 2048);
         CHECK(!strcmp(k->family, "mma") && k->min_sm == 90 && k->arch_specific == 1 && k->tensor_maps == 2 &&
               k->chain_min_sm == 0 &&
-              k->nlaunch == 1 && k->launch[0].block[0] == 128 && k->launch[0].shared_bytes == 4 * 192 * 128 + 1024);
+              k->nlaunch == 1 && k->launch[0].block[0] == 128 + 32 && k->launch[0].shared_bytes == 4 * 192 * 128 + 1024);
         gt_mma_cfg c;
         gt_gen_geom g;
         char A, B, D;
