@@ -149,12 +149,12 @@ typedef struct gt_mma_tmap {
     const char *operand;           /* "a" or "b": the argument it maps (static) */
     int dtype;                     /* GT_MMA_TMAP_*: the map's element type */
     unsigned long long dims[3];
-    unsigned long long strides[2]; /* bytes: leading dimension x 2, batch stride x 2 */
+    unsigned long long strides[2]; /* bytes: leading dimension, batch stride (x the element size) */
     unsigned box[3];
 } gt_mma_tmap;
-/* The maps of (p, c): 2 for inst wgmma (A then B), else 0. */
 /* cuTensorMapEncodeTiled's name for a map's element type (t->dtype). */
 const char *gt_mma_tmap_type_name(const gt_mma_tmap *t);
+/* The maps of (p, c): 2 for inst wgmma (A then B), else 0. */
 int gt_mma_tmaps(const gt_problem *p, const gt_mma_cfg *c, gt_mma_tmap t[GT_MMA_MAX_TMAPS]);
 
 /* The -D definitions of (p, c) (at most GT_GEN_MAX_DEFS) for CUDA (hip = 0)
@@ -166,9 +166,10 @@ int gt_mma_defines(const gt_problem *p, const gt_mma_cfg *c,
                    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN]);
 
 /* Launch geometry: gx = tiles of D (1-D, rastered by the kernel), gz =
- * batch x splitk; threads = warps_m x warps_n x the warp size (32, HIP 64);
- * smem_bytes is DYNAMIC shared memory (CUDA: stages x (bm + bn) x bk x 2;
- * HIP: 2 x (bm + bn) x bk x 2), fin_blocks the "twopass" second kernel's
+ * batch x splitk; threads = warps_m x warps_n x the warp size (32, HIP 64),
+ * + 32 for the wgmma producer warp (gt_mma_wg_pw); smem_bytes is DYNAMIC
+ * shared memory (CUDA: stages x (bm + bn) x bk x the element size, wgmma
+ * + 1024; HIP: 2 x (bm + bn) x bk x 2), fin_blocks the "twopass" second kernel's
  * blocks of 256. gt_mma_geometry is hip = 0. */
 void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_gen_geom *g);
 void gt_mma_geometry(const gt_problem *p, const gt_mma_cfg *c, gt_gen_geom *g);
