@@ -197,14 +197,24 @@ void gt_store_stats_free(gt_store_stats *st)
 int gt_store_run_fingerprint(gt_store *s, int64_t run_id, char *fp, size_t fplen)
 {
     char err[256];
-    /* MAX(id) over results_by_run is one index seek; the job and problem
-     * counts per state change with every lease, report and phase change
-     * (heartbeats, which only move lease deadlines, do not show). */
+    /* The run's MAX(id) is one index seek per (phase, valid) of
+     * results_by_run_phase (the CHECK on phase and the store's 0/1 valid are
+     * all there is; 010_results_indexes.sql); the job and problem counts per
+     * state change with every lease, report and phase change (heartbeats,
+     * which only move lease deadlines, do not show). */
     gt_store_lock(s);
     sqlite3_stmt *st = gt_store_prep(
         s,
         "SELECT r.state,"
-        " (SELECT MAX(x.id) FROM results x WHERE x.run_id = r.id),"
+        " (SELECT MAX(m) FROM ("
+        "   SELECT (SELECT MAX(x.id) FROM results x WHERE x.run_id = r.id AND x.phase = 'screen'"
+        "     AND x.valid = 0) AS m"
+        "   UNION ALL SELECT (SELECT MAX(x.id) FROM results x WHERE x.run_id = r.id"
+        "     AND x.phase = 'screen' AND x.valid = 1)"
+        "   UNION ALL SELECT (SELECT MAX(x.id) FROM results x WHERE x.run_id = r.id"
+        "     AND x.phase = 'final' AND x.valid = 0)"
+        "   UNION ALL SELECT (SELECT MAX(x.id) FROM results x WHERE x.run_id = r.id"
+        "     AND x.phase = 'final' AND x.valid = 1))),"
         " (SELECT group_concat(n, ',') FROM (SELECT state || ':' || COUNT(*) AS n FROM jobs"
         "   WHERE run_id = r.id GROUP BY state)),"
         " (SELECT group_concat(n, ',') FROM (SELECT state || ':' || COUNT(*) AS n FROM problems"
@@ -430,11 +440,14 @@ static cJSON *timeline_locked(gt_store *s, int64_t run_id, int *found, char *err
              k_best_cols);
     if (!(pr = gt_store_prep(s, sql, err, errlen)))
         goto fail;
-    /* In the order of an index on (problem_id, valid, created_ms, time_us),
-     * when the database has one: then no row is read. */
+    /* A problem's valid results through results_by_problem (both phases:
+     * the CHECK on phase allows no other), sorted here: an index of its own
+     * cost every result's insert more than this view is worth
+     * (010_results_indexes.sql). */
     if (!(pts = gt_store_prep(s,
                               "SELECT created_ms, time_us FROM results WHERE problem_id = ?"
-                              " AND valid = 1 AND time_us IS NOT NULL ORDER BY created_ms, time_us",
+                              " AND phase IN ('screen', 'final') AND valid = 1"
+                              " AND time_us IS NOT NULL ORDER BY created_ms, time_us",
                               err, errlen)))
         goto fail;
     sqlite3_bind_int64(pr, 1, run_id);

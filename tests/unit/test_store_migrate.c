@@ -65,7 +65,21 @@ static void upgrades_v3(void)
     CHECK_MSG(s, "%s", err);
     if (!s)
         return;
-    CHECK(user_version(gt_store_db(s)) == 9);
+    CHECK(user_version(gt_store_db(s)) == 10);
+    /* 010: results keep three indexes besides the unique key: results_by_run
+     * (a prefix of results_by_run_phase) and results_by_problem_time (the
+     * timeline's) are gone */
+    {
+        sqlite3_stmt *ix = NULL;
+        CHECK(sqlite3_prepare_v2(gt_store_db(s),
+                                 "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master"
+                                 " WHERE type = 'index' AND tbl_name = 'results' AND sql IS NOT NULL"
+                                 " ORDER BY name)",
+                                 -1, &ix, NULL) == SQLITE_OK &&
+              sqlite3_step(ix) == SQLITE_ROW &&
+              !strcmp((const char *)sqlite3_column_text(ix, 0), "results_by_problem,results_by_run_phase"));
+        sqlite3_finalize(ix);
+    }
     /* 009: jobs carry their shard, the lease's index orders by shard > 0 (an
      * expression: pragma_index_info gives it no name) before id */
     {
@@ -125,7 +139,7 @@ static void upgrades_v3(void)
     s = gt_store_open(path, err, sizeof err);
     CHECK_MSG(s, "%s", err);
     if (s) {
-        CHECK(user_version(gt_store_db(s)) == 9);
+        CHECK(user_version(gt_store_db(s)) == 10);
         ws = gt_store_workers_json(s, 10, err, sizeof err);
         CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ws, "workers")) == 2);
         cJSON_Delete(ws);
