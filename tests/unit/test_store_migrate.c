@@ -33,6 +33,23 @@ static int user_version(sqlite3 *db)
     return v;
 }
 
+/* The first row of sql, its first ncol columns as text (NULL as ""): 0, or
+ * -1 when the query fails or has no row. */
+static int row_text(sqlite3 *db, const char *sql, char v[][128], int ncol)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+        for (int i = 0; i < ncol; i++) {
+            const unsigned char *t = sqlite3_column_text(st, i);
+            snprintf(v[i], sizeof v[i], "%s", t ? (const char *)t : "");
+        }
+        rc = 0;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* A database as a coordinator of schema version 3 leaves it. */
 static int make_v3(const char *path)
 {
@@ -70,28 +87,23 @@ static void upgrades_v3(void)
      * (a prefix of results_by_run_phase) and results_by_problem_time (the
      * timeline's) are gone */
     {
-        sqlite3_stmt *ix = NULL;
-        CHECK(sqlite3_prepare_v2(gt_store_db(s),
-                                 "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master"
-                                 " WHERE type = 'index' AND tbl_name = 'results' AND sql IS NOT NULL"
-                                 " ORDER BY name)",
-                                 -1, &ix, NULL) == SQLITE_OK &&
-              sqlite3_step(ix) == SQLITE_ROW &&
-              !strcmp((const char *)sqlite3_column_text(ix, 0), "results_by_problem,results_by_run_phase"));
-        sqlite3_finalize(ix);
+        char v[2][128];
+        CHECK(row_text(gt_store_db(s),
+                       "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master"
+                       " WHERE type = 'index' AND tbl_name = 'results' AND sql IS NOT NULL ORDER BY name)",
+                       v, 1) == 0 &&
+              !strcmp(v[0], "results_by_problem,results_by_run_phase"));
     }
     /* 009: jobs carry their shard, the lease's index orders by shard > 0 (an
      * expression: pragma_index_info gives it no name) before id */
     {
-        sqlite3_stmt *col = NULL;
-        CHECK(sqlite3_prepare_v2(gt_store_db(s),
-                                 "SELECT (SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'shard'),"
-                                 " (SELECT group_concat(name, ',') FROM"
-                                 " (SELECT name FROM pragma_index_info('jobs_queue') ORDER BY seqno))",
-                                 -1, &col, NULL) == SQLITE_OK &&
-              sqlite3_step(col) == SQLITE_ROW && sqlite3_column_int(col, 0) == 1 &&
-              !strcmp((const char *)sqlite3_column_text(col, 1), "run_id,state,kind,backend,id"));
-        sqlite3_finalize(col);
+        char v[2][128];
+        CHECK(row_text(gt_store_db(s),
+                       "SELECT (SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'shard'),"
+                       " (SELECT group_concat(name, ',') FROM"
+                       " (SELECT name FROM pragma_index_info('jobs_queue') ORDER BY seqno))",
+                       v, 2) == 0 &&
+              !strcmp(v[0], "1") && !strcmp(v[1], "run_id,state,kind,backend,id"));
     }
     /* 008: results carry the GPU's state of their final rounds */
     {
