@@ -288,7 +288,7 @@ static int mma_runnable(const gt_problem *p, const gt_mma_cfg *c, const gt_gen_g
     gt_gen_dev d;
     gt_gen_dev_default(&d, sm > 0 ? sm : 90, 0);
     long long optin = d.smem_optin > 0 ? d.smem_optin : d.smem_block;
-    int threads = c->warps_m * c->warps_n * 32, ae = 16 / gt_gen_elem_size(p); /* 16-byte chunks */
+    int ae = 16 / gt_gen_elem_size(p); /* 16-byte chunks */
     if (gt_mma_elem_check(p, c, why, len) != 0)
         ; /* why says which */
     else if (c->inst == GT_MMA_INST_WGMMA && sm > 0 && sm != 90)
@@ -301,8 +301,8 @@ static int mma_runnable(const gt_problem *p, const gt_mma_cfg *c, const gt_gen_g
     else if ((c->splitk > 1) != (c->reduction != GT_GEN_RED_NONE))
         snprintf(why, len, "shape: reduction=%s with splitk=%d (a reduction exactly when splitk > 1)",
                  gt_gen_red_name(c->reduction), c->splitk);
-    else if (threads > 1024)
-        snprintf(why, len, "threads: %d threads > 1024 per block", threads);
+    else if (g->threads > 1024) /* the launch's, a producer warp included */
+        snprintf(why, len, "threads: %u threads > 1024 per block", g->threads);
     else if (p->lda % ae || p->ldb % ae || (batch > 1 && (p->stride_a % ae || p->stride_b % ae)))
         snprintf(why, len, "alignment: lda=%lld, ldb=%lld (or the batch strides) not multiples of %d",
                  (long long)p->lda, (long long)p->ldb, ae);

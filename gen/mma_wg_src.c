@@ -12,11 +12,12 @@
  *            read from shared memory through matrix descriptors, f32
  *            accumulators in registers (bn / 2 per thread); fp8's
  *            per-tensor scales multiply the product in the epilogue;
- *   loads    the Tensor Memory Accelerator: thread 0 issues one
+ *   loads    the Tensor Memory Accelerator: the producer (thread 0, or with
+ *            bn <= 128 a warp of its own, GT_PW) issues one
  *            cp.async.bulk.tensor.3d per operand and k tile (one 128-byte
  *            row of k, 64 16-bit or 128 fp8 values, of bm rows of A, of bn
  *            columns of B) from tensor maps the host
- *            encodes (dims k x rows x batch, box 64 x rows x 1, 128-byte
+ *            encodes (dims k x rows x batch, box bk x rows x 1, 128-byte
  *            swizzle, out-of-bounds elements zero-filled: m, n, k and batch
  *            edges need no code); each lands in a ring of `stages` slots
  *            whose "full" mbarrier counts its bytes;
@@ -25,7 +26,8 @@
  *            released it (an "empty" mbarrier, one arrival per warpgroup
  *            after wgmma.wait_group 1 shows its tile t - 1 math done), so
  *            the math of tile t overlaps the loads of t + 1 .. t + stages - 1
- *            and the wgmma of t - 1;
+ *            and the wgmma of t - 1; a producer warp instead refills each
+ *            slot as soon as it is released, all stages in flight;
  *   layout   a tile row is bk k values = 128 bytes; the TMA's 128-byte
  *            swizzle puts 16-byte chunk c of row r at chunk c ^ (r % 8), the
  *            pattern the descriptors' swizzle mode 1 reads (8-row groups
@@ -68,24 +70,16 @@ const char gt_gen_mma_wg_src[] =
     "#ifndef GT_BB\n"
     "#define GT_BB GT_AB\n"
     "#endif\n"
-    "#if GT_AB == 0\n"
-    "#define GT_WTA \"bf16\"\n"
-    "#elif GT_AB == 1\n"
-    "#define GT_WTA \"f16\"\n"
-    "#elif GT_AB == 2\n"
-    "#define GT_WTA \"e4m3\"\n"
-    "#else\n"
-    "#define GT_WTA \"e5m2\"\n"
-    "#endif\n"
-    "#if GT_BB == 0\n"
-    "#define GT_WTB \"bf16\"\n"
-    "#elif GT_BB == 1\n"
-    "#define GT_WTB \"f16\"\n"
-    "#elif GT_BB == 2\n"
-    "#define GT_WTB \"e4m3\"\n"
-    "#else\n"
-    "#define GT_WTB \"e5m2\"\n"
-    "#endif\n"
+    /* wgmma's name of a type code (src_common.h: 0 bf16, 1 f16, 2 e4m3,
+     * 3 e5m2), for A's and B's */
+    "#define GT_TN0 \"bf16\"\n"
+    "#define GT_TN1 \"f16\"\n"
+    "#define GT_TN2 \"e4m3\"\n"
+    "#define GT_TN3 \"e5m2\"\n"
+    "#define GT_TN_(c) GT_TN##c\n"
+    "#define GT_TN(c) GT_TN_(c)\n"
+    "#define GT_WTA GT_TN(GT_AB)\n"
+    "#define GT_WTB GT_TN(GT_BB)\n"
     /* k per instruction; the transpose immediates only the 16-bit forms
      * take (fp8 operands must be K-major, as both are here) */
     "#if GT_F8\n"

@@ -772,9 +772,12 @@ static void test_gpu(void)
     }
     gt_cuda_set_limits(ctx, 40, 20);
     gt_cuda_set_exit_on_sticky(ctx, 0);
-#define WG_CFG(bm, bn, wm, st, sk, red, swz)                                                                  \
-    "{\"bk\":64,\"bm\":" #bm ",\"bn\":" #bn ",\"family\":\"mma\",\"inst\":\"wgmma\",\"reduction\":\"" red      \
+/* a wgmma config with k tiles of bk (64: 16-bit inputs, 128: fp8) */
+#define WGK_CFG(bk, bm, bn, wm, st, sk, red, swz)                                                             \
+    "{\"bk\":" #bk ",\"bm\":" #bm ",\"bn\":" #bn ",\"family\":\"mma\",\"inst\":\"wgmma\",\"reduction\":\"" red \
     "\",\"splitk\":" #sk ",\"stages\":" #st ",\"swizzle\":" #swz ",\"warps_m\":" #wm ",\"warps_n\":1}"
+#define WG_CFG(...) WGK_CFG(64, __VA_ARGS__)
+#define WG8_CFG(...) WGK_CFG(128, __VA_ARGS__)
 #define MMA_CFG(bm, bn, bk, wm, wn, st, sk, red, swz)                                                   \
     "{\"bk\":" #bk ",\"bm\":" #bm ",\"bn\":" #bn ",\"family\":\"mma\",\"reduction\":\"" red "\",\"splitk\":" #sk \
     ",\"stages\":" #st ",\"swizzle\":" #swz ",\"warps_m\":" #wm ",\"warps_n\":" #wn "}"
@@ -834,9 +837,6 @@ static void test_gpu(void)
      * split-K reductions (element-wise stores; a D whose rows are not
      * 16-byte aligned, the other way there, is no cuBLASLt fp8 problem:
      * ldc must be a multiple of 16 bytes); a skinny n */
-#define WG8_CFG(bm, bn, wm, st, sk, red, swz)                                                                 \
-    "{\"bk\":128,\"bm\":" #bm ",\"bn\":" #bn ",\"family\":\"mma\",\"inst\":\"wgmma\",\"reduction\":\"" red    \
-    "\",\"splitk\":" #sk ",\"stages\":" #st ",\"swizzle\":" #swz ",\"warps_m\":" #wm ",\"warps_n\":1}"
     static const char *const wg8_edges[] = {
         WG8_CFG(64, 64, 4, 3, 1, "none", 1), WG8_CFG(128, 128, 8, 4, 1, "none", 1),
         WG8_CFG(64, 128, 4, 4, 3, "atomic", 1), WG8_CFG(128, 64, 8, 3, 2, "twopass", 1), NULL};
