@@ -187,7 +187,11 @@ def family(cfg):
             cfg = json.loads(cfg)
         except ValueError:
             return "?"
-    return (cfg or {}).get("family", "cublaslt") if isinstance(cfg, dict) else "?"
+    if not isinstance(cfg, dict):
+        return "?"
+    fam = (cfg or {}).get("family", "cublaslt")
+    # the persistent wgmma kernels apart, so one run compares them with the rest
+    return "mma_p" if fam == "mma" and cfg.get("ctas") else fam
 
 
 def report(run, res, bw, rate, ngpu, wall, created=None):

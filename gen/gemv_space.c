@@ -545,8 +545,9 @@ void gt_gen_space_free(gt_gen_space *s)
 #define NRAW_Q (2 * 3 * 6 * NRAW_B)
 #define NRAW (NRAW_Q + 4 * 3 * 6 * NRAW_B)
 
-static int raw_cfg(const gt_problem *p, int i, gt_gen_anycfg *out)
+static int raw_cfg(const gt_problem *p, const gt_gen_dev *d, int i, gt_gen_anycfg *out)
 {
+    (void)d;
     static const int rws_q[] = {16, 32}, rws_w[] = {1, 2, 4, 8}, wms[] = {1, 2, 4};
     static const int kws[] = {1, 2, 4, 8, 16, 32};
     static const int us[] = {1, 2, 4, 8}, sks[] = {1, 2, 4, 8, 16};

@@ -56,6 +56,9 @@ typedef struct gt_mma_cfg {
     int reduction;        /* GT_GEN_RED_*: none iff splitk == 1 */
     int swizzle;          /* raster group of tile rows: 1 (none), 4, 8, 16 */
     int inst;             /* GT_MMA_INST_*: "sync" (mma.sync, the JSON default) or "wgmma" */
+    int ctas;             /* wgmma, splitk 1: a persistent grid of this many CTAs per batch, each
+                             looping over tiles (the TMA ring runs on into the next tile while
+                             the epilogue stores this one); 0 (the JSON default): a CTA per tile */
 } gt_mma_cfg;
 
 /* Strict parse of {"family":"mma", ...}: every attribute required; unknown
@@ -68,6 +71,11 @@ int gt_mma_cfg_text(const gt_mma_cfg *c, char *buf, size_t len);
 /* ---- applicability and pruning ------------------------------------------------ */
 #define GT_MMA_DEFAULT_CAP 32   /* configs kept per problem (GT_CUDA_MMA_MAX) */
 #define GT_MMA_MAX_WS GT_GEN_MAX_WS
+#define GT_MMA_MAX_CTAS 4096 /* a persistent grid's CTAs (config ctas) */
+/* A persistent wgmma kernel's epilogue staging per warpgroup, past the ring
+ * (which keeps loading the next tile): 32 columns of 64 16-bit values or 16
+ * of 64 f32 ones, each column padded by 16 bytes: (64 + 8) x 2 x 32 bytes */
+#define GT_MMA_WG_EPI_BYTES 4608
 
 /* 0 when the family can run p on d, else -1 and the problem-level reason. */
 int gt_mma_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_t len);
@@ -165,7 +173,8 @@ int gt_mma_defines_for(const gt_problem *p, const gt_mma_cfg *c, int hip,
 int gt_mma_defines(const gt_problem *p, const gt_mma_cfg *c,
                    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN]);
 
-/* Launch geometry: gx = tiles of D (1-D, rastered by the kernel), gz =
+/* Launch geometry: gx = tiles of D (1-D, rastered by the kernel; a
+ * persistent config's: at most ctas, each CTA looping over tiles), gz =
  * batch x splitk; threads = warps_m x warps_n x the warp size (32, HIP 64),
  * + 32 for the wgmma producer warp (gt_mma_wg_pw); smem_bytes is DYNAMIC
  * shared memory (CUDA: stages x (bm + bn) x bk x the element size, wgmma

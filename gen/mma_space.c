@@ -42,8 +42,12 @@
  *              32-bit); batch strides at least a whole matrix (a map's
  *              strides nest); the alignment rule above is also the TMA's
  *              (global strides multiples of 16 bytes)
+ *   persist    ctas > 0 (a persistent grid) only with splitk 1 and more
+ *              tiles than CTAs (else every CTA has one tile: nothing to
+ *              loop over)
  * and counts shared memory as stages x (bm + bn) x 128 bytes + 1024 (the
- * ring's 1024-byte alignment), registers as bn / 2 accumulators + 40; the
+ * ring's 1024-byte alignment; + GT_MMA_WG_EPI_BYTES per warpgroup when
+ * persistent), registers as bn / 2 accumulators + 40; the
  * epilogue's staging of the tile (bn x (bm + 16 bytes) elements of D) fits
  * in the ring for every encodable config with stages >= 3.
  * A k or m or n that is not a multiple of the tile needs no rule: the copies
@@ -113,7 +117,7 @@ static int enum_attr(const cJSON *it, const char *const *names, int n, int *seen
 
 int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen)
 {
-    int seen_int[NINT] = {0}, seen_red = 0, seen_fam = 0, seen_inst = 0;
+    int seen_int[NINT] = {0}, seen_red = 0, seen_fam = 0, seen_inst = 0, seen_ctas = 0;
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(j)) {
         snprintf(err, errlen, "mma: config is not a JSON object");
@@ -140,6 +144,17 @@ int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen
                 snprintf(err, errlen, "mma: config inst: must be \"sync\" or \"wgmma\", once");
                 return -1;
             }
+            continue;
+        }
+        /* optional like inst (0, a CTA per tile, when absent), so that the
+         * configs stored before it existed parse and print as they did */
+        if (!strcmp(k, "ctas")) {
+            if (seen_ctas++ || !cJSON_IsNumber(it) || it->valuedouble != (double)(int)it->valuedouble ||
+                it->valuedouble < 0 || it->valuedouble > GT_MMA_MAX_CTAS) {
+                snprintf(err, errlen, "mma: config ctas: must be an integer 0 to %d, once", GT_MMA_MAX_CTAS);
+                return -1;
+            }
+            c->ctas = (int)it->valuedouble;
             continue;
         }
         if (gt_gen_int_attr_set("mma", k_int, NINT, seen_int, it, c, err, errlen) != 0)
@@ -183,6 +198,11 @@ int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen
                               "warps %dx%d stages %d)", c->bm, c->bn, c->bk, c->warps_m, c->warps_n, c->stages);
         return -1;
     }
+    if (c->ctas > 0 && (c->inst != GT_MMA_INST_WGMMA || c->splitk != 1)) {
+        snprintf(err, errlen, "mma: config ctas=%d: a persistent grid needs inst wgmma and splitk 1 (got %s, "
+                              "splitk %d)", c->ctas, k_inst[c->inst], c->splitk);
+        return -1;
+    }
     return 0;
 }
 
@@ -191,6 +211,7 @@ cJSON *gt_mma_cfg_to_json(const gt_mma_cfg *c)
     cJSON *j = cJSON_CreateObject();
     if (!j || !cJSON_AddStringToObject(j, "family", "mma") ||
         (c->inst != GT_MMA_INST_SYNC && !cJSON_AddStringToObject(j, "inst", k_inst[c->inst])) ||
+        (c->ctas > 0 && !cJSON_AddNumberToObject(j, "ctas", c->ctas)) ||
         !cJSON_AddStringToObject(j, "reduction", gt_gen_red_name(c->reduction)) ||
         gt_gen_int_attr_add(j, k_int, NINT, c) != 0) {
         cJSON_Delete(j);
@@ -199,14 +220,18 @@ cJSON *gt_mma_cfg_to_json(const gt_mma_cfg *c)
     return j;
 }
 
-/* "inst" only when it is not the default, so that the text (and every cache
- * key and stored result built on it) of an mma.sync config stays as before */
+/* "inst" and "ctas" only when they are not the default, so that the text
+ * (and every cache key and stored result built on it) of a config that
+ * existed before them stays as it was */
 int gt_mma_cfg_text(const gt_mma_cfg *c, char *buf, size_t len)
 {
+    char ctas[24] = "";
+    if (c->ctas > 0)
+        snprintf(ctas, sizeof ctas, "\"ctas\":%d,", c->ctas);
     return snprintf(buf, len,
-                    "{\"bk\":%d,\"bm\":%d,\"bn\":%d,\"family\":\"mma\",%s\"reduction\":\"%s\","
+                    "{\"bk\":%d,\"bm\":%d,\"bn\":%d,%s\"family\":\"mma\",%s\"reduction\":\"%s\","
                     "\"splitk\":%d,\"stages\":%d,\"swizzle\":%d,\"warps_m\":%d,\"warps_n\":%d}",
-                    c->bk, c->bm, c->bn, c->inst == GT_MMA_INST_WGMMA ? "\"inst\":\"wgmma\"," : "",
+                    c->bk, c->bm, c->bn, ctas, c->inst == GT_MMA_INST_WGMMA ? "\"inst\":\"wgmma\"," : "",
                     gt_gen_red_name(c->reduction), c->splitk, c->stages, c->swizzle, c->warps_m, c->warps_n);
 }
 
@@ -412,6 +437,12 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
     else if (c->splitk > 2 && c0 * (c->splitk / 2) >= d->sms)
         GT_WHY(why, len, "split-K: splitk=%d already gives %lld CTAs >= %d SMs: more splits only add "
                            "reduction traffic", c->splitk / 2, c0 * (c->splitk / 2), d->sms);
+    else if (c->ctas > 0 && (c->inst != GT_MMA_INST_WGMMA || c->splitk != 1))
+        GT_WHY(why, len, "persist: ctas=%d needs inst wgmma and splitk 1 (the template loops over whole "
+                           "tiles)", c->ctas);
+    else if (c->ctas > 0 && x.npm * x.npn <= c->ctas)
+        GT_WHY(why, len, "persist: %lld tiles fit in one grid of %d CTAs: nothing to loop over",
+                 x.npm * x.npn, c->ctas);
     else if ((long long)batch * c->splitk > 65535)
         GT_WHY(why, len, "split-K: grid z = batch x splitk = %lld > 65535", (long long)batch * c->splitk);
     else if (wg && (long long)x.g.smem_bytes + 16 * c->stages + 16 > optin)
@@ -512,8 +543,10 @@ double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cf
     double t_mem = dram / (bw * fmax(0.05, fmin(1.0, inflight / sat)));
     double t_l2 = (double)x.ctas * (c->bm + c->bn) * kshare * es / (3.0 * bw);
     double t = fmax(t_comp, fmax(t_mem, t_l2)) + 0.15 * fmin(t_comp, t_mem);
-    /* pipeline fill per CTA generation on an SM, split-K reductions, launch */
-    t += ceil((double)x.ctas / (sms * x.res)) * (c->stages - 1) * 0.4e-6;
+    /* pipeline fill per CTA generation on an SM (a persistent grid fills
+     * its ring once: the loads of a CTA's next tile start while it stores
+     * this one), split-K reductions, launch */
+    t += (c->ctas > 0 ? 1.0 : ceil((double)x.ctas / (sms * x.res))) * (c->stages - 1) * 0.4e-6;
     double mn = (double)p->m * (double)p->n * batch * 4;
     if (c->splitk > 1)
         t += c->reduction == GT_GEN_RED_ATOMIC ? c->splitk * mn * 2 / (0.5 * bw) + 0.5e-6
@@ -535,10 +568,12 @@ static const int k_bks[] = {32, 64}, k_wgs[] = {1, 2, 4}, k_sks[] = {1, 2, 4, 8,
                  k_swz[] = {1, 4, 8, 16};
 #define NT_ 5
 #define NRAW_SYNC (NT_ * NT_ * 2 * 3 * 3 * 4 * 9 * 4)
-/* inst wgmma: bm x bn x stages x split x raster */
+/* inst wgmma: grid (a CTA per tile, or persistent) x bm x bn x stages x
+ * split x raster */
 static const int k_wg_bm[] = {64, 128}, k_wg_bn[] = {16, 32, 64, 128, 256}, k_wg_st[] = {3, 4, 6, 8};
 #define NWG_BN 5
-#define NRAW_WG (2 * NWG_BN * 4 * 9 * 4)
+#define NWG_ONE (2 * NWG_BN * 4 * 9 * 4)
+#define NRAW_WG (2 * NWG_ONE)
 #define NRAW (NRAW_SYNC + NRAW_WG)
 
 static int index_of(const int *v, int n, int x)
@@ -562,7 +597,7 @@ static int interleave(gt_gen_ranked *ok, int nok)
 {
     /* per combination: rasters seen so far; per (tile shape, raster round):
      * configs seen so far */
-    enum { NCOMB_SYNC = NT_ * NT_ * 2 * 3 * 3 * 4 * 9, NCOMB = NCOMB_SYNC + 2 * NWG_BN * 4 * 9 };
+    enum { NCOMB_SYNC = NT_ * NT_ * 2 * 3 * 3 * 4 * 9, NCOMB = NCOMB_SYNC + 2 * 2 * NWG_BN * 4 * 9 };
     unsigned short *comb = calloc(NCOMB, sizeof *comb);
     int cls[NT_][NT_][4] = {{{0}}};
     double best_of[NT_][NT_];
@@ -579,8 +614,8 @@ static int interleave(gt_gen_ranked *ok, int nok)
         int a = index_of(k_tiles, NT_, c->bm), b = index_of(k_tiles, NT_, c->bn);
         int sk = c->splitk == 1 ? 0 : 1 + 2 * index_of(k_sks + 1, 4, c->splitk) + (c->reduction - 1);
         int code = c->inst == GT_MMA_INST_WGMMA
-                       ? NCOMB_SYNC + ((index_of(k_wg_bm, 2, c->bm) * NWG_BN + index_of(k_wg_bn, NWG_BN, c->bn)) * 4 +
-                                       index_of(k_wg_st, 4, c->stages)) * 9 + sk
+                       ? NCOMB_SYNC + (((c->ctas > 0) * 2 + index_of(k_wg_bm, 2, c->bm)) * NWG_BN +
+                                       index_of(k_wg_bn, NWG_BN, c->bn)) * 36 + index_of(k_wg_st, 4, c->stages) * 9 + sk
                        : ((((a * NT_ + b) * 2 + index_of(k_bks, 2, c->bk)) * 3 + index_of(k_wgs, 3, c->warps_m)) * 3 +
                           index_of(k_wgs, 3, c->warps_n)) * 36 + (c->stages - 2) * 9 + sk;
         int v = comb[code]++;
@@ -602,17 +637,33 @@ static int interleave(gt_gen_ranked *ok, int nok)
 
 /* the raw config i: mixed-radix digits, swizzle fastest; the wgmma configs
  * after the mma.sync ones */
-static int raw_cfg(const gt_problem *p, int i, gt_gen_anycfg *out)
+static int raw_cfg(const gt_problem *p, const gt_gen_dev *d, int i, gt_gen_anycfg *out)
 {
     if (i >= NRAW_SYNC) {
-        int j = i - NRAW_SYNC, sw = j % 4, skr = j / 4 % 9, st = j / 36 % 4, bn = j / 144 % NWG_BN,
+        /* the persistent copies: splitk 1 only (the split-K digits are not
+         * in the space); as many CTAs as the SMs hold at once (the estimate
+         * of derive(), the staging buffers counted): a grid larger than
+         * what is resident would start its last CTAs a whole CTA's tiles
+         * late, one smaller leaves SMs idle or one CTA to hide another's
+         * latency */
+        int pers = (i - NRAW_SYNC) / NWG_ONE, j = (i - NRAW_SYNC) % NWG_ONE;
+        if (pers && (j / 4 % 9 != 0 || d->sms < 1))
+            return 0;
+        int sw = j % 4, skr = j / 4 % 9, st = j / 36 % 4, bn = j / 144 % NWG_BN,
             bm = j / (144 * NWG_BN) % 2;
         int sk = skr ? 1 + (skr - 1) / 2 : 0, red = skr ? 1 + (skr - 1) % 2 : GT_GEN_RED_NONE;
         /* one 128-byte row of k per stage: 64 16-bit values, 128 fp8 ones */
         out->mma = (gt_mma_cfg){.bm = k_wg_bm[bm], .bn = k_wg_bn[bn], .bk = 128 / gt_gen_elem_size(p),
                                 .warps_m = k_wg_bm[bm] / 16,
                                 .warps_n = 1, .stages = k_wg_st[st], .splitk = k_sks[sk], .reduction = red,
-                                .swizzle = k_swz[sw], .inst = GT_MMA_INST_WGMMA};
+                                .swizzle = k_swz[sw], .inst = GT_MMA_INST_WGMMA,
+                                .ctas = pers ? d->sms : 0};
+        if (pers) {
+            derived x;
+            derive(p, d, &out->mma, &x);
+            int ctas = d->sms * (x.res > 1 ? x.res : 1);
+            out->mma.ctas = ctas < GT_MMA_MAX_CTAS ? ctas : GT_MMA_MAX_CTAS;
+        }
         return 1;
     }
     int sw = i % 4, skr = i / 4 % 9, st = i / 36 % 4, wn = i / 144 % 3, wm = i / 432 % 3;

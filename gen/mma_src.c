@@ -429,6 +429,10 @@ int gt_mma_defines_for(const gt_problem *p, const gt_mma_cfg *c, int hip,
         snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_BB=%d", t.bb);
     if (gt_mma_wg_pw(c))
         snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_PW=1");
+    /* the grid's size is the launch's (gridDim.x), not the source's: one
+     * kernel serves every ctas */
+    if (c->ctas > 0)
+        snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_PERSIST=1");
     /* HIP: the target and the wave size, appended so that the CUDA list (a
      * part of NVRTC's compile cache key) stays as it was */
     if (hip) {
@@ -453,6 +457,8 @@ void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_g
     int64_t npm = (p->m + c->bm - 1) / (c->bm > 0 ? c->bm : 1);
     int64_t npn = (p->n + c->bn - 1) / (c->bn > 0 ? c->bn : 1);
     g->gx = (unsigned)(npm * npn);
+    if (c->ctas > 0 && g->gx > (unsigned)c->ctas)
+        g->gx = (unsigned)c->ctas; /* persistent: each CTA loops over tiles gx apart */
     g->gy = 1;
     g->gz = (unsigned)(batch * sk);
     g->threads = (unsigned)(c->warps_m * c->warps_n * (hip ? 64 : 32));
@@ -474,6 +480,8 @@ void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_g
                     (size_t)gt_gen_elem_size(p);
     if (c->inst == GT_MMA_INST_WGMMA)
         g->smem_bytes += 1024;
+    if (c->ctas > 0) /* the persistent epilogue's staging, one per warpgroup */
+        g->smem_bytes += (size_t)(c->bm / 64) * GT_MMA_WG_EPI_BYTES;
 }
 
 /* The producer warp takes 32 more threads, which lowers ptxas' register

@@ -37,7 +37,18 @@
  *   epilogue no split-K and D 16-byte aligned: each warpgroup's accumulators
  *            go through the epilogue into shared memory (the idle ring), the
  *            tile is written back column by column in 16-byte stores; else,
- *            and with split-K, element by element as the mma.sync template.
+ *            and with split-K, element by element as the mma.sync template;
+ *   persist  GT_PERSIST (config ctas, splitk 1): gridDim.x CTAs per batch,
+ *            CTA b computing tiles b, b + gridDim.x, ... (the raster's
+ *            order, so a wave still shares panels in L2). The ring's
+ *            iterations run on across tiles (iteration G is k tile
+ *            G % nk of the CTA's tile G / nk), so the producer loads the
+ *            next tile while the consumers store this one: the pipeline
+ *            fills once per CTA, not once per tile. The ring is not idle at
+ *            a tile's end, so each warpgroup stages its rows 32 (f32: 16)
+ *            columns at a time in a buffer of its own past the ring
+ *            (GT_MMA_WG_EPI_BYTES) and syncs only itself (named barrier
+ *            2 + warpgroup).
  *
  * The kernel takes the argument block and the two tensor maps by value
  * (__grid_constant__: the TMA reads them from parameter space). */
@@ -58,6 +69,10 @@ const char gt_gen_mma_wg_src[] =
     "#define GT_PW 0\n"
     "#endif\n"
     "#define GT_LAUNCH (GT_THREADS + 32 * GT_PW)\n"
+    "#ifndef GT_PERSIST\n"
+    "#define GT_PERSIST 0\n"
+    "#endif\n"
+    "#define GT_EPB " GT_XSTR(GT_MMA_WG_EPI_BYTES) "\n"
     "#if GT_PW\n"
     "#define GT_CSYNC() asm volatile(\"bar.sync 1, %0;\" :: \"n\"(GT_THREADS) : \"memory\")\n"
     "#else\n"
@@ -179,6 +194,132 @@ const char gt_gen_mma_wg_src[] =
     "  extern __shared__ __align__(128) unsigned char gt_dyn[];\n"
     "  __shared__ __align__(8) u64 gt_bars[2 * GT_ST];\n"
     "  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = tid >> 7, wtid = tid & 127;\n"
+    "#if GT_PERSIST\n"
+    "  const i64 zb = blockIdx.z, npm = (g.m + GT_BM - 1) / GT_BM, npn = (g.n + GT_BN - 1) / GT_BN;\n"
+    "  const i64 per = npm * npn;\n"
+    "  const int nk = (int)((g.k + GT_BK - 1) / GT_BK);\n"
+    /* this CTA's tiles, and the ring iterations over all of them */
+    "  const int mine = per > (i64)blockIdx.x ? (int)((per - 1 - blockIdx.x) / gridDim.x + 1) : 0;\n"
+    "  const int total = mine * nk;\n"
+    "  const u32 s0 = (gt_saddr(gt_dyn) + 1023u) & ~1023u;\n"
+    "  const u32 full0 = gt_saddr(gt_bars), empty0 = full0 + 8 * GT_ST;\n"
+    "  if (tid == 0) {\n"
+    "    for (int s = 0; s < GT_ST; s++) { gt_bar_init(full0 + 8 * s, 1); gt_bar_init(empty0 + 8 * s, GT_WGM / 4); }\n"
+    "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
+    "  }\n"
+    "  __syncthreads();\n"
+    "  auto tile_of = [&](int q, i64 *r0, i64 *c0) {\n"
+    "    i64 pm, pn;\n"
+    "    gt_mma_tile((i64)blockIdx.x + (i64)q * gridDim.x, npm, npn, GT_SWZ, &pm, &pn);\n"
+    "    *r0 = pm * GT_BM; *c0 = pn * GT_BN;\n"
+    "  };\n"
+    /* the producer's cursor: iteration pG is k tile pkt of the CTA's tile
+     * pq (at rows pr0, columns pc0), into slot pG % ST. It advances by one
+     * per load and finds a tile's place once per tile: the raster's 64-bit
+     * divisions per load would stall thread 0's warpgroup (and throttle a
+     * producer warp) for hundreds of cycles a k tile */
+    "  int pG = 0, pq = 0, pkt = 0;\n"
+    "  i64 pr0 = 0, pc0 = 0;\n"
+    "  tile_of(0, &pr0, &pc0);\n"
+    "  auto issue_next = [&]() {\n"
+    "    const int s = pG % GT_ST;\n"
+    "    const u32 st = s0 + s * GT_STG, fb = full0 + 8 * s;\n"
+    "    gt_bar_expect(fb, GT_STG);\n"
+    "    gt_tma(st, &ta, pkt * GT_BK, (int)pr0, (int)zb, fb);\n"
+    "    gt_tma(st + GT_BM * 128, &tb, pkt * GT_BK, (int)pc0, (int)zb, fb);\n"
+    "    pG++;\n"
+    "    if (++pkt == nk) { pkt = 0; if (++pq < mine) tile_of(pq, &pr0, &pc0); }\n"
+    "  };\n"
+    "#if GT_PW\n"
+    "  if (warp == GT_WGM) {\n"
+    "    if (lane == 0)\n"
+    "      while (pG < total) {\n"
+    "        if (pG >= GT_ST) gt_bar_wait(empty0 + 8 * (pG % GT_ST), ((pG / GT_ST) - 1) & 1);\n"
+    "        issue_next();\n"
+    "      }\n"
+    "    return;\n"
+    "  }\n"
+    "#else\n"
+    "  if (tid == 0)\n"
+    "    while (pG < GT_ST - 1 && pG < total) issue_next();\n"
+    "#endif\n"
+    "  float acc[1][GT_BN / 8][4];\n"
+    "  float *d = &acc[0][0][0];\n"
+    "  const int wi = warp & 3, gq = lane >> 2, t4 = lane & 3;\n"
+    "  const int ds = GT_DKT == 0 ? 4 : 2, ev = 16 / ds, lds = 64 + ev;\n"
+    "  const bool vec = ((u64)g.d & 15) == 0 && (g.ldd * ds) % 16 == 0 && (g.sd * ds) % 16 == 0;\n"
+    "  unsigned char *se = gt_dyn + (s0 - gt_saddr(gt_dyn)) + GT_ST * GT_STG + wg * GT_EPB;\n"
+    "  unsigned char *dz = (unsigned char *)g.d + zb * g.sd * ds;\n"
+    "  int G = 0;\n"
+    "  for (int q = 0; q < mine; q++) {\n"
+    "    i64 row0, col0;\n"
+    "    tile_of(q, &row0, &col0);\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < GT_BN / 2; i++) d[i] = 0.f;\n"
+    "    for (int t = 0; t < nk; t++, G++) {\n"
+    "      const int s = G % GT_ST;\n"
+    "      gt_bar_wait(full0 + 8 * s, (G / GT_ST) & 1);\n"
+    "      const u32 st = s0 + s * GT_STG;\n"
+    "      gt_fence_acc(d);\n"
+    "      asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n"
+    "#pragma unroll\n"
+    "      for (int kk = 0; kk < 4; kk++)\n"
+    "        gt_wg_mma(d, gt_desc(st + wg * 64 * 128 + kk * 32), gt_desc(st + GT_BM * 128 + kk * 32));\n"
+    "      asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");\n"
+    "      gt_fence_acc(d);\n"
+    "      asm volatile(\"wgmma.wait_group.sync.aligned 1;\" ::: \"memory\");\n"
+    "      gt_fence_acc(d);\n"
+    "      if (t >= 1 && wtid == 0) gt_bar_arrive(empty0 + 8 * ((G - 1) % GT_ST));\n"
+    /* thread 0 as the producer (its cursor at G + ST - 1): the slot of
+     * G - 1, released by every warpgroup in this iteration or at the end
+     * of the previous tile */
+    "      if (!GT_PW && tid == 0 && pG < total) {\n"
+    "        if (G >= 1) gt_bar_wait(empty0 + 8 * ((G - 1) % GT_ST), ((G - 1) / GT_ST) & 1);\n"
+    "        issue_next();\n"
+    "      }\n"
+    "    }\n"
+    "    asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");\n"
+    "    gt_fence_acc(d);\n"
+    /* the tile's last slot, before the stores: the producer refills it now */
+    "    if (wtid == 0) gt_bar_arrive(empty0 + 8 * ((G - 1) % GT_ST));\n"
+    "    const i64 rw = row0 + wg * 64;\n"
+    "    if (vec) {\n"
+    "#define GT_CW0 (GT_DKT == 0 ? 16 : 32)\n"
+    "#define GT_CW (GT_BN < GT_CW0 ? GT_BN : GT_CW0)\n"
+    "#pragma unroll\n"
+    "      for (int cb = 0; cb < GT_BN; cb += GT_CW) {\n"
+    "#pragma unroll\n"
+    "        for (int jc = 0; jc < GT_CW / 8; jc++)\n"
+    "#pragma unroll\n"
+    "          for (int e = 0; e < 4; e++) {\n"
+    "            const int r = wi * 16 + gq + 8 * (e >> 1), c = 8 * jc + 2 * t4 + (e & 1);\n"
+    "            const i64 ii = rw + r, jj = col0 + cb + c;\n"
+    "            gt_put<GT_DKT>(se, (i64)c * lds + r, ii < g.m && jj < g.n ? gt_epi(g, zb, ii, jj, acc[0][cb / 8 + jc][e]) : 0.f);\n"
+    "          }\n"
+    "        asm volatile(\"bar.sync %0, 128;\" :: \"r\"(2 + wg) : \"memory\");\n"
+    "        for (int x = wtid; x < GT_CW * (64 / ev); x += 128) {\n"
+    "          const int c = x / (64 / ev), rc = x % (64 / ev);\n"
+    "          const i64 ii = rw + (i64)rc * ev, jj = col0 + cb + c;\n"
+    "          if (jj >= g.n || ii >= g.m) continue;\n"
+    "          const unsigned char *src = se + ((i64)c * lds + (i64)rc * ev) * ds;\n"
+    "          unsigned char *dst = dz + (jj * g.ldd + ii) * ds;\n"
+    "          if (ii + ev <= g.m) *(uint4 *)dst = *(const uint4 *)src;\n"
+    "          else for (int e = 0; ii + e < g.m; e++)\n"
+    "            for (int b = 0; b < ds; b++) dst[e * ds + b] = src[e * ds + b];\n"
+    "        }\n"
+    "        asm volatile(\"bar.sync %0, 128;\" :: \"r\"(2 + wg) : \"memory\");\n"
+    "      }\n"
+    "    } else {\n"
+    "#pragma unroll\n"
+    "      for (int j = 0; j < GT_BN / 8; j++)\n"
+    "#pragma unroll\n"
+    "        for (int e = 0; e < 4; e++) {\n"
+    "          const i64 ii = rw + wi * 16 + gq + 8 * (e >> 1), jj = col0 + 8 * j + 2 * t4 + (e & 1);\n"
+    "          if (ii < g.m && jj < g.n) gt_store(g, zb, ii, jj, gt_epi(g, zb, ii, jj, acc[0][j][e]));\n"
+    "        }\n"
+    "    }\n"
+    "  }\n"
+    "#else\n"
     GT_MMA_SRC_CTA
     "  (void)wm; (void)wn; (void)A; (void)B; (void)mleft; (void)nleft;\n"
     "  const u32 s0 = (gt_saddr(gt_dyn) + 1023u) & ~1023u;\n" /* the swizzle needs 1024-byte slots */
@@ -285,5 +426,6 @@ const char gt_gen_mma_wg_src[] =
     "        const i64 jj = col0 + 8 * j + 2 * t4 + (e & 1);\n"
     GT_MMA_SRC_OUT
     "  }\n"
+    "#endif\n" /* GT_PERSIST */
     GT_MMA_SRC_LAST
     GT_GEN_SRC_FIN(gt_mma_fin, gt_mma_args);

@@ -128,7 +128,7 @@ int gt_gen_space_build(const gt_gen_space_spec *f, const gt_problem *p, const gt
         goto fail;
     for (int i = 0; i < f->nraw; i++) {
         gt_gen_anycfg c;
-        if (!f->raw(p, i, &c))
+        if (!f->raw(p, d, i, &c))
             continue;
         out->raw++;
         char *rec = with_pruned ? (char *)out->pruned + (size_t)out->npruned * f->pruned_size : NULL;

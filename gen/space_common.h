@@ -74,9 +74,10 @@ typedef struct gt_gen_space_spec {
     size_t reason_off;        /* offsetof(record, reason) */
     /* Config i of the raw space for p into c: 1, or 0 when i is not in the
      * space (neither counted in raw nor pruned). p only chooses values
-     * whose meaning depends on the element size (gemv's vec), never the
-     * size of the space. */
-    int (*raw)(const gt_problem *p, int i, gt_gen_anycfg *c);
+     * whose meaning depends on the element size (gemv's vec), and d only
+     * values that name the device's size (mma's persistent grid, one CTA
+     * per SM), never the size of the space. */
+    int (*raw)(const gt_problem *p, const gt_gen_dev *d, int i, gt_gen_anycfg *c);
     int (*check)(const gt_problem *p, const gt_gen_dev *d, const gt_gen_anycfg *c, char *why,
                  size_t len);
     double (*model_us)(const gt_problem *p, const gt_gen_dev *d, const gt_gen_anycfg *c);

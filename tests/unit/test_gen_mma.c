@@ -331,6 +331,94 @@ static void test_wgmma(void)
     }
 }
 
+/* A persistent wgmma grid (config "ctas"): the key appears only when set,
+ * so every config stored before it keeps its text; it needs inst wgmma and
+ * splitk 1 (refused at parse) and more tiles than CTAs (pruned); the grid is
+ * the CTAs, not the tiles, with one epilogue staging buffer per warpgroup
+ * past the ring and -DGT_PERSIST=1; the space keeps persistent copies
+ * beside the one-CTA-per-tile configs where tiles exceed the SMs. */
+static void test_wgmma_persist(void)
+{
+    char err[256], text[512], why[GT_GEN_REASON];
+    gt_mma_cfg c = k_wg, back;
+    c.ctas = 132;
+    gt_mma_cfg_text(&c, text, sizeof text);
+    const char *want = "{\"bk\":64,\"bm\":128,\"bn\":256,\"ctas\":132,\"family\":\"mma\",\"inst\":\"wgmma\","
+                       "\"reduction\":\"none\",\"splitk\":1,\"stages\":4,\"swizzle\":8,\"warps_m\":8,\"warps_n\":1}";
+    CHECK_MSG(strcmp(text, want) == 0, "%s", text);
+    cJSON *j = gt_mma_cfg_to_json(&c);
+    char *canon = j ? gt_cfg_canonical(j) : NULL;
+    CHECK_MSG(canon && !strcmp(canon, want), "%s", canon ? canon : "(null)");
+    free(canon);
+    CHECK(j && gt_mma_cfg_from_json(j, &back, err, sizeof err) == 0 && !memcmp(&back, &c, sizeof back));
+    cJSON_Delete(j);
+    CHECK(parses_to(want, &c));
+    /* "ctas":0 spelled out is the default */
+    CHECK(parses_to("{\"bk\":64,\"bm\":128,\"bn\":256,\"ctas\":0,\"family\":\"mma\",\"inst\":\"wgmma\","
+                    "\"reduction\":\"none\",\"splitk\":1,\"stages\":4,\"swizzle\":8,\"warps_m\":8,\"warps_n\":1}",
+                    &k_wg));
+    static const char *const bad[] = {
+        "{\"bk\":64,\"bm\":128,\"bn\":256,\"ctas\":-1,\"family\":\"mma\",\"inst\":\"wgmma\",\"reduction\":\"none\","
+        "\"splitk\":1,\"stages\":4,\"swizzle\":8,\"warps_m\":8,\"warps_n\":1}",
+        "{\"bk\":64,\"bm\":128,\"bn\":256,\"ctas\":1.5,\"family\":\"mma\",\"inst\":\"wgmma\",\"reduction\":\"none\","
+        "\"splitk\":1,\"stages\":4,\"swizzle\":8,\"warps_m\":8,\"warps_n\":1}",
+        "{\"bk\":64,\"bm\":128,\"bn\":256,\"ctas\":\"132\",\"family\":\"mma\",\"inst\":\"wgmma\",\"reduction\":\"none\","
+        "\"splitk\":1,\"stages\":4,\"swizzle\":8,\"warps_m\":8,\"warps_n\":1}",
+        "{\"bk\":64,\"bm\":128,\"bn\":256,\"ctas\":132,\"family\":\"mma\",\"inst\":\"wgmma\",\"reduction\":\"atomic\","
+        "\"splitk\":2,\"stages\":4,\"swizzle\":8,\"warps_m\":8,\"warps_n\":1}",
+        "{\"bk\":32,\"bm\":128,\"bn\":128,\"ctas\":132,\"family\":\"mma\",\"reduction\":\"none\","
+        "\"splitk\":1,\"stages\":4,\"swizzle\":8,\"warps_m\":2,\"warps_n\":2}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cJSON *b = cJSON_Parse(bad[i]);
+        err[0] = 0;
+        CHECK_MSG(b && gt_mma_cfg_from_json(b, &back, err, sizeof err) == -1 && strstr(err, "config ctas"),
+                  "case %zu: %s", i, err);
+        cJSON_Delete(b);
+    }
+    /* rules: more tiles than CTAs */
+    gt_gen_dev d = h100();
+    gt_problem p = gen_test_prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_BF16); /* 32 x 8 tiles */
+    CHECK_MSG(gt_mma_check(&p, &d, &c, why, sizeof why) == 0, "%s", why);
+    gen_test_mma_pruned(gen_test_prob(4096, 1024, 4096, GT_DT_BF16, GT_DT_BF16), &d, c,
+                        "persist: 128 tiles fit in one grid of 132 CTAs");
+    /* geometry and defines: the grid is the CTAs (batch in z), the ring plus
+     * one staging buffer per warpgroup */
+    gt_gen_geom g;
+    gt_problem pb = p;
+    pb.batch = 3, pb.stride_a = 4096LL * 4096, pb.stride_b = 4096LL * 2048, pb.stride_c = pb.stride_d = 4096LL * 2048;
+    gt_mma_geometry(&pb, &c, &g);
+    CHECK(g.gx == 132 && g.gy == 1 && g.gz == 3 && g.threads == 256 && g.ws_bytes == 0);
+    CHECK(g.smem_bytes == 4 * 384 * 128 + 1024 + 2 * GT_MMA_WG_EPI_BYTES);
+    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+    int nd = gt_mma_defines(&p, &c, defs), has = 0;
+    for (int i = 0; i < nd; i++)
+        has += !strcmp(defs[i], "-DGT_PERSIST=1");
+    CHECK(has == 1);
+    nd = gt_mma_defines(&p, &k_wg, defs);
+    for (int i = 0; i < nd; i++)
+        CHECK(strcmp(defs[i], "-DGT_PERSIST=1") != 0);
+    /* the staging: 32 columns of 64 bf16 values or 16 of f32, padded by 16 bytes */
+    CHECK(GT_MMA_WG_EPI_BYTES >= (64 + 8) * 2 * 32 && GT_MMA_WG_EPI_BYTES >= (64 + 4) * 4 * 16);
+    /* the space: persistent copies (ctas = the SMs x the CTAs resident on one, splitk 1) beside the
+     * others where the tiles exceed the SMs, none where they do not */
+    for (int big = 0; big < 2; big++) {
+        /* 512 x 256: at most 8 x 16 tiles (64 x 16), within the 132 SMs */
+        gt_problem q = gen_test_prob(big ? 28672 : 512, big ? 2048 : 256, 4096, GT_DT_BF16, GT_DT_BF16);
+        gt_mma_space s;
+        CHECK(gt_mma_prune(&q, &d, GT_MMA_DEFAULT_CAP, &s) == 0);
+        int np = 0, other = 0;
+        for (int k = 0; k < s.nkeep; k++) {
+            np += s.keep[k].ctas > 0;
+            other += s.keep[k].inst == GT_MMA_INST_WGMMA && s.keep[k].ctas == 0;
+            /* the SMs x the CTAs resident on one */
+            CHECK(s.keep[k].ctas == 0 || (s.keep[k].ctas % 132 == 0 && s.keep[k].splitk == 1));
+        }
+        CHECK_MSG(big ? np > 0 && other > 0 : np == 0, "%s: %d persistent, %d other", big ? "big" : "small", np, other);
+        gt_mma_space_free(&s);
+    }
+}
+
 /* fp8 (OCP e4m3/e5m2 A and B, per-tensor scales) on inst wgmma: applicable
  * on an H100 only; every kept config is wgmma with bk 128 (one 128-byte
  * row); mma.sync and a 64-value k tile are pruned with their reasons, and
@@ -437,7 +525,8 @@ static void test_prune(void)
                 CHECK(gt_mma_prune(&p, dev, GT_MMA_DEFAULT_CAP, &s) == 0);
                 CHECK_MSG(s.why[0] == 0 && s.nkeep == GT_MMA_DEFAULT_CAP, "%s: %d kept (%s)", label, s.nkeep,
                           s.why);
-                CHECK(s.nkeep + s.npruned == s.raw && s.raw == 64800 + 1440);
+                /* mma.sync, wgmma, and wgmma's persistent copies (splitk 1: 2 x 5 x 4 x 4) */
+                CHECK(s.nkeep + s.npruned == s.raw && s.raw == 64800 + 1440 + 160);
                 int bad = 0, ranked = 0, tiles = 0;
                 for (int k = 0; k < s.npruned; k++) {
                     bad += strlen(s.pruned[k].reason) < 10 || !strchr(s.pruned[k].reason, ':');
@@ -655,7 +744,13 @@ static void test_nvrtc(void)
     add_cfg(&set, &c);
     c = k_wg, c.bn = 32, c.stages = 6;
     add_cfg(&set, &c);
-    CHECK(compile_set(&e, &set, 90, "f16 in, f32 out, bias, gelu, split-K") == 0);
+    /* persistent: thread 0 as the producer (bn 256), the producer warp (bn
+     * 128), and the f32 staging of 16 columns */
+    c = k_wg, c.ctas = 132;
+    add_cfg(&set, &c);
+    c.bn = 128, c.bm = 64, c.warps_m = 4;
+    add_cfg(&set, &c);
+    CHECK(compile_set(&e, &set, 90, "f16 in, f32 out, bias, gelu, split-K, persistent") == 0);
     free(set.v);
     /* fp8 on wgmma: the top configs the Llama shapes keep at n = 128 and
      * 2048 (e4m3, bf16 D), and the e4m3 x e5m2 mix with f32 D, bias, gelu,
@@ -686,6 +781,8 @@ static void test_nvrtc(void)
         c.splitk = 2, c.reduction = GT_GEN_RED_ATOMIC, c.bn = 128;
         add_cfg(&f8, &c);
         c = k_wg, c.bk = 128, c.bm = 64, c.warps_m = 4, c.bn = 16, c.splitk = 3, c.reduction = GT_GEN_RED_TWOPASS;
+        add_cfg(&f8, &c);
+        c = k_wg, c.bk = 128, c.ctas = 132;
         add_cfg(&f8, &c);
         CHECK(compile_set(&m8, &f8, 90, "fp8 e4m3 x e5m2, f32 out, bias, gelu, split-K") == 0);
         free(f8.v);
@@ -778,6 +875,11 @@ static void test_gpu(void)
     "\",\"splitk\":" #sk ",\"stages\":" #st ",\"swizzle\":" #swz ",\"warps_m\":" #wm ",\"warps_n\":1}"
 #define WG_CFG(...) WGK_CFG(64, __VA_ARGS__)
 #define WG8_CFG(...) WGK_CFG(128, __VA_ARGS__)
+/* persistent (splitk 1): a grid of `ctas` CTAs, few, so that each loops over
+ * many tiles and the ring's phases wrap across tiles */
+#define WGP_CFG(bk, ctas, bm, bn, wm, st, swz)                                                                \
+    "{\"bk\":" #bk ",\"bm\":" #bm ",\"bn\":" #bn ",\"ctas\":" #ctas ",\"family\":\"mma\",\"inst\":\"wgmma\","   \
+    "\"reduction\":\"none\",\"splitk\":1,\"stages\":" #st ",\"swizzle\":" #swz ",\"warps_m\":" #wm ",\"warps_n\":1}"
 #define MMA_CFG(bm, bn, bk, wm, wn, st, sk, red, swz)                                                   \
     "{\"bk\":" #bk ",\"bm\":" #bm ",\"bn\":" #bn ",\"family\":\"mma\",\"reduction\":\"" red "\",\"splitk\":" #sk \
     ",\"stages\":" #st ",\"swizzle\":" #swz ",\"warps_m\":" #wm ",\"warps_n\":" #wn "}"
@@ -799,13 +901,16 @@ static void test_gpu(void)
     static const char *const raster[] = {MMA_CFG(64, 64, 64, 2, 2, 4, 1, "none", 4),
                                          MMA_CFG(64, 128, 32, 1, 4, 3, 1, "none", 8),
                                          WG_CFG(128, 128, 8, 4, 1, "none", 1), WG_CFG(64, 256, 4, 3, 1, "none", 4),
+                                         WGP_CFG(64, 11, 128, 256, 8, 4, 4), WGP_CFG(64, 13, 64, 128, 4, 6, 8),
                                          NULL};
     /* wgmma on edges: m, n, k tails (the TMA zero-fills), f32 D through the
      * coalesced epilogue, both split-K reductions */
     static const char *const wg_edges[] = {
         WG_CFG(64, 64, 4, 3, 1, "none", 1), WG_CFG(128, 128, 8, 4, 1, "none", 1),
         WG_CFG(64, 128, 4, 4, 3, "atomic", 1), WG_CFG(128, 64, 8, 3, 2, "twopass", 1),
-        MMA_CFG(64, 64, 32, 2, 2, 3, 4, "atomic", 1), NULL};
+        MMA_CFG(64, 64, 32, 2, 2, 3, 4, "atomic", 1),
+        /* persistent, with the producer warp: 16, 3 and 40 tiles a CTA */
+        WGP_CFG(64, 2, 64, 64, 4, 3, 1), WGP_CFG(64, 3, 128, 128, 8, 4, 1), WGP_CFG(64, 2, 64, 16, 4, 6, 4), NULL};
     gt_problem p = gen_test_prob(1000, 77, 1000, GT_DT_BF16, GT_DT_F32); /* edges everywhere, lda 1000 */
     p.alpha = 0.5, p.beta = 0.25;
     smoke(bk, ctx, p, extra);
@@ -839,7 +944,8 @@ static void test_gpu(void)
      * ldc must be a multiple of 16 bytes); a skinny n */
     static const char *const wg8_edges[] = {
         WG8_CFG(64, 64, 4, 3, 1, "none", 1), WG8_CFG(128, 128, 8, 4, 1, "none", 1),
-        WG8_CFG(64, 128, 4, 4, 3, "atomic", 1), WG8_CFG(128, 64, 8, 3, 2, "twopass", 1), NULL};
+        WG8_CFG(64, 128, 4, 4, 3, "atomic", 1), WG8_CFG(128, 64, 8, 3, 2, "twopass", 1),
+        WGP_CFG(128, 3, 64, 64, 4, 3, 1), WGP_CFG(128, 2, 128, 128, 8, 3, 1), NULL};
     static const char *const wg8_skinny[] = {WG8_CFG(64, 16, 4, 4, 1, "none", 1),
                                              WG8_CFG(128, 16, 8, 6, 4, "atomic", 1), NULL};
     p = gen_test_prob_f8(4096, 2048, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16);
@@ -861,6 +967,7 @@ int main(int argc, char **argv)
         RUN(test_applicable);
         RUN(test_rules);
         RUN(test_wgmma);
+        RUN(test_wgmma_persist);
         RUN(test_wgmma_f8);
         RUN(test_prune);
         RUN(test_geometry);
