@@ -190,8 +190,11 @@ def family(cfg):
     if not isinstance(cfg, dict):
         return "?"
     fam = (cfg or {}).get("family", "cublaslt")
-    # the persistent wgmma kernels apart, so one run compares them with the rest
-    return "mma_p" if fam == "mma" and cfg.get("ctas") else fam
+    # the persistent wgmma kernels apart (mma_c: in clusters of two), so one
+    # run compares them with the rest
+    if fam == "mma" and cfg.get("ctas"):
+        return "mma_c" if cfg.get("cluster") == 2 else "mma_p"
+    return fam
 
 
 def report(run, res, bw, rate, ngpu, wall, created=None):

@@ -59,6 +59,10 @@ typedef struct gt_mma_cfg {
     int ctas;             /* wgmma, splitk 1: a persistent grid of this many CTAs per batch, each
                              looping over tiles (the TMA ring runs on into the next tile while
                              the epilogue stores this one); 0 (the JSON default): a CTA per tile */
+    int cluster;          /* persistent only: 2, clusters of two CTAs on vertically adjacent tiles,
+                             each loading its A and half of their shared B tile into both (TMA
+                             multicast: a third less L2 traffic at bm 128, bn 256); 0 (the JSON
+                             default, also "cluster":1): none */
 } gt_mma_cfg;
 
 /* Strict parse of {"family":"mma", ...}: every attribute required; unknown

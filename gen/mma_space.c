@@ -45,6 +45,8 @@
  *   persist    ctas > 0 (a persistent grid) only with splitk 1 and more
  *              tiles than CTAs (else every CTA has one tile: nothing to
  *              loop over)
+ *   cluster    cluster 2 only with an even persistent grid and at least
+ *              two tile rows (a cluster shares B between two of them)
  * and counts shared memory as stages x (bm + bn) x 128 bytes + 1024 (the
  * ring's 1024-byte alignment; + GT_MMA_WG_EPI_BYTES per warpgroup when
  * persistent), registers as bn / 2 accumulators + 40; the
@@ -117,7 +119,7 @@ static int enum_attr(const cJSON *it, const char *const *names, int n, int *seen
 
 int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen)
 {
-    int seen_int[NINT] = {0}, seen_red = 0, seen_fam = 0, seen_inst = 0, seen_ctas = 0;
+    int seen_int[NINT] = {0}, seen_red = 0, seen_fam = 0, seen_inst = 0, seen_ctas = 0, seen_cl = 0;
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(j)) {
         snprintf(err, errlen, "mma: config is not a JSON object");
@@ -155,6 +157,14 @@ int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen
                 return -1;
             }
             c->ctas = (int)it->valuedouble;
+            continue;
+        }
+        if (!strcmp(k, "cluster")) {
+            if (seen_cl++ || !cJSON_IsNumber(it) || (it->valuedouble != 1 && it->valuedouble != 2)) {
+                snprintf(err, errlen, "mma: config cluster: must be 1 or 2, once");
+                return -1;
+            }
+            c->cluster = it->valuedouble == 2 ? 2 : 0;
             continue;
         }
         if (gt_gen_int_attr_set("mma", k_int, NINT, seen_int, it, c, err, errlen) != 0)
@@ -203,6 +213,11 @@ int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen
                               "splitk %d)", c->ctas, k_inst[c->inst], c->splitk);
         return -1;
     }
+    if (c->cluster && (c->ctas <= 0 || c->ctas % 2)) {
+        snprintf(err, errlen, "mma: config cluster=2: needs a persistent grid of an even number of CTAs "
+                              "(got ctas %d)", c->ctas);
+        return -1;
+    }
     return 0;
 }
 
@@ -212,6 +227,7 @@ cJSON *gt_mma_cfg_to_json(const gt_mma_cfg *c)
     if (!j || !cJSON_AddStringToObject(j, "family", "mma") ||
         (c->inst != GT_MMA_INST_SYNC && !cJSON_AddStringToObject(j, "inst", k_inst[c->inst])) ||
         (c->ctas > 0 && !cJSON_AddNumberToObject(j, "ctas", c->ctas)) ||
+        (c->cluster == 2 && !cJSON_AddNumberToObject(j, "cluster", 2)) ||
         !cJSON_AddStringToObject(j, "reduction", gt_gen_red_name(c->reduction)) ||
         gt_gen_int_attr_add(j, k_int, NINT, c) != 0) {
         cJSON_Delete(j);
@@ -225,9 +241,10 @@ cJSON *gt_mma_cfg_to_json(const gt_mma_cfg *c)
  * existed before them stays as it was */
 int gt_mma_cfg_text(const gt_mma_cfg *c, char *buf, size_t len)
 {
-    char ctas[24] = "";
+    char ctas[40] = "";
+    snprintf(ctas, sizeof ctas, "%s", c->cluster == 2 ? "\"cluster\":2," : "");
     if (c->ctas > 0)
-        snprintf(ctas, sizeof ctas, "\"ctas\":%d,", c->ctas);
+        snprintf(ctas + strlen(ctas), sizeof ctas - strlen(ctas), "\"ctas\":%d,", c->ctas);
     return snprintf(buf, len,
                     "{\"bk\":%d,\"bm\":%d,\"bn\":%d,%s\"family\":\"mma\",%s\"reduction\":\"%s\","
                     "\"splitk\":%d,\"stages\":%d,\"swizzle\":%d,\"warps_m\":%d,\"warps_n\":%d}",
@@ -440,6 +457,12 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
     else if (c->ctas > 0 && (c->inst != GT_MMA_INST_WGMMA || c->splitk != 1))
         GT_WHY(why, len, "persist: ctas=%d needs inst wgmma and splitk 1 (the template loops over whole "
                            "tiles)", c->ctas);
+    else if (c->cluster && (c->ctas <= 0 || c->ctas % 2))
+        GT_WHY(why, len, "cluster: cluster=2 needs a persistent grid of an even number of CTAs (ctas %d)",
+                 c->ctas);
+    else if (c->cluster && x.npm < 2)
+        GT_WHY(why, len, "cluster: %lld tile row(s): a cluster of two shares B between two tile rows",
+                 x.npm);
     else if (c->ctas > 0 && x.npm * x.npn <= c->ctas)
         GT_WHY(why, len, "persist: %lld tiles fit in one grid of %d CTAs: nothing to loop over",
                  x.npm * x.npn, c->ctas);
@@ -541,7 +564,8 @@ double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cf
     double inflight = res * (c->stages - 1) * (double)(c->bm + c->bn) * c->bk * es;
     double sat = c->inst == GT_MMA_INST_WGMMA ? 98304.0 : 32768.0;
     double t_mem = dram / (bw * fmax(0.05, fmin(1.0, inflight / sat)));
-    double t_l2 = (double)x.ctas * (c->bm + c->bn) * kshare * es / (3.0 * bw);
+    /* a cluster of two multicasts B: each CTA fetches half of it */
+    double t_l2 = (double)x.ctas * (c->bm + c->bn / (c->cluster == 2 ? 2.0 : 1.0)) * kshare * es / (3.0 * bw);
     double t = fmax(t_comp, fmax(t_mem, t_l2)) + 0.15 * fmin(t_comp, t_mem);
     /* pipeline fill per CTA generation on an SM (a persistent grid fills
      * its ring once: the loads of a CTA's next tile start while it stores
@@ -573,7 +597,7 @@ static const int k_bks[] = {32, 64}, k_wgs[] = {1, 2, 4}, k_sks[] = {1, 2, 4, 8,
 static const int k_wg_bm[] = {64, 128}, k_wg_bn[] = {16, 32, 64, 128, 256}, k_wg_st[] = {3, 4, 6, 8};
 #define NWG_BN 5
 #define NWG_ONE (2 * NWG_BN * 4 * 9 * 4)
-#define NRAW_WG (2 * NWG_ONE)
+#define NRAW_WG (3 * NWG_ONE) /* a CTA per tile, persistent, persistent with clusters of 2 */
 #define NRAW (NRAW_SYNC + NRAW_WG)
 
 static int index_of(const int *v, int n, int x)
@@ -597,7 +621,7 @@ static int interleave(gt_gen_ranked *ok, int nok)
 {
     /* per combination: rasters seen so far; per (tile shape, raster round):
      * configs seen so far */
-    enum { NCOMB_SYNC = NT_ * NT_ * 2 * 3 * 3 * 4 * 9, NCOMB = NCOMB_SYNC + 2 * 2 * NWG_BN * 4 * 9 };
+    enum { NCOMB_SYNC = NT_ * NT_ * 2 * 3 * 3 * 4 * 9, NCOMB = NCOMB_SYNC + 3 * 2 * NWG_BN * 4 * 9 };
     unsigned short *comb = calloc(NCOMB, sizeof *comb);
     int cls[NT_][NT_][4] = {{{0}}};
     double best_of[NT_][NT_];
@@ -614,7 +638,7 @@ static int interleave(gt_gen_ranked *ok, int nok)
         int a = index_of(k_tiles, NT_, c->bm), b = index_of(k_tiles, NT_, c->bn);
         int sk = c->splitk == 1 ? 0 : 1 + 2 * index_of(k_sks + 1, 4, c->splitk) + (c->reduction - 1);
         int code = c->inst == GT_MMA_INST_WGMMA
-                       ? NCOMB_SYNC + (((c->ctas > 0) * 2 + index_of(k_wg_bm, 2, c->bm)) * NWG_BN +
+                       ? NCOMB_SYNC + ((((c->ctas > 0) + (c->cluster == 2)) * 2 + index_of(k_wg_bm, 2, c->bm)) * NWG_BN +
                                        index_of(k_wg_bn, NWG_BN, c->bn)) * 36 + index_of(k_wg_st, 4, c->stages) * 9 + sk
                        : ((((a * NT_ + b) * 2 + index_of(k_bks, 2, c->bk)) * 3 + index_of(k_wgs, 3, c->warps_m)) * 3 +
                           index_of(k_wgs, 3, c->warps_n)) * 36 + (c->stages - 2) * 9 + sk;
@@ -658,10 +682,12 @@ static int raw_cfg(const gt_problem *p, const gt_gen_dev *d, int i, gt_gen_anycf
                                 .warps_n = 1, .stages = k_wg_st[st], .splitk = k_sks[sk], .reduction = red,
                                 .swizzle = k_swz[sw], .inst = GT_MMA_INST_WGMMA,
                                 .ctas = pers ? d->sms : 0};
+        if (pers == 2)
+            out->mma.cluster = 2;
         if (pers) {
             derived x;
             derive(p, d, &out->mma, &x);
-            int ctas = d->sms * (x.res > 1 ? x.res : 1);
+            int ctas = d->sms * (x.res > 1 ? x.res : 1) / (1 + (pers == 2)) * (1 + (pers == 2));
             out->mma.ctas = ctas < GT_MMA_MAX_CTAS ? ctas : GT_MMA_MAX_CTAS;
         }
         return 1;

@@ -433,6 +433,8 @@ int gt_mma_defines_for(const gt_problem *p, const gt_mma_cfg *c, int hip,
      * kernel serves every ctas */
     if (c->ctas > 0)
         snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_PERSIST=1");
+    if (c->cluster == 2)
+        snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_MC=1");
     /* HIP: the target and the wave size, appended so that the CUDA list (a
      * part of NVRTC's compile cache key) stays as it was */
     if (hip) {
@@ -457,6 +459,8 @@ void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_g
     int64_t npm = (p->m + c->bm - 1) / (c->bm > 0 ? c->bm : 1);
     int64_t npn = (p->n + c->bn - 1) / (c->bn > 0 ? c->bn : 1);
     g->gx = (unsigned)(npm * npn);
+    if (c->cluster == 2) /* persistent in pairs of tile rows, two CTAs a pair */
+        g->gx = (unsigned)((npm + 1) / 2 * npn * 2);
     if (c->ctas > 0 && g->gx > (unsigned)c->ctas)
         g->gx = (unsigned)c->ctas; /* persistent: each CTA loops over tiles gx apart */
     g->gy = 1;
@@ -513,7 +517,8 @@ int gt_mma_tmaps(const gt_problem *p, const gt_mma_cfg *c, gt_mma_tmap t[GT_MMA_
         t[i] = (gt_mma_tmap){.operand = i ? "b" : "a", .dtype = dt,
                              .dims = {(unsigned long long)p->k, (unsigned long long)rows, (unsigned long long)batch},
                              .strides = {(unsigned long long)(ld * es), (unsigned long long)(bstride * es)},
-                             .box = {(unsigned)(128 / es), (unsigned)(i ? c->bn : c->bm), 1}};
+                             /* a cluster of two loads half of B each */
+                             .box = {(unsigned)(128 / es), (unsigned)(i ? c->bn / (c->cluster == 2 ? 2 : 1) : c->bm), 1}};
     }
     return 2;
 }

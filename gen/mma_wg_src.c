@@ -48,7 +48,15 @@
  *            a tile's end, so each warpgroup stages its rows 32 (f32: 16)
  *            columns at a time in a buffer of its own past the ring
  *            (GT_MMA_WG_EPI_BYTES) and syncs only itself (named barrier
- *            2 + warpgroup).
+ *            2 + warpgroup);
+ *   cluster  GT_MC (config cluster 2, persistent only): clusters of two
+ *            CTAs (__cluster_dims__) on pairs of tile rows of one tile
+ *            column; each loads its A tile and half of the B tile into
+ *            both rings (TMA multicast), so a slot's "full" barrier counts
+ *            bytes from both CTAs and its "empty" barrier the warpgroups of
+ *            both (each arrives here and at its peer); cluster barriers
+ *            after the barriers' init and before exit keep every remote
+ *            arrival and multicast within the peer's lifetime.
  *
  * The kernel takes the argument block and the two tensor maps by value
  * (__grid_constant__: the TMA reads them from parameter space). */
@@ -73,6 +81,18 @@ const char gt_gen_mma_wg_src[] =
     "#define GT_PERSIST 0\n"
     "#endif\n"
     "#define GT_EPB " GT_XSTR(GT_MMA_WG_EPI_BYTES) "\n"
+    /* GT_MC 1 (config cluster 2, persistent only): clusters of two CTAs on
+     * vertically adjacent tiles, each loading its own A and one half of
+     * the shared B tile into both (TMA multicast) */
+    "#ifndef GT_MC\n"
+    "#define GT_MC 0\n"
+    "#endif\n"
+    "#if GT_MC\n"
+    "#define GT_CLUSTER __cluster_dims__(2, 1, 1)\n"
+    "#define GT_CLSYNC() asm volatile(\"barrier.cluster.arrive.release;\\nbarrier.cluster.wait.acquire;\" ::: \"memory\")\n"
+    "#else\n"
+    "#define GT_CLUSTER\n"
+    "#endif\n"
     "#if GT_PW\n"
     "#define GT_CSYNC() asm volatile(\"bar.sync 1, %0;\" :: \"n\"(GT_THREADS) : \"memory\")\n"
     "#else\n"
@@ -127,6 +147,18 @@ const char gt_gen_mma_wg_src[] =
     "    asm volatile(\"{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\n\"\n"
     "                 \"selp.u32 %0, 1, 0, p;\\n}\\n\" : \"=r\"(ok) : \"r\"(b), \"r\"(parity) : \"memory\");\n"
     "  } while (!ok);\n"
+    "}\n"
+    /* the same load into this CTA's and its cluster peers' shared memory
+     * at dst (mask: the CTAs), each peer's mbarrier at bar counting it */
+    "__device__ __forceinline__ void gt_tma_mc(u32 dst, const gt_tmap *map, int c0, int c1, int c2, u32 bar, unsigned short mask) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster\"\n"
+    "               \" [%0], [%1, {%2, %3, %4}], [%5], %6;\"\n"
+    "               :: \"r\"(dst), \"l\"((u64)map), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(bar), \"h\"(mask) : \"memory\");\n"
+    "}\n"
+    /* an arrival on the mbarrier at the same offset in cluster CTA cta */
+    "__device__ __forceinline__ void gt_bar_arrive_peer(u32 b, u32 cta) {\n"
+    "  asm volatile(\"{\\n.reg .b32 ra;\\nmapa.shared::cluster.u32 ra, %0, %1;\\n\"\n"
+    "               \"mbarrier.arrive.shared::cluster.b64 _, [ra];\\n}\\n\" :: \"r\"(b), \"r\"(cta) : \"memory\");\n"
     "}\n"
     "__device__ __forceinline__ void gt_tma(u32 dst, const gt_tmap *map, int c0, int c1, int c2, u32 bar) {\n"
     "  asm volatile(\"cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes\"\n"
@@ -189,28 +221,44 @@ const char gt_gen_mma_wg_src[] =
     "               \" {\" GT_WREGS \"}, \" GT_WIN \", p, 1, 1\" GT_WTR \";\\n}\\n\"\n"
     "               : GT_WOUT : \"l\"(da), \"l\"(db), \"r\"(1));\n"
     "}\n"
-    "extern \"C\" __global__ void __launch_bounds__(GT_LAUNCH, 1)\n"
+    "extern \"C\" __global__ void __launch_bounds__(GT_LAUNCH, 1) GT_CLUSTER\n"
     "gt_mma(gt_mma_args g, const __grid_constant__ gt_tmap ta, const __grid_constant__ gt_tmap tb) {\n"
     "  extern __shared__ __align__(128) unsigned char gt_dyn[];\n"
     "  __shared__ __align__(8) u64 gt_bars[2 * GT_ST];\n"
     "  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = tid >> 7, wtid = tid & 127;\n"
     "#if GT_PERSIST\n"
     "  const i64 zb = blockIdx.z, npm = (g.m + GT_BM - 1) / GT_BM, npn = (g.n + GT_BN - 1) / GT_BN;\n"
-    "  const i64 per = npm * npn;\n"
     "  const int nk = (int)((g.k + GT_BK - 1) / GT_BK);\n"
-    /* this CTA's tiles, and the ring iterations over all of them */
-    "  const int mine = per > (i64)blockIdx.x ? (int)((per - 1 - blockIdx.x) / gridDim.x + 1) : 0;\n"
+    /* this CTA's tiles (a cluster's: pairs of tile rows), and the ring
+     * iterations over all of them */
+    "#if GT_MC\n"
+    "  u32 crank;\n"
+    "  asm(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(crank));\n"
+    "  const i64 unit = blockIdx.x / 2, units = gridDim.x / 2, npr = (npm + 1) / 2, per = npr * npn;\n"
+    "#else\n"
+    "  const i64 unit = blockIdx.x, units = gridDim.x, npr = npm, per = npm * npn;\n"
+    "#endif\n"
+    "  const int mine = per > unit ? (int)((per - 1 - unit) / units + 1) : 0;\n"
     "  const int total = mine * nk;\n"
     "  const u32 s0 = (gt_saddr(gt_dyn) + 1023u) & ~1023u;\n"
     "  const u32 full0 = gt_saddr(gt_bars), empty0 = full0 + 8 * GT_ST;\n"
     "  if (tid == 0) {\n"
-    "    for (int s = 0; s < GT_ST; s++) { gt_bar_init(full0 + 8 * s, 1); gt_bar_init(empty0 + 8 * s, GT_WGM / 4); }\n"
+    /* with multicast a slot is free once both CTAs' warpgroups released it
+     * (the peer's half of B lands in both) */
+    "    for (int s = 0; s < GT_ST; s++) { gt_bar_init(full0 + 8 * s, 1); gt_bar_init(empty0 + 8 * s, GT_WGM / 4 * (1 + GT_MC)); }\n"
     "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
     "  }\n"
+    "#if GT_MC\n"
+    "  GT_CLSYNC();\n" /* the peer's barriers exist before any multicast or remote arrival */
+    "#else\n"
     "  __syncthreads();\n"
+    "#endif\n"
     "  auto tile_of = [&](int q, i64 *r0, i64 *c0) {\n"
     "    i64 pm, pn;\n"
-    "    gt_mma_tile((i64)blockIdx.x + (i64)q * gridDim.x, npm, npn, GT_SWZ, &pm, &pn);\n"
+    "    gt_mma_tile(unit + (i64)q * units, npr, npn, GT_SWZ, &pm, &pn);\n"
+    "#if GT_MC\n"
+    "    pm = 2 * pm + crank;\n"
+    "#endif\n"
     "    *r0 = pm * GT_BM; *c0 = pn * GT_BN;\n"
     "  };\n"
     /* the producer's cursor: iteration pG is k tile pkt of the CTA's tile
@@ -226,7 +274,11 @@ const char gt_gen_mma_wg_src[] =
     "    const u32 st = s0 + s * GT_STG, fb = full0 + 8 * s;\n"
     "    gt_bar_expect(fb, GT_STG);\n"
     "    gt_tma(st, &ta, pkt * GT_BK, (int)pr0, (int)zb, fb);\n"
+    "#if GT_MC\n"
+    "    gt_tma_mc(st + GT_BM * 128 + crank * (GT_BN / 2) * 128, &tb, pkt * GT_BK, (int)pc0 + (int)crank * (GT_BN / 2), (int)zb, fb, 3);\n"
+    "#else\n"
     "    gt_tma(st + GT_BM * 128, &tb, pkt * GT_BK, (int)pc0, (int)zb, fb);\n"
+    "#endif\n"
     "    pG++;\n"
     "    if (++pkt == nk) { pkt = 0; if (++pq < mine) tile_of(pq, &pr0, &pc0); }\n"
     "  };\n"
@@ -237,6 +289,10 @@ const char gt_gen_mma_wg_src[] =
     "        if (pG >= GT_ST) gt_bar_wait(empty0 + 8 * (pG % GT_ST), ((pG / GT_ST) - 1) & 1);\n"
     "        issue_next();\n"
     "      }\n"
+    "#if GT_MC\n"
+    "    __syncwarp();\n"
+    "    GT_CLSYNC();\n"
+    "#endif\n"
     "    return;\n"
     "  }\n"
     "#else\n"
@@ -250,6 +306,13 @@ const char gt_gen_mma_wg_src[] =
     "  const bool vec = ((u64)g.d & 15) == 0 && (g.ldd * ds) % 16 == 0 && (g.sd * ds) % 16 == 0;\n"
     "  unsigned char *se = gt_dyn + (s0 - gt_saddr(gt_dyn)) + GT_ST * GT_STG + wg * GT_EPB;\n"
     "  unsigned char *dz = (unsigned char *)g.d + zb * g.sd * ds;\n"
+    /* a warpgroup is done with a slot: here, and with multicast at the peer */
+    "  auto release = [&](u32 b) {\n"
+    "    gt_bar_arrive(b);\n"
+    "#if GT_MC\n"
+    "    gt_bar_arrive_peer(b, crank ^ 1u);\n"
+    "#endif\n"
+    "  };\n"
     "  int G = 0;\n"
     "  for (int q = 0; q < mine; q++) {\n"
     "    i64 row0, col0;\n"
@@ -269,7 +332,7 @@ const char gt_gen_mma_wg_src[] =
     "      gt_fence_acc(d);\n"
     "      asm volatile(\"wgmma.wait_group.sync.aligned 1;\" ::: \"memory\");\n"
     "      gt_fence_acc(d);\n"
-    "      if (t >= 1 && wtid == 0) gt_bar_arrive(empty0 + 8 * ((G - 1) % GT_ST));\n"
+    "      if (t >= 1 && wtid == 0) release(empty0 + 8 * ((G - 1) % GT_ST));\n"
     /* thread 0 as the producer (its cursor at G + ST - 1): the slot of
      * G - 1, released by every warpgroup in this iteration or at the end
      * of the previous tile */
@@ -281,7 +344,7 @@ const char gt_gen_mma_wg_src[] =
     "    asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");\n"
     "    gt_fence_acc(d);\n"
     /* the tile's last slot, before the stores: the producer refills it now */
-    "    if (wtid == 0) gt_bar_arrive(empty0 + 8 * ((G - 1) % GT_ST));\n"
+    "    if (wtid == 0) release(empty0 + 8 * ((G - 1) % GT_ST));\n"
     "    const i64 rw = row0 + wg * 64;\n"
     "    if (vec) {\n"
     "#define GT_CW0 (GT_DKT == 0 ? 16 : 32)\n"
@@ -319,6 +382,11 @@ const char gt_gen_mma_wg_src[] =
     "        }\n"
     "    }\n"
     "  }\n"
+    /* no CTA leaves while its peer may still arrive at its barriers or
+     * multicast into its ring */
+    "#if GT_MC\n"
+    "  GT_CLSYNC();\n"
+    "#endif\n"
     "#else\n"
     GT_MMA_SRC_CTA
     "  (void)wm; (void)wn; (void)A; (void)B; (void)mleft; (void)nleft;\n"

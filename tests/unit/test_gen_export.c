@@ -511,7 +511,8 @@ static void check_mma(const gt_problem *p, const char *cfg)
               cJSON_GetArrayItem(ad, 0)->valuedouble == (double)p->k &&
               cJSON_GetArrayItem(ad, 1)->valuedouble == (double)p->m &&
               cJSON_GetArrayItem(as, 0)->valuedouble == (double)es * p->lda &&
-              cJSON_GetArrayItem(bb, 0)->valuedouble == 128 / es && cJSON_GetArrayItem(bb, 1)->valuedouble == c.bn &&
+              cJSON_GetArrayItem(bb, 0)->valuedouble == 128 / es &&
+              cJSON_GetArrayItem(bb, 1)->valuedouble == c.bn / (c.cluster == 2 ? 2 : 1) && /* clusters: half each */
               !strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "data_type")),
                       es == 1 ? "CU_TENSOR_MAP_DATA_TYPE_UINT8" : "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16") &&
               !strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "swizzle")),
@@ -540,6 +541,12 @@ static void test_mma(void)
         CHECK(mma_pick(&pre, -1, inst, cfg, sizeof cfg) == 0);
         check_mma(&pre, cfg);
     }
+    /* wgmma's persistent grid, alone and in clusters of two (half of B's box) */
+    check_mma(&pre, "{\"bk\":64,\"bm\":128,\"bn\":256,\"ctas\":132,\"family\":\"mma\",\"inst\":\"wgmma\","
+                    "\"reduction\":\"none\",\"splitk\":1,\"stages\":4,\"swizzle\":8,\"warps_m\":8,\"warps_n\":1}");
+    check_mma(&pre, "{\"bk\":64,\"bm\":128,\"bn\":128,\"cluster\":2,\"ctas\":132,\"family\":\"mma\",\"inst\":"
+                    "\"wgmma\",\"reduction\":\"none\",\"splitk\":1,\"stages\":4,\"swizzle\":8,\"warps_m\":8,"
+                    "\"warps_n\":1}");
     CHECK(mma_pick(&mid, GT_GEN_RED_ATOMIC, GT_MMA_INST_SYNC, cfg, sizeof cfg) == 0);
     check_mma(&mid, cfg);
     CHECK(mma_pick(&mid, GT_GEN_RED_TWOPASS, GT_MMA_INST_SYNC, cfg, sizeof cfg) == 0);

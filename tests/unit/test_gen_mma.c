@@ -398,6 +398,49 @@ static void test_wgmma_persist(void)
     nd = gt_mma_defines(&p, &k_wg, defs);
     for (int i = 0; i < nd; i++)
         CHECK(strcmp(defs[i], "-DGT_PERSIST=1") != 0);
+    /* clusters of two: the key after bn, refused without an even
+     * persistent grid, pruned with one tile row; half of B per CTA (the
+     * map's box), -DGT_MC=1, a grid of whole pairs of tile rows */
+    {
+        gt_mma_cfg m = c;
+        m.cluster = 2;
+        gt_mma_cfg_text(&m, text, sizeof text);
+        CHECK_MSG(!strcmp(text, "{\"bk\":64,\"bm\":128,\"bn\":256,\"cluster\":2,\"ctas\":132,\"family\":\"mma\","
+                                "\"inst\":\"wgmma\",\"reduction\":\"none\",\"splitk\":1,\"stages\":4,\"swizzle\":8,"
+                                "\"warps_m\":8,\"warps_n\":1}"),
+                  "%s", text);
+        CHECK(parses_to(text, &m));
+        cJSON *mj = gt_mma_cfg_to_json(&m);
+        char *mc = mj ? gt_cfg_canonical(mj) : NULL;
+        CHECK_MSG(mc && !strcmp(mc, text), "%s", mc ? mc : "(null)");
+        free(mc);
+        cJSON_ReplaceItemInObjectCaseSensitive(mj, "ctas", cJSON_CreateNumber(131));
+        CHECK(gt_mma_cfg_from_json(mj, &back, err, sizeof err) == -1 && strstr(err, "cluster=2: needs"));
+        cJSON_ReplaceItemInObjectCaseSensitive(mj, "cluster", cJSON_CreateNumber(3));
+        CHECK(gt_mma_cfg_from_json(mj, &back, err, sizeof err) == -1 && strstr(err, "config cluster: must be 1 or 2"));
+        cJSON_Delete(mj);
+        CHECK(parses_to("{\"bk\":64,\"bm\":128,\"bn\":256,\"cluster\":1,\"family\":\"mma\",\"inst\":\"wgmma\","
+                        "\"reduction\":\"none\",\"splitk\":1,\"stages\":4,\"swizzle\":8,\"warps_m\":8,\"warps_n\":1}",
+                        &k_wg));
+        CHECK_MSG(gt_mma_check(&p, &d, &m, why, sizeof why) == 0, "%s", why);
+        gt_mma_cfg m1 = m;
+        m1.swizzle = 1;
+        gen_test_mma_pruned(gen_test_prob(128, 16384, 4096, GT_DT_BF16, GT_DT_BF16), &d, m1,
+                            "cluster: 1 tile row(s)");
+        gt_mma_tmap tm[GT_MMA_MAX_TMAPS];
+        CHECK(gt_mma_tmaps(&p, &m, tm) == 2 && tm[0].box[1] == 128 && tm[1].box[1] == 128);
+        gt_problem odd = gen_test_prob(1100, 2048, 4096, GT_DT_BF16, GT_DT_BF16); /* 9 tile rows: 5 pairs */
+        m.ctas = 200;
+        gt_mma_geometry(&odd, &m, &g);
+        CHECK(g.gx == 5 * 8 * 2);
+        m.ctas = 64;
+        gt_mma_geometry(&odd, &m, &g);
+        CHECK(g.gx == 64);
+        nd = gt_mma_defines(&p, &m, defs), has = 0;
+        for (int i = 0; i < nd; i++)
+            has += !strcmp(defs[i], "-DGT_MC=1");
+        CHECK(has == 1);
+    }
     /* the staging: 32 columns of 64 bf16 values or 16 of f32, padded by 16 bytes */
     CHECK(GT_MMA_WG_EPI_BYTES >= (64 + 8) * 2 * 32 && GT_MMA_WG_EPI_BYTES >= (64 + 4) * 4 * 16);
     /* the space: persistent copies (ctas = the SMs x the CTAs resident on one, splitk 1) beside the
@@ -413,6 +456,7 @@ static void test_wgmma_persist(void)
             other += s.keep[k].inst == GT_MMA_INST_WGMMA && s.keep[k].ctas == 0;
             /* the SMs x the CTAs resident on one */
             CHECK(s.keep[k].ctas == 0 || (s.keep[k].ctas % 132 == 0 && s.keep[k].splitk == 1));
+            CHECK(!s.keep[k].cluster || (s.keep[k].ctas > 0 && s.keep[k].cluster == 2));
         }
         CHECK_MSG(big ? np > 0 && other > 0 : np == 0, "%s: %d persistent, %d other", big ? "big" : "small", np, other);
         gt_mma_space_free(&s);
@@ -525,8 +569,9 @@ static void test_prune(void)
                 CHECK(gt_mma_prune(&p, dev, GT_MMA_DEFAULT_CAP, &s) == 0);
                 CHECK_MSG(s.why[0] == 0 && s.nkeep == GT_MMA_DEFAULT_CAP, "%s: %d kept (%s)", label, s.nkeep,
                           s.why);
-                /* mma.sync, wgmma, and wgmma's persistent copies (splitk 1: 2 x 5 x 4 x 4) */
-                CHECK(s.nkeep + s.npruned == s.raw && s.raw == 64800 + 1440 + 160);
+                /* mma.sync, wgmma, and wgmma's persistent copies without and with
+                 * clusters (splitk 1: 2 x 5 x 4 x 4 each) */
+                CHECK(s.nkeep + s.npruned == s.raw && s.raw == 64800 + 1440 + 2 * 160);
                 int bad = 0, ranked = 0, tiles = 0;
                 for (int k = 0; k < s.npruned; k++) {
                     bad += strlen(s.pruned[k].reason) < 10 || !strchr(s.pruned[k].reason, ':');
@@ -750,6 +795,10 @@ static void test_nvrtc(void)
     add_cfg(&set, &c);
     c.bn = 128, c.bm = 64, c.warps_m = 4;
     add_cfg(&set, &c);
+    c.cluster = 2; /* and in clusters of two */
+    add_cfg(&set, &c);
+    c = k_wg, c.ctas = 132, c.cluster = 2;
+    add_cfg(&set, &c);
     CHECK(compile_set(&e, &set, 90, "f16 in, f32 out, bias, gelu, split-K, persistent") == 0);
     free(set.v);
     /* fp8 on wgmma: the top configs the Llama shapes keep at n = 128 and
@@ -783,6 +832,8 @@ static void test_nvrtc(void)
         c = k_wg, c.bk = 128, c.bm = 64, c.warps_m = 4, c.bn = 16, c.splitk = 3, c.reduction = GT_GEN_RED_TWOPASS;
         add_cfg(&f8, &c);
         c = k_wg, c.bk = 128, c.ctas = 132;
+        add_cfg(&f8, &c);
+        c.cluster = 2;
         add_cfg(&f8, &c);
         CHECK(compile_set(&m8, &f8, 90, "fp8 e4m3 x e5m2, f32 out, bias, gelu, split-K") == 0);
         free(f8.v);
@@ -876,10 +927,15 @@ static void test_gpu(void)
 #define WG_CFG(...) WGK_CFG(64, __VA_ARGS__)
 #define WG8_CFG(...) WGK_CFG(128, __VA_ARGS__)
 /* persistent (splitk 1): a grid of `ctas` CTAs, few, so that each loops over
- * many tiles and the ring's phases wrap across tiles */
+ * many tiles and the ring's phases wrap across tiles; WGC_CFG in clusters
+ * of two (ctas even) */
 #define WGP_CFG(bk, ctas, bm, bn, wm, st, swz)                                                                \
     "{\"bk\":" #bk ",\"bm\":" #bm ",\"bn\":" #bn ",\"ctas\":" #ctas ",\"family\":\"mma\",\"inst\":\"wgmma\","   \
     "\"reduction\":\"none\",\"splitk\":1,\"stages\":" #st ",\"swizzle\":" #swz ",\"warps_m\":" #wm ",\"warps_n\":1}"
+#define WGC_CFG(bk, ctas, bm, bn, wm, st, swz)                                                                \
+    "{\"bk\":" #bk ",\"bm\":" #bm ",\"bn\":" #bn ",\"cluster\":2,\"ctas\":" #ctas ",\"family\":\"mma\","       \
+    "\"inst\":\"wgmma\",\"reduction\":\"none\",\"splitk\":1,\"stages\":" #st ",\"swizzle\":" #swz                  \
+    ",\"warps_m\":" #wm ",\"warps_n\":1}"
 #define MMA_CFG(bm, bn, bk, wm, wn, st, sk, red, swz)                                                   \
     "{\"bk\":" #bk ",\"bm\":" #bm ",\"bn\":" #bn ",\"family\":\"mma\",\"reduction\":\"" red "\",\"splitk\":" #sk \
     ",\"stages\":" #st ",\"swizzle\":" #swz ",\"warps_m\":" #wm ",\"warps_n\":" #wn "}"
@@ -902,7 +958,12 @@ static void test_gpu(void)
                                          MMA_CFG(64, 128, 32, 1, 4, 3, 1, "none", 8),
                                          WG_CFG(128, 128, 8, 4, 1, "none", 1), WG_CFG(64, 256, 4, 3, 1, "none", 4),
                                          WGP_CFG(64, 11, 128, 256, 8, 4, 4), WGP_CFG(64, 13, 64, 128, 4, 6, 8),
-                                         NULL};
+                                         WGC_CFG(64, 10, 128, 256, 8, 4, 4), NULL};
+    /* clusters of two on 9 tile rows of 128 (18 of 64): the last pair's
+     * second CTA loads zeros and stores nothing; thread 0 (bn 256) and the
+     * producer warp as the producer; 4-8 pairs a cluster */
+    static const char *const wg_cluster[] = {WGC_CFG(64, 4, 128, 128, 8, 4, 1), WGC_CFG(64, 2, 64, 64, 4, 3, 4),
+                                             WGC_CFG(64, 6, 128, 256, 8, 3, 1), NULL};
     /* wgmma on edges: m, n, k tails (the TMA zero-fills), f32 D through the
      * coalesced epilogue, both split-K reductions */
     static const char *const wg_edges[] = {
@@ -920,6 +981,12 @@ static void test_gpu(void)
     p.ldd = p.ldc = 1001;
     p.bias = 1, p.bias_type = GT_DT_BF16;
     smoke(bk, ctx, p, wg_edges);
+    p = gen_test_prob(1100, 300, 1000, GT_DT_BF16, GT_DT_F32);
+    p.alpha = 0.5, p.beta = 0.25;
+    smoke(bk, ctx, p, wg_cluster);
+    p = gen_test_prob(1100, 300, 1000, GT_DT_BF16, GT_DT_BF16);
+    p.ldd = p.ldc = 1101; /* element-wise stores */
+    smoke(bk, ctx, p, wg_cluster);
     p = gen_test_prob(128, 16, 4096, GT_DT_BF16, GT_DT_BF16);
     p.bias = 1;
     snprintf(p.activation, sizeof p.activation, "gelu");
@@ -945,7 +1012,8 @@ static void test_gpu(void)
     static const char *const wg8_edges[] = {
         WG8_CFG(64, 64, 4, 3, 1, "none", 1), WG8_CFG(128, 128, 8, 4, 1, "none", 1),
         WG8_CFG(64, 128, 4, 4, 3, "atomic", 1), WG8_CFG(128, 64, 8, 3, 2, "twopass", 1),
-        WGP_CFG(128, 3, 64, 64, 4, 3, 1), WGP_CFG(128, 2, 128, 128, 8, 3, 1), NULL};
+        WGP_CFG(128, 3, 64, 64, 4, 3, 1), WGP_CFG(128, 2, 128, 128, 8, 3, 1), WGC_CFG(128, 4, 64, 64, 4, 3, 1),
+        NULL};
     static const char *const wg8_skinny[] = {WG8_CFG(64, 16, 4, 4, 1, "none", 1),
                                              WG8_CFG(128, 16, 8, 6, 4, "atomic", 1), NULL};
     p = gen_test_prob_f8(4096, 2048, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16);
