@@ -221,6 +221,28 @@ const char gt_gen_mma_wg_src[] =
     "               \" {\" GT_WREGS \"}, \" GT_WIN \", p, 1, 1\" GT_WTR \";\\n}\\n\"\n"
     "               : GT_WOUT : \"l\"(da), \"l\"(db), \"r\"(1));\n"
     "}\n"
+    /* a warp's 16 x 16 block of D (rows r0.., columns c0..; fragments f0
+     * of columns c0..c0+7 and f1 of c0+8..c0+15, 4 accumulators each as
+     * mma's m16n8 C) through the epilogue into column-major 16-bit staging
+     * at s (columns ld elements apart), one instruction: four 8 x 8
+     * matrices of bf16/f16 pairs, transposed (stmatrix .trans: lane l
+     * names where column l % 8 of matrix l / 8 goes). For 16-bit D without
+     * bias or C only: the epilogue then needs no indices, and rows or
+     * columns past D are staged but never copied out */
+    "template <class A>\n"
+    "__device__ __forceinline__ void gt_stm16(unsigned char *s, int ld, int r0, int c0, const float *f0, const float *f1, float ab, const A &g) {\n"
+    "  u32 pr[4];\n"
+    "#pragma unroll\n"
+    "  for (int h = 0; h < 4; h++) {\n"
+    "    const float *a = (h >> 1 ? f1 : f0) + 2 * (h & 1);\n"
+    "    const float v0 = gt_epi_ab(g, 0, 0, 0, a[0], ab), v1 = gt_epi_ab(g, 0, 0, 0, a[1], ab);\n"
+    "    pr[h] = GT_DKT == 2 ? (u32)gt_f2h(v0) | ((u32)gt_f2h(v1) << 16) : (u32)gt_f2bf(v0) | ((u32)gt_f2bf(v1) << 16);\n"
+    "  }\n"
+    "  const int lane = threadIdx.x & 31, mi = lane >> 3;\n"
+    "  const int col = c0 + 8 * (mi >> 1) + (lane & 7), row = r0 + 8 * (mi & 1);\n"
+    "  asm volatile(\"stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\"\n"
+    "               :: \"r\"(gt_saddr(s + (col * ld + row) * 2)), \"r\"(pr[0]), \"r\"(pr[1]), \"r\"(pr[2]), \"r\"(pr[3]) : \"memory\");\n"
+    "}\n"
     /* one k tile (one ring slot at st) of warpgroup wg's rows: four wgmma
      * issued and committed as a group, then the wait for the group before
      * it, so this tile's math overlaps the next tile's wait */
@@ -321,6 +343,9 @@ const char gt_gen_mma_wg_src[] =
     "  unsigned char *se = gt_dyn + (s0 - gt_saddr(gt_dyn)) + GT_ST * GT_STG + wg * GT_EPB;\n"
     "  unsigned char *dz = (unsigned char *)g.d + zb * g.sd * ds;\n"
     /* a warpgroup is done with a slot: here, and with multicast at the peer */
+    /* alpha (x fp8's scales) read once: loads from g.scale_a/_b cannot be
+     * hoisted by the compiler past the stores to D */
+    "  const float ab = gt_ab(g);\n"
     "  auto release = [&](u32 b) {\n"
     "    gt_bar_arrive(b);\n"
     "#if GT_MC\n"
@@ -357,14 +382,25 @@ const char gt_gen_mma_wg_src[] =
     "#define GT_CW (GT_BN < GT_CW0 ? GT_BN : GT_CW0)\n"
     "#pragma unroll\n"
     "      for (int cb = 0; cb < GT_BN; cb += GT_CW) {\n"
+        /* 16-bit D without bias or C: the epilogue needs no indices (rows and
+     * columns past D are staged but never copied out), so each warp stores
+     * a 16 x 16 block per instruction: four 8 x 8 matrices of bf16/f16
+     * pairs, transposed into the column-major staging (stmatrix .trans:
+     * lane l names where column l % 8 of matrix l / 8 goes) */
+    "#if GT_BETA == 0 && GT_BIASKT < 0 && GT_DKT != 0\n"
+    "#pragma unroll\n"
+    "        for (int jc = 0; jc < GT_CW / 8; jc += 2)\n"
+    "          gt_stm16(se, lds, wi * 16, 8 * jc, acc[0][cb / 8 + jc], acc[0][cb / 8 + jc + 1], ab, g);\n"
+    "#else\n"
     "#pragma unroll\n"
     "        for (int jc = 0; jc < GT_CW / 8; jc++)\n"
     "#pragma unroll\n"
     "          for (int e = 0; e < 4; e++) {\n"
     "            const int r = wi * 16 + gq + 8 * (e >> 1), c = 8 * jc + 2 * t4 + (e & 1);\n"
     "            const i64 ii = rw + r, jj = col0 + cb + c;\n"
-    "            gt_put<GT_DKT>(se, (i64)c * lds + r, ii < g.m && jj < g.n ? gt_epi(g, zb, ii, jj, acc[0][cb / 8 + jc][e]) : 0.f);\n"
+    "            gt_put<GT_DKT>(se, (i64)c * lds + r, ii < g.m && jj < g.n ? gt_epi_ab(g, zb, ii, jj, acc[0][cb / 8 + jc][e], ab) : 0.f);\n"
     "          }\n"
+    "#endif\n"
     "        asm volatile(\"bar.sync %0, 128;\" :: \"r\"(2 + wg) : \"memory\");\n"
     "        for (int x = wtid; x < GT_CW * (64 / ev); x += 128) {\n"
     "          const int c = x / (64 / ev), rc = x % (64 / ev);\n"
@@ -384,7 +420,7 @@ const char gt_gen_mma_wg_src[] =
     "#pragma unroll\n"
     "        for (int e = 0; e < 4; e++) {\n"
     "          const i64 ii = rw + wi * 16 + gq + 8 * (e >> 1), jj = col0 + 8 * j + 2 * t4 + (e & 1);\n"
-    "          if (ii < g.m && jj < g.n) gt_store(g, zb, ii, jj, gt_epi(g, zb, ii, jj, acc[0][j][e]));\n"
+    "          if (ii < g.m && jj < g.n) gt_store(g, zb, ii, jj, gt_epi_ab(g, zb, ii, jj, acc[0][j][e], ab));\n"
     "        }\n"
     "    }\n"
     "  }\n"
@@ -453,15 +489,21 @@ const char gt_gen_mma_wg_src[] =
     "    const int ds = GT_DKT == 0 ? 4 : 2, ev = 16 / ds, lds = GT_BM + ev;\n"
     "    if (((u64)g.d & 15) == 0 && (g.ldd * ds) % 16 == 0 && (g.sd * ds) % 16 == 0) {\n"
     "      unsigned char *sd = gt_dyn + (s0 - gt_saddr(gt_dyn));\n"
+    "      const float ab = gt_ab(g);\n"
     "      GT_CSYNC();\n"
+    "#if GT_BETA == 0 && GT_BIASKT < 0 && GT_DKT != 0 && GT_BN >= 16\n"
+    "#pragma unroll\n"
+    "      for (int j = 0; j < GT_BN / 8; j += 2) gt_stm16(sd, lds, wg * 64 + wi * 16, 8 * j, acc[0][j], acc[0][j + 1], ab, g);\n"
+    "#else\n"
     "#pragma unroll\n"
     "      for (int j = 0; j < GT_BN / 8; j++)\n"
     "#pragma unroll\n"
     "        for (int e = 0; e < 4; e++) {\n"
     "          const int r = wg * 64 + wi * 16 + gq + 8 * (e >> 1), c = 8 * j + 2 * t4 + (e & 1);\n"
     "          const i64 ii = row0 + r, jj = col0 + c;\n"
-    "          gt_put<GT_DKT>(sd, (i64)c * lds + r, ii < g.m && jj < g.n ? gt_epi(g, zb, ii, jj, acc[0][j][e]) : 0.f);\n"
+    "          gt_put<GT_DKT>(sd, (i64)c * lds + r, ii < g.m && jj < g.n ? gt_epi_ab(g, zb, ii, jj, acc[0][j][e], ab) : 0.f);\n"
     "        }\n"
+    "#endif\n"
     "      GT_CSYNC();\n"
     "      const int cpc = GT_BM / ev;\n" /* 16-byte chunks per column */
     "      unsigned char *dz = (unsigned char *)g.d + zb * g.sd * ds;\n"

@@ -73,12 +73,15 @@
  * part of the problem) compiles out the read of C, whose mere possibility
  * cost the o projection's n = 16 kernel 3 % on the H100 */
 #define GT_GEN_SRC_EPI(ARGS)                                                                      \
-    "__device__ __forceinline__ float gt_epi(const " #ARGS " &g, i64 zb, i64 i, i64 j, float acc) {\n" \
+    "__device__ __forceinline__ float gt_ab(const " #ARGS " &g) {\n"                                \
     "#if defined(GT_F8) && GT_F8\n"                                                              \
-    "  float v = (float)g.alpha * (*g.scale_a * *g.scale_b) * acc;\n"                            \
+    "  return (float)g.alpha * (*g.scale_a * *g.scale_b);\n"                                     \
     "#else\n"                                                                                    \
-    "  float v = (float)g.alpha * acc;\n"                                                         \
+    "  return (float)g.alpha;\n"                                                                 \
     "#endif\n"                                                                                   \
+    "}\n"                                                                                        \
+    "__device__ __forceinline__ float gt_epi_ab(const " #ARGS " &g, i64 zb, i64 i, i64 j, float acc, float ab) {\n" \
+    "  float v = ab * acc;\n"                                                                     \
     "#if GT_BETA\n"                                                                               \
     "  if (g.beta != 0.0) v += (float)g.beta * gt_get<GT_CKT>(g.c, zb * g.sc + i + j * g.ldc);\n" \
     "#endif\n"                                                                                    \
@@ -91,6 +94,9 @@
     "  v = 0.5f * v * (1.f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));\n"              \
     "#endif\n"                                                                                    \
     "  return v;\n"                                                                               \
+    "}\n"                                                                                         \
+    "__device__ __forceinline__ float gt_epi(const " #ARGS " &g, i64 zb, i64 i, i64 j, float acc) {\n" \
+    "  return gt_epi_ab(g, zb, i, j, acc, gt_ab(g));\n"                                           \
     "}\n"                                                                                         \
     "__device__ __forceinline__ void gt_store(const " #ARGS " &g, i64 zb, i64 i, i64 j, float v) {\n" \
     "  gt_put<GT_DKT>(g.d, zb * g.sd + i + j * g.ldd, v);\n"                                      \

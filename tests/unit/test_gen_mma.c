@@ -987,6 +987,10 @@ static void test_gpu(void)
     p = gen_test_prob(1100, 300, 1000, GT_DT_BF16, GT_DT_BF16);
     p.ldd = p.ldc = 1101; /* element-wise stores */
     smoke(bk, ctx, p, wg_cluster);
+    /* bf16 D, no bias, no C, rows 16-byte aligned: the persistent kernels'
+     * stmatrix staging, with m and n tails */
+    p = gen_test_prob(1104, 300, 1000, GT_DT_BF16, GT_DT_BF16);
+    smoke(bk, ctx, p, wg_cluster);
     p = gen_test_prob(128, 16, 4096, GT_DT_BF16, GT_DT_BF16);
     p.bias = 1;
     snprintf(p.activation, sizeof p.activation, "gelu");
