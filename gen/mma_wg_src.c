@@ -491,7 +491,7 @@ const char gt_gen_mma_wg_src[] =
     "      unsigned char *sd = gt_dyn + (s0 - gt_saddr(gt_dyn));\n"
     "      const float ab = gt_ab(g);\n"
     "      GT_CSYNC();\n"
-    "#if GT_BETA == 0 && GT_BIASKT < 0 && GT_DKT != 0 && GT_BN >= 16\n"
+    "#if GT_BETA == 0 && GT_BIASKT < 0 && GT_DKT != 0\n" /* gt_stm16 */
     "#pragma unroll\n"
     "      for (int j = 0; j < GT_BN / 8; j += 2) gt_stm16(sd, lds, wg * 64 + wi * 16, 8 * j, acc[0][j], acc[0][j + 1], ab, g);\n"
     "#else\n"
