@@ -44,7 +44,8 @@
  *              (global strides multiples of 16 bytes)
  *   persist    ctas > 0 (a persistent grid) only with splitk 1 and more
  *              tiles than CTAs (else every CTA has one tile: nothing to
- *              loop over)
+ *              loop over), and a CTA's ring iterations (its tiles x the k
+ *              tiles) below 2^31, the kernel's int counters
  *   cluster    cluster 2 only with an even persistent grid and at least
  *              two tile rows (a cluster shares B between two of them)
  * and counts shared memory as stages x (bm + bn) x 128 bytes + 1024 (the
@@ -384,6 +385,16 @@ int gt_mma_elem_check(const gt_problem *p, const gt_mma_cfg *c, char *why, size_
     return 1;
 }
 
+/* A persistent CTA's ring iterations: its tiles (a cluster's pairs of
+ * tile rows, shared by its two CTAs) times the k tiles of each. The
+ * kernel counts them in 32-bit ints. */
+static long long persist_iters(const derived *x, const gt_mma_cfg *c)
+{
+    long long units = c->cluster == 2 ? c->ctas / 2 : c->ctas;
+    long long per = (c->cluster == 2 ? (x->npm + 1) / 2 : x->npm) * x->npn;
+    return units > 0 ? (per + units - 1) / units * x->nk : 0;
+}
+
 int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, char *why, size_t len)
 {
     derived x;
@@ -466,6 +477,9 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
     else if (c->ctas > 0 && x.npm * x.npn <= c->ctas)
         GT_WHY(why, len, "persist: %lld tiles fit in one grid of %d CTAs: nothing to loop over",
                  x.npm * x.npn, c->ctas);
+    else if (c->ctas > 0 && persist_iters(&x, c) >= (1LL << 31))
+        GT_WHY(why, len, "persist: %lld ring iterations per CTA overflow the kernel's 32-bit counters",
+                 persist_iters(&x, c));
     else if ((long long)batch * c->splitk > 65535)
         GT_WHY(why, len, "split-K: grid z = batch x splitk = %lld > 65535", (long long)batch * c->splitk);
     else if (wg && (long long)x.g.smem_bytes + 16 * c->stages + 16 > optin)

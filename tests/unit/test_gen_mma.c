@@ -382,6 +382,9 @@ static void test_wgmma_persist(void)
     CHECK_MSG(gt_mma_check(&p, &d, &c, why, sizeof why) == 0, "%s", why);
     gen_test_mma_pruned(gen_test_prob(4096, 1024, 4096, GT_DT_BF16, GT_DT_BF16), &d, c,
                         "persist: 128 tiles fit in one grid of 132 CTAs");
+    /* 2^23 x 2^22 tiles of 2^14 k tiles each over 132 CTAs */
+    gen_test_mma_pruned(gen_test_prob(1LL << 30, 1LL << 30, 1LL << 20, GT_DT_BF16, GT_DT_BF16), &d, c,
+                        "ring iterations per CTA overflow the kernel's 32-bit counters");
     /* geometry and defines: the grid is the CTAs (batch in z), the ring plus
      * one staging buffer per warpgroup */
     gt_gen_geom g;
