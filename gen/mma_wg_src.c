@@ -229,8 +229,7 @@ const char gt_gen_mma_wg_src[] =
      * names where column l % 8 of matrix l / 8 goes). For 16-bit D without
      * bias or C only: the epilogue then needs no indices, and rows or
      * columns past D are staged but never copied out */
-    "template <class A>\n"
-    "__device__ __forceinline__ void gt_stm16(unsigned char *s, int ld, int r0, int c0, const float *f0, const float *f1, float ab, const A &g) {\n"
+    "__device__ __forceinline__ void gt_stm16(unsigned char *s, int ld, int r0, int c0, const float *f0, const float *f1, float ab, const gt_mma_args &g) {\n"
     "  u32 pr[4];\n"
     "#pragma unroll\n"
     "  for (int h = 0; h < 4; h++) {\n"
@@ -242,6 +241,55 @@ const char gt_gen_mma_wg_src[] =
     "  const int col = c0 + 8 * (mi >> 1) + (lane & 7), row = r0 + 8 * (mi & 1);\n"
     "  asm volatile(\"stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\"\n"
     "               :: \"r\"(gt_saddr(s + (col * ld + row) * 2)), \"r\"(pr[0]), \"r\"(pr[1]), \"r\"(pr[2]), \"r\"(pr[3]) : \"memory\");\n"
+    "}\n"
+    /* The coalesced epilogue's two halves, shared by the one-CTA-per-tile
+     * kernel (the whole tile through the idle ring) and the persistent one
+     * (a warpgroup's rows, a chunk of columns at a time, through its own
+     * staging). D takes it when its pointer, columns and batches are
+     * 16-byte aligned (gt_d_vec). gt_stage: a warp's 16 rows (staging rows
+     * r0.., D rows ii0 + the staging row) of staging columns 0..NC-1 (D
+     * columns jj0 + the column; fragments f[0..NC/8-1], 4 accumulators each
+     * as mma's m16n8 C) through the epilogue into column-major staging at s
+     * (columns ld elements apart, zeros past D): gt_stm16 where it applies,
+     * else element by element. gt_unstage: those NR rows x NC columns out
+     * to D in 16-byte chunks (the rows past the last whole chunk byte by
+     * byte), by NT threads of which this is the t-th. */
+    "__device__ __forceinline__ bool gt_d_vec(const gt_mma_args &g) {\n"
+    "  const int ds = GT_DKT == 0 ? 4 : 2;\n"
+    "  return ((u64)g.d & 15) == 0 && (g.ldd * ds) % 16 == 0 && (g.sd * ds) % 16 == 0;\n"
+    "}\n"
+    "template <int NC>\n"
+    "__device__ __forceinline__ void gt_stage(unsigned char *s, int ld, int r0, const float (*f)[4], i64 ii0, i64 jj0,\n"
+    "                                         float ab, const gt_mma_args &g, i64 zb) {\n"
+    "#if GT_BETA == 0 && GT_BIASKT < 0 && GT_DKT != 0\n" /* gt_stm16 */
+    "#pragma unroll\n"
+    "  for (int jc = 0; jc < NC / 8; jc += 2) gt_stm16(s, ld, r0, 8 * jc, f[jc], f[jc + 1], ab, g);\n"
+    "#else\n"
+    "  const int lane = threadIdx.x & 31, gq = lane >> 2, t4 = lane & 3;\n"
+    "#pragma unroll\n"
+    "  for (int jc = 0; jc < NC / 8; jc++)\n"
+    "#pragma unroll\n"
+    "    for (int e = 0; e < 4; e++) {\n"
+    "      const int r = r0 + gq + 8 * (e >> 1), c = 8 * jc + 2 * t4 + (e & 1);\n"
+    "      const i64 ii = ii0 + r, jj = jj0 + c;\n"
+    "      gt_put<GT_DKT>(s, (i64)c * ld + r, ii < g.m && jj < g.n ? gt_epi_ab(g, zb, ii, jj, f[jc][e], ab) : 0.f);\n"
+    "    }\n"
+    "#endif\n"
+    "}\n"
+    "template <int NR, int NC, int NT>\n"
+    "__device__ __forceinline__ void gt_unstage(const unsigned char *s, int ld, int t, i64 ii0, i64 jj0, unsigned char *dz,\n"
+    "                                           const gt_mma_args &g) {\n"
+    "  const int ds = GT_DKT == 0 ? 4 : 2, ev = 16 / ds, cpc = NR / ev;\n" /* 16-byte chunks per column */
+    "  for (int x = t; x < NC * cpc; x += NT) {\n"
+    "    const int c = x / cpc, rc = x % cpc;\n"
+    "    const i64 ii = ii0 + (i64)rc * ev, jj = jj0 + c;\n"
+    "    if (jj >= g.n || ii >= g.m) continue;\n"
+    "    const unsigned char *src = s + ((i64)c * ld + (i64)rc * ev) * ds;\n"
+    "    unsigned char *dst = dz + (jj * g.ldd + ii) * ds;\n"
+    "    if (ii + ev <= g.m) *(uint4 *)dst = *(const uint4 *)src;\n"
+    "    else for (int e = 0; ii + e < g.m; e++)\n"
+    "      for (int b = 0; b < ds; b++) dst[e * ds + b] = src[e * ds + b];\n"
+    "  }\n"
     "}\n"
     /* one k tile (one ring slot at st) of warpgroup wg's rows: four wgmma
      * issued and committed as a group, then the wait for the group before
@@ -262,6 +310,19 @@ const char gt_gen_mma_wg_src[] =
     "  extern __shared__ __align__(128) unsigned char gt_dyn[];\n"
     "  __shared__ __align__(8) u64 gt_bars[2 * GT_ST];\n"
     "  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = tid >> 7, wtid = tid & 127;\n"
+    "  const u32 s0 = (gt_saddr(gt_dyn) + 1023u) & ~1023u;\n" /* the swizzle needs 1024-byte slots */
+    "  const u32 full0 = gt_saddr(gt_bars), empty0 = full0 + 8 * GT_ST;\n"
+    "  if (tid == 0) {\n"
+    /* with multicast a slot is free once both CTAs' warpgroups released it
+     * (the peer's half of B lands in both) */
+    "    for (int s = 0; s < GT_ST; s++) { gt_bar_init(full0 + 8 * s, 1); gt_bar_init(empty0 + 8 * s, GT_WGM / 4 * (1 + GT_MC)); }\n"
+    "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
+    "  }\n"
+    "#if GT_MC\n"
+    "  GT_CLSYNC();\n" /* the peer's barriers exist before any multicast or remote arrival */
+    "#else\n"
+    "  __syncthreads();\n"
+    "#endif\n"
     "#if GT_PERSIST\n"
     "  const i64 zb = blockIdx.z, npm = (g.m + GT_BM - 1) / GT_BM, npn = (g.n + GT_BN - 1) / GT_BN;\n"
     "  const int nk = (int)((g.k + GT_BK - 1) / GT_BK);\n"
@@ -276,19 +337,6 @@ const char gt_gen_mma_wg_src[] =
     "#endif\n"
     "  const int mine = per > unit ? (int)((per - 1 - unit) / units + 1) : 0;\n"
     "  const int total = mine * nk;\n"
-    "  const u32 s0 = (gt_saddr(gt_dyn) + 1023u) & ~1023u;\n"
-    "  const u32 full0 = gt_saddr(gt_bars), empty0 = full0 + 8 * GT_ST;\n"
-    "  if (tid == 0) {\n"
-    /* with multicast a slot is free once both CTAs' warpgroups released it
-     * (the peer's half of B lands in both) */
-    "    for (int s = 0; s < GT_ST; s++) { gt_bar_init(full0 + 8 * s, 1); gt_bar_init(empty0 + 8 * s, GT_WGM / 4 * (1 + GT_MC)); }\n"
-    "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
-    "  }\n"
-    "#if GT_MC\n"
-    "  GT_CLSYNC();\n" /* the peer's barriers exist before any multicast or remote arrival */
-    "#else\n"
-    "  __syncthreads();\n"
-    "#endif\n"
     "  auto tile_of = [&](int q, i64 *r0, i64 *c0) {\n"
     "    i64 pm, pn;\n"
     "    gt_mma_tile(unit + (i64)q * units, npr, npn, GT_SWZ, &pm, &pn);\n"
@@ -339,13 +387,13 @@ const char gt_gen_mma_wg_src[] =
     "  float *d = &acc[0][0][0];\n"
     "  const int wi = warp & 3, gq = lane >> 2, t4 = lane & 3;\n"
     "  const int ds = GT_DKT == 0 ? 4 : 2, ev = 16 / ds, lds = 64 + ev;\n"
-    "  const bool vec = ((u64)g.d & 15) == 0 && (g.ldd * ds) % 16 == 0 && (g.sd * ds) % 16 == 0;\n"
+    "  const bool vec = gt_d_vec(g);\n"
     "  unsigned char *se = gt_dyn + (s0 - gt_saddr(gt_dyn)) + GT_ST * GT_STG + wg * GT_EPB;\n"
     "  unsigned char *dz = (unsigned char *)g.d + zb * g.sd * ds;\n"
-    /* a warpgroup is done with a slot: here, and with multicast at the peer */
     /* alpha (x fp8's scales) read once: loads from g.scale_a/_b cannot be
      * hoisted by the compiler past the stores to D */
     "  const float ab = gt_ab(g);\n"
+    /* a warpgroup is done with a slot: here, and with multicast at the peer */
     "  auto release = [&](u32 b) {\n"
     "    gt_bar_arrive(b);\n"
     "#if GT_MC\n"
@@ -382,36 +430,9 @@ const char gt_gen_mma_wg_src[] =
     "#define GT_CW (GT_BN < GT_CW0 ? GT_BN : GT_CW0)\n"
     "#pragma unroll\n"
     "      for (int cb = 0; cb < GT_BN; cb += GT_CW) {\n"
-        /* 16-bit D without bias or C: the epilogue needs no indices (rows and
-     * columns past D are staged but never copied out), so each warp stores
-     * a 16 x 16 block per instruction: four 8 x 8 matrices of bf16/f16
-     * pairs, transposed into the column-major staging (stmatrix .trans:
-     * lane l names where column l % 8 of matrix l / 8 goes) */
-    "#if GT_BETA == 0 && GT_BIASKT < 0 && GT_DKT != 0\n"
-    "#pragma unroll\n"
-    "        for (int jc = 0; jc < GT_CW / 8; jc += 2)\n"
-    "          gt_stm16(se, lds, wi * 16, 8 * jc, acc[0][cb / 8 + jc], acc[0][cb / 8 + jc + 1], ab, g);\n"
-    "#else\n"
-    "#pragma unroll\n"
-    "        for (int jc = 0; jc < GT_CW / 8; jc++)\n"
-    "#pragma unroll\n"
-    "          for (int e = 0; e < 4; e++) {\n"
-    "            const int r = wi * 16 + gq + 8 * (e >> 1), c = 8 * jc + 2 * t4 + (e & 1);\n"
-    "            const i64 ii = rw + r, jj = col0 + cb + c;\n"
-    "            gt_put<GT_DKT>(se, (i64)c * lds + r, ii < g.m && jj < g.n ? gt_epi_ab(g, zb, ii, jj, acc[0][cb / 8 + jc][e], ab) : 0.f);\n"
-    "          }\n"
-    "#endif\n"
+    "        gt_stage<GT_CW>(se, lds, wi * 16, acc[0] + cb / 8, rw, col0 + cb, ab, g, zb);\n"
     "        asm volatile(\"bar.sync %0, 128;\" :: \"r\"(2 + wg) : \"memory\");\n"
-    "        for (int x = wtid; x < GT_CW * (64 / ev); x += 128) {\n"
-    "          const int c = x / (64 / ev), rc = x % (64 / ev);\n"
-    "          const i64 ii = rw + (i64)rc * ev, jj = col0 + cb + c;\n"
-    "          if (jj >= g.n || ii >= g.m) continue;\n"
-    "          const unsigned char *src = se + ((i64)c * lds + (i64)rc * ev) * ds;\n"
-    "          unsigned char *dst = dz + (jj * g.ldd + ii) * ds;\n"
-    "          if (ii + ev <= g.m) *(uint4 *)dst = *(const uint4 *)src;\n"
-    "          else for (int e = 0; ii + e < g.m; e++)\n"
-    "            for (int b = 0; b < ds; b++) dst[e * ds + b] = src[e * ds + b];\n"
-    "        }\n"
+    "        gt_unstage<64, GT_CW, 128>(se, lds, wtid, rw, col0 + cb, dz, g);\n"
     "        asm volatile(\"bar.sync %0, 128;\" :: \"r\"(2 + wg) : \"memory\");\n"
     "      }\n"
     "    } else {\n"
@@ -432,13 +453,6 @@ const char gt_gen_mma_wg_src[] =
     "#else\n"
     GT_MMA_SRC_CTA
     "  (void)wm; (void)wn; (void)A; (void)B; (void)mleft; (void)nleft;\n"
-    "  const u32 s0 = (gt_saddr(gt_dyn) + 1023u) & ~1023u;\n" /* the swizzle needs 1024-byte slots */
-    "  const u32 full0 = gt_saddr(gt_bars), empty0 = full0 + 8 * GT_ST;\n"
-    "  if (tid == 0) {\n"
-    "    for (int s = 0; s < GT_ST; s++) { gt_bar_init(full0 + 8 * s, 1); gt_bar_init(empty0 + 8 * s, GT_WGM / 4); }\n"
-    "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
-    "  }\n"
-    "  __syncthreads();\n"
     /* tile t of this split into slot t % ST (thread 0) */
     "  const int ir = (int)row0, ic = (int)col0, iz = (int)zb;\n"
     "  auto issue = [&](int t) {\n"
@@ -486,37 +500,13 @@ const char gt_gen_mma_wg_src[] =
     /* coalesced: through the ring (idle once every warpgroup waited for its
      * last wgmma), columns of bm elements padded by 16 bytes */
     "  {\n"
-    "    const int ds = GT_DKT == 0 ? 4 : 2, ev = 16 / ds, lds = GT_BM + ev;\n"
-    "    if (((u64)g.d & 15) == 0 && (g.ldd * ds) % 16 == 0 && (g.sd * ds) % 16 == 0) {\n"
+    "    const int ds = GT_DKT == 0 ? 4 : 2, lds = GT_BM + 16 / ds;\n"
+    "    if (gt_d_vec(g)) {\n"
     "      unsigned char *sd = gt_dyn + (s0 - gt_saddr(gt_dyn));\n"
-    "      const float ab = gt_ab(g);\n"
     "      GT_CSYNC();\n"
-    "#if GT_BETA == 0 && GT_BIASKT < 0 && GT_DKT != 0\n" /* gt_stm16 */
-    "#pragma unroll\n"
-    "      for (int j = 0; j < GT_BN / 8; j += 2) gt_stm16(sd, lds, wg * 64 + wi * 16, 8 * j, acc[0][j], acc[0][j + 1], ab, g);\n"
-    "#else\n"
-    "#pragma unroll\n"
-    "      for (int j = 0; j < GT_BN / 8; j++)\n"
-    "#pragma unroll\n"
-    "        for (int e = 0; e < 4; e++) {\n"
-    "          const int r = wg * 64 + wi * 16 + gq + 8 * (e >> 1), c = 8 * j + 2 * t4 + (e & 1);\n"
-    "          const i64 ii = row0 + r, jj = col0 + c;\n"
-    "          gt_put<GT_DKT>(sd, (i64)c * lds + r, ii < g.m && jj < g.n ? gt_epi_ab(g, zb, ii, jj, acc[0][j][e], ab) : 0.f);\n"
-    "        }\n"
-    "#endif\n"
+    "      gt_stage<GT_BN>(sd, lds, wg * 64 + wi * 16, acc[0], row0, col0, gt_ab(g), g, zb);\n"
     "      GT_CSYNC();\n"
-    "      const int cpc = GT_BM / ev;\n" /* 16-byte chunks per column */
-    "      unsigned char *dz = (unsigned char *)g.d + zb * g.sd * ds;\n"
-    "      for (int x = tid; x < GT_BN * cpc; x += GT_THREADS) {\n"
-    "        const int c = x / cpc, rc = x % cpc;\n"
-    "        const i64 ii = row0 + (i64)rc * ev, jj = col0 + c;\n"
-    "        if (jj >= g.n || ii >= g.m) continue;\n"
-    "        const unsigned char *src = sd + ((i64)c * lds + (i64)rc * ev) * ds;\n"
-    "        unsigned char *dst = dz + (jj * g.ldd + ii) * ds;\n"
-    "        if (ii + ev <= g.m) *(uint4 *)dst = *(const uint4 *)src;\n"
-    "        else for (int e = 0; ii + e < g.m; e++)\n"
-    "          for (int b = 0; b < ds; b++) dst[e * ds + b] = src[e * ds + b];\n"
-    "      }\n"
+    "      gt_unstage<GT_BM, GT_BN, GT_THREADS>(sd, lds, tid, row0, col0, (unsigned char *)g.d + zb * g.sd * ds, g);\n"
     "      return;\n"
     "    }\n"
     "  }\n"
