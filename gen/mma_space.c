@@ -118,6 +118,23 @@ static int enum_attr(const cJSON *it, const char *const *names, int n, int *seen
     return 0;
 }
 
+/* The grid's problem-free limits, which the parse and gt_mma_check (for
+ * configs made in code) both apply: 0, or 1 (ctas) / 2 (cluster) with the
+ * reason, led by the key, into why. */
+static int grid_reason(const gt_mma_cfg *c, char *why, size_t len)
+{
+    if (c->ctas > 0 && (c->inst != GT_MMA_INST_WGMMA || c->splitk != 1)) {
+        snprintf(why, len, "ctas=%d: a persistent grid needs inst wgmma and splitk 1 (got %s, splitk %d)", c->ctas,
+                 k_inst[c->inst], c->splitk);
+        return 1;
+    }
+    if (c->cluster && (c->ctas <= 0 || c->ctas % 2)) {
+        snprintf(why, len, "cluster=2: needs a persistent grid of an even number of CTAs (got ctas %d)", c->ctas);
+        return 2;
+    }
+    return 0;
+}
+
 int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen)
 {
     int seen_int[NINT] = {0}, seen_red = 0, seen_fam = 0, seen_inst = 0, seen_ctas = 0, seen_cl = 0;
@@ -209,14 +226,9 @@ int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen
                               "warps %dx%d stages %d)", c->bm, c->bn, c->bk, c->warps_m, c->warps_n, c->stages);
         return -1;
     }
-    if (c->ctas > 0 && (c->inst != GT_MMA_INST_WGMMA || c->splitk != 1)) {
-        snprintf(err, errlen, "mma: config ctas=%d: a persistent grid needs inst wgmma and splitk 1 (got %s, "
-                              "splitk %d)", c->ctas, k_inst[c->inst], c->splitk);
-        return -1;
-    }
-    if (c->cluster && (c->ctas <= 0 || c->ctas % 2)) {
-        snprintf(err, errlen, "mma: config cluster=2: needs a persistent grid of an even number of CTAs "
-                              "(got ctas %d)", c->ctas);
+    char why[GT_GEN_REASON];
+    if (grid_reason(c, why, sizeof why) != 0) {
+        snprintf(err, errlen, "mma: config %s", why);
         return -1;
     }
     return 0;
@@ -411,7 +423,8 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
     int es = gt_gen_elem_size(p), ae = 16 / es;
     int al = p->lda % ae == 0 && p->ldb % ae == 0 &&
              (batch == 1 || (p->stride_a % ae == 0 && p->stride_b % ae == 0));
-    int wg = c->inst == GT_MMA_INST_WGMMA;
+    int wg = c->inst == GT_MMA_INST_WGMMA, grid;
+    char gw[GT_GEN_REASON];
     if (gt_mma_elem_check(p, c, why, len) != 0)
         ; /* why says which */
     else if (wg && (d->hip || d->sm != 90))
@@ -465,12 +478,8 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
     else if (c->splitk > 2 && c0 * (c->splitk / 2) >= d->sms)
         GT_WHY(why, len, "split-K: splitk=%d already gives %lld CTAs >= %d SMs: more splits only add "
                            "reduction traffic", c->splitk / 2, c0 * (c->splitk / 2), d->sms);
-    else if (c->ctas > 0 && (c->inst != GT_MMA_INST_WGMMA || c->splitk != 1))
-        GT_WHY(why, len, "persist: ctas=%d needs inst wgmma and splitk 1 (the template loops over whole "
-                           "tiles)", c->ctas);
-    else if (c->cluster && (c->ctas <= 0 || c->ctas % 2))
-        GT_WHY(why, len, "cluster: cluster=2 needs a persistent grid of an even number of CTAs (ctas %d)",
-                 c->ctas);
+    else if ((grid = grid_reason(c, gw, sizeof gw)) != 0)
+        GT_WHY(why, len, "%s: %s", grid == 1 ? "persist" : "cluster", gw);
     else if (c->cluster && x.npm < 2)
         GT_WHY(why, len, "cluster: %lld tile row(s): a cluster of two shares B between two tile rows",
                  x.npm);
@@ -695,13 +704,12 @@ static int raw_cfg(const gt_problem *p, const gt_gen_dev *d, int i, gt_gen_anycf
                                 .warps_m = k_wg_bm[bm] / 16,
                                 .warps_n = 1, .stages = k_wg_st[st], .splitk = k_sks[sk], .reduction = red,
                                 .swizzle = k_swz[sw], .inst = GT_MMA_INST_WGMMA,
-                                .ctas = pers ? d->sms : 0};
-        if (pers == 2)
-            out->mma.cluster = 2;
+                                .ctas = pers ? d->sms : 0, .cluster = pers == 2 ? 2 : 0};
         if (pers) {
             derived x;
             derive(p, d, &out->mma, &x);
-            int ctas = d->sms * (x.res > 1 ? x.res : 1) / (1 + (pers == 2)) * (1 + (pers == 2));
+            /* whole clusters */
+            const int per = pers == 2 ? 2 : 1, ctas = d->sms * (x.res > 1 ? x.res : 1) / per * per;
             out->mma.ctas = ctas < GT_MMA_MAX_CTAS ? ctas : GT_MMA_MAX_CTAS;
         }
         return 1;

@@ -382,6 +382,15 @@ static void test_wgmma_persist(void)
     CHECK_MSG(gt_mma_check(&p, &d, &c, why, sizeof why) == 0, "%s", why);
     gen_test_mma_pruned(gen_test_prob(4096, 1024, 4096, GT_DT_BF16, GT_DT_BF16), &d, c,
                         "persist: 128 tiles fit in one grid of 132 CTAs");
+    /* the parse's limits hold for configs made in code too */
+    {
+        gt_mma_cfg x = c;
+        x.splitk = 2, x.reduction = GT_GEN_RED_ATOMIC, x.swizzle = 1;
+        gen_test_mma_pruned(gen_test_prob(512, 256, 4096, GT_DT_BF16, GT_DT_BF16), &d, x,
+                            "persist: ctas=132: a persistent grid needs inst wgmma and splitk 1");
+        x = c, x.ctas = 131, x.cluster = 2;
+        gen_test_mma_pruned(p, &d, x, "cluster: cluster=2: needs a persistent grid of an even number of CTAs");
+    }
     /* 2^23 x 2^22 tiles of 2^14 k tiles each over 132 CTAs */
     gen_test_mma_pruned(gen_test_prob(1LL << 30, 1LL << 30, 1LL << 20, GT_DT_BF16, GT_DT_BF16), &d, c,
                         "ring iterations per CTA overflow the kernel's 32-bit counters");
