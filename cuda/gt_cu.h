@@ -281,8 +281,8 @@ int gt_cu_nvrtc_compile(const char *src, const char *name, int sm, const char *c
  * into place (workers sharing the directory never read a partial file; a
  * corrupt one is compiled again). In process: every key ever requested, so a
  * second request never compiles or reads the disk. Compiles run on a small
- * pool of threads (one per host core but one, at low priority); they never
- * touch a CUDA context, they produce images. */
+ * pool of threads (one per core of the worker's share of the host but one,
+ * at low priority); they never touch a CUDA context, they produce images. */
 typedef struct gt_cu_entry gt_cu_entry;
 
 /* Requests the image of src (a static string) compiled with opts for sm
@@ -308,6 +308,9 @@ typedef struct gt_cu_cache_stats {
     int threads;             /* pool threads */
 } gt_cu_cache_stats;
 void gt_cu_cache_stats_get(gt_cu_cache_stats *s);
+/* The host's cores are shared by this many workers (one per GPU): the pool
+ * started next takes its share (GT_COMPILE_THREADS overrides). */
+void gt_cu_cache_pool_share(int gpus);
 /* Stops the pool (running compiles finish, queued ones stay queued: a
  * waiter compiles them itself) and joins its threads; the next async
  * request starts it again. */

@@ -164,6 +164,9 @@ static int cuda_open(int index, gt_bk_ctx **out, gt_bk_device *dev, char *err, s
         snprintf(err, errlen, "cuda: device %d not present (%d CUDA devices)", index, count);
         return -1;
     }
+    /* One worker per GPU is the deployment (README): the host's cores are
+     * shared among as many compile pools as the node has GPUs. */
+    gt_cu_cache_pool_share(count);
     gt_bk_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) {
         snprintf(err, errlen, "cuda: out of host memory");
