@@ -72,7 +72,7 @@ int main(int argc, char **argv)
     for (int a = i + 3; a < argc; a++) {
         cJSON *cfg = NULL;
         if (!strcmp(argv[a], "lib")) {
-            if (!base && bk->enumerate(ctx, &p, &cands, &base, err, sizeof err) != 0) {
+            if (!base && bk->enumerate(ctx, &p, 0, &cands, &base, err, sizeof err) != 0) {
                 fprintf(stderr, "gt-cuda-one: enumerate: %s\n", err);
                 bad = 1;
                 continue;

@@ -215,7 +215,7 @@ static void validation_one(gt_bk_ctx *ctx, const char *name, gt_problem p)
     double *hr = NULL;
     int bad = 0;
     gt_problem_finish(&p);
-    if (bk->enumerate(ctx, &p, &cands, &base, err, sizeof err) != 0 ||
+    if (bk->enumerate(ctx, &p, 0, &cands, &base, err, sizeof err) != 0 ||
         bk->prepare(ctx, &p, &pp, err, sizeof err) != 0 ||
         bk->build(pp, base, &c, err, sizeof err) != 0) {
         printf("FAIL %-28s %s\n", name, err);
@@ -319,7 +319,7 @@ static void big(gt_bk_ctx *ctx)
         double t0 = gt_mono_ms(), tp = 0, tv = 0, e = NAN;
         gt_timing t = {0};
         gt_timing_opts o = {.min_time_ms = 20, .warmup = 1, .repeats = 3};
-        int ok = bk->enumerate(ctx, &p, &cands, &base, err, sizeof err) == 0 &&
+        int ok = bk->enumerate(ctx, &p, 0, &cands, &base, err, sizeof err) == 0 &&
                  bk->prepare(ctx, &p, &pp, err, sizeof err) == 0 &&
                  bk->build(pp, base, &c, err, sizeof err) == 0;
         tp = gt_mono_ms() - t0;
@@ -354,7 +354,7 @@ static void coverage_one(gt_bk_ctx *ctx, const char *name, gt_problem p)
     gt_bk_prob *pp = NULL;
     gt_problem_finish(&p);
     double tol = gt_bk_tolerance(&p);
-    if (bk->enumerate(ctx, &p, &cands, &base, err, sizeof err) != 0) {
+    if (bk->enumerate(ctx, &p, 0, &cands, &base, err, sizeof err) != 0) {
         printf("FAIL %-28s enumerate: %s\n", name, err);
         failures++;
         return;
@@ -501,7 +501,7 @@ static void shape_one(gt_bk_ctx *ctx, const opts *o, const shape *s)
     gt_problem p = make(s->m, s->n, s->k, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32);
     double tol = gt_bk_tolerance(&p);
     gt_cuda_set_limits(ctx, o->max_cands, 120);
-    if (bk->enumerate(ctx, &p, &cands, &base, err, sizeof err) != 0) {
+    if (bk->enumerate(ctx, &p, 0, &cands, &base, err, sizeof err) != 0) {
         printf("FAIL %s enumerate: %s\n", s->name, err);
         failures++;
         return;

@@ -276,7 +276,7 @@ static cJSON *on_lease(gt_dispatch *d, long long wid)
         return gt_proto_error("lease: %s", err);
     if (rc == 0) {
         cJSON *r = gt_proto_new(GT_MSG_NONE);
-        if (r && !cJSON_AddNumberToObject(r, "retry_ms", 500)) {
+        if (r && !cJSON_AddNumberToObject(r, "retry_ms", job.retry_ms > 0 ? job.retry_ms : GT_RETRY_IDLE_MS)) {
             cJSON_Delete(r);
             return NULL;
         }
@@ -290,7 +290,8 @@ static cJSON *on_lease(gt_dispatch *d, long long wid)
              cJSON_AddStringToObject(j, "backend", job.backend) &&
              cJSON_AddNumberToObject(j, "attempt", job.attempts) &&
              add_raw(j, "problem", job.problem) && add_raw(j, "candidates", job.candidates) &&
-             add_raw(j, "baseline", job.baseline) && add_raw(j, "timing", job.timing);
+             add_raw(j, "baseline", job.baseline) && add_raw(j, "timing", job.timing) &&
+             (job.keep <= 0 || cJSON_AddNumberToObject(j, "keep", job.keep));
     if (ok) {
         cJSON_AddItemToObject(r, "job", j);
         j = NULL;

@@ -67,6 +67,14 @@ int gt_plan_run(const gt_run_opts *o, const gt_log_result *log, gt_plan *out, ch
                 size_t errlen);
 void gt_plan_free(gt_plan *p);
 
+/* How many of an enumeration's first entries gt_plan_enumerated can use
+ * for a run with options o: the budget with the exhaustive strategy (it
+ * takes the list's head), 0 (the whole list) with random (a sample of all)
+ * and evolutionary (the whole list is the search's space), or without a
+ * budget. The enumerate job carries it, so that a worker sends, and
+ * enumerates, no more than that. */
+int gt_plan_enum_keep(const gt_run_opts *o);
+
 /* Plans a problem after a worker enumerated its space on the device:
  * candidates (JSON array text, the backend's picks first) and its default
  * config baseline (JSON object text). problem_id seeds the random

@@ -197,6 +197,11 @@ int gt_store_heartbeat(gt_store *s, int64_t worker_id, int64_t job_id, int64_t n
 /* A worker leaves: its leased jobs go back to the queue. */
 int gt_store_worker_bye(gt_store *s, int64_t worker_id, int64_t now_ms, char *err, size_t errlen);
 
+/* A worker that got no job asks again after GT_RETRY_BUSY_MS while other
+ * jobs are leased (their answers queue more), else GT_RETRY_IDLE_MS. */
+#define GT_RETRY_BUSY_MS 100
+#define GT_RETRY_IDLE_MS 500
+
 typedef struct gt_job {
     int64_t id, run_id, problem_id;
     char kind[16];              /* enumerate, screen, final */
@@ -206,12 +211,15 @@ typedef struct gt_job {
     char *candidates;           /* JSON array text (owned) */
     char *baseline;             /* JSON object text or NULL (owned) */
     char *timing;               /* JSON object text: min_time_ms, repeats, warmup (owned) */
+    int keep;                   /* enumerate: gt_plan_enum_keep of the run, 0: all */
+    int retry_ms;               /* no job leased: ask again after this long */
 } gt_job;
 void gt_job_free(gt_job *j);
 
 /* Leases the next queued job this worker can run (its backend and, once a run
- * is bound, its device model). Returns 1 with *job filled, 0 when none,
- * GT_STORE_E_UNKNOWN_WORKER, or GT_STORE_E_FAILED with err. */
+ * is bound, its device model). Returns 1 with *job filled, 0 when none
+ * (job->retry_ms set), GT_STORE_E_UNKNOWN_WORKER, or GT_STORE_E_FAILED with
+ * err. */
 int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease_ms,
                    gt_job *job, char *err, size_t errlen);
 

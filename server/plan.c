@@ -312,6 +312,11 @@ static cJSON *select_enumerated(cJSON *cands, int64_t problem_id, const gt_run_o
     return out;
 }
 
+int gt_plan_enum_keep(const gt_run_opts *o)
+{
+    return o->strategy == GT_STRAT_EXHAUSTIVE && o->budget > 0 ? o->budget : 0;
+}
+
 int gt_plan_enumerated(const gt_run_opts *o, int64_t problem_id, const char *key,
                        const char *candidates, const char *baseline, gt_plan_problem *out,
                        char *err, size_t errlen)

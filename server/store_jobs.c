@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gt_plan.h"
 #include "gt_plausible.h"
 #include "gt_policy.h"
 #include "gt_util.h"
@@ -376,6 +377,17 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
     if (next_job(s, backend, model, &next, err, errlen))
         goto out;
     if (!next) {
+        /* No job now. While others are leased their answers queue new ones
+         * (an enumeration its screens, a problem's last screen its final):
+         * ask again soon, so a GPU does not idle half a second after work
+         * appeared (issue 20: the gaps of 4 GPUs between jobs). With
+         * nothing in flight nothing appears but a new run: poll slowly. */
+        st = gt_store_prep(s, "SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'leased')", err, errlen);
+        if (!st)
+            goto out;
+        job->retry_ms = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) ? GT_RETRY_BUSY_MS
+                                                                                    : GT_RETRY_IDLE_MS;
+        gt_store_finish(s, st);
         rc = 0;
         goto out;
     }
@@ -418,6 +430,16 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
         snprintf(err, errlen, "out of memory");
         goto out;
     }
+    if (!strcmp(job->kind, "enumerate")) {
+        /* strategy and budget have columns of their own, not in options */
+        gt_run_opts ro;
+        if (gt_store_run_opts(s, job->run_id, &ro, err, errlen)) {
+            gt_run_opts_fini(&ro);
+            goto out;
+        }
+        job->keep = gt_plan_enum_keep(&ro);
+        gt_run_opts_fini(&ro);
+    }
     /* Only a job leased before can have results for its candidates: a
      * screen job's candidates are its problem's alone (shards of the
      * space are disjoint, an evolutionary generation never proposes a
@@ -455,8 +477,12 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
     rc = 1;
 out:
     rc = tx_end(s, rc, err, errlen);
-    if (rc != 1)
+    if (rc != 1) {
+        int retry = job->retry_ms;
         gt_job_free(job);
+        if (rc == 0)
+            job->retry_ms = retry;
+    }
     return rc;
 }
 

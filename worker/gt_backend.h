@@ -82,9 +82,12 @@ typedef struct gt_backend {
     int (*open)(int index, gt_bk_ctx **ctx, gt_bk_device *dev, char *err, size_t errlen);
     void (*close)(gt_bk_ctx *ctx);
     /* Optional (NULL when the coordinator builds the space): enumerates the
-     * candidates for p on this device. *cands: new JSON array, *baseline: new
-     * JSON object, both owned by the caller. */
-    int (*enumerate)(gt_bk_ctx *ctx, const gt_problem *p, struct cJSON **cands,
+     * candidates for p on this device. keep > 0: the coordinator uses only
+     * the list's first keep entries (its budget with the exhaustive
+     * strategy), so the list need not be longer; 0: the whole list.
+     * *cands: new JSON array, *baseline: new JSON object, both owned by the
+     * caller. */
+    int (*enumerate)(gt_bk_ctx *ctx, const gt_problem *p, int keep, struct cJSON **cands,
                      struct cJSON **baseline, char *err, size_t errlen);
     /* Returns -1 (with reason) when the backend cannot run p at all. */
     int (*prepare)(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **pp, char *err, size_t errlen);

@@ -430,7 +430,9 @@ out:
     return rc;
 }
 
-static int run_enumerate(jobctx *j)
+/* keep: how many of the list's first entries the coordinator can use (its
+ * budget with the exhaustive strategy), 0: all of them. */
+static int run_enumerate(jobctx *j, int keep)
 {
     char err[256];
     if (!j->r->bk->enumerate)
@@ -438,7 +440,7 @@ static int run_enumerate(jobctx *j)
     cJSON *cands = NULL, *base = NULL;
     if (emit_start(j, -1))
         return -1;
-    if (j->r->bk->enumerate(j->r->ctx, &j->prob, &cands, &base, err, sizeof err)) {
+    if (j->r->bk->enumerate(j->r->ctx, &j->prob, keep, &cands, &base, err, sizeof err)) {
         char msg[300];
         snprintf(msg, sizeof msg, "enumerate: %.200s", err);
         return emit_done(j, msg);
@@ -501,21 +503,27 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
     const cJSON *cands = cJSON_GetObjectItemCaseSensitive(job, "candidates");
     const cJSON *baseline = cJSON_GetObjectItemCaseSensitive(job, "baseline");
     double t0 = gt_mono_ms();
-    int prc = r->bk->prepare(r->ctx, &j.prob, &j.pp, err, sizeof err);
-    j.ms_prepare = gt_mono_ms() - t0;
-    if (prc) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "%s: %.200s", r->bk->name, err);
-        return emit_done(&j, msg);
-    }
     int rc;
-    if (!strcmp(j.kind, "enumerate"))
-        rc = run_enumerate(&j);
-    else if (!strcmp(j.kind, "final"))
-        rc = run_final(&j, cands, baseline);
-    else
-        rc = run_screen(&j, cands, baseline);
-    r->bk->unprepare(j.pp);
+    if (!strcmp(j.kind, "enumerate")) {
+        /* An enumeration lists configs and touches no buffer: no inputs,
+         * reference or heuristic run to prepare (they cost the GPU 30 ms a
+         * job, and more with several workers on one host); the backend
+         * checks that the problem would fit. */
+        rc = run_enumerate(&j, (int)gt_proto_int_or(job, "keep", 0, INT32_MAX, 0));
+    } else {
+        int prc = r->bk->prepare(r->ctx, &j.prob, &j.pp, err, sizeof err);
+        j.ms_prepare = gt_mono_ms() - t0;
+        if (prc) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "%s: %.200s", r->bk->name, err);
+            return emit_done(&j, msg);
+        }
+        if (!strcmp(j.kind, "final"))
+            rc = run_final(&j, cands, baseline);
+        else
+            rc = run_screen(&j, cands, baseline);
+        r->bk->unprepare(j.pp);
+    }
     /* one line per job: where a slow tuning run spends its time (bench/
      * cuda_service.py sums these lines from the worker's log) */
     double wall = gt_mono_ms() - t0;

@@ -82,7 +82,7 @@ int gt_st_shape(const gt_backend *bk, gt_bk_ctx *ctx, const gt_st_family *f,
     pick *lt = NULL, *fam = NULL;
     double tol = gt_bk_tolerance(p), worst = 0;
     gt_cuda_set_limits(ctx, o->max_cands, f->check_s);
-    if (bk->enumerate(ctx, p, &cands, &base, err, sizeof err) != 0 ||
+    if (bk->enumerate(ctx, p, 0, &cands, &base, err, sizeof err) != 0 ||
         bk->prepare(ctx, p, &pp, err, sizeof err) != 0) {
         printf("FAIL %s: %s\n", name, err);
         failures++;

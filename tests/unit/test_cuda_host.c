@@ -668,7 +668,7 @@ static void smoke(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p)
     gt_problem_label(&p, label, sizeof label);
     cJSON *cands = NULL, *base = NULL;
     gt_bk_prob *pp = NULL;
-    int rc = bk->enumerate(ctx, &p, &cands, &base, err, sizeof err);
+    int rc = bk->enumerate(ctx, &p, 0, &cands, &base, err, sizeof err);
     CHECK_MSG(rc == 0 && cJSON_GetArraySize(cands) > 0 && base, "%s: %s", label, err);
     if (rc != 0)
         return;
@@ -719,7 +719,7 @@ static void graph_check(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p)
     gt_problem_label(&p, label, sizeof label);
     cJSON *cands = NULL, *base = NULL;
     gt_bk_prob *pp = NULL;
-    int rc = bk->enumerate(ctx, &p, &cands, &base, err, sizeof err);
+    int rc = bk->enumerate(ctx, &p, 0, &cands, &base, err, sizeof err);
     CHECK_MSG(rc == 0 && base, "%s: %s", label, err);
     if (rc != 0)
         return;
@@ -795,7 +795,7 @@ static void nvml_check(const gt_backend *bk, gt_bk_ctx *ctx)
     gt_bk_cand *c[2] = {NULL, NULL};
     gt_gpu_sample s;
     CHECK(bk->state != NULL);
-    int rc = bk->enumerate(ctx, &p, &cands, &base, err, sizeof err);
+    int rc = bk->enumerate(ctx, &p, 0, &cands, &base, err, sizeof err);
     CHECK_MSG(rc == 0 && cJSON_GetArraySize(cands) > 0, "%s", err);
     if (rc != 0 || cJSON_GetArraySize(cands) < 1 || bk->prepare(ctx, &p, &pp, err, sizeof err) != 0) {
         CHECK_MSG(0, "prepare: %s", err);
@@ -841,6 +841,73 @@ out:
         bk->unprepare(pp);
     cJSON_Delete(cands);
     cJSON_Delete(base);
+}
+
+/* An enumeration limited to the coordinator's head (keep, issue 20): the
+ * list holds at most keep entries; its heuristic and generated configs are
+ * the whole list's, in the same order; the enumerated configs after them
+ * are a sample of tile/stages pairs (one each, sampled when there are more
+ * pairs than room) that checks far fewer configs than the whole pass, and
+ * every one of them builds and validates. keep smaller than the heuristic's
+ * and families' share: no AlgoCheck pass at all. */
+static void keep_check(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p, int keep)
+{
+    char err[512], label[64];
+    gt_problem_label(&p, label, sizeof label);
+    cJSON *all = NULL, *head = NULL, *b0 = NULL, *b1 = NULL;
+    gt_bk_prob *pp = NULL;
+    gt_cuda_enum_stats sa, sh;
+    gt_cuda_set_limits(ctx, 4000, 60);
+    int rc = bk->enumerate(ctx, &p, 0, &all, &b0, err, sizeof err);
+    gt_cuda_enum_stats_get(ctx, &sa);
+    CHECK_MSG(rc == 0, "%s: %s", label, err);
+    rc |= bk->enumerate(ctx, &p, keep, &head, &b1, err, sizeof err);
+    gt_cuda_enum_stats_get(ctx, &sh);
+    CHECK_MSG(rc == 0, "%s keep %d: %s", label, keep, err);
+    if (rc != 0)
+        goto out;
+    int n = cJSON_GetArraySize(head), fixed = sh.heuristic + sh.gen;
+    fprintf(stderr, "  %s keep %d: %d entries (heuristic %d, generated %d), %lld checks in %.3f s"
+                    " (whole list: %d entries, %lld checks in %.3f s), %lld pairs, sampled %d\n",
+            label, keep, n, sh.heuristic, sh.gen, sh.checks, sh.seconds, cJSON_GetArraySize(all),
+            sa.checks, sa.seconds, sh.pairs, sh.sampled);
+    CHECK(n <= keep && n > 0 && cJSON_Compare(b0, b1, 1));
+    for (int i = 0; i < n && i < fixed; i++)
+        CHECK_MSG(cJSON_Compare(cJSON_GetArrayItem(all, i), cJSON_GetArrayItem(head, i), 1),
+                  "%s: entry %d differs", label, i);
+    if (keep <= fixed) {
+        CHECK(sh.checks == 0 && n == keep);
+        goto out;
+    }
+    CHECK(sh.checks > 0 && (sh.sampled ? sh.checks < sa.checks : sh.checks == sa.checks));
+    CHECK_MSG(sh.sampled == (sh.pairs > keep - fixed), "%lld pairs, room %d, sampled %d", sh.pairs,
+              keep - fixed, sh.sampled);
+    if (bk->prepare(ctx, &p, &pp, err, sizeof err) != 0) {
+        CHECK_MSG(0, "%s: prepare: %s", label, err);
+        goto out;
+    }
+    int built = 0, valid = 0;
+    for (int i = fixed; i < n; i++) {
+        gt_bk_cand *c = NULL;
+        double e = NAN;
+        CHECK_MSG(bk->build(pp, cJSON_GetArrayItem(head, i), &c, err, sizeof err) == 0,
+                  "%s: sampled config %d: %s", label, i, err);
+        if (!c)
+            continue;
+        built++;
+        if (bk->validate(pp, c, &e, err, sizeof err) == 0 && e <= gt_bk_tolerance(&p))
+            valid++;
+        bk->release(c);
+    }
+    fprintf(stderr, "  %s keep %d: %d sampled configs built, %d valid\n", label, keep, built, valid);
+    CHECK(built == n - fixed && valid > 0);
+out:
+    if (pp)
+        bk->unprepare(pp);
+    cJSON_Delete(all);
+    cJSON_Delete(head);
+    cJSON_Delete(b0);
+    cJSON_Delete(b1);
 }
 
 static void test_open(void)
@@ -900,6 +967,11 @@ static void test_gpu(void)
     graph_check(bk, ctx, prob(4096, 16, 4096, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32));
     /* the GPU's state next to the paired rounds' timings */
     nvml_check(bk, ctx);
+    /* the enumeration limited to the coordinator's head: prefill (room for
+     * a sample), decode (room for a few), and none */
+    keep_check(bk, ctx, prob(4096, 2048, 4096, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_BF16), 100);
+    keep_check(bk, ctx, prob(4096, 16, 4096, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_BF16), 100);
+    keep_check(bk, ctx, prob(4096, 16, 4096, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_BF16), 20);
     bk->close(ctx);
 }
 

@@ -912,7 +912,7 @@ static void smoke_gen(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p, const 
     gt_problem_label(&p, label, sizeof label);
     cJSON *cands = NULL, *base = NULL;
     gt_bk_prob *pp = NULL;
-    if (bk->enumerate(ctx, &p, &cands, &base, err, sizeof err) != 0 ||
+    if (bk->enumerate(ctx, &p, 0, &cands, &base, err, sizeof err) != 0 ||
         bk->prepare(ctx, &p, &pp, err, sizeof err) != 0) {
         CHECK_MSG(0, "%s: %s", label, err);
         goto out;

@@ -866,7 +866,7 @@ static void smoke(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p, const char
     cJSON *cands = NULL, *base = NULL;
     gt_bk_prob *pp = NULL;
     int gen = 0, passed = 0;
-    if (bk->enumerate(ctx, &p, &cands, &base, err, sizeof err) != 0 ||
+    if (bk->enumerate(ctx, &p, 0, &cands, &base, err, sizeof err) != 0 ||
         bk->prepare(ctx, &p, &pp, err, sizeof err) != 0) {
         CHECK_MSG(0, "%s: %s", label, err);
         goto out;

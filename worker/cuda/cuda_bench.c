@@ -52,6 +52,59 @@ static int mem_free(gt_bk_ctx *ctx, size_t *fr, char *err, size_t errlen)
 
 /* ---- prepare ------------------------------------------------------------- */
 
+/* The sizes of pp's buffers for pp->p (mapped in pp->map): what prepare
+ * allocates, and what gt_cuda_fits checks against free memory without
+ * allocating. *base: inputs, output, bias and scales; *vbuf: the
+ * reference's; *bias: the bias vector's (within *base). */
+static void layout(gt_bk_prob *pp, size_t *base, size_t *vbuf, size_t *bias)
+{
+    const gt_problem *p = &pp->p;
+    const gt_cu_map *m = &pp->map;
+    int an = p->trans_a == 'N', bn = p->trans_b == 'N';
+    pp->a_n = gt_cu_span(p->lda, an ? p->k : p->m, p->batch, p->stride_a);
+    pp->b_n = gt_cu_span(p->ldb, bn ? p->n : p->k, p->batch, p->stride_b);
+    pp->c_n = gt_cu_span(p->ldc, p->n, p->batch, p->stride_c);
+    pp->d_n = gt_cu_span(p->ldd, p->n, p->batch, p->stride_d);
+    pp->a_sz = (size_t)pp->a_n * gt_cu_kt_size(m->akt);
+    pp->b_sz = (size_t)pp->b_n * gt_cu_kt_size(m->bkt);
+    pp->c_sz = (size_t)pp->c_n * gt_cu_kt_size(m->ckt);
+    pp->d_sz = (size_t)pp->d_n * gt_cu_kt_size(m->dkt);
+    pp->c_inplace = p->beta == 0 && p->c_type == p->d_type && p->ldc == p->ldd &&
+                    (p->batch == 1 || p->stride_c == p->stride_d);
+    pp->rotate_c = p->beta != 0;
+    pp->set_bytes = al(pp->a_sz) + al(pp->b_sz) + al(pp->d_sz) + (pp->rotate_c ? al(pp->c_sz) : 0);
+    *bias = m->has_bias ? (size_t)p->m * gt_cu_kt_size(m->bias_kt) : 0;
+    *base = al(pp->a_sz) + al(pp->b_sz) + al(pp->d_sz) + (pp->c_inplace ? 0 : al(pp->c_sz)) +
+            al(*bias) + 4 * GT_CUDA_SCALE_SLOT * sizeof(float);
+    /* The reference's columns (all, or a sample drawn from prepare's seed):
+     * see cuda_check.c. */
+    pp->ns = gt_cuda_ref_columns(p->m, p->n, p->k, p->batch);
+    *vbuf = gt_cuda_vbuf_bytes(p, pp->ns);
+}
+
+static int too_big(size_t need, size_t fr, char *err, size_t errlen)
+{
+    if (need + MEM_MARGIN <= fr)
+        return 0;
+    snprintf(err, errlen, "cuda: problem needs %zu MiB of device memory, %zu MiB free",
+             (need + MEM_MARGIN) >> 20, fr >> 20);
+    return 1;
+}
+
+int gt_cuda_fits(gt_bk_ctx *ctx, const gt_problem *p, const gt_cu_map *m, char *err, size_t errlen)
+{
+    gt_bk_prob t;
+    memset(&t, 0, sizeof t);
+    t.p = *p;
+    gt_problem_finish(&t.p);
+    t.map = *m;
+    size_t base, vbuf, bias, fr = 0;
+    layout(&t, &base, &vbuf, &bias);
+    if (mem_free(ctx, &fr, err, errlen) != 0)
+        return -1;
+    return too_big(base + vbuf, fr, err, errlen) ? -1 : 0;
+}
+
 /* The heuristic's results for the prepared descriptors (up to 32, what an
  * untuned caller would pick from): build runs their exact algo bytes for an
  * equal config, since re-creating an algo from its attributes does not
@@ -137,28 +190,9 @@ int gt_cuda_prepare(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **out, char 
     if (!ctx->kern && gt_cuda_kernels_load(ctx->sm, &ctx->kern, err, errlen) != 0)
         goto fail;
 
-    int an = p->trans_a == 'N', bn = p->trans_b == 'N';
-    pp->a_n = gt_cu_span(p->lda, an ? p->k : p->m, p->batch, p->stride_a);
-    pp->b_n = gt_cu_span(p->ldb, bn ? p->n : p->k, p->batch, p->stride_b);
-    pp->c_n = gt_cu_span(p->ldc, p->n, p->batch, p->stride_c);
-    pp->d_n = gt_cu_span(p->ldd, p->n, p->batch, p->stride_d);
-    pp->a_sz = (size_t)pp->a_n * gt_cu_kt_size(m->akt);
-    pp->b_sz = (size_t)pp->b_n * gt_cu_kt_size(m->bkt);
-    pp->c_sz = (size_t)pp->c_n * gt_cu_kt_size(m->ckt);
-    pp->d_sz = (size_t)pp->d_n * gt_cu_kt_size(m->dkt);
-    pp->c_inplace = p->beta == 0 && p->c_type == p->d_type && p->ldc == p->ldd &&
-                    (p->batch == 1 || p->stride_c == p->stride_d);
-    pp->rotate_c = p->beta != 0;
-    pp->set_bytes = al(pp->a_sz) + al(pp->b_sz) + al(pp->d_sz) + (pp->rotate_c ? al(pp->c_sz) : 0);
-
-    size_t bias_sz = m->has_bias ? (size_t)p->m * gt_cu_kt_size(m->bias_kt) : 0;
-    size_t base_sz = al(pp->a_sz) + al(pp->b_sz) + al(pp->d_sz) +
-                     (pp->c_inplace ? 0 : al(pp->c_sz)) + al(bias_sz) +
-                     4 * GT_CUDA_SCALE_SLOT * sizeof(float);
-    /* The reference's columns (all, or a sample drawn from this prepare's
-     * seed): see cuda_check.c. */
     pp->seed = fresh_seed();
-    pp->ns = gt_cuda_ref_columns(p->m, p->n, p->k, p->batch);
+    size_t base_sz, vbuf_sz, bias_sz, fr = 0;
+    layout(pp, &base_sz, &vbuf_sz, &bias_sz);
     if (pp->ns < p->n) {
         if (!(pp->cols = malloc((size_t)pp->ns * sizeof *pp->cols))) {
             snprintf(err, errlen, "cuda: out of host memory");
@@ -166,14 +200,10 @@ int gt_cuda_prepare(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **out, char 
         }
         gt_cuda_sample_columns(pp->seed ^ 0xc01c01ULL, p->n, pp->ns, pp->cols);
     }
-    size_t vbuf_sz = gt_cuda_vbuf_bytes(p, pp->ns), fr = 0;
     if (mem_free(ctx, &fr, err, errlen) != 0)
         goto fail;
-    if (base_sz + vbuf_sz + MEM_MARGIN > fr) {
-        snprintf(err, errlen, "cuda: problem needs %zu MiB of device memory, %zu MiB free",
-                 (base_sz + vbuf_sz + MEM_MARGIN) >> 20, fr >> 20);
+    if (too_big(base_sz + vbuf_sz, fr, err, errlen))
         goto fail;
-    }
     if (gt_cuda_ck(ctx, cudaMalloc(&pp->base, base_sz), "cudaMalloc(inputs)", err, errlen) ||
         gt_cuda_ck(ctx, cudaMalloc(&pp->vbuf, vbuf_sz), "cudaMalloc(reference)", err, errlen) ||
         gt_cuda_ck(ctx, cudaMallocHost((void **)&pp->hout, 4 * sizeof(double)),

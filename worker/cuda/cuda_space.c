@@ -19,6 +19,13 @@
  * are all kept and the rest is an evenly strided sample in enumeration order,
  * so every algo id stays represented.
  *
+ * keep (the enumerate job's: the coordinator's budget under the exhaustive
+ * strategy, gt_plan_enum_keep): the list holds at most keep entries, and
+ * the enumerated configs only the room the heuristic's and the families'
+ * leave. No room: no AlgoCheck pass at all. Less room than tile/stages
+ * pairs: one config from each of that many pairs, evenly strided over the
+ * pairs (enum_configs), instead of checking every config of every pair.
+ *
  * Generated families (gen_gemv.h, gen_mma.h): the "gemv" and "mma"
  * families' configs that survive their pruning (gt_cuda_gen_enumerate
  * alternates the two, each best first) are woven in after the heuristic's
@@ -165,87 +172,179 @@ static int cap_u32(const cublasLtMatmulAlgo_t *a, cublasLtMatmulAlgoCapAttribute
 static const int k_splitk[] = {1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32};
 #define SPLIT_MIN_K 16 /* a split shorter than this is never worth a kernel */
 
-static int enum_algo(enum_state *e, const gt_cu_map *m, const gt_problem *p, int id)
+/* One algo id's tile x stages pair, with the id's capabilities: the unit
+ * the enumeration checks (clusters, swizzle, custom option, split-K and
+ * reductions within it). */
+typedef struct pair {
+    int id;
+    uint32_t tile, stages;
+    int splitk_ok, red_mask, swz_max, custom_max;
+} pair;
+
+typedef struct pairvec {
+    pair *v;
+    size_t n, cap;
+} pairvec;
+
+/* Appends the pairs of algo id `id` (none when it is not for these types
+ * on this device). Capability queries only: no AlgoCheck. */
+static int list_pairs(enum_state *e, const gt_cu_map *m, int id, pairvec *out)
 {
-    gt_bk_ctx *ctx = e->ctx;
-    if (cublasLtMatmulAlgoInit(ctx->lt, m->compute, m->scale, m->a, m->b, m->c, m->d, id,
-                               &e->init) != CUBLAS_STATUS_SUCCESS)
-        return 0; /* not for these types on this device */
+    cublasLtMatmulAlgo_t init;
+    if (cublasLtMatmulAlgoInit(e->ctx->lt, m->compute, m->scale, m->a, m->b, m->c, m->d, id,
+                               &init) != CUBLAS_STATUS_SUCCESS)
+        return 0;
     uint32_t *tiles = NULL, *stages = NULL;
     int rc = -1;
-    int nt = cap_ids(&e->init, CUBLASLT_ALGO_CAP_TILE_IDS, &tiles);
-    int ns = cap_ids(&e->init, CUBLASLT_ALGO_CAP_STAGES_IDS, &stages);
+    int nt = cap_ids(&init, CUBLASLT_ALGO_CAP_TILE_IDS, &tiles);
+    int ns = cap_ids(&init, CUBLASLT_ALGO_CAP_STAGES_IDS, &stages);
     if (nt < 0 || ns < 0)
         goto done;
-    int splitk_ok = cap_u32(&e->init, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT) != 0;
-    int red_mask = cap_u32(&e->init, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK);
-    int swz_max = cap_u32(&e->init, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT) ? 1 : 0;
-    int custom_max = cap_u32(&e->init, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX);
-    if (custom_max < 0 || custom_max > 1023)
-        custom_max = 0;
-    for (int ti = 0; ti < nt && !e->stop; ti++) {
-        for (int si = 0; si < ns && !e->stop; si++) {
-            gt_cu_lt_cfg base = {.algo_id = id, .tile = tiles[ti], .stages = stages[si], .splitk = 1};
-            uint16_t cl[CUBLASLT_CLUSTER_SHAPE_END];
-            int ncl = 0;
-            size_t ws;
-            int auto_ok = check(e, &base, &ws);
-            if (auto_ok)
-                cl[ncl++] = CUBLASLT_CLUSTER_SHAPE_AUTO;
-            if (ctx->cluster_launch) {
-                /* The default refused: one explicit shape decides whether
-                 * this tile/stages pair exists at all, before trying all. */
-                gt_cu_lt_cfg probe = base;
-                probe.cluster = CUBLASLT_CLUSTER_SHAPE_1x1x1;
-                if (!auto_ok && !check(e, &probe, &ws))
-                    continue;
-                int tried = 0, took = 0;
-                for (int s = CUBLASLT_CLUSTER_SHAPE_AUTO + 1; s < CUBLASLT_CLUSTER_SHAPE_END; s++) {
-                    probe.cluster = (uint16_t)s;
-                    tried++;
-                    if (check(e, &probe, &ws))
-                        cl[ncl++] = (uint16_t)s, took++;
-                }
-                /* A kernel that accepts every shape, 16-wide included,
-                 * ignores the attribute: one entry, not ~50 duplicates. */
-                if (took == tried && !e->stop) {
-                    ncl = 0;
-                    cl[ncl++] = auto_ok ? CUBLASLT_CLUSTER_SHAPE_AUTO : CUBLASLT_CLUSTER_SHAPE_1x1x1;
-                    e->st->cluster_blind++;
-                }
+    pair q = {.id = id,
+              .splitk_ok = cap_u32(&init, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT) != 0,
+              .red_mask = cap_u32(&init, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK),
+              .swz_max = cap_u32(&init, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT) ? 1 : 0,
+              .custom_max = cap_u32(&init, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX)};
+    if (q.custom_max < 0 || q.custom_max > 1023)
+        q.custom_max = 0;
+    for (int ti = 0; ti < nt; ti++)
+        for (int si = 0; si < ns; si++) {
+            if (out->n == out->cap) {
+                size_t cap = out->cap ? out->cap * 2 : 1024;
+                pair *v = realloc(out->v, cap * sizeof *v);
+                if (!v)
+                    goto done;
+                out->v = v;
+                out->cap = cap;
             }
-            /* Reduction schemes: none without split-K, each one in the
-             * algo's mask with it. */
-            uint32_t reds[3];
-            int nred = 0;
-            for (uint32_t r = CUBLASLT_REDUCTION_SCHEME_INPLACE; r <= CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE; r <<= 1)
-                if (red_mask & (int)r)
-                    reds[nred++] = r;
-            for (int ci = 0; ci < ncl; ci++)
-                for (int sw = 0; sw <= swz_max; sw++)
-                    for (int cu = 0; cu <= custom_max; cu++)
-                        for (size_t ki = 0; ki < sizeof k_splitk / sizeof k_splitk[0]; ki++) {
-                            int sk = k_splitk[ki];
-                            if (sk > 1 && (!splitk_ok || p->k < (int64_t)sk * SPLIT_MIN_K))
-                                break; /* ascending: no larger split fits either */
-                            for (int ri = 0; ri < (sk > 1 ? nred : 1); ri++) {
-                                gt_cu_lt_cfg c = base;
-                                c.cluster = cl[ci];
-                                c.swizzle = (uint32_t)sw;
-                                c.custom = (uint32_t)cu;
-                                c.splitk = sk;
-                                c.reduction = sk > 1 ? reds[ri] : CUBLASLT_REDUCTION_SCHEME_NONE;
-                                if (accept(e, &c) < 0)
-                                    goto done;
-                            }
-                        }
+            q.tile = tiles[ti];
+            q.stages = stages[si];
+            out->v[out->n++] = q;
         }
-    }
     rc = 0;
 done:
     free(tiles);
     free(stages);
     return rc;
+}
+
+/* Checks every config of pair q, appending the accepted ones to e->found
+ * in enumeration order. 0, or -1 out of memory. */
+static int enum_pair(enum_state *e, const gt_cu_map *m, const gt_problem *p, const pair *q)
+{
+    gt_bk_ctx *ctx = e->ctx;
+    if (e->stop)
+        return 0;
+    if (cublasLtMatmulAlgoInit(ctx->lt, m->compute, m->scale, m->a, m->b, m->c, m->d, q->id,
+                               &e->init) != CUBLAS_STATUS_SUCCESS)
+        return 0;
+    gt_cu_lt_cfg base = {.algo_id = q->id, .tile = q->tile, .stages = q->stages, .splitk = 1};
+    uint16_t cl[CUBLASLT_CLUSTER_SHAPE_END];
+    int ncl = 0;
+    size_t ws;
+    int auto_ok = check(e, &base, &ws);
+    if (auto_ok)
+        cl[ncl++] = CUBLASLT_CLUSTER_SHAPE_AUTO;
+    if (ctx->cluster_launch) {
+        /* The default refused: one explicit shape decides whether this
+         * tile/stages pair exists at all, before trying all. */
+        gt_cu_lt_cfg probe = base;
+        probe.cluster = CUBLASLT_CLUSTER_SHAPE_1x1x1;
+        if (!auto_ok && !check(e, &probe, &ws))
+            return 0;
+        int tried = 0, took = 0;
+        for (int s = CUBLASLT_CLUSTER_SHAPE_AUTO + 1; s < CUBLASLT_CLUSTER_SHAPE_END; s++) {
+            probe.cluster = (uint16_t)s;
+            tried++;
+            if (check(e, &probe, &ws))
+                cl[ncl++] = (uint16_t)s, took++;
+        }
+        /* A kernel that accepts every shape, 16-wide included, ignores the
+         * attribute: one entry, not ~50 duplicates. */
+        if (took == tried && !e->stop) {
+            ncl = 0;
+            cl[ncl++] = auto_ok ? CUBLASLT_CLUSTER_SHAPE_AUTO : CUBLASLT_CLUSTER_SHAPE_1x1x1;
+            e->st->cluster_blind++;
+        }
+    }
+    /* Reduction schemes: none without split-K, each one in the algo's mask
+     * with it. */
+    uint32_t reds[3];
+    int nred = 0;
+    for (uint32_t r = CUBLASLT_REDUCTION_SCHEME_INPLACE; r <= CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE; r <<= 1)
+        if (q->red_mask & (int)r)
+            reds[nred++] = r;
+    for (int ci = 0; ci < ncl; ci++)
+        for (int sw = 0; sw <= q->swz_max; sw++)
+            for (int cu = 0; cu <= q->custom_max; cu++)
+                for (size_t ki = 0; ki < sizeof k_splitk / sizeof k_splitk[0]; ki++) {
+                    int sk = k_splitk[ki];
+                    if (sk > 1 && (!q->splitk_ok || p->k < (int64_t)sk * SPLIT_MIN_K))
+                        break; /* ascending: no larger split fits either */
+                    for (int ri = 0; ri < (sk > 1 ? nred : 1); ri++) {
+                        gt_cu_lt_cfg c = base;
+                        c.cluster = cl[ci];
+                        c.swizzle = (uint32_t)sw;
+                        c.custom = (uint32_t)cu;
+                        c.splitk = sk;
+                        c.reduction = sk > 1 ? reds[ri] : CUBLASLT_REDUCTION_SCHEME_NONE;
+                        if (accept(e, &c) < 0)
+                            return -1;
+                    }
+                }
+    return 0;
+}
+
+/* The enumerated configs into e->found: every pair's, in order, when there
+ * are no more pairs than `want` configs (or want is unbounded); else a
+ * sample of `want`, one config from each of `want` pairs evenly strided
+ * over the pair list (the first pair of each stride that accepts a config;
+ * a stride with none passes its turn on to the next). A run with the exhaustive strategy screens only its budget's
+ * head of the list (gt_plan_enum_keep), tens of enumerated configs: checking
+ * all ~10^5 configs to keep an evenly strided few cost 0.1-1 s of CPU per
+ * problem, a fifth of a 25-GEMM run's enumeration time and the jobs that
+ * ran several per host slower still. The sample keeps the spread over algo
+ * ids, tiles and stages; within a pair the config is drawn by a hash of the
+ * pair's position (cluster shape, swizzle, split-K vary across the
+ * sample). */
+static int enum_configs(enum_state *e, const gt_cu_map *m, const gt_problem *p, const pairvec *pv,
+                        size_t want)
+{
+    if (want == (size_t)-1 || pv->n <= want) {
+        for (size_t i = 0; i < pv->n && !e->stop; i++)
+            if (enum_pair(e, m, p, &pv->v[i]) != 0)
+                return -1;
+        return 0;
+    }
+    e->st->sampled = 1;
+    cfgvec keep = {0};
+    size_t owed = 0; /* turns of earlier strides whose pairs accepted nothing */
+    for (size_t i = 0; i < want && !e->stop; i++) {
+        size_t need = 1 + owed;
+        size_t t = (size_t)((double)i * (double)pv->n / (double)want);
+        size_t end = (size_t)((double)(i + 1) * (double)pv->n / (double)want);
+        for (; t < end && t < pv->n && need > 0 && !e->stop; t++) {
+            size_t before = e->found.n;
+            if (enum_pair(e, m, p, &pv->v[t]) != 0)
+                goto oom;
+            size_t got = e->found.n - before;
+            if (got > 0) {
+                uint64_t h = (uint64_t)t * 0x9E3779B97F4A7C15ULL;
+                h ^= h >> 29;
+                if (vec_push(&keep, &e->found.v[before + (size_t)(h % got)]) != 0)
+                    goto oom;
+                need--;
+            }
+            e->found.n = before;
+        }
+        owed = need;
+    }
+    free(e->found.v);
+    e->found = keep;
+    return 0;
+oom:
+    free(keep.v);
+    return -1;
 }
 
 cJSON *gt_cuda_no_default_json(const char *why)
@@ -274,8 +373,8 @@ int gt_cuda_no_default(const cJSON *cfg, char *err, size_t errlen)
 #define IDS_MAX 1024
 #define GEN_AFTER 8 /* heuristic configs before the first generated ones */
 
-int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON **baseline,
-                      char *err, size_t errlen)
+int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, int keep, cJSON **cands,
+                      cJSON **baseline, char *err, size_t errlen)
 {
     gt_cu_map m;
     gt_cu_desc d;
@@ -286,6 +385,7 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON 
     memset(&e, 0, sizeof e);
     cJSON *arr = NULL, *base = NULL, *gen = NULL;
     int *ids = NULL;
+    pairvec pairs = {0};
     int rc = -1;
     gt_cuda_enum_stats st;
     memset(&st, 0, sizeof st);
@@ -293,7 +393,8 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON 
     *cands = NULL;
     *baseline = NULL;
 
-    if (gt_cuda_alive(ctx, err, errlen) != 0 || gt_cu_map_problem(p, ctx->sm, &m, err, errlen) != 0)
+    if (gt_cuda_alive(ctx, err, errlen) != 0 || gt_cu_map_problem(p, ctx->sm, &m, err, errlen) != 0 ||
+        gt_cuda_fits(ctx, p, &m, err, errlen) != 0)
         return -1;
     /* Placeholders: the heuristic and AlgoCheck only read pointer alignment. */
     /* Same alignments as prepare's buffers: bias and each scale 256. */
@@ -349,39 +450,63 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON 
     if (heur.n == 0 && !no_heur[0])
         snprintf(no_heur, sizeof no_heur, "cuBLASLt's heuristic returned no usable algorithm");
 
-    ids = malloc(IDS_MAX * sizeof *ids);
-    if (!ids)
-        goto oom;
-    int nids = 0;
-    s = cublasLtMatmulAlgoGetIds(ctx->lt, m.compute, m.scale, m.a, m.b, m.c, m.d, IDS_MAX, ids,
-                                 &nids);
-    if (gt_cuda_ckb(ctx, s, "cublasLtMatmulAlgoGetIds", err, errlen) != 0)
+    /* The generated families first: how many of the list's entries they
+     * take decides how many enumerated configs a keep-limited list has
+     * room for. */
+    if (gt_cuda_gen_enumerate(ctx, p, &gen, &st.gen_pruned, err, errlen) != 0)
         goto out;
-    st.algo_ids = nids;
-    e.ctx = ctx;
-    e.d = &d;
-    e.heur = &heur;
-    e.t0 = t0;
-    e.st = &st;
-    for (int i = 0; i < nids && !e.stop; i++)
-        if (enum_algo(&e, &m, p, ids[i]) != 0)
+    st.gen = cJSON_GetArraySize(gen);
+    /* The enumerated configs follow the heuristic's and the families'
+     * (below): with keep, only keep - heur.n - gen of them are read. None:
+     * AlgoCheck's pass (a tenth of a second to a second of CPU time per
+     * problem) is skipped. */
+    size_t room = (size_t)-1;
+    if (keep > 0) {
+        room = (size_t)keep > heur.n + (size_t)st.gen ? (size_t)keep - heur.n - (size_t)st.gen : 0;
+        size_t capped = ctx->max_cands > 0 && (size_t)ctx->max_cands > heur.n
+                            ? (size_t)ctx->max_cands - heur.n
+                            : (ctx->max_cands > 0 ? 0 : room);
+        room = room < capped ? room : capped;
+    }
+    if (room > 0) {
+        ids = malloc(IDS_MAX * sizeof *ids);
+        if (!ids)
             goto oom;
+        int nids = 0;
+        s = cublasLtMatmulAlgoGetIds(ctx->lt, m.compute, m.scale, m.a, m.b, m.c, m.d, IDS_MAX, ids,
+                                     &nids);
+        if (gt_cuda_ckb(ctx, s, "cublasLtMatmulAlgoGetIds", err, errlen) != 0)
+            goto out;
+        st.algo_ids = nids;
+        e.ctx = ctx;
+        e.d = &d;
+        e.heur = &heur;
+        e.t0 = t0;
+        e.st = &st;
+        for (int i = 0; i < nids; i++)
+            if (list_pairs(&e, &m, ids[i], &pairs) != 0)
+                goto oom;
+        st.pairs = (long long)pairs.n;
+        if (enum_configs(&e, &m, p, &pairs, room) != 0)
+            goto oom;
+    }
 
     st.found = (long long)(heur.n + e.found.n);
     size_t cap = ctx->max_cands > 0 ? (size_t)ctx->max_cands : heur.n + e.found.n;
-    size_t keep = e.found.n;
-    if (heur.n + keep > cap) {
-        keep = cap > heur.n ? cap - heur.n : 0;
+    size_t nsample = e.found.n;
+    if (heur.n + nsample > cap) {
+        nsample = cap > heur.n ? cap - heur.n : 0;
+        st.capped = 1;
+    }
+    if (nsample > room) {
+        nsample = room; /* the sample spans the whole enumeration still */
         st.capped = 1;
     }
     arr = cJSON_CreateArray();
     base = heur.n ? gt_cu_lt_cfg_to_json(&heur.v[0]) : gt_cuda_no_default_json(no_heur);
     if (!arr || !base)
         goto oom;
-    if (gt_cuda_gen_enumerate(ctx, p, &gen, &st.gen_pruned, err, errlen) != 0)
-        goto out;
-    st.gen = cJSON_GetArraySize(gen);
-    for (size_t i = 0; i < heur.n + keep; i++) {
+    for (size_t i = 0; i < heur.n + nsample; i++) {
         /* the family's configs after the first GEN_AFTER heuristic ones and
          * after the heuristic's last */
         if (i == (heur.n < GEN_AFTER ? heur.n : GEN_AFTER) || i == heur.n) {
@@ -392,7 +517,7 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON 
         /* evenly strided sample of the enumerated configs */
         const gt_cu_lt_cfg *c = i < heur.n ? &heur.v[i]
                                           : &e.found.v[(size_t)((double)(i - heur.n) *
-                                                                (double)e.found.n / (double)keep)];
+                                                                (double)e.found.n / (double)nsample)];
         cJSON *j = gt_cu_lt_cfg_to_json(c);
         if (!j || !cJSON_AddItemToArray(arr, j)) {
             cJSON_Delete(j);
@@ -401,6 +526,9 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **cands, cJSON 
     }
     while (cJSON_GetArraySize(gen) > 0) /* no enumerated config after the heuristic's */
         cJSON_AddItemToArray(arr, cJSON_DetachItemFromArray(gen, 0));
+    /* keep: the heuristic's and the families' configs alone may be more */
+    while (keep > 0 && cJSON_GetArraySize(arr) > keep)
+        cJSON_DeleteItemFromArray(arr, cJSON_GetArraySize(arr) - 1);
     st.returned = cJSON_GetArraySize(arr);
     *cands = arr;
     *baseline = base;
@@ -412,10 +540,16 @@ oom:
 out:
     st.seconds = (gt_mono_ms() - t0) / 1000.0;
     ctx->last_enum = st;
+    if (rc == 0)
+        gt_info("enumerate: %d entries (keep %d): %d heuristic, %d generated, %lld accepted of %lld"
+                " tile/stages pairs (%lld checks%s), %.3f s",
+                st.returned, keep, st.heuristic, st.gen, st.found - st.heuristic, st.pairs, st.checks,
+                st.sampled ? ", sampled" : "", st.seconds);
     cJSON_Delete(arr);
     cJSON_Delete(base);
     cJSON_Delete(gen);
     free(ids);
+    free(pairs.v);
     free(heur.v);
     free(e.found.v);
     if (pref)

@@ -139,7 +139,9 @@ typedef struct gt_cuda_enum_stats {
     int heuristic;            /* results the heuristic returned */
     int algo_ids;             /* algorithm ids cublasLtMatmulAlgoGetIds listed */
     long long checks;         /* cublasLtMatmulAlgoCheck calls */
-    long long found;          /* distinct accepted configs, before the cap */
+    long long pairs;          /* algo id x tile x stages pairs listed */
+    int sampled;              /* 1: a sample of the pairs was checked (enum_configs) */
+    long long found;          /* distinct accepted configs, before the cap (sampled: in the sample) */
     int returned;             /* configs in the returned list */
     int capped;               /* 1 when the cap dropped configs */
     int truncated;            /* 1 when the check/time budget stopped early */
@@ -199,7 +201,7 @@ int gt_cuda_alive(gt_bk_ctx *ctx, char *err, size_t errlen);
 int gt_cuda_events(gt_bk_ctx *ctx, int n, char *err, size_t errlen);
 
 /* Enumeration (cuda_space.c). */
-int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, struct cJSON **cands,
+int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, int keep, struct cJSON **cands,
                       struct cJSON **baseline, char *err, size_t errlen);
 /* The baseline config of a problem cuBLASLt's heuristic refuses (issue 18):
  * {"family":"cublaslt","heuristic":"none","reason":why}. The problem's
@@ -299,6 +301,11 @@ int gt_cuda_algo_make(gt_bk_ctx *ctx, const gt_cu_map *m, const gt_cu_desc *d,
 
 int gt_cuda_prepare(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **pp, char *err,
                     size_t errlen);
+/* 0 when the device has the memory prepare would allocate for p (mapped
+ * in m), else -1 with prepare's reason; allocates nothing. The enumeration
+ * checks it instead of preparing: a problem that cannot run fails there,
+ * once, and not in every screen job. */
+int gt_cuda_fits(gt_bk_ctx *ctx, const gt_problem *p, const gt_cu_map *m, char *err, size_t errlen);
 void gt_cuda_unprepare(gt_bk_prob *pp);
 /* The heuristic's algo for c when c is one of its results (1), else 0. */
 int gt_cuda_heur_find(const gt_bk_prob *pp, const gt_cu_lt_cfg *c, cublasLtMatmulAlgo_t *algo,
