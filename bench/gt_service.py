@@ -74,12 +74,24 @@ def _job_report(rows):
         k["s"] += d
         k["max"] = max(k["max"], d)
         jobs.append((d, kind, run, label, dev, (a - t0) / 1e3))
+        w.setdefault("spans", []).append((a, b))
+    # idle between a GPU's jobs: the round trips (report, lease) are short; a gap of
+    # 300 ms or more is a worker that found no job and slept before asking again
+    for w in per_w.values():
+        sp = sorted(w["spans"])
+        gaps = [max(0, sp[i][0] - sp[i - 1][1]) / 1e3 for i in range(1, len(sp))]
+        w["gaps"] = gaps
     total = sum(w["busy"] for w in per_w.values())
     print(f"\nwhere the time went (jobs from lease to done, coordinator clock; wall {wall:.1f} s):")
     for dev in sorted(per_w):
         w = per_w[dev]
         print(f"  GPU {dev}: {w['jobs']} jobs, busy {w['busy']:.1f} s = {100 * w['busy'] / wall:.0f} % of the wall, "
               f"first lease at {(w['first'] - t0) / 1e3:.1f} s, last job done {(t1 - w['last']) / 1e3:.1f} s before the end")
+        g = sorted(w["gaps"])
+        if g:
+            long_ = [x for x in g if x >= 0.3]
+            print(f"         idle between jobs {sum(g):.1f} s: {len(g)} gaps, median {1e3 * g[len(g) // 2]:.0f} ms, "
+                  f"{len(long_)} of 300 ms or more ({sum(long_):.1f} s)")
     for kind in ("enumerate", "screen", "final"):
         if kind in per_k:
             k = per_k[kind]
@@ -92,6 +104,7 @@ def _job_report(rows):
     for d, kind, run, label, dev, at in sorted(jobs, reverse=True)[:12]:
         print(f"    {d:7.1f} s  {kind:9s} run {run}  {label:28s} GPU {dev}  leased at {at:.1f} s")
     return {"wall_s": wall, "work_gpu_s": total, "per_gpu": {str(k): v["busy"] for k, v in per_w.items()},
+            "idle_s": {str(k): sum(v["gaps"]) for k, v in per_w.items()},
             "kinds": per_k}
 
 
