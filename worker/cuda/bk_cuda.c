@@ -25,6 +25,7 @@
 #include "cuda_nvml.h"
 #include "gen_cuda.h"
 #include "gt_cuda.h"
+#include "gt_util.h"
 
 #define DEFAULT_WS_MB 32
 #define DEFAULT_MAX_CANDS 4000
@@ -286,8 +287,16 @@ static void cuda_release(gt_bk_cand *c)
 
 static int cuda_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen)
 {
-    return c->gen ? gt_cuda_gen_validate(pp, c, rel_err, err, errlen)
-                  : gt_cuda_validate(pp, c, rel_err, err, errlen);
+    double t0 = gt_mono_ms();
+    int rc = c->gen ? gt_cuda_gen_validate(pp, c, rel_err, err, errlen)
+                    : gt_cuda_validate(pp, c, rel_err, err, errlen);
+    /* where a screen's validation time goes: the candidates' kernels, or
+     * the host around them (first launches, module loads, the comparison):
+     * summed per prepared problem, logged by gt_cuda_unprepare */
+    pp->val_n++;
+    pp->val_wall_ms += gt_mono_ms() - t0;
+    pp->val_kernel_ms += rc == 0 ? c->check_us / 1000.0 : 0;
+    return rc;
 }
 
 /* The device's state next to a timing (gt_backend.state): NVML is opened

@@ -270,6 +270,9 @@ void gt_cuda_unprepare(gt_bk_prob *pp)
 {
     if (!pp)
         return;
+    if (pp->val_n > 0)
+        gt_info("cuda: %d validations, %.0f ms: %.0f ms in the candidates' kernels, %.0f ms around them",
+                pp->val_n, pp->val_wall_ms, pp->val_kernel_ms, pp->val_wall_ms - pp->val_kernel_ms);
     /* Frees are best effort: after a sticky error they fail, and the
      * process is restarted anyway. */
     free_rot(pp);

@@ -276,6 +276,8 @@ struct gt_bk_prob {
     double *dout;                    /* 4 */
     double *hout;                    /* pinned host copy of dout */
     double ref_ms;                   /* wall time of the reference kernel */
+    int val_n;                       /* validations run on this problem */
+    double val_wall_ms, val_kernel_ms; /* their wall time, and the candidates' kernels' within it */
     double ref_alpha;                /* the reference's product multiplier: alpha, x scale_a x
                                         scale_b for fp8 (gt_cuda_reference sets both) */
     gt_cuda_heur heur[GT_CUDA_HEUR_MAX];
