@@ -15,10 +15,12 @@ LOGS="--log bench/llama3_8b_shapes.csv --log bench/llama3_1b_shapes.csv --log be
 nvidia-smi --query-gpu=index,name,clocks.sm,power.draw,power.limit --format=csv >"$OUT/gpu.txt" 2>&1
 nvidia-smi topo -m >>"$OUT/gpu.txt" 2>&1
 nproc >>"$OUT/gpu.txt"
-python3 bench/scaling.py --build "$B/bin" --gpus all --budget "${BUDGET:-200}" $LOGS --out "$OUT/all" \
+# Each set starts with an empty compile cache of its own: the set run second
+# must not find the first set's kernels compiled (both pay the NVRTC time)
+GEMMTUNE_CACHE_DIR="$OUT/cache-all" python3 bench/scaling.py --build "$B/bin" --gpus all --budget "${BUDGET:-200}" $LOGS --out "$OUT/all" \
   --json "$OUT/all.json" >"$OUT/all.txt" 2>&1
 echo "all rc=$?" >>"$OUT/rc.txt"
-python3 bench/scaling.py --build "$B/bin" --gpus 0 --budget "${BUDGET:-200}" $LOGS --out "$OUT/one" \
+GEMMTUNE_CACHE_DIR="$OUT/cache-one" python3 bench/scaling.py --build "$B/bin" --gpus 0 --budget "${BUDGET:-200}" $LOGS --out "$OUT/one" \
   --timeout "${ONE_TIMEOUT:-380}" --json "$OUT/one.json" --ref "$OUT/all.json" >"$OUT/one.txt" 2>&1
 echo "one rc=$?" >>"$OUT/rc.txt"
 # the 1-GPU set is the reference: the ratio printed from it, the other way round
@@ -43,4 +45,4 @@ else:
     print(f"{al['gpus']} GPUs against 1: wall {one['wall_s']:.1f} -> {al['wall_s']:.1f} s = "
           f"{one['wall_s'] / al['wall_s']:.2f}x, {r:.3f} of linear")
 PY
-tar -C "$OUT" -czf "$OUT/all.tgz" --exclude='*.db' --exclude='*.db-*' --exclude='*.tgz' . 2>/dev/null
+tar -C "$OUT" -czf "$OUT/all.tgz" --exclude='*.db' --exclude='*.db-*' --exclude='*.tgz' --exclude='cache-*' . 2>/dev/null

@@ -284,10 +284,13 @@ int gt_cu_nvrtc_compile(const char *src, const char *name, int sm, const char *c
  * pool of threads (one per core of the worker's share of the host but one,
  * at low priority); they never touch a CUDA context, they produce images. */
 typedef struct gt_cu_entry gt_cu_entry;
+#define GT_CU_URGENT 2 /* gt_cu_cache_request's async: first in the queue */
 
 /* Requests the image of src (a static string) compiled with opts for sm
  * (GT_CU_SM_A allowed); `kernel` names the function whose ptxas statistics
- * are kept. async: queue the compile on the pool and return at once; else
+ * are kept. async: queue the compile on the pool and return at once
+ * (GT_CU_URGENT: at the queue's head, moved there when queued already: a
+ * job's own candidates before the precompiles of problems to come); else
  * compile on this thread when nobody else is. *mem_hit (may be NULL): 1 when
  * the key was already in the in-process cache. Returns NULL only out of
  * memory. */

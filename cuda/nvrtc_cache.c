@@ -312,23 +312,49 @@ void gt_cu_cache_pool_stop(void)
     pthread_mutex_unlock(&g_mu);
 }
 
-/* With g_mu held: queues e for the pool (started when needed); 0 when no
- * thread could be started. */
-static int enqueue(gt_cu_entry *e)
+/* With g_mu held: queues e for the pool (started when needed), at the
+ * queue's head when urgent; 0 when no thread could be started. */
+static int enqueue(gt_cu_entry *e, int urgent)
 {
     pool_start();
     if (g_nthreads <= 0)
         return 0;
     e->state = ST_QUEUED;
     e->inq = 1;
-    e->qnext = NULL;
-    if (g_qtail)
-        g_qtail->qnext = e;
-    else
+    if (urgent) {
+        e->qnext = g_qhead;
         g_qhead = e;
-    g_qtail = e;
+        if (!g_qtail)
+            g_qtail = e;
+    } else {
+        e->qnext = NULL;
+        if (g_qtail)
+            g_qtail->qnext = e;
+        else
+            g_qhead = e;
+        g_qtail = e;
+    }
     pthread_cond_signal(&g_work);
     return 1;
+}
+
+/* With g_mu held: takes queued e out of the queue (to queue it again). */
+static void dequeue(gt_cu_entry *e)
+{
+    gt_cu_entry *prev = NULL;
+    for (gt_cu_entry *q = g_qhead; q; prev = q, q = q->qnext) {
+        if (q != e)
+            continue;
+        if (prev)
+            prev->qnext = q->qnext;
+        else
+            g_qhead = q->qnext;
+        if (g_qtail == q)
+            g_qtail = prev;
+        e->inq = 0;
+        e->qnext = NULL;
+        return;
+    }
 }
 
 /* ---- requests --------------------------------------------------------------------------- */
@@ -369,8 +395,10 @@ gt_cu_entry *gt_cu_cache_request(const char *src, const char *kernel, const char
         *mem_hit = e != NULL;
     if (e) {
         g_st.mem_hits++;
+        if (async == GT_CU_URGENT && e->state == ST_QUEUED && e->inq)
+            dequeue(e); /* queued behind others: to the head */
         if (async && e->state == ST_QUEUED && !e->inq)
-            (void)enqueue(e); /* dropped by a pool stop: queue it again */
+            (void)enqueue(e, async == GT_CU_URGENT); /* (or dropped by a pool stop) */
         pthread_mutex_unlock(&g_mu);
         return e;
     }
@@ -388,7 +416,7 @@ gt_cu_entry *gt_cu_cache_request(const char *src, const char *kernel, const char
     e->img.spill_stores = e->img.spill_loads = -1;
     e->next = *b;
     *b = e;
-    if (async && enqueue(e)) {
+    if (async && enqueue(e, async == GT_CU_URGENT)) {
         pthread_mutex_unlock(&g_mu);
         return e;
     }

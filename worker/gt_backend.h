@@ -92,6 +92,9 @@ typedef struct gt_backend {
     /* Returns -1 (with reason) when the backend cannot run p at all. */
     int (*prepare)(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **pp, char *err, size_t errlen);
     void (*unprepare)(gt_bk_prob *pp);
+    /* Optional: the job's configs (JSON array) are about to be built in
+     * order: start what their builds will wait for (compiles). */
+    void (*prefetch)(gt_bk_prob *pp, const struct cJSON *cands);
     /* Compiles/loads one config. -1 with reason: the candidate fails. */
     int (*build)(gt_bk_prob *pp, const struct cJSON *cfg, gt_bk_cand **c, char *err, size_t errlen);
     void (*release)(gt_bk_cand *c);

@@ -518,6 +518,8 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
             snprintf(msg, sizeof msg, "%s: %.200s", r->bk->name, err);
             return emit_done(&j, msg);
         }
+        if (r->bk->prefetch)
+            r->bk->prefetch(j.pp, cands);
         if (!strcmp(j.kind, "final"))
             rc = run_final(&j, cands, baseline);
         else

@@ -341,6 +341,7 @@ const gt_backend gt_bk_cuda = {
     .enumerate = gt_cuda_enumerate,
     .prepare = gt_cuda_prepare,
     .unprepare = gt_cuda_unprepare,
+    .prefetch = gt_cuda_gen_prefetch,
     .build = cuda_build,
     .release = cuda_release,
     .validate = cuda_validate,

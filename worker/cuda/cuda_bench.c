@@ -270,9 +270,14 @@ void gt_cuda_unprepare(gt_bk_prob *pp)
 {
     if (!pp)
         return;
-    if (pp->val_n > 0)
-        gt_info("cuda: %d validations, %.0f ms: %.0f ms in the candidates' kernels, %.0f ms around them",
-                pp->val_n, pp->val_wall_ms, pp->val_kernel_ms, pp->val_wall_ms - pp->val_kernel_ms);
+    if (pp->val_n > 0) {
+        gt_cu_cache_stats cs;
+        gt_cu_cache_stats_get(&cs);
+        gt_info("cuda: %d validations, %.0f ms: %.0f ms in the candidates' kernels, %.0f ms around them;"
+                " compiles so far %ld (%.0f ms on %d threads), disk hits %ld",
+                pp->val_n, pp->val_wall_ms, pp->val_kernel_ms, pp->val_wall_ms - pp->val_kernel_ms,
+                cs.compiles, cs.compile_ms, cs.threads, cs.disk_hits);
+    }
     /* Frees are best effort: after a sticky error they fail, and the
      * process is restarted anyway. */
     free_rot(pp);

@@ -295,41 +295,73 @@ static int enum_pair(enum_state *e, const gt_cu_map *m, const gt_problem *p, con
     return 0;
 }
 
-/* The enumerated configs into e->found: every pair's, in order, when there
- * are no more pairs than `want` configs (or want is unbounded); else a
- * sample of `want`, one config from each of `want` pairs evenly strided
- * over the pair list (the first pair of each stride that accepts a config;
- * a stride with none passes its turn on to the next). A run with the exhaustive strategy screens only its budget's
- * head of the list (gt_plan_enum_keep), tens of enumerated configs: checking
- * all ~10^5 configs to keep an evenly strided few cost 0.1-1 s of CPU per
- * problem, a fifth of a 25-GEMM run's enumeration time and the jobs that
- * ran several per host slower still. The sample keeps the spread over algo
+/* 1 when pair q exists for this problem: AlgoCheck accepts its plain
+ * config with the default cluster shape, or with 1x1x1 (enum_pair's first
+ * checks, which end a pair that has neither). */
+static int pair_exists(enum_state *e, const gt_cu_map *m, const pair *q)
+{
+    gt_bk_ctx *ctx = e->ctx;
+    if (e->stop || cublasLtMatmulAlgoInit(ctx->lt, m->compute, m->scale, m->a, m->b, m->c, m->d,
+                                          q->id, &e->init) != CUBLAS_STATUS_SUCCESS)
+        return 0;
+    gt_cu_lt_cfg c = {.algo_id = q->id, .tile = q->tile, .stages = q->stages, .splitk = 1};
+    size_t ws;
+    if (check(e, &c, &ws))
+        return 1;
+    c.cluster = CUBLASLT_CLUSTER_SHAPE_1x1x1;
+    return ctx->cluster_launch && check(e, &c, &ws);
+}
+
+/* The enumerated configs into e->found: every pair's, in order, when want
+ * is unbounded; else, after a first pass that finds the pairs that exist
+ * for the problem (one or two checks each), every config of those when
+ * they are no more than `want`, or else one config from each of `want` of
+ * them, evenly strided over them (a pair whose configs are all refused, by
+ * the workspace limit or as the heuristic's own, passes its turn to the
+ * next). A run with the exhaustive strategy screens only its budget's head
+ * of the list (gt_plan_enum_keep), tens of enumerated configs: checking all
+ * ~10^5 configs to keep an evenly strided few cost 0.1-1 s of CPU per
+ * problem, a fifth of a 25-GEMM run's enumeration time, and jobs that ran
+ * several per host slower still. The sample keeps the spread over algo
  * ids, tiles and stages; within a pair the config is drawn by a hash of the
- * pair's position (cluster shape, swizzle, split-K vary across the
- * sample). */
+ * pair's position, so cluster shape, swizzle and split-K vary across it. */
 static int enum_configs(enum_state *e, const gt_cu_map *m, const gt_problem *p, const pairvec *pv,
                         size_t want)
 {
-    if (want == (size_t)-1 || pv->n <= want) {
+    if (want == (size_t)-1) {
         for (size_t i = 0; i < pv->n && !e->stop; i++)
             if (enum_pair(e, m, p, &pv->v[i]) != 0)
                 return -1;
         return 0;
     }
-    e->st->sampled = 1;
+    size_t *live = malloc((pv->n ? pv->n : 1) * sizeof *live), nlive = 0;
     cfgvec keep = {0};
-    size_t owed = 0; /* turns of earlier strides whose pairs accepted nothing */
+    if (!live)
+        return -1;
+    for (size_t i = 0; i < pv->n && !e->stop; i++)
+        if (pair_exists(e, m, &pv->v[i]))
+            live[nlive++] = i;
+    e->st->live_pairs = (long long)nlive;
+    if (nlive <= want) {
+        for (size_t i = 0; i < nlive && !e->stop; i++)
+            if (enum_pair(e, m, p, &pv->v[live[i]]) != 0)
+                goto oom;
+        free(live);
+        return 0;
+    }
+    e->st->sampled = 1;
+    size_t owed = 0; /* turns of earlier strides whose pairs gave nothing */
     for (size_t i = 0; i < want && !e->stop; i++) {
         size_t need = 1 + owed;
-        size_t t = (size_t)((double)i * (double)pv->n / (double)want);
-        size_t end = (size_t)((double)(i + 1) * (double)pv->n / (double)want);
-        for (; t < end && t < pv->n && need > 0 && !e->stop; t++) {
+        size_t t = (size_t)((double)i * (double)nlive / (double)want);
+        size_t end = (size_t)((double)(i + 1) * (double)nlive / (double)want);
+        for (; t < end && t < nlive && need > 0 && !e->stop; t++) {
             size_t before = e->found.n;
-            if (enum_pair(e, m, p, &pv->v[t]) != 0)
+            if (enum_pair(e, m, p, &pv->v[live[t]]) != 0)
                 goto oom;
             size_t got = e->found.n - before;
             if (got > 0) {
-                uint64_t h = (uint64_t)t * 0x9E3779B97F4A7C15ULL;
+                uint64_t h = (uint64_t)live[t] * 0x9E3779B97F4A7C15ULL;
                 h ^= h >> 29;
                 if (vec_push(&keep, &e->found.v[before + (size_t)(h % got)]) != 0)
                     goto oom;
@@ -339,10 +371,12 @@ static int enum_configs(enum_state *e, const gt_cu_map *m, const gt_problem *p, 
         }
         owed = need;
     }
+    free(live);
     free(e->found.v);
     e->found = keep;
     return 0;
 oom:
+    free(live);
     free(keep.v);
     return -1;
 }
@@ -487,7 +521,7 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, int keep, cJSON **can
             if (list_pairs(&e, &m, ids[i], &pairs) != 0)
                 goto oom;
         st.pairs = (long long)pairs.n;
-        if (enum_configs(&e, &m, p, &pairs, room) != 0)
+        if (enum_configs(&e, &m, p, &pairs, keep > 0 ? room : (size_t)-1) != 0)
             goto oom;
     }
 
@@ -542,8 +576,8 @@ out:
     ctx->last_enum = st;
     if (rc == 0)
         gt_info("enumerate: %d entries (keep %d): %d heuristic, %d generated, %lld accepted of %lld"
-                " tile/stages pairs (%lld checks%s), %.3f s",
-                st.returned, keep, st.heuristic, st.gen, st.found - st.heuristic, st.pairs, st.checks,
+                " tile/stages pairs (%lld live; %lld checks%s), %.3f s",
+                st.returned, keep, st.heuristic, st.gen, st.found - st.heuristic, st.pairs, st.live_pairs, st.checks,
                 st.sampled ? ", sampled" : "", st.seconds);
     cJSON_Delete(arr);
     cJSON_Delete(base);

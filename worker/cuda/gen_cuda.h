@@ -34,6 +34,13 @@ int gt_cuda_gen_enumerate(gt_bk_ctx *ctx, const gt_problem *p, struct cJSON **ar
  * the problem); unprepare frees the workspace. */
 void gt_cuda_gen_prepare(gt_bk_prob *pp);
 void gt_cuda_gen_unprepare(gt_bk_prob *pp);
+/* A job's generated candidates among cands: their compiles go to the head
+ * of the compile queue (GT_CU_URGENT), in the job's order, so the pool's
+ * threads compile them side by side ahead of the builds that wait on them,
+ * instead of each build compiling its own on the thread that feeds the GPU
+ * while the queue holds other problems' precompiles. Configs a rule
+ * refuses are skipped (their builds say why). */
+void gt_cuda_gen_prefetch(gt_bk_prob *pp, const struct cJSON *cands);
 /* build of a "gemv", "mma" or "fault" config (family as gt_gen_family); a
  * config a rule prunes for the problem fails with the rule's reason. */
 int gt_cuda_gen_build(gt_bk_prob *pp, const struct cJSON *cfg, int family, gt_bk_cand *c,

@@ -165,6 +165,26 @@ static int gemv_opts(const gt_problem *p, const gt_gen_cfg *c, char defs[GT_GEN_
     return n;
 }
 
+/* A gemv config's compile options as its build requests them (the
+ * context's -DGT_NOCHAIN included): n, or -1 with err. */
+static int gemv_image_opts(const gt_cuda_gen_ctx *g, const gt_problem *p, const gt_gen_cfg *c,
+                           char defs[][GT_GEN_DEF_LEN], const char **opts, char *err, size_t errlen)
+{
+    int n = gemv_opts(p, c, defs, opts);
+    if (n < 0) {
+        snprintf(err, errlen, "gemv: no encoding of this problem's types");
+        return -1;
+    }
+    if (g->nochain) {
+        if (n >= GT_GEN_MAX_DEFS) {
+            snprintf(err, errlen, "gemv: no room for -DGT_NOCHAIN");
+            return -1;
+        }
+        opts[n++] = "-DGT_NOCHAIN=1";
+    }
+    return n;
+}
+
 static int mma_opts(const gt_problem *p, const gt_mma_cfg *c, char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN],
                     const char *opts[GT_GEN_MAX_DEFS])
 {
@@ -179,20 +199,59 @@ int gt_cuda_gen_mma_sm(const gt_bk_ctx *ctx, const gt_mma_cfg *c)
     return c->inst == GT_MMA_INST_WGMMA ? ctx->sm | GT_CU_SM_A : ctx->sm;
 }
 
-/* Starts the background compiles of the kept configs of p. */
+/* Starts the background compiles of the kept configs of p (behind those
+ * queued before: problems to come). */
 static void precompile(gt_bk_ctx *ctx, const gt_problem *p, const gt_gen_space *s, const gt_mma_space *ms)
 {
-    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN], err[256];
     const char *opts[GT_GEN_MAX_DEFS];
+    gt_cuda_gen_ctx *g = gctx(ctx, err, sizeof err);
+    if (!g)
+        return; /* the builds say why */
     /* alternately, as enumerate lists them, so a small budget finds both ready */
     for (int i = 0; i < s->nkeep || i < ms->nkeep; i++) {
-        int n = i < s->nkeep ? gemv_opts(p, &s->keep[i], defs, opts) : 0;
+        int n = i < s->nkeep ? gemv_image_opts(g, p, &s->keep[i], defs, opts, err, sizeof err) : 0;
         if (n > 0)
             (void)gt_cu_cache_request(gt_gen_gemv_src, "gt_gemv", opts, n, ctx->sm, 1, NULL);
         n = i < ms->nkeep ? mma_opts(p, &ms->keep[i], defs, opts) : 0;
         if (n > 0)
             (void)gt_cu_cache_request(gt_mma_src_of(&ms->keep[i]), "gt_mma", opts, n,
                                       gt_cuda_gen_mma_sm(ctx, &ms->keep[i]), 1, NULL);
+    }
+}
+
+void gt_cuda_gen_prefetch(gt_bk_prob *pp, const cJSON *cands)
+{
+    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN], err[256], why[GT_GEN_REASON];
+    const char *opts[GT_GEN_MAX_DEFS];
+    gt_bk_ctx *ctx = pp->ctx;
+    gt_gen_dev d;
+    gt_cuda_gen_ctx *g = gctx(ctx, err, sizeof err);
+    if (!g || !cJSON_IsArray(cands) || gt_cuda_gen_device(ctx, &d, err, sizeof err) != 0)
+        return;
+    /* last first: each goes to the queue's head, so the job's first
+     * candidate is compiled first, as its builds will ask */
+    for (int i = cJSON_GetArraySize(cands) - 1; i >= 0; i--) {
+        const cJSON *cfg = cJSON_GetArrayItem(cands, i);
+        int fam = gt_gen_family(cfg), n = -1;
+        if (fam == GT_FAM_MMA) {
+            gt_mma_cfg c;
+            if (gt_mma_cfg_from_json(cfg, &c, err, sizeof err) != 0 ||
+                gt_mma_applicable(&pp->p, &d, why, sizeof why) != 0 ||
+                gt_mma_check(&pp->p, &d, &c, why, sizeof why) != 0 ||
+                (n = mma_opts(&pp->p, &c, defs, opts)) < 0)
+                continue; /* its build says why */
+            (void)gt_cu_cache_request(gt_mma_src_of(&c), "gt_mma", opts, n, gt_cuda_gen_mma_sm(ctx, &c),
+                                      GT_CU_URGENT, NULL);
+        } else if (fam == GT_FAM_GEMV) {
+            gt_gen_cfg c;
+            if (gt_gen_cfg_from_json(cfg, &c, err, sizeof err) != 0 ||
+                gt_gen_applicable(&pp->p, &d, why, sizeof why) != 0 ||
+                gt_gen_check(&pp->p, &d, &c, why, sizeof why) != 0 ||
+                (n = gemv_image_opts(g, &pp->p, &c, defs, opts, err, sizeof err)) < 0)
+                continue;
+            (void)gt_cu_cache_request(gt_gen_gemv_src, "gt_gemv", opts, n, ctx->sm, GT_CU_URGENT, NULL);
+        }
     }
 }
 
@@ -486,22 +545,13 @@ int gt_cuda_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *
         goto out;
     }
     gt_gen_geometry(&pp->p, &gc->cfg, 32, &gc->geom);
-    int n = gemv_opts(&pp->p, &gc->cfg, defs, opts);
-    if (n < 0) {
-        snprintf(err, errlen, "gemv: no encoding of this problem's types");
-        goto out;
-    }
     gt_cuda_gen_ctx *g = gctx(ctx, err, errlen);
     if (!g)
         goto out;
-    if (g->nochain) {
-        if (n >= GT_GEN_MAX_DEFS) {
-            snprintf(err, errlen, "gemv: no room for -DGT_NOCHAIN");
-            goto out;
-        }
-        opts[n++] = "-DGT_NOCHAIN=1";
-        gc->nochain = 1;
-    }
+    int n = gemv_image_opts(g, &pp->p, &gc->cfg, defs, opts, err, errlen);
+    if (n < 0)
+        goto out;
+    gc->nochain = g->nochain;
     if (build_image(ctx, gc, gt_gen_gemv_src, "gt_gemv", "gt_gemv_fin", opts, n, 0, ctx->sm, err, errlen) != 0 ||
         workspace(pp, gc->cfg.reduction, &gc->geom, err, errlen) != 0)
         goto out;

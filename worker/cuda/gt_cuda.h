@@ -140,6 +140,7 @@ typedef struct gt_cuda_enum_stats {
     int algo_ids;             /* algorithm ids cublasLtMatmulAlgoGetIds listed */
     long long checks;         /* cublasLtMatmulAlgoCheck calls */
     long long pairs;          /* algo id x tile x stages pairs listed */
+    long long live_pairs;     /* keep-limited: the pairs that exist for the problem */
     int sampled;              /* 1: a sample of the pairs was checked (enum_configs) */
     long long found;          /* distinct accepted configs, before the cap (sampled: in the sample) */
     int returned;             /* configs in the returned list */
