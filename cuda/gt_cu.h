@@ -279,7 +279,9 @@ int gt_cu_nvrtc_compile(const char *src, const char *name, int sm, const char *c
  * $XDG_CACHE_HOME/gemmtune/cuda, else ~/.cache/gemmtune/cuda; one file per
  * key with a checked header, written to a unique temporary name and renamed
  * into place (workers sharing the directory never read a partial file; a
- * corrupt one is compiled again). In process: every key ever requested, so a
+ * corrupt one is compiled again); while one process compiles a key it holds
+ * <key>.lock and the others wait for its file (a lock whose process is gone
+ * is taken over). In process: every key ever requested, so a
  * second request never compiles or reads the disk. Compiles run on a small
  * pool of threads (one per core of the worker's share of the host but one,
  * at low priority); they never touch a CUDA context, they produce images. */

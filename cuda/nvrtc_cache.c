@@ -11,11 +11,14 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <nvrtc.h>
@@ -161,6 +164,81 @@ static void disk_write(const gt_cu_entry *e)
         unlink(tmp); /* the cache is an optimization: a failed write is not an error */
 }
 
+/* ---- one compile per key across the host's workers ------------------------------------ */
+
+/* Workers of one host share the disk cache, and at a run's start each
+ * queues its problems' families: the same key was compiled by two or three
+ * of them at once (4 workers: 1,274 compiles where one worker made 1,011).
+ * The first to want a key holds <key>.lock (O_EXCL) while it compiles; the
+ * others wait for its file. A lock is stale when its process is gone (a
+ * bench process killed with its compiles) or after LOCK_STALE_S (another
+ * pid namespace, a hung compile): then it is taken over. */
+#define LOCK_STALE_S 60
+#define LOCK_POLL_MS 20
+
+static int lock_path(uint64_t key, char *buf, size_t len)
+{
+    char dir[PATH_MAX - 64];
+    if (gt_cu_cache_dir(dir, sizeof dir) != 0)
+        return -1;
+    snprintf(buf, len, "%s/%016llx.lock", dir, (unsigned long long)key);
+    return 0;
+}
+
+static int lock_stale(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return errno == ENOENT ? 1 : 0; /* gone: try to take it */
+    if (time(NULL) - st.st_mtime > LOCK_STALE_S)
+        return 1;
+    char buf[32] = "";
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
+    /* our own pid: left by an earlier process that had it (a container's
+     * worker restarted), since this process locks a key once */
+    if (pid == (long)getpid())
+        return 1;
+    return pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* 1: this thread holds e's lock (compile, then unlock_key); 0: another
+ * process compiled e meanwhile and it is read (e done); -1: no lock could
+ * be made (the cache is an optimization: compile anyway). */
+static int lock_or_wait(gt_cu_entry *e, char *path, size_t len)
+{
+    if (lock_path(e->key, path, len) != 0)
+        return -1;
+    for (;;) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            char pid[32];
+            int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+            int ok = write(fd, pid, (size_t)n) == n;
+            close(fd);
+            (void)ok; /* an empty lock file still excludes; it goes stale by age */
+            return 1;
+        }
+        if (errno != EEXIST)
+            return -1;
+        /* another process compiles e: its file appears when it is done */
+        for (;;) {
+            struct timespec ts = {0, LOCK_POLL_MS * 1000000L};
+            nanosleep(&ts, NULL);
+            if (disk_read(e) == 0)
+                return 0;
+            if (lock_stale(path)) {
+                (void)unlink(path); /* taken over, or already gone: race for it again */
+                break;
+            }
+        }
+    }
+}
+
 /* ---- compile ------------------------------------------------------------------------ */
 
 static void compile_entry(gt_cu_entry *e)
@@ -180,13 +258,15 @@ static void compile_entry(gt_cu_entry *e)
     disk_write(e);
 }
 
-/* Disk first, then NVRTC; the caller has marked e ST_RUNNING. */
+/* Disk first (or another worker's compile of the key), then NVRTC; the
+ * caller has marked e ST_RUNNING. */
 static void produce(gt_cu_entry *e)
 {
-    int cubin = 0;
+    int cubin = 0, locked = -1;
+    char lock[PATH_MAX];
     if (gt_cu_nvrtc_target(e->sm, e->img.target, sizeof e->img.target, &cubin) == 0) {
         e->key = make_key(e, e->img.target);
-        if (disk_read(e) == 0) {
+        if (disk_read(e) == 0 || (locked = lock_or_wait(e, lock, sizeof lock)) == 0) {
             pthread_mutex_lock(&g_mu);
             g_st.disk_hits++;
             e->state = ST_DONE;
@@ -196,6 +276,8 @@ static void produce(gt_cu_entry *e)
         }
     }
     compile_entry(e);
+    if (locked == 1)
+        (void)unlink(lock); /* after the file's rename: a waiter reads it */
     pthread_mutex_lock(&g_mu);
     g_st.compiles++;
     g_st.compile_ms += e->img.compile_ms > 0 ? e->img.compile_ms : 0;

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -721,6 +723,79 @@ static void test_nvrtc_all(void)
     CHECK(system(cmd) == 0);
 }
 
+/* One key, two processes at once, one shared cache directory (two workers
+ * of a host): one compiles, the other waits for its file (nvrtc_cache.c's
+ * <key>.lock). A lock left by a process that is gone, or holding this
+ * process's own pid (an earlier process that had it), is taken over at
+ * once, and removed after the compile. */
+static void test_nvrtc_shared(void)
+{
+    char dir[64], err[512], lock[4200];
+    CHECK(gt_test_tmpdir(dir, sizeof dir, "gen-lock") == 0);
+    setenv("GEMMTUNE_CACHE_DIR", dir, 1);
+    gt_cu_cache_forget(); /* no pool thread across the fork */
+    const char *salt[] = {"-DGT_TEST_SALT=1"};
+    int go[2];
+    CHECK(pipe(go) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char c;
+        close(go[1]);
+        if (read(go[0], &c, 1) != 1)
+            _exit(3);
+        const gt_cu_image *img = NULL;
+        gt_cu_entry *e = gt_cu_cache_request(gt_gen_fault_src, "gt_fault_oob", salt, 1, 90, 0, NULL);
+        if (!e || gt_cu_cache_wait(e, &img, err, sizeof err) != 0)
+            _exit(2);
+        _exit(img->origin == GT_CU_FROM_COMPILE ? 0 : 1);
+    }
+    close(go[0]);
+    CHECK(pid > 0 && write(go[1], "g", 1) == 1);
+    close(go[1]);
+    const gt_cu_image *img = NULL;
+    gt_cu_entry *e = gt_cu_cache_request(gt_gen_fault_src, "gt_fault_oob", salt, 1, 90, 0, NULL);
+    CHECK_MSG(e && gt_cu_cache_wait(e, &img, err, sizeof err) == 0, "%s", err);
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) <= 1);
+    int compiled = (img && img->origin == GT_CU_FROM_COMPILE) + (WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK_MSG(compiled == 1, "%d of the two processes compiled the key", compiled);
+    /* stale locks: a gone process's pid, then this process's own */
+    pid_t gone = fork();
+    if (gone == 0)
+        _exit(0);
+    CHECK(gone > 0 && waitpid(gone, &st, 0) == gone);
+    for (int k = 0; k < 2; k++) {
+        char salt2[32];
+        snprintf(salt2, sizeof salt2, "-DGT_TEST_SALT=%d", 2 + k);
+        const char *o2[] = {salt2};
+        gt_cu_cache_forget();
+        /* the key as the cache computes it: from a first request's entry */
+        e = gt_cu_cache_request(gt_gen_fault_src, "gt_fault_oob", o2, 1, 90, 0, NULL);
+        CHECK(e && gt_cu_cache_wait(e, &img, err, sizeof err) == 0);
+        uint64_t key = gt_cu_cache_key(e);
+        char gtk[4200];
+        snprintf(gtk, sizeof gtk, "%s/cuda/%016llx.gtk", dir, (unsigned long long)key);
+        snprintf(lock, sizeof lock, "%s/cuda/%016llx.lock", dir, (unsigned long long)key);
+        CHECK(unlink(gtk) == 0);
+        char pidtxt[32];
+        snprintf(pidtxt, sizeof pidtxt, "%ld\n", (long)(k == 0 ? gone : getpid()));
+        CHECK(gt_write_file(lock, pidtxt, strlen(pidtxt)) == 0);
+        gt_cu_cache_forget();
+        double t0 = gt_mono_ms();
+        e = gt_cu_cache_request(gt_gen_fault_src, "gt_fault_oob", o2, 1, 90, 0, NULL);
+        CHECK_MSG(e && gt_cu_cache_wait(e, &img, err, sizeof err) == 0, "%s", err);
+        struct stat sb;
+        CHECK_MSG(img && img->origin == GT_CU_FROM_COMPILE && gt_mono_ms() - t0 < 30000 &&
+                      stat(lock, &sb) != 0 && stat(gtk, &sb) == 0,
+                  "stale lock %d: compiled %d, %.0f ms", k, img ? img->origin == GT_CU_FROM_COMPILE : -1,
+                  gt_mono_ms() - t0);
+    }
+    gt_cu_cache_forget();
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 static int has(const char *s, const char *what) { return strstr(s, what) != NULL; }
 
 /* Every fp8 config the family keeps for decode shapes compiles with NVRTC
@@ -1169,6 +1244,7 @@ int main(int argc, char **argv)
 #ifdef GT_WITH_CUDA
     if (gt_test_cpu()) {
         RUN(test_nvrtc_all);
+        RUN(test_nvrtc_shared);
         RUN(test_nvrtc_f8);
         RUN(test_chain_ptx);
     }
