@@ -312,19 +312,73 @@ static int pair_exists(enum_state *e, const gt_cu_map *m, const pair *q)
     return ctx->cluster_launch && check(e, &c, &ws);
 }
 
+static uint64_t mix(uint64_t x)
+{
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+#define DRAW_TRIES 48
+
+/* One config of pair q by rejection sampling: configs drawn uniformly
+ * over the pair's raw dimensions (cluster shape where the device has
+ * clusters, swizzle, custom option, split-K with its reduction), seeded by
+ * h, each checked alone, the first accepted kept (in e->found): uniform
+ * over the pair's accepted configs, as one drawn from enum_pair's whole
+ * list, for a few checks instead of the pair's hundreds. 1 when one was
+ * kept, 0 when DRAW_TRIES drew none (the caller enumerates the pair), -1
+ * out of memory. */
+static int draw_pair(enum_state *e, const gt_cu_map *m, const gt_problem *p, const pair *q, uint64_t h)
+{
+    gt_bk_ctx *ctx = e->ctx;
+    if (cublasLtMatmulAlgoInit(ctx->lt, m->compute, m->scale, m->a, m->b, m->c, m->d, q->id,
+                               &e->init) != CUBLAS_STATUS_SUCCESS)
+        return 0;
+    uint32_t reds[3];
+    int nred = 0, nsk = 1;
+    for (uint32_t r = CUBLASLT_REDUCTION_SCHEME_INPLACE; r <= CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE; r <<= 1)
+        if (q->red_mask & (int)r)
+            reds[nred++] = r;
+    while (q->splitk_ok && nred > 0 && nsk < (int)(sizeof k_splitk / sizeof k_splitk[0]) &&
+           p->k >= (int64_t)k_splitk[nsk] * SPLIT_MIN_K)
+        nsk++;
+    /* split-K 1 (no reduction), or a split > 1 with one of the schemes */
+    uint64_t nkr = 1 + (uint64_t)(nsk - 1) * (uint64_t)nred;
+    uint64_t ncl = ctx->cluster_launch ? CUBLASLT_CLUSTER_SHAPE_END : 1;
+    size_t before = e->found.n;
+    for (int t = 0; t < DRAW_TRIES && !e->stop; t++) {
+        h = mix(h + (uint64_t)t);
+        uint64_t x = h;
+        gt_cu_lt_cfg c = {.algo_id = q->id, .tile = q->tile, .stages = q->stages};
+        c.cluster = (uint16_t)(x % ncl), x /= ncl;
+        c.swizzle = (uint32_t)(x % (uint64_t)(q->swz_max + 1)), x /= (uint64_t)(q->swz_max + 1);
+        c.custom = (uint32_t)(x % (uint64_t)(q->custom_max + 1)), x /= (uint64_t)(q->custom_max + 1);
+        uint64_t kr = x % nkr;
+        c.splitk = kr == 0 ? 1 : k_splitk[1 + (kr - 1) / (uint64_t)nred];
+        c.reduction = kr == 0 ? CUBLASLT_REDUCTION_SCHEME_NONE : reds[(kr - 1) % (uint64_t)nred];
+        if (accept(e, &c) < 0)
+            return -1;
+        if (e->found.n > before)
+            return 1;
+    }
+    return 0;
+}
+
 /* The enumerated configs into e->found: every pair's, in order, when want
  * is unbounded; else, after a first pass that finds the pairs that exist
  * for the problem (one or two checks each), every config of those when
  * they are no more than `want`, or else one config from each of `want` of
- * them, evenly strided over them (a pair whose configs are all refused, by
- * the workspace limit or as the heuristic's own, passes its turn to the
- * next). A run with the exhaustive strategy screens only its budget's head
+ * them, evenly strided over them, drawn by draw_pair (a pair whose configs
+ * are all refused, by the workspace limit or as the heuristic's own,
+ * passes its turn to the next). A run with the exhaustive strategy screens only its budget's head
  * of the list (gt_plan_enum_keep), tens of enumerated configs: checking all
  * ~10^5 configs to keep an evenly strided few cost 0.1-1 s of CPU per
  * problem, a fifth of a 25-GEMM run's enumeration time, and jobs that ran
  * several per host slower still. The sample keeps the spread over algo
- * ids, tiles and stages; within a pair the config is drawn by a hash of the
- * pair's position, so cluster shape, swizzle and split-K vary across it. */
+ * ids, tiles and stages; within a pair the config is drawn at random
+ * (seeded by the pair's position), so cluster shape, swizzle and split-K
+ * vary across it. */
 static int enum_configs(enum_state *e, const gt_cu_map *m, const gt_problem *p, const pairvec *pv,
                         size_t want)
 {
@@ -357,12 +411,12 @@ static int enum_configs(enum_state *e, const gt_cu_map *m, const gt_problem *p, 
         size_t end = (size_t)((double)(i + 1) * (double)nlive / (double)want);
         for (; t < end && t < nlive && need > 0 && !e->stop; t++) {
             size_t before = e->found.n;
-            if (enum_pair(e, m, p, &pv->v[live[t]]) != 0)
+            uint64_t h = mix((uint64_t)live[t] + 0x9E3779B97F4A7C15ULL);
+            int r = draw_pair(e, m, p, &pv->v[live[t]], h);
+            if (r < 0 || (r == 0 && enum_pair(e, m, p, &pv->v[live[t]]) != 0))
                 goto oom;
             size_t got = e->found.n - before;
             if (got > 0) {
-                uint64_t h = (uint64_t)live[t] * 0x9E3779B97F4A7C15ULL;
-                h ^= h >> 29;
                 if (vec_push(&keep, &e->found.v[before + (size_t)(h % got)]) != 0)
                     goto oom;
                 need--;
