@@ -33,10 +33,20 @@ typedef struct gt_runner {
     gt_bk_ctx *ctx;
     gt_emit_fn emit;
     void *emit_ctx;
+    /* The last screen job's prepared problem, kept for the next screen job
+     * of the same problem (its shards often run back to back on one
+     * worker): inputs, reference and rotating sets are made once, not once
+     * per shard. A final job always prepares afresh, so the winners are
+     * validated once more on inputs the screen never saw. */
+    gt_bk_prob *kept;
+    char *kept_problem; /* the job's "problem" object as text */
 } gt_runner;
 
 /* Runs a job (the "job" object of the protocol). Returns 0 when "done" was
  * emitted, -1 when an event could not be delivered. */
 int gt_runner_run(gt_runner *r, const struct cJSON *job);
+/* Releases what the runner keeps between jobs (before the backend's
+ * context closes). */
+void gt_runner_fini(gt_runner *r);
 
 #endif

@@ -465,6 +465,15 @@ static double num_or(const cJSON *o, const char *name, double dflt)
     return cJSON_IsNumber(v) ? v->valuedouble : dflt;
 }
 
+void gt_runner_fini(gt_runner *r)
+{
+    if (r->kept)
+        r->bk->unprepare(r->kept);
+    r->kept = NULL;
+    free(r->kept_problem);
+    r->kept_problem = NULL;
+}
+
 int gt_runner_run(gt_runner *r, const cJSON *job)
 {
     char err[256];
@@ -511,20 +520,37 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
          * checks that the problem would fit. */
         rc = run_enumerate(&j, (int)gt_proto_int_or(job, "keep", 0, INT32_MAX, 0));
     } else {
-        int prc = r->bk->prepare(r->ctx, &j.prob, &j.pp, err, sizeof err);
-        j.ms_prepare = gt_mono_ms() - t0;
-        if (prc) {
-            char msg[300];
-            snprintf(msg, sizeof msg, "%s: %.200s", r->bk->name, err);
-            return emit_done(&j, msg);
+        int screen = strcmp(j.kind, "final") != 0;
+        char *ptext = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(job, "problem"));
+        if (r->kept && screen && ptext && r->kept_problem && !strcmp(ptext, r->kept_problem)) {
+            j.pp = r->kept; /* the previous shard's: see gt_runner */
+            r->kept = NULL;
+        } else {
+            gt_runner_fini(r);
+            int prc = r->bk->prepare(r->ctx, &j.prob, &j.pp, err, sizeof err);
+            if (prc) {
+                char msg[300];
+                free(ptext);
+                snprintf(msg, sizeof msg, "%s: %.200s", r->bk->name, err);
+                return emit_done(&j, msg);
+            }
         }
+        j.ms_prepare = gt_mono_ms() - t0;
         if (r->bk->prefetch)
             r->bk->prefetch(j.pp, cands);
-        if (!strcmp(j.kind, "final"))
+        if (!screen)
             rc = run_final(&j, cands, baseline);
         else
             rc = run_screen(&j, cands, baseline);
-        r->bk->unprepare(j.pp);
+        if (screen && rc == 0 && !j.dead && ptext) {
+            r->kept = j.pp;
+            free(r->kept_problem);
+            r->kept_problem = ptext;
+            ptext = NULL;
+        } else {
+            r->bk->unprepare(j.pp);
+        }
+        free(ptext);
     }
     /* one line per job: where a slow tuning run spends its time (bench/
      * cuda_service.py sums these lines from the worker's log) */

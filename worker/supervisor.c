@@ -176,6 +176,7 @@ int gt_sup_child_main(int fd, const gt_backend *bk, int device)
         cJSON_Delete(m);
     }
     gt_str_free(&in);
+    gt_runner_fini(&r);
     bk->close(ctx);
     return rc == 0 ? 0 : 1;
 }

@@ -42,6 +42,7 @@ static struct {
     int state_calls;
     double cand_us[4];     /* > 0: candidate i's time instead of 10 + i */
     double prune_seen[4];  /* the prune_above_us candidate i was timed with */
+    int prepares, unprepares;
 } g;
 
 struct gt_bk_cand {
@@ -52,10 +53,15 @@ static int fake_prepare(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **pp, ch
 {
     (void)ctx, (void)p, (void)err, (void)errlen;
     *pp = (gt_bk_prob *)&g; /* any non-NULL handle */
+    g.prepares++;
     return 0;
 }
 
-static void fake_unprepare(gt_bk_prob *pp) { (void)pp; }
+static void fake_unprepare(gt_bk_prob *pp)
+{
+    (void)pp;
+    g.unprepares++;
+}
 
 static int fake_build(gt_bk_prob *pp, const cJSON *cfg, gt_bk_cand **c, char *err, size_t errlen)
 {
@@ -203,8 +209,43 @@ static seen run_job(const char *job)
     CHECK(j != NULL);
     gt_runner r = {.bk = &k_fake, .emit = collect, .emit_ctx = &s};
     CHECK(j && gt_runner_run(&r, j) == 0);
+    gt_runner_fini(&r);
     cJSON_Delete(j);
     return s;
+}
+
+/* Screen shards of one problem back to back share one prepare; a final job
+ * of it prepares afresh (the winners validated on new inputs), and so does
+ * another problem; every prepare is released by the end. */
+static void test_kept_prepare(void)
+{
+    memset(&g, 0, sizeof g);
+    g.base_us = 20;
+    seen s;
+    memset(&s, 0, sizeof s);
+    gt_runner r = {.bk = &k_fake, .emit = collect, .emit_ctx = &s};
+    char *ptxt = prob_text(), job[1024];
+    gt_problem q = gen_test_prob(128, 16, 64, GT_DT_BF16, GT_DT_BF16);
+    cJSON *qj = gt_problem_to_json(&q);
+    char *qtxt = qj ? cJSON_PrintUnformatted(qj) : NULL;
+    cJSON_Delete(qj);
+    CHECK(ptxt && qtxt);
+    static const char *const kinds[] = {"screen", "screen", "final", "screen", "screen"};
+    static const int want_prepares[] = {1, 1, 2, 3, 4};
+    for (int i = 0; ptxt && qtxt && i < 5; i++) {
+        snprintf(job, sizeof job,
+                 "{\"id\":%d,\"kind\":\"%s\",\"problem\":%s,\"candidates\":[{\"id\":1}],"
+                 "\"baseline\":{\"id\":0},\"timing\":{\"min_time_ms\":1,\"repeats\":3,\"warmup\":1}}",
+                 10 + i, kinds[i], i == 4 ? qtxt : ptxt);
+        cJSON *j = cJSON_Parse(job);
+        CHECK(j && gt_runner_run(&r, j) == 0);
+        cJSON_Delete(j);
+        CHECK_MSG(g.prepares == want_prepares[i], "job %d: %d prepares", i, g.prepares);
+    }
+    gt_runner_fini(&r);
+    CHECK(g.prepares == 4 && g.unprepares == 4);
+    cJSON_free(ptxt);
+    cJSON_free(qtxt);
 }
 
 /* Runs a final job of the baseline and two candidates, `rounds` rounds
@@ -404,6 +445,7 @@ int main(void)
 {
     gt_log_set_level(GT_LOG_ERR);
     RUN(test_screen_prune);
+    RUN(test_kept_prepare);
     RUN(test_screen_failed_default);
     RUN(test_steady);
     RUN(test_gpu_state);
