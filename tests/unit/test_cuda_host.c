@@ -889,6 +889,11 @@ static void keep_check(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p, int k
         CHECK_MSG(0, "%s: prepare: %s", label, err);
         goto out;
     }
+    /* a problem whose tiles fill the GPU gets no split-K in the head */
+    CHECK(sh.no_splitk == (p.m / 128 * (p.n / 128) >= 4 * ctx->sms));
+    for (int i = fixed; sh.no_splitk && i < n; i++)
+        CHECK_MSG(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(head, i), "splitk")) == 1,
+                  "%s: entry %d splits k", label, i);
     int built = 0, valid = 0;
     for (int i = fixed; i < n; i++) {
         gt_bk_cand *c = NULL;
@@ -974,6 +979,7 @@ static void test_gpu(void)
      * a sample), decode (room for a few), and none */
     keep_check(bk, ctx, prob(4096, 2048, 4096, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32), 100);
     keep_check(bk, ctx, prob(4096, 16, 4096, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32), 100);
+    keep_check(bk, ctx, prob(28672, 2048, 4096, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32), 100);
     keep_check(bk, ctx, prob(4096, 16, 4096, 'T', 'N', GT_DT_BF16, GT_DT_BF16, GT_DT_F32), 20);
     bk->close(ctx);
 }

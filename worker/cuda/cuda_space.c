@@ -25,6 +25,8 @@
  * leave. No room: no AlgoCheck pass at all. Less room than tile/stages
  * pairs: one config from each of that many pairs, evenly strided over the
  * pairs (enum_configs), instead of checking every config of every pair.
+ * A problem whose output tiles fill the GPU gets no split-K configs in a
+ * keep-limited list (fills_gpu).
  *
  * Generated families (gen_gemv.h, gen_mma.h): the "gemv" and "mma"
  * families' configs that survive their pruning (gt_cuda_gen_enumerate
@@ -92,6 +94,7 @@ typedef struct enum_state {
     cfgvec found;
     double t0;
     int stop;
+    int no_splitk;                  /* split-K 1 only (set_no_splitk) */
     gt_cuda_enum_stats *st;
 } enum_state;
 
@@ -230,22 +233,19 @@ done:
 
 /* Checks every config of pair q, appending the accepted ones to e->found
  * in enumeration order. 0, or -1 out of memory. */
-static int enum_pair(enum_state *e, const gt_cu_map *m, const gt_problem *p, const pair *q)
+/* The cluster shapes AlgoCheck accepts for pair q (e->init initialized for
+ * its algo id) into cl: the default, and on cluster-capable devices every
+ * explicit shape it accepts (one entry for a kernel that accepts them all).
+ * Returns how many, 0 when the pair does not exist for the problem. */
+static int pair_clusters(enum_state *e, const pair *q, uint16_t cl[CUBLASLT_CLUSTER_SHAPE_END])
 {
-    gt_bk_ctx *ctx = e->ctx;
-    if (e->stop)
-        return 0;
-    if (cublasLtMatmulAlgoInit(ctx->lt, m->compute, m->scale, m->a, m->b, m->c, m->d, q->id,
-                               &e->init) != CUBLAS_STATUS_SUCCESS)
-        return 0;
     gt_cu_lt_cfg base = {.algo_id = q->id, .tile = q->tile, .stages = q->stages, .splitk = 1};
-    uint16_t cl[CUBLASLT_CLUSTER_SHAPE_END];
     int ncl = 0;
     size_t ws;
     int auto_ok = check(e, &base, &ws);
     if (auto_ok)
         cl[ncl++] = CUBLASLT_CLUSTER_SHAPE_AUTO;
-    if (ctx->cluster_launch) {
+    if (e->ctx->cluster_launch) {
         /* The default refused: one explicit shape decides whether this
          * tile/stages pair exists at all, before trying all. */
         gt_cu_lt_cfg probe = base;
@@ -267,20 +267,69 @@ static int enum_pair(enum_state *e, const gt_cu_map *m, const gt_problem *p, con
             e->st->cluster_blind++;
         }
     }
-    /* Reduction schemes: none without split-K, each one in the algo's mask
-     * with it. */
-    uint32_t reds[3];
+    return ncl;
+}
+
+/* How many split-K values of k_splitk apply to pair q (1: split-K 1 only):
+ * the algo supports it with a reduction scheme, each split keeps >= 16 of
+ * k, and the problem is not one whose tiles fill the GPU by themselves
+ * (e->no_splitk). */
+static int pair_splits(const enum_state *e, const gt_problem *p, const pair *q, int nred)
+{
+    int nsk = 1;
+    while (!e->no_splitk && q->splitk_ok && nred > 0 && nsk < (int)(sizeof k_splitk / sizeof k_splitk[0]) &&
+           p->k >= (int64_t)k_splitk[nsk] * SPLIT_MIN_K)
+        nsk++;
+    return nsk;
+}
+
+static int pair_reds(const pair *q, uint32_t reds[3])
+{
     int nred = 0;
     for (uint32_t r = CUBLASLT_REDUCTION_SCHEME_INPLACE; r <= CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE; r <<= 1)
         if (q->red_mask & (int)r)
             reds[nred++] = r;
+    return nred;
+}
+
+/* Checks every config of pair q, appending the accepted ones to e->found
+ * in enumeration order. 0, or -1 out of memory. */
+/* 1 when p's output, cut in 128 x 128 tiles, gives at least
+ * FILL_WAVES tiles per SM: every config's tile up to 256 x 256 then keeps
+ * all SMs busy without splitting k, and split-K only adds the partial sums'
+ * traffic and the reduction (the reason libraries split k only for few
+ * output tiles). A keep-limited list (the exhaustive strategy's head) then
+ * holds no split-K configs: on the H100 they were most of the sampled
+ * cuBLASLt configs of 128256x8192x4096, validated at 70 ms on average
+ * against 11 ms for the best, a quarter of a 25-GEMM run. The whole list
+ * (keep 0: random, evolutionary) keeps them. */
+#define FILL_WAVES 4
+static int fills_gpu(const gt_problem *p, int sms)
+{
+    double tiles = (double)((p->m + 127) / 128) * (double)((p->n + 127) / 128) * (double)p->batch;
+    return sms > 0 && tiles >= (double)FILL_WAVES * sms;
+}
+
+static int enum_pair(enum_state *e, const gt_cu_map *m, const gt_problem *p, const pair *q)
+{
+    gt_bk_ctx *ctx = e->ctx;
+    if (e->stop)
+        return 0;
+    if (cublasLtMatmulAlgoInit(ctx->lt, m->compute, m->scale, m->a, m->b, m->c, m->d, q->id,
+                               &e->init) != CUBLAS_STATUS_SUCCESS)
+        return 0;
+    gt_cu_lt_cfg base = {.algo_id = q->id, .tile = q->tile, .stages = q->stages, .splitk = 1};
+    uint16_t cl[CUBLASLT_CLUSTER_SHAPE_END];
+    int ncl = pair_clusters(e, q, cl);
+    /* Reduction schemes: none without split-K, each one in the algo's mask
+     * with it. */
+    uint32_t reds[3];
+    int nred = pair_reds(q, reds), nsk = pair_splits(e, p, q, nred);
     for (int ci = 0; ci < ncl; ci++)
         for (int sw = 0; sw <= q->swz_max; sw++)
             for (int cu = 0; cu <= q->custom_max; cu++)
-                for (size_t ki = 0; ki < sizeof k_splitk / sizeof k_splitk[0]; ki++) {
+                for (int ki = 0; ki < nsk; ki++) {
                     int sk = k_splitk[ki];
-                    if (sk > 1 && (!q->splitk_ok || p->k < (int64_t)sk * SPLIT_MIN_K))
-                        break; /* ascending: no larger split fits either */
                     for (int ri = 0; ri < (sk > 1 ? nred : 1); ri++) {
                         gt_cu_lt_cfg c = base;
                         c.cluster = cl[ci];
@@ -321,37 +370,34 @@ static uint64_t mix(uint64_t x)
 
 #define DRAW_TRIES 48
 
-/* One config of pair q by rejection sampling: configs drawn uniformly
- * over the pair's raw dimensions (cluster shape where the device has
- * clusters, swizzle, custom option, split-K with its reduction), seeded by
- * h, each checked alone, the first accepted kept (in e->found): uniform
- * over the pair's accepted configs, as one drawn from enum_pair's whole
- * list, for a few checks instead of the pair's hundreds. 1 when one was
- * kept, 0 when DRAW_TRIES drew none (the caller enumerates the pair), -1
- * out of memory. */
+/* One config of pair q by rejection sampling: its accepted cluster shapes
+ * found as enum_pair finds them, then configs drawn uniformly over those
+ * and the other raw dimensions (swizzle, custom option, split-K with its
+ * reduction), seeded by h, each checked alone, the first accepted kept (in
+ * e->found): uniform over the pair's accepted configs, as one drawn from
+ * enum_pair's whole list, for about fifty checks instead of the pair's
+ * hundreds. 1 when one was kept, 0 when none was (DRAW_TRIES draws, or no
+ * cluster shape), -1 out of memory. */
 static int draw_pair(enum_state *e, const gt_cu_map *m, const gt_problem *p, const pair *q, uint64_t h)
 {
     gt_bk_ctx *ctx = e->ctx;
     if (cublasLtMatmulAlgoInit(ctx->lt, m->compute, m->scale, m->a, m->b, m->c, m->d, q->id,
                                &e->init) != CUBLAS_STATUS_SUCCESS)
         return 0;
+    uint16_t cl[CUBLASLT_CLUSTER_SHAPE_END];
+    uint64_t ncl = (uint64_t)pair_clusters(e, q, cl);
+    if (ncl == 0)
+        return 0;
     uint32_t reds[3];
-    int nred = 0, nsk = 1;
-    for (uint32_t r = CUBLASLT_REDUCTION_SCHEME_INPLACE; r <= CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE; r <<= 1)
-        if (q->red_mask & (int)r)
-            reds[nred++] = r;
-    while (q->splitk_ok && nred > 0 && nsk < (int)(sizeof k_splitk / sizeof k_splitk[0]) &&
-           p->k >= (int64_t)k_splitk[nsk] * SPLIT_MIN_K)
-        nsk++;
+    int nred = pair_reds(q, reds), nsk = pair_splits(e, p, q, nred);
     /* split-K 1 (no reduction), or a split > 1 with one of the schemes */
     uint64_t nkr = 1 + (uint64_t)(nsk - 1) * (uint64_t)nred;
-    uint64_t ncl = ctx->cluster_launch ? CUBLASLT_CLUSTER_SHAPE_END : 1;
     size_t before = e->found.n;
     for (int t = 0; t < DRAW_TRIES && !e->stop; t++) {
         h = mix(h + (uint64_t)t);
         uint64_t x = h;
         gt_cu_lt_cfg c = {.algo_id = q->id, .tile = q->tile, .stages = q->stages};
-        c.cluster = (uint16_t)(x % ncl), x /= ncl;
+        c.cluster = cl[x % ncl], x /= ncl;
         c.swizzle = (uint32_t)(x % (uint64_t)(q->swz_max + 1)), x /= (uint64_t)(q->swz_max + 1);
         c.custom = (uint32_t)(x % (uint64_t)(q->custom_max + 1)), x /= (uint64_t)(q->custom_max + 1);
         uint64_t kr = x % nkr;
@@ -571,6 +617,8 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, int keep, cJSON **can
         e.heur = &heur;
         e.t0 = t0;
         e.st = &st;
+        e.no_splitk = keep > 0 && fills_gpu(p, ctx->sms);
+        st.no_splitk = e.no_splitk;
         for (int i = 0; i < nids; i++)
             if (list_pairs(&e, &m, ids[i], &pairs) != 0)
                 goto oom;
@@ -630,9 +678,9 @@ out:
     ctx->last_enum = st;
     if (rc == 0)
         gt_info("enumerate: %d entries (keep %d): %d heuristic, %d generated, %lld accepted of %lld"
-                " tile/stages pairs (%lld live; %lld checks%s), %.3f s",
+                " tile/stages pairs (%lld live; %lld checks%s%s), %.3f s",
                 st.returned, keep, st.heuristic, st.gen, st.found - st.heuristic, st.pairs, st.live_pairs, st.checks,
-                st.sampled ? ", sampled" : "", st.seconds);
+                st.sampled ? ", sampled" : "", st.no_splitk ? ", no split-K: the tiles fill the GPU" : "", st.seconds);
     cJSON_Delete(arr);
     cJSON_Delete(base);
     cJSON_Delete(gen);
