@@ -88,19 +88,20 @@ int gt_cu_cache_dir(char *buf, size_t len)
     return gt_cache_dir("cuda", "cuda", buf, len);
 }
 
-static int disk_path(uint64_t key, char *buf, size_t len)
+/* <cache dir>/<key><ext>: the image (".gtk") or its compile lock (".lock"). */
+static int key_path(uint64_t key, const char *ext, char *buf, size_t len)
 {
     char dir[PATH_MAX - 64];
     if (gt_cu_cache_dir(dir, sizeof dir) != 0)
         return -1;
-    snprintf(buf, len, "%s/%016llx.gtk", dir, (unsigned long long)key);
+    snprintf(buf, len, "%s/%016llx%s", dir, (unsigned long long)key, ext);
     return 0;
 }
 
 static int disk_read(gt_cu_entry *e)
 {
     char path[PATH_MAX];
-    if (disk_path(e->key, path, sizeof path) != 0)
+    if (key_path(e->key, ".gtk", path, sizeof path) != 0)
         return -1;
     size_t n = 0;
     unsigned char *buf = (unsigned char *)gt_read_file(path, &n, (size_t)256 << 20);
@@ -137,7 +138,7 @@ bad:
 static void disk_write(const gt_cu_entry *e)
 {
     char path[PATH_MAX], tmp[PATH_MAX + 64];
-    if (disk_path(e->key, path, sizeof path) != 0)
+    if (key_path(e->key, ".gtk", path, sizeof path) != 0)
         return;
     pthread_mutex_lock(&g_mu);
     long seq = ++g_seq;
@@ -176,15 +177,6 @@ static void disk_write(const gt_cu_entry *e)
 #define LOCK_STALE_S 60
 #define LOCK_POLL_MS 20
 
-static int lock_path(uint64_t key, char *buf, size_t len)
-{
-    char dir[PATH_MAX - 64];
-    if (gt_cu_cache_dir(dir, sizeof dir) != 0)
-        return -1;
-    snprintf(buf, len, "%s/%016llx.lock", dir, (unsigned long long)key);
-    return 0;
-}
-
 static int lock_stale(const char *path)
 {
     struct stat st;
@@ -211,7 +203,7 @@ static int lock_stale(const char *path)
  * be made (the cache is an optimization: compile anyway). */
 static int lock_or_wait(gt_cu_entry *e, char *path, size_t len)
 {
-    if (lock_path(e->key, path, len) != 0)
+    if (key_path(e->key, ".lock", path, len) != 0)
         return -1;
     for (;;) {
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -181,19 +181,31 @@ gt_store *gt_test_store_with_run(const char *dir, const char *log, const char *c
     return s;
 }
 
-int64_t gt_test_sim_worker(gt_store *s, const char *host, int units)
+static int64_t sim_worker(gt_store *s, const char *host, const char *backend, const char *model, int units,
+                          int pid)
 {
     char err[512];
     gt_worker_info w;
     memset(&w, 0, sizeof w);
     snprintf(w.host, sizeof w.host, "%s", host);
-    snprintf(w.backend, sizeof w.backend, "cpu");
-    snprintf(w.device_model, sizeof w.device_model, "Sim CPU");
+    snprintf(w.backend, sizeof w.backend, "%s", backend);
+    snprintf(w.device_model, sizeof w.device_model, "%s", model);
     w.units = units;
+    w.pid = pid;
     int64_t id = 0;
     int rc = gt_store_register_worker(s, &w, gt_wall_ms(), &id, err, sizeof err);
     CHECK_MSG(rc == 0, "register: %s", err);
     return rc == 0 ? id : 0;
+}
+
+int64_t gt_test_sim_worker(gt_store *s, const char *host, int units)
+{
+    return sim_worker(s, host, "cpu", "Sim CPU", units, 0);
+}
+
+int64_t gt_test_sim_gpu_worker(gt_store *s, const char *host, int pid)
+{
+    return sim_worker(s, host, "cuda", "Sim GPU", 0, pid);
 }
 
 long long gt_test_int(gt_store *s, const char *sql)

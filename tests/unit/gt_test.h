@@ -97,6 +97,9 @@ struct gt_store *gt_test_store_with_run(const char *dir, const char *log, const 
 /* A simulated cpu worker ("Sim CPU", units cores) registered on host: its
  * id, or 0 after a failed check. */
 int64_t gt_test_sim_worker(struct gt_store *s, const char *host, int units);
+/* A simulated cuda worker ("Sim GPU", process pid) registered on host: its
+ * id, or 0 after a failed check. */
+int64_t gt_test_sim_gpu_worker(struct gt_store *s, const char *host, int pid);
 /* The first column of the first row of sql as an integer, -1 when none. */
 long long gt_test_int(struct gt_store *s, const char *sql);
 

@@ -28,15 +28,8 @@ static int leased_keep(const char *dir, const char *name, const char *strategy, 
     gt_store *s = gt_test_store_with_run(sub, "M,N,K,dtype\n4096,16,4096,bf16\n", opts, 4, NULL);
     if (!s)
         return -1;
-    gt_worker_info w;
-    memset(&w, 0, sizeof w);
-    snprintf(w.host, sizeof w.host, "sim");
-    snprintf(w.backend, sizeof w.backend, "cuda");
-    snprintf(w.device_model, sizeof w.device_model, "Sim GPU");
-    w.pid = 4244;
-    int64_t wid = 0;
+    int64_t wid = gt_test_sim_gpu_worker(s, "sim", 4244);
     int keep = -1;
-    CHECK_MSG(gt_store_register_worker(s, &w, gt_wall_ms(), &wid, err, sizeof err) == 0, "%s", err);
     gt_job job;
     int r = gt_store_lease(s, wid, gt_wall_ms(), 30000, &job, err, sizeof err);
     CHECK_MSG(r == 1 && !strcmp(job.kind, "enumerate"), "lease: %d %s", r, err);

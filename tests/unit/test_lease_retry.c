@@ -10,20 +10,6 @@
 #include "gt_test.h"
 #include "gt_util.h"
 
-static int64_t cuda_worker(gt_store *s, int pid)
-{
-    char err[512];
-    gt_worker_info w;
-    memset(&w, 0, sizeof w);
-    snprintf(w.host, sizeof w.host, "sim%d", pid);
-    snprintf(w.backend, sizeof w.backend, "cuda");
-    snprintf(w.device_model, sizeof w.device_model, "Sim GPU");
-    w.pid = pid;
-    int64_t wid = 0;
-    CHECK_MSG(gt_store_register_worker(s, &w, gt_wall_ms(), &wid, err, sizeof err) == 0, "%s", err);
-    return wid;
-}
-
 int main(void)
 {
     char dir[64], err[512];
@@ -33,7 +19,7 @@ int main(void)
     gt_store *s = gt_test_store_with_run(dir, "M,N,K,dtype\n4096,16,4096,bf16\n", opts, 2, NULL);
     if (!s)
         return gt_test_done();
-    int64_t a = cuda_worker(s, 5001), b = cuda_worker(s, 5002);
+    int64_t a = gt_test_sim_gpu_worker(s, "sim", 5001), b = gt_test_sim_gpu_worker(s, "sim", 5002);
     gt_job ja, jb;
     /* a holds the only job, the enumeration: b waits briefly */
     int r = gt_store_lease(s, a, gt_wall_ms(), 30000, &ja, err, sizeof err);
@@ -48,7 +34,7 @@ int main(void)
     CHECK_MSG(r == 1 && !strcmp(jb.kind, "enumerate"), "lease: %d %s", r, err);
     gt_job_free(&jb);
     CHECK_MSG(gt_store_worker_bye(s, b, gt_wall_ms(), err, sizeof err) == 0, "%s", err);
-    int64_t c = cuda_worker(s, 5003);
+    int64_t c = gt_test_sim_gpu_worker(s, "sim", 5003);
     /* c takes the requeued enumeration, and leaves */
     r = gt_store_lease(s, c, gt_wall_ms(), 30000, &jb, err, sizeof err);
     CHECK_MSG(r == 1, "lease: %d %s", r, err);
@@ -58,7 +44,7 @@ int main(void)
     CHECK(gt_test_int(s, "SELECT COUNT(*) FROM jobs WHERE state = 'leased'") == 0);
     CHECK_MSG(gt_store_cancel_run(s, 1, err, sizeof err) == 0, "%s", err);
     CHECK(gt_test_int(s, "SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'leased')") == 0);
-    int64_t d = cuda_worker(s, 5004);
+    int64_t d = gt_test_sim_gpu_worker(s, "sim", 5004);
     r = gt_store_lease(s, d, gt_wall_ms(), 30000, &jb, err, sizeof err);
     CHECK_MSG(r == 0 && jb.retry_ms == GT_RETRY_IDLE_MS, "lease: %d %d %s", r, jb.retry_ms, err);
     gt_store_close(s);

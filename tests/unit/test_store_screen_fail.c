@@ -27,14 +27,7 @@ static void test_enumerate_empty(const char *dir)
     gt_store *s = gt_test_store_with_run(sub, "M,N,K,dtype\n32000,3,4096,bf16\n", opts, 2, NULL);
     if (!s)
         return;
-    gt_worker_info w;
-    memset(&w, 0, sizeof w);
-    snprintf(w.host, sizeof w.host, "sim");
-    snprintf(w.backend, sizeof w.backend, "cuda");
-    snprintf(w.device_model, sizeof w.device_model, "Sim GPU");
-    w.pid = 4243;
-    int64_t wid = 0;
-    CHECK_MSG(gt_store_register_worker(s, &w, gt_wall_ms(), &wid, err, sizeof err) == 0, "%s", err);
+    int64_t wid = gt_test_sim_gpu_worker(s, "sim", 4243);
     gt_job job;
     int r = gt_store_lease(s, wid, gt_wall_ms(), 30000, &job, err, sizeof err);
     CHECK_MSG(r == 1 && !strcmp(job.kind, "enumerate"), "lease: %d %s", r, err);
