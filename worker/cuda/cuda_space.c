@@ -26,8 +26,7 @@
  * pairs: one config from each of that many pairs, evenly strided over the
  * pairs (enum_configs), instead of checking every config of every pair.
  * A problem whose output tiles fill the GPU gets no split-K configs in a
- * keep-limited list (fills_gpu), and no pairs that need more than twice the
- * waves of the heuristic's pick (far smaller tiles).
+ * keep-limited list (fills_gpu).
  *
  * Generated families (gen_gemv.h, gen_mma.h): the "gemv" and "mma"
  * families' configs that survive their pruning (gt_cuda_gen_enumerate
@@ -95,9 +94,7 @@ typedef struct enum_state {
     cfgvec found;
     double t0;
     int stop;
-    int no_splitk;                  /* split-K 1 only (fills_gpu) */
-    float max_waves;                /* > 0: pairs whose plain config needs more waves are not live */
-    float last_waves;               /* the wavesCount of check's last accepted config */
+    int no_splitk;                  /* split-K 1 only (set_no_splitk) */
     gt_cuda_enum_stats *st;
 } enum_state;
 
@@ -122,7 +119,6 @@ static int check(enum_state *e, const gt_cu_lt_cfg *c, size_t *ws)
         CUBLAS_STATUS_SUCCESS)
         return 0;
     *ws = r.workspaceSize;
-    e->last_waves = r.wavesCount;
     return 1;
 }
 
@@ -308,7 +304,6 @@ static int pair_reds(const pair *q, uint32_t reds[3])
  * against 11 ms for the best, a quarter of a 25-GEMM run. The whole list
  * (keep 0: random, evolutionary) keeps them. */
 #define FILL_WAVES 4
-#define MAX_WAVES_RATIO 2.0f /* of the heuristic pick's waves: see gt_cuda_enumerate */
 static int fills_gpu(const gt_problem *p, int sms)
 {
     double tiles = (double)((p->m + 127) / 128) * (double)((p->n + 127) / 128) * (double)p->batch;
@@ -360,18 +355,10 @@ static int pair_exists(enum_state *e, const gt_cu_map *m, const pair *q)
         return 0;
     gt_cu_lt_cfg c = {.algo_id = q->id, .tile = q->tile, .stages = q->stages, .splitk = 1};
     size_t ws;
-    int ok = check(e, &c, &ws);
-    if (!ok && ctx->cluster_launch) {
-        c.cluster = CUBLASLT_CLUSTER_SHAPE_1x1x1;
-        ok = check(e, &c, &ws);
-    }
-    /* far more waves than the heuristic's pick: far smaller tiles (or
-     * occupancy) for a problem whose tiles fill the GPU (max_waves) */
-    if (ok && e->max_waves > 0 && e->last_waves > e->max_waves) {
-        e->st->small_tiles++;
-        return 0;
-    }
-    return ok;
+    if (check(e, &c, &ws))
+        return 1;
+    c.cluster = CUBLASLT_CLUSTER_SHAPE_1x1x1;
+    return ctx->cluster_launch && check(e, &c, &ws);
 }
 
 static uint64_t mix(uint64_t x)
@@ -632,13 +619,6 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, int keep, cJSON **can
         e.st = &st;
         e.no_splitk = keep > 0 && fills_gpu(p, ctx->sms);
         st.no_splitk = e.no_splitk;
-        /* and only pairs whose tiles are not far smaller than the
-         * heuristic pick's: with as many waves, a tile of a quarter of its
-         * area or less is a kernel for other shapes (on the H100 the sampled
-         * configs of 128256x8192x4096 validated at 62 ms on average, the best
-         * at 12) */
-        if (e.no_splitk && nres > 0 && res[0].state == CUBLAS_STATUS_SUCCESS && res[0].wavesCount > 0)
-            e.max_waves = MAX_WAVES_RATIO * res[0].wavesCount;
         for (int i = 0; i < nids; i++)
             if (list_pairs(&e, &m, ids[i], &pairs) != 0)
                 goto oom;
@@ -701,9 +681,6 @@ out:
                 " tile/stages pairs (%lld live; %lld checks%s%s), %.3f s",
                 st.returned, keep, st.heuristic, st.gen, st.found - st.heuristic, st.pairs, st.live_pairs, st.checks,
                 st.sampled ? ", sampled" : "", st.no_splitk ? ", no split-K: the tiles fill the GPU" : "", st.seconds);
-    if (rc == 0 && st.small_tiles > 0)
-        gt_info("enumerate: %d tile/stages pairs left out: more than %.0fx the heuristic pick's waves",
-                st.small_tiles, (double)MAX_WAVES_RATIO);
     cJSON_Delete(arr);
     cJSON_Delete(base);
     cJSON_Delete(gen);
