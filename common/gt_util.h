@@ -59,6 +59,9 @@ int gt_parse_i64(const char *s, int64_t *out);
 /* splitmix64: a seeded, reproducible stream (the searches' samples, the CPU
  * backend's test data); not for anything secret. */
 uint64_t gt_rand_u64(uint64_t *state);
+/* splitmix64's output for state x, as a hash of x (seeds, sampled
+ * positions): gt_rand_u64's next value when *state is x. */
+uint64_t gt_mix64(uint64_t x);
 /* Unbiased integer in [0, n), n > 0 (rejection, no modulo bias). */
 size_t gt_rand_below(uint64_t *state, size_t n);
 

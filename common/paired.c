@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "gt_policy.h"
+#include "gt_util.h"
 
 void gt_paired_opts_init(gt_paired_opts *o, int max_rounds, double ci_width)
 {
@@ -128,15 +129,6 @@ void gt_paired_stats(const gt_paired_opts *o, int n, const int *alive, const dou
     free(v);
 }
 
-/* splitmix64: a small, seeded, platform-independent generator for the order */
-static uint64_t next_u64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* Whether the rounds may stop: every live finalist's interval is narrower
  * than the target (ci_width <= 0: never, the budget runs out), or no
  * finalist is left to decide about. */
@@ -175,8 +167,9 @@ int gt_paired_run(const gt_paired_opts *o, int n, int *alive, gt_paired_time_fn 
     for (int r = 0; r < maxr; r++) {
         for (int i = 0; i < n; i++)
             order[i] = i;
-        for (int i = n - 1; i > 0; i--) { /* Fisher-Yates */
-            int j = (int)(next_u64(&seed) % (uint64_t)(i + 1));
+        /* Fisher-Yates over splitmix64: the same order on every platform */
+        for (int i = n - 1; i > 0; i--) {
+            int j = (int)(gt_rand_u64(&seed) % (uint64_t)(i + 1));
             int t = order[i];
             order[i] = order[j];
             order[j] = t;

@@ -310,12 +310,19 @@ int gt_parse_i64(const char *s, int64_t *out)
     return 0;
 }
 
-uint64_t gt_rand_u64(uint64_t *s)
+uint64_t gt_mix64(uint64_t x)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    uint64_t z = x + 0x9e3779b97f4a7c15ULL;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
+}
+
+uint64_t gt_rand_u64(uint64_t *s)
+{
+    uint64_t x = *s;
+    *s += 0x9e3779b97f4a7c15ULL;
+    return gt_mix64(x);
 }
 
 size_t gt_rand_below(uint64_t *s, size_t n)

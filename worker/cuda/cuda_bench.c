@@ -25,14 +25,6 @@
 
 static size_t al(size_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
 
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
-
 /* Fresh per prepare: time, pid and a counter, so two prepares of the same
  * problem never see the same inputs. */
 static uint64_t fresh_seed(void)
@@ -40,8 +32,8 @@ static uint64_t fresh_seed(void)
     static uint64_t counter;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return mix64((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) ^
-           mix64(((uint64_t)getpid() << 32) ^ ++counter);
+    return gt_mix64((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) ^
+           gt_mix64(((uint64_t)getpid() << 32) ^ ++counter);
 }
 
 static int mem_free(gt_bk_ctx *ctx, size_t *fr, char *err, size_t errlen)

@@ -39,14 +39,6 @@
 #include "gt_cuda.h"
 #include "gt_util.h"
 
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
-
 /* ---- host: plan, sample, semantics --------------------------------------- */
 
 int64_t gt_cuda_ref_columns(int64_t m, int64_t n, int64_t k, int64_t batch)
@@ -80,7 +72,7 @@ void gt_cuda_sample_columns(uint64_t seed, int64_t n, int64_t ns, int64_t *cols)
     int64_t inner = n - 2, strata = ns - 2;
     for (int64_t s = 0; s < strata; s++) {
         int64_t lo = 1 + s * inner / strata, hi = 1 + (s + 1) * inner / strata;
-        cols[s + 1] = lo + (int64_t)(mix64(seed ^ mix64((uint64_t)s)) % (uint64_t)(hi - lo));
+        cols[s + 1] = lo + (int64_t)(gt_mix64(seed ^ gt_mix64((uint64_t)s)) % (uint64_t)(hi - lo));
     }
 }
 
@@ -213,9 +205,9 @@ static int spot_check(gt_bk_prob *pp, char *err, size_t errlen)
         } else if (s == 1) {
             b = p->batch - 1, i = p->m - 1, c = pp->ns - 1;
         } else {
-            b = (int64_t)((r = mix64(r)) % (uint64_t)p->batch);
-            i = (int64_t)((r = mix64(r)) % (uint64_t)p->m);
-            c = (int64_t)((r = mix64(r)) % (uint64_t)pp->ns);
+            b = (int64_t)((r = gt_mix64(r)) % (uint64_t)p->batch);
+            i = (int64_t)((r = gt_mix64(r)) % (uint64_t)p->m);
+            c = (int64_t)((r = gt_mix64(r)) % (uint64_t)pp->ns);
         }
         int64_t j = pp->cols ? pp->cols[c] : c;
         int ta = p->trans_a == 'T', tb = p->trans_b == 'T';

@@ -94,7 +94,7 @@ typedef struct enum_state {
     cfgvec found;
     double t0;
     int stop;
-    int no_splitk;                  /* split-K 1 only (set_no_splitk) */
+    int no_splitk;                  /* split-K 1 only (fills_gpu) */
     gt_cuda_enum_stats *st;
 } enum_state;
 
@@ -231,8 +231,6 @@ done:
     return rc;
 }
 
-/* Checks every config of pair q, appending the accepted ones to e->found
- * in enumeration order. 0, or -1 out of memory. */
 /* The cluster shapes AlgoCheck accepts for pair q (e->init initialized for
  * its algo id) into cl: the default, and on cluster-capable devices every
  * explicit shape it accepts (one entry for a kernel that accepts them all).
@@ -292,8 +290,6 @@ static int pair_reds(const pair *q, uint32_t reds[3])
     return nred;
 }
 
-/* Checks every config of pair q, appending the accepted ones to e->found
- * in enumeration order. 0, or -1 out of memory. */
 /* 1 when p's output, cut in 128 x 128 tiles, gives at least
  * FILL_WAVES tiles per SM: every config's tile up to 256 x 256 then keeps
  * all SMs busy without splitting k, and split-K only adds the partial sums'
@@ -310,13 +306,19 @@ static int fills_gpu(const gt_problem *p, int sms)
     return sms > 0 && tiles >= (double)FILL_WAVES * sms;
 }
 
+/* Initializes e->init for pair q's algo id; 0 when the id is not for
+ * these types on this device (or the enumeration stopped). */
+static int pair_init(enum_state *e, const gt_cu_map *m, const pair *q)
+{
+    return !e->stop && cublasLtMatmulAlgoInit(e->ctx->lt, m->compute, m->scale, m->a, m->b, m->c, m->d,
+                                              q->id, &e->init) == CUBLAS_STATUS_SUCCESS;
+}
+
+/* Checks every config of pair q, appending the accepted ones to e->found
+ * in enumeration order. 0, or -1 out of memory. */
 static int enum_pair(enum_state *e, const gt_cu_map *m, const gt_problem *p, const pair *q)
 {
-    gt_bk_ctx *ctx = e->ctx;
-    if (e->stop)
-        return 0;
-    if (cublasLtMatmulAlgoInit(ctx->lt, m->compute, m->scale, m->a, m->b, m->c, m->d, q->id,
-                               &e->init) != CUBLAS_STATUS_SUCCESS)
+    if (!pair_init(e, m, q))
         return 0;
     gt_cu_lt_cfg base = {.algo_id = q->id, .tile = q->tile, .stages = q->stages, .splitk = 1};
     uint16_t cl[CUBLASLT_CLUSTER_SHAPE_END];
@@ -349,23 +351,14 @@ static int enum_pair(enum_state *e, const gt_cu_map *m, const gt_problem *p, con
  * checks, which end a pair that has neither). */
 static int pair_exists(enum_state *e, const gt_cu_map *m, const pair *q)
 {
-    gt_bk_ctx *ctx = e->ctx;
-    if (e->stop || cublasLtMatmulAlgoInit(ctx->lt, m->compute, m->scale, m->a, m->b, m->c, m->d,
-                                          q->id, &e->init) != CUBLAS_STATUS_SUCCESS)
+    if (!pair_init(e, m, q))
         return 0;
     gt_cu_lt_cfg c = {.algo_id = q->id, .tile = q->tile, .stages = q->stages, .splitk = 1};
     size_t ws;
     if (check(e, &c, &ws))
         return 1;
     c.cluster = CUBLASLT_CLUSTER_SHAPE_1x1x1;
-    return ctx->cluster_launch && check(e, &c, &ws);
-}
-
-static uint64_t mix(uint64_t x)
-{
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
+    return e->ctx->cluster_launch && check(e, &c, &ws);
 }
 
 #define DRAW_TRIES 48
@@ -373,16 +366,14 @@ static uint64_t mix(uint64_t x)
 /* One config of pair q by rejection sampling: its accepted cluster shapes
  * found as enum_pair finds them, then configs drawn uniformly over those
  * and the other raw dimensions (swizzle, custom option, split-K with its
- * reduction), seeded by h, each checked alone, the first accepted kept (in
+ * reduction), from the stream seeded by h, each checked alone, the first accepted kept (in
  * e->found): uniform over the pair's accepted configs, as one drawn from
  * enum_pair's whole list, for about fifty checks instead of the pair's
  * hundreds. 1 when one was kept, 0 when none was (DRAW_TRIES draws, or no
  * cluster shape), -1 out of memory. */
 static int draw_pair(enum_state *e, const gt_cu_map *m, const gt_problem *p, const pair *q, uint64_t h)
 {
-    gt_bk_ctx *ctx = e->ctx;
-    if (cublasLtMatmulAlgoInit(ctx->lt, m->compute, m->scale, m->a, m->b, m->c, m->d, q->id,
-                               &e->init) != CUBLAS_STATUS_SUCCESS)
+    if (!pair_init(e, m, q))
         return 0;
     uint16_t cl[CUBLASLT_CLUSTER_SHAPE_END];
     uint64_t ncl = (uint64_t)pair_clusters(e, q, cl);
@@ -394,8 +385,7 @@ static int draw_pair(enum_state *e, const gt_cu_map *m, const gt_problem *p, con
     uint64_t nkr = 1 + (uint64_t)(nsk - 1) * (uint64_t)nred;
     size_t before = e->found.n;
     for (int t = 0; t < DRAW_TRIES && !e->stop; t++) {
-        h = mix(h + (uint64_t)t);
-        uint64_t x = h;
+        uint64_t x = gt_rand_u64(&h);
         gt_cu_lt_cfg c = {.algo_id = q->id, .tile = q->tile, .stages = q->stages};
         c.cluster = cl[x % ncl], x /= ncl;
         c.swizzle = (uint32_t)(x % (uint64_t)(q->swz_max + 1)), x /= (uint64_t)(q->swz_max + 1);
@@ -457,7 +447,7 @@ static int enum_configs(enum_state *e, const gt_cu_map *m, const gt_problem *p, 
         size_t end = (size_t)((double)(i + 1) * (double)nlive / (double)want);
         for (; t < end && t < nlive && need > 0 && !e->stop; t++) {
             size_t before = e->found.n;
-            uint64_t h = mix((uint64_t)live[t] + 0x9E3779B97F4A7C15ULL);
+            uint64_t h = gt_mix64((uint64_t)live[t]);
             int r = draw_pair(e, m, p, &pv->v[live[t]], h);
             if (r < 0 || (r == 0 && enum_pair(e, m, p, &pv->v[live[t]]) != 0))
                 goto oom;
@@ -594,13 +584,14 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, int keep, cJSON **can
      * (below): with keep, only keep - heur.n - gen of them are read. None:
      * AlgoCheck's pass (a tenth of a second to a second of CPU time per
      * problem) is skipped. */
-    size_t room = (size_t)-1;
+    size_t room = (size_t)-1; /* keep 0: the whole enumeration (sampled to the cap below) */
     if (keep > 0) {
+        /* the cap's room beyond the heuristic's configs (max_cands 0: no cap) */
+        size_t cap_room = ctx->max_cands <= 0                    ? (size_t)-1
+                          : (size_t)ctx->max_cands > heur.n ? (size_t)ctx->max_cands - heur.n
+                                                              : 0;
         room = (size_t)keep > heur.n + (size_t)st.gen ? (size_t)keep - heur.n - (size_t)st.gen : 0;
-        size_t capped = ctx->max_cands > 0 && (size_t)ctx->max_cands > heur.n
-                            ? (size_t)ctx->max_cands - heur.n
-                            : (ctx->max_cands > 0 ? 0 : room);
-        room = room < capped ? room : capped;
+        room = room < cap_room ? room : cap_room;
     }
     if (room > 0) {
         ids = malloc(IDS_MAX * sizeof *ids);
@@ -623,7 +614,7 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, int keep, cJSON **can
             if (list_pairs(&e, &m, ids[i], &pairs) != 0)
                 goto oom;
         st.pairs = (long long)pairs.n;
-        if (enum_configs(&e, &m, p, &pairs, keep > 0 ? room : (size_t)-1) != 0)
+        if (enum_configs(&e, &m, p, &pairs, room) != 0)
             goto oom;
     }
 
