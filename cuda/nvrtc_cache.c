@@ -198,7 +198,7 @@ static int lock_stale(const char *path)
     return pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
-/* 1: this thread holds e's lock (compile, then unlock_key); 0: another
+/* 1: this thread holds e's lock (compile, then unlink it); 0: another
  * process compiled e meanwhile and it is read (e done); -1: no lock could
  * be made (the cache is an optimization: compile anyway). */
 static int lock_or_wait(gt_cu_entry *e, char *path, size_t len)

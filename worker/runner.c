@@ -521,8 +521,9 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
         rc = run_enumerate(&j, (int)gt_proto_int_or(job, "keep", 0, INT32_MAX, 0));
     } else {
         int screen = strcmp(j.kind, "final") != 0;
-        char *ptext = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(job, "problem"));
-        if (r->kept && screen && ptext && r->kept_problem && !strcmp(ptext, r->kept_problem)) {
+        /* a screen job's problem as text: what the next shard's is compared with */
+        char *ptext = screen ? cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(job, "problem")) : NULL;
+        if (r->kept && ptext && r->kept_problem && !strcmp(ptext, r->kept_problem)) {
             j.pp = r->kept; /* the previous shard's: see gt_runner */
             r->kept = NULL;
         } else {
@@ -542,7 +543,7 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
             rc = run_final(&j, cands, baseline);
         else
             rc = run_screen(&j, cands, baseline);
-        if (screen && rc == 0 && !j.dead && ptext) {
+        if (ptext && rc == 0 && !j.dead) {
             r->kept = j.pp;
             free(r->kept_problem);
             r->kept_problem = ptext;

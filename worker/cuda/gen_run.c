@@ -199,6 +199,36 @@ int gt_cuda_gen_mma_sm(const gt_bk_ctx *ctx, const gt_mma_cfg *c)
     return c->inst == GT_MMA_INST_WGMMA ? ctx->sm | GT_CU_SM_A : ctx->sm;
 }
 
+/* A config of p's family, parsed and passed by the enumeration's rules
+ * (not its rank cap: a config from outside the enumeration, run option
+ * "candidates", gets the same rules), as build and prefetch take it. 0, or
+ * -1 with err naming the rule. */
+static int mma_cfg_for(const gt_problem *p, const gt_gen_dev *d, const cJSON *cfg, gt_mma_cfg *c, char *err,
+                       size_t errlen)
+{
+    char why[GT_GEN_REASON];
+    if (gt_mma_cfg_from_json(cfg, c, err, errlen) != 0)
+        return -1;
+    if (gt_mma_applicable(p, d, why, sizeof why) != 0 || gt_mma_check(p, d, c, why, sizeof why) != 0) {
+        snprintf(err, errlen, "mma: not for this problem: %s", why);
+        return -1;
+    }
+    return 0;
+}
+
+static int gemv_cfg_for(const gt_problem *p, const gt_gen_dev *d, const cJSON *cfg, gt_gen_cfg *c, char *err,
+                        size_t errlen)
+{
+    char why[GT_GEN_REASON];
+    if (gt_gen_cfg_from_json(cfg, c, err, errlen) != 0)
+        return -1;
+    if (gt_gen_applicable(p, d, why, sizeof why) != 0 || gt_gen_check(p, d, c, why, sizeof why) != 0) {
+        snprintf(err, errlen, "gemv: not for this problem: %s", why);
+        return -1;
+    }
+    return 0;
+}
+
 /* Starts the background compiles of the kept configs of p (behind those
  * queued before: problems to come). */
 static void precompile(gt_bk_ctx *ctx, const gt_problem *p, const gt_gen_space *s, const gt_mma_space *ms)
@@ -222,7 +252,7 @@ static void precompile(gt_bk_ctx *ctx, const gt_problem *p, const gt_gen_space *
 
 void gt_cuda_gen_prefetch(gt_bk_prob *pp, const cJSON *cands)
 {
-    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN], err[256], why[GT_GEN_REASON];
+    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN], err[256];
     const char *opts[GT_GEN_MAX_DEFS];
     gt_bk_ctx *ctx = pp->ctx;
     gt_gen_dev d;
@@ -236,18 +266,14 @@ void gt_cuda_gen_prefetch(gt_bk_prob *pp, const cJSON *cands)
         int fam = gt_gen_family(cfg), n = -1;
         if (fam == GT_FAM_MMA) {
             gt_mma_cfg c;
-            if (gt_mma_cfg_from_json(cfg, &c, err, sizeof err) != 0 ||
-                gt_mma_applicable(&pp->p, &d, why, sizeof why) != 0 ||
-                gt_mma_check(&pp->p, &d, &c, why, sizeof why) != 0 ||
+            if (mma_cfg_for(&pp->p, &d, cfg, &c, err, sizeof err) != 0 ||
                 (n = mma_opts(&pp->p, &c, defs, opts)) < 0)
                 continue; /* its build says why */
             (void)gt_cu_cache_request(gt_mma_src_of(&c), "gt_mma", opts, n, gt_cuda_gen_mma_sm(ctx, &c),
                                       GT_CU_URGENT, NULL);
         } else if (fam == GT_FAM_GEMV) {
             gt_gen_cfg c;
-            if (gt_gen_cfg_from_json(cfg, &c, err, sizeof err) != 0 ||
-                gt_gen_applicable(&pp->p, &d, why, sizeof why) != 0 ||
-                gt_gen_check(&pp->p, &d, &c, why, sizeof why) != 0 ||
+            if (gemv_cfg_for(&pp->p, &d, cfg, &c, err, sizeof err) != 0 ||
                 (n = gemv_image_opts(g, &pp->p, &c, defs, opts, err, sizeof err)) < 0)
                 continue;
             (void)gt_cu_cache_request(gt_gen_gemv_src, "gt_gemv", opts, n, ctx->sm, GT_CU_URGENT, NULL);
@@ -470,16 +496,10 @@ static int build_image(gt_bk_ctx *ctx, gt_cuda_gen_cand *gc, const char *src, co
 static int build_mma(gt_bk_prob *pp, const cJSON *cfg, gt_cuda_gen_cand *gc, char *err, size_t errlen)
 {
     gt_gen_dev d;
-    char why[GT_GEN_REASON];
     char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
     const char *opts[GT_GEN_MAX_DEFS];
-    if (gt_mma_cfg_from_json(cfg, &gc->mcfg, err, errlen) != 0 || gt_cuda_gen_device(pp->ctx, &d, err, errlen) != 0)
+    if (gt_cuda_gen_device(pp->ctx, &d, err, errlen) != 0 || mma_cfg_for(&pp->p, &d, cfg, &gc->mcfg, err, errlen) != 0)
         return -1;
-    if (gt_mma_applicable(&pp->p, &d, why, sizeof why) != 0 ||
-        gt_mma_check(&pp->p, &d, &gc->mcfg, why, sizeof why) != 0) {
-        snprintf(err, errlen, "mma: not for this problem: %s", why);
-        return -1;
-    }
     gt_mma_geometry(&pp->p, &gc->mcfg, &gc->geom);
     int n = mma_opts(&pp->p, &gc->mcfg, defs, opts);
     if (n < 0) {
@@ -527,23 +547,14 @@ int gt_cuda_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *
         goto out;
     }
     gt_gen_dev d;
-    char why[GT_GEN_REASON];
     char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
     const char *opts[GT_GEN_MAX_DEFS];
     if (family == GT_FAM_MMA) {
         rc = build_mma(pp, cfg, gc, err, errlen);
         goto out;
     }
-    if (gt_gen_cfg_from_json(cfg, &gc->cfg, err, errlen) != 0 ||
-        gt_cuda_gen_device(ctx, &d, err, errlen) != 0)
+    if (gt_cuda_gen_device(ctx, &d, err, errlen) != 0 || gemv_cfg_for(&pp->p, &d, cfg, &gc->cfg, err, errlen) != 0)
         goto out;
-    /* A config from outside the enumeration (run option "candidates") gets
-     * the same rules; the rank cap is not one of them. */
-    if (gt_gen_applicable(&pp->p, &d, why, sizeof why) != 0 ||
-        gt_gen_check(&pp->p, &d, &gc->cfg, why, sizeof why) != 0) {
-        snprintf(err, errlen, "gemv: not for this problem: %s", why);
-        goto out;
-    }
     gt_gen_geometry(&pp->p, &gc->cfg, 32, &gc->geom);
     gt_cuda_gen_ctx *g = gctx(ctx, err, errlen);
     if (!g)
