@@ -4,7 +4,9 @@
  * back-to-back calls between two events, each call on the next of several
  * rotating buffers whose total exceeds twice L2, median of repeats). It is
  * the ceiling the "gemv" family is measured against: every byte of A must
- * cross DRAM once, and nothing else is done.
+ * cross DRAM once, and nothing else is done. Rows named with an 8 are the
+ * fp8 weights of the same shapes (one byte an element): 16.8 and 25.2 MB,
+ * where a call's fixed cost is a third of the ideal time.
  *
  *   empty    a kernel that does nothing, one CTA per SM: the cost of a call
  *            in a back-to-back loop (launch, drain, the gap between kernels);
@@ -228,8 +230,10 @@ int gt_st_floor_bench(gt_bk_ctx *ctx)
     static const struct {
         const char *name;
         int64_t m, k;
-    } sizes[] = {{"o", 4096, 4096}, {"qkv", 6144, 4096}, {"down", 4096, 14336},
-                 {"gate_up", 28672, 4096}, {"lm_head", 128256, 4096}};
+        int es; /* bytes per element: 2 bf16, 1 fp8 */
+    } sizes[] = {{"o8", 4096, 4096, 1},     {"qkv8", 6144, 4096, 1},       {"o", 4096, 4096, 2},
+                 {"qkv", 6144, 4096, 2},    {"down8", 4096, 14336, 1},     {"down", 4096, 14336, 2},
+                 {"gate_up", 28672, 4096, 2}, {"lm_head", 128256, 4096, 2}};
     char err[512];
     kern ks[3] = {0}, kq[3] = {0}, ke = {0};
     floor_run r = {.ctx = ctx};
@@ -271,7 +275,7 @@ int gt_st_floor_bench(gt_bk_ctx *ctx)
            "TB/s", "%copy", "best (threads x CTAs/SM x loads)", "quad_us", "%copy", "copy_us", "copy TB/s",
            "pdl_us", "%copy");
     for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
-        size_t bytes = (size_t)sizes[z].m * (size_t)sizes[z].k * 2;
+        size_t bytes = (size_t)sizes[z].m * (size_t)sizes[z].k * (size_t)sizes[z].es;
         if (alloc_sets(&r, bytes) != 0) {
             printf("FAIL floor %s: allocating %d x %zu bytes\n", sizes[z].name, r.nsets + 1, bytes);
             failures++;
@@ -280,7 +284,7 @@ int gt_st_floor_bench(gt_bk_ctx *ctx)
         }
         double best = INFINITY, qbest = INFINITY, copy_us = NAN, pdl_us = NAN;
         launch bl = {0}, ql = {0};
-        r.rowv = (unsigned long long)sizes[z].k * 2 / 16;
+        r.rowv = (unsigned long long)sizes[z].k * (unsigned long long)sizes[z].es / 16;
         for (int pat = 0; pat < 2; pat++)
             for (int ui = 0; ui < 3; ui++)
                 for (int ti = 0; ti < 3; ti++)

@@ -894,6 +894,12 @@ static void keep_check(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p, int k
     for (int i = fixed; sh.no_splitk && i < n; i++)
         CHECK_MSG(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(head, i), "splitk")) == 1,
                   "%s: entry %d splits k", label, i);
+    /* and leaves out the pairs of far smaller tiles than the heuristic's
+     * pick (cuBLASLt has 64-wide tiles for every bf16 problem); the whole
+     * list never does */
+    fprintf(stderr, "  %s keep %d: %d pairs left out for their waves\n", label, keep, sh.small_tiles);
+    CHECK(sa.small_tiles == 0 && (sh.no_splitk ? sh.small_tiles > 0 : sh.small_tiles == 0));
+    CHECK(sh.live_pairs + sh.small_tiles <= sh.pairs);
     int built = 0, valid = 0;
     for (int i = fixed; i < n; i++) {
         gt_bk_cand *c = NULL;

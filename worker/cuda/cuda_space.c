@@ -26,7 +26,8 @@
  * pairs: one config from each of that many pairs, evenly strided over the
  * pairs (enum_configs), instead of checking every config of every pair.
  * A problem whose output tiles fill the GPU gets no split-K configs in a
- * keep-limited list (fills_gpu).
+ * keep-limited list (fills_gpu), and no pairs that need more than twice the
+ * waves of the heuristic's pick (far smaller tiles: MAX_WAVES_RATIO).
  *
  * Generated families (gen_gemv.h, gen_mma.h): the "gemv" and "mma"
  * families' configs that survive their pruning (gt_cuda_gen_enumerate
@@ -95,6 +96,8 @@ typedef struct enum_state {
     double t0;
     int stop;
     int no_splitk;                  /* split-K 1 only (fills_gpu) */
+    float max_waves;                /* > 0: a pair whose plain config needs more waves is not live */
+    float last_waves;               /* the wavesCount of check's last accepted config */
     gt_cuda_enum_stats *st;
 } enum_state;
 
@@ -119,6 +122,7 @@ static int check(enum_state *e, const gt_cu_lt_cfg *c, size_t *ws)
         CUBLAS_STATUS_SUCCESS)
         return 0;
     *ws = r.workspaceSize;
+    e->last_waves = r.wavesCount;
     return 1;
 }
 
@@ -300,6 +304,14 @@ static int pair_reds(const pair *q, uint32_t reds[3])
  * against 11 ms for the best, a quarter of a 25-GEMM run. The whole list
  * (keep 0: random, evolutionary) keeps them. */
 #define FILL_WAVES 4
+/* For such a problem a keep-limited list also leaves out the tile/stages
+ * pairs whose plain config needs more than this many times the waves
+ * (AlgoCheck's wavesCount) of the heuristic's pick: tiles of a quarter of
+ * its area or less (or far lower occupancy), kernels made for other
+ * shapes. On the H100 the sampled configs of 128256x8192x4096 validated at
+ * 62 ms on average against 12 ms for the best: each one's validation run
+ * alone cost a fifth of a second's budget of the whole 25-GEMM run. */
+#define MAX_WAVES_RATIO 2.0f
 static int fills_gpu(const gt_problem *p, int sms)
 {
     double tiles = (double)((p->m + 127) / 128) * (double)((p->n + 127) / 128) * (double)p->batch;
@@ -355,10 +367,16 @@ static int pair_exists(enum_state *e, const gt_cu_map *m, const pair *q)
         return 0;
     gt_cu_lt_cfg c = {.algo_id = q->id, .tile = q->tile, .stages = q->stages, .splitk = 1};
     size_t ws;
-    if (check(e, &c, &ws))
-        return 1;
-    c.cluster = CUBLASLT_CLUSTER_SHAPE_1x1x1;
-    return e->ctx->cluster_launch && check(e, &c, &ws);
+    int ok = check(e, &c, &ws);
+    if (!ok && e->ctx->cluster_launch) {
+        c.cluster = CUBLASLT_CLUSTER_SHAPE_1x1x1;
+        ok = check(e, &c, &ws);
+    }
+    if (ok && e->max_waves > 0 && e->last_waves > e->max_waves) {
+        e->st->small_tiles++;
+        return 0;
+    }
+    return ok;
 }
 
 #define DRAW_TRIES 48
@@ -548,9 +566,12 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, int keep, cJSON **can
         gt_warn("enumerate: %s: enumerating the algo ids and the generated families without it", no_heur);
         nres = 0;
     }
+    float heur_waves = 0; /* the heuristic pick's (MAX_WAVES_RATIO) */
     for (int i = 0; i < nres; i++) {
         if (res[i].state != CUBLAS_STATUS_SUCCESS)
             continue;
+        if (heur_waves <= 0)
+            heur_waves = res[i].wavesCount;
         gt_cu_lt_cfg c;
         if (gt_cu_lt_cfg_from_algo(&gt_cu_lt_linked, &res[i].algo, &c, err, errlen) != 0)
             goto out;
@@ -610,6 +631,8 @@ int gt_cuda_enumerate(gt_bk_ctx *ctx, const gt_problem *p, int keep, cJSON **can
         e.st = &st;
         e.no_splitk = keep > 0 && fills_gpu(p, ctx->sms);
         st.no_splitk = e.no_splitk;
+        if (e.no_splitk && heur_waves > 0)
+            e.max_waves = MAX_WAVES_RATIO * heur_waves;
         for (int i = 0; i < nids; i++)
             if (list_pairs(&e, &m, ids[i], &pairs) != 0)
                 goto oom;
@@ -672,6 +695,9 @@ out:
                 " tile/stages pairs (%lld live; %lld checks%s%s), %.3f s",
                 st.returned, keep, st.heuristic, st.gen, st.found - st.heuristic, st.pairs, st.live_pairs, st.checks,
                 st.sampled ? ", sampled" : "", st.no_splitk ? ", no split-K: the tiles fill the GPU" : "", st.seconds);
+    if (rc == 0 && st.small_tiles > 0)
+        gt_info("enumerate: %d tile/stages pairs left out: more than %.0fx the waves of the heuristic's pick",
+                st.small_tiles, (double)MAX_WAVES_RATIO);
     cJSON_Delete(arr);
     cJSON_Delete(base);
     cJSON_Delete(gen);

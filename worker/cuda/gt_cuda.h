@@ -143,6 +143,7 @@ typedef struct gt_cuda_enum_stats {
     long long live_pairs;     /* keep-limited: the pairs that exist for the problem */
     int sampled;              /* 1: a sample of the pairs was checked (enum_configs) */
     int no_splitk;            /* 1: keep-limited and the output tiles fill the GPU: no split-K */
+    int small_tiles;          /* pairs left out then: more than MAX_WAVES_RATIO x the heuristic pick's waves */
     long long found;          /* distinct accepted configs, before the cap (sampled: in the sample) */
     int returned;             /* configs in the returned list */
     int capped;               /* 1 when the cap dropped configs */
