@@ -42,6 +42,11 @@
 
 static volatile sig_atomic_t g_stop;
 static atomic_int g_measuring; /* 1 while the measured window is open */
+/* When the window opened (now_ms), and how long the start lasts: requests
+ * sent later are counted again as the steady state (the registrations and
+ * first leases of every worker at once are the start's queue). */
+static _Atomic double g_t_open;
+#define STEADY_AFTER_MS 1000.0
 
 static double now_ms(void)
 {
@@ -85,6 +90,7 @@ typedef struct wstat {
     uint64_t req[RQ_N];
     double req_ms[RQ_N];
     lat lat[RQ_N];
+    lat steady[RQ_N]; /* those sent STEADY_AFTER_MS after the window opened */
     uint64_t sent, accepted, jobs_screen, jobs_final, errors;
     double encode_ms; /* building the messages (client side) */
     /* whole run */
@@ -132,6 +138,8 @@ static cJSON *call(worker *w, const cJSON *req, int t, const char **type)
         w->st.req[t]++;
         w->st.req_ms[t] += dt;
         lat_add(&w->st.lat[t], dt);
+        if (t0 >= atomic_load(&g_t_open) + STEADY_AFTER_MS)
+            lat_add(&w->st.steady[t], dt);
     }
     return r;
 }
@@ -472,6 +480,7 @@ int main(int argc, char **argv)
     /* The window opens when the workers start; registration is a handful of
      * requests, so it is counted in. */
     double t_open = now_ms();
+    atomic_store(&g_t_open, t_open);
     atomic_store(&g_measuring, 1);
     for (int i = 0; i < nworkers; i++) {
         ws[i].idx = i;
@@ -567,6 +576,8 @@ int main(int argc, char **argv)
             tot.req_ms[t] += s->req_ms[t];
             for (size_t k = 0; k < s->lat[t].n; k++)
                 lat_add(&tot.lat[t], s->lat[t].v[k]);
+            for (size_t k = 0; k < s->steady[t].n; k++)
+                lat_add(&tot.steady[t], s->steady[t].v[k]);
         }
         tot.sent += s->sent;
         tot.accepted += s->accepted;
@@ -603,16 +614,19 @@ int main(int argc, char **argv)
            (unsigned long long)nreq, (double)nreq / win_s, (unsigned long long)tot.jobs_screen,
            (unsigned long long)tot.jobs_final, (unsigned long long)tot.errors);
     printf("round trip per request type (ms, as the workers see it; queueing included):\n");
-    printf("  %-14s %8s %8s %8s %8s %8s %10s\n", "type", "count", "mean", "p50", "p99", "max",
-           "sum[s]");
+    printf("  %-14s %8s %8s %8s %8s %8s %10s %16s\n", "type", "count", "mean", "p50", "p99", "max",
+           "sum[s]", "after 1 s: p99");
     for (int t = 0; t < RQ_N; t++) {
         lat *l = &tot.lat[t];
         if (!l->n)
             continue;
         qsort(l->v, l->n, sizeof *l->v, cmp_d);
-        printf("  %-14s %8zu %8.2f %8.2f %8.2f %8.2f %10.1f\n", rq_name[t], l->n,
+        lat *sl = &tot.steady[t];
+        if (sl->n)
+            qsort(sl->v, sl->n, sizeof *sl->v, cmp_d);
+        printf("  %-14s %8zu %8.2f %8.2f %8.2f %8.2f %10.1f %8.2f (%zu)\n", rq_name[t], l->n,
                tot.req_ms[t] / (double)l->n, pct(l->v, l->n, .5), pct(l->v, l->n, .99),
-               l->v[l->n - 1], tot.req_ms[t] / 1000);
+               l->v[l->n - 1], tot.req_ms[t] / 1000, sl->n ? pct(sl->v, sl->n, .99) : NAN, sl->n);
     }
     /* With one dispatcher thread, the requests' service times cannot overlap:
      * N workers keep it saturated iff N * window >> sum of round trips. */
@@ -635,10 +649,10 @@ int main(int argc, char **argv)
     sqlite3_finalize(pr.run);
     sqlite3_close(pr.db);
     for (int t = 0; t < RQ_N; t++)
-        free(tot.lat[t].v);
+        free(tot.lat[t].v), free(tot.steady[t].v);
     for (int i = 0; i < nworkers; i++)
         for (int t = 0; t < RQ_N; t++)
-            free(ws[i].st.lat[t].v);
+            free(ws[i].st.lat[t].v), free(ws[i].st.steady[t].v);
     free(ws);
     return 0;
 }

@@ -99,7 +99,7 @@ if [ "${NO_WRK:-0}" != 1 ]; then
   WRK=$!
   PIDS+=("$WRK")
 fi
-"$BUILD/bench/gt-coord-bench" --server "$WURL" --db "$T/coord.db" --run "$RUN" --workers "$WORKERS" \
+${WORKER_NICE:+nice -n "$WORKER_NICE"} "$BUILD/bench/gt-coord-bench" --server "$WURL" --db "$T/coord.db" --run "$RUN" --workers "$WORKERS" \
   --batch "$BATCH" --duration "$DURATION" --max-time "$MAX_TIME" --rate "$RATE" &
 BENCH=$!
 PIDS+=("$BENCH")
@@ -126,6 +126,19 @@ if [ -r "/proc/$COORD/stat" ]; then
     printf "coordinator CPU: %.2f s for the submission, then %.2f s for %d results (%.1f us per result;" \
       " user+system, HTTP load included), peak RSS %s MB\n", a, b - a, n, n ? (b - a) * 1e6 / n : 0, r }'
 fi
+# The coordinator's side of the worker round trips: /metrics's histogram of
+# arrival-to-answer per queue (no network, no client threads in it).
+echo
+echo "== coordinator side: a worker request's arrival to its answer (/metrics, whole bench) =="
+curl -s "$HTTP/metrics" | awk '
+  /^gemmtune_worker_answer_seconds_bucket/ {
+    match($0, /queue="[a-z]+"/); q = substr($0, RSTART + 7, RLENGTH - 8)
+    match($0, /le="[^"]+"/); le = substr($0, RSTART + 4, RLENGTH - 5)
+    c[q, le] = $NF; if (le == "+Inf") n[q] = $NF }
+  END { for (q in n) if (n[q] > 0)
+    printf "  %-8s %7d requests: <= 5 ms %5.1f %%, <= 10 ms %5.1f %%, <= 25 ms %5.1f %%, <= 50 ms %5.1f %%, <= 100 ms %5.1f %%\n",
+      q, n[q], 100 * c[q, "0.005"] / n[q], 100 * c[q, "0.01"] / n[q], 100 * c[q, "0.025"] / n[q],
+      100 * c[q, "0.05"] / n[q], 100 * c[q, "0.1"] / n[q] }'
 echo
 echo "== HTTP API under load (wrk, same window) =="
 [ -s "$T/wrk.txt" ] && grep -v '^Running\|^  2 threads' "$T/wrk.txt"

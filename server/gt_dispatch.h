@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gt_hist.h"
 #include "gt_store.h"
 
 struct cJSON;
@@ -54,10 +55,19 @@ uint64_t gt_dispatch_implausible(const gt_dispatch *d);
 size_t gt_dispatch_sessions(const gt_dispatch *d);
 
 /* A snapshot of the counters above, for /metrics. */
+/* The dispatcher's queues: leases and the other small requests, served
+ * ahead of results messages (dispatch.c, loop). */
+typedef enum gt_dispatch_queue { GT_DISPATCH_Q_LEASE, GT_DISPATCH_Q_RESULTS, GT_DISPATCH_QUEUES } gt_dispatch_queue;
+const char *gt_dispatch_queue_name(gt_dispatch_queue q);
+
 typedef struct gt_dispatch_stats {
     uint64_t refused[GT_DISPATCH_REFUSALS];
     uint64_t implausible;
     size_t sessions;
+    /* seconds from a request's arrival at the coordinator to its answer,
+     * per queue: the wait, the store transaction and its commit (a
+     * worker's round trip adds the network and its own side) */
+    gt_hist answer[GT_DISPATCH_QUEUES];
 } gt_dispatch_stats;
 void gt_dispatch_stats_get(const gt_dispatch *d, gt_dispatch_stats *out);
 /* The URL listened on, with the port the system chose when asked for 0. */

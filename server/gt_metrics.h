@@ -15,22 +15,14 @@
 #include <stdint.h>
 
 #include "gt_dispatch.h"
+#include "gt_hist.h"
 #include "gt_store.h"
 #include "gt_store_stats.h"
 #include "gt_util.h"
 
 /* ---- text format helpers (each returns 0, or -1 when out of memory) ---- */
 
-/* Histogram bucket upper bounds in seconds (the +Inf bucket is implicit). */
-#define GT_METRICS_NBUCKETS 12
-extern const double gt_metrics_buckets[GT_METRICS_NBUCKETS];
-
-typedef struct gt_hist {
-    uint64_t in[GT_METRICS_NBUCKETS]; /* observations in (bound[i-1], bound[i]], not cumulative */
-    uint64_t count;                   /* all observations, the +Inf bucket */
-    double sum;
-} gt_hist;
-void gt_hist_observe(gt_hist *h, double v);
+/* Histograms (gt_hist, gt_hist_observe): gt_hist.h. */
 
 typedef struct gt_label {
     const char *name;

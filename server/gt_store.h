@@ -59,6 +59,21 @@ void gt_store_unlock(gt_store *s);
  * with a removed WAL it is what moves the work acknowledged before into the
  * database file a restart reads. */
 int gt_store_checkpoint(gt_store *s);
+/* The WAL's checkpoints on a thread of their own (store_ckpt.c): the
+ * writer's commits only wake it, where the automatic checkpoint
+ * (wal_autocheckpoint GT_STORE_AUTOCHECKPOINT pages, what gt_store_open
+ * sets) copies inside the commit that crosses the threshold. Start after
+ * gt_store_open, stop before gt_store_checkpoint and gt_store_close (it
+ * puts the automatic checkpoint back). NULL with err (the store then keeps
+ * the automatic checkpoint). Stats: checkpoints run by the thread, WAL
+ * frames they copied, checkpoints the writer ran itself because the thread
+ * was behind. */
+#define GT_STORE_AUTOCHECKPOINT 10000
+#define GT_STORE_BUSY_MS 5000
+typedef struct gt_store_ckpt gt_store_ckpt;
+gt_store_ckpt *gt_store_ckpt_start(gt_store *s, char *err, size_t errlen);
+void gt_store_ckpt_stats(const gt_store_ckpt *c, long long *runs, long long *copied, long long *inline_runs);
+void gt_store_ckpt_stop(gt_store_ckpt *c);
 /* Group commit: between gt_store_batch_begin and gt_store_batch_end every
  * store call of this thread runs inside one transaction, each of its own
  * transactions a savepoint (a failed one undoes only itself), and nothing

@@ -165,6 +165,11 @@ int main(int argc, char **argv)
     gt_info("database %s", db);
     g_main_thread = pthread_self();
     gt_store_on_lost(s, on_store_lost, NULL);
+    /* checkpoints off the dispatcher's commits; without them the store's
+     * automatic checkpoint goes on */
+    gt_store_ckpt *ck = gt_store_ckpt_start(s, err, sizeof err);
+    if (!ck)
+        gt_warn("%s: checkpointing inside commits", err);
     gt_dispatch_opts dopt = {
         .url = listen_url,
         .lease_ms = (int64_t)(lease_s * 1000),
@@ -219,6 +224,7 @@ int main(int argc, char **argv)
 out:
     gt_http_stop(h);
     gt_dispatch_stop(d);
+    gt_store_ckpt_stop(ck);
     if (gt_store_checkpoint(s))
         gt_warn("WAL checkpoint failed");
     gt_store_close(s);

@@ -360,6 +360,15 @@ static int render_dispatch(gt_str *b, const gt_metrics_inputs *in)
     rc |= gt_metrics_family(b, "gemmtune_worker_sessions", "gauge",
                             "Worker connections bound to an authenticated session.");
     rc |= gt_metrics_sample(b, "gemmtune_worker_sessions", NULL, 0, (double)ds.sessions);
+    rc |= gt_metrics_family(b, "gemmtune_worker_answer_seconds", "histogram",
+                            "Seconds from a worker request's arrival at the coordinator to its"
+                            " answer (queueing, the store transaction, its commit), per queue:"
+                            " lease (leases, registrations, heartbeats, goodbyes; served first)"
+                            " and results.");
+    for (int q = 0; q < GT_DISPATCH_QUEUES; q++) {
+        gt_label l = {"queue", gt_dispatch_queue_name((gt_dispatch_queue)q)};
+        rc |= gt_metrics_histogram(b, "gemmtune_worker_answer_seconds", &l, 1, &ds.answer[q]);
+    }
     return rc;
 }
 

@@ -615,6 +615,10 @@ static int config_sqlite(char *err, size_t errlen)
     return 0;
 }
 
+#define TXT_(x) #x
+#define TXT(x) TXT_(x)
+#define AUTOCKPT_TXT TXT(GT_STORE_AUTOCHECKPOINT)
+
 gt_store *gt_store_open(const char *path, char *err, size_t errlen)
 {
     if (config_sqlite(err, errlen))
@@ -629,7 +633,7 @@ gt_store *gt_store_open(const char *path, char *err, size_t errlen)
                  s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
         goto fail;
     }
-    sqlite3_busy_timeout(s->db, 5000);
+    sqlite3_busy_timeout(s->db, GT_STORE_BUSY_MS);
     if (add_functions(s, err, errlen))
         goto fail;
     /* WAL: readers never block the writer; synchronous=NORMAL is durable
@@ -639,10 +643,11 @@ gt_store *gt_store_open(const char *path, char *err, size_t errlen)
      * a fleet's results dirty the same index pages again and again, which a
      * less frequent checkpoint copies once: +1 to +6 % results/s with 256
      * simulated workers, the CPU per result unchanged (bench/coord_bench.sh,
-     * 4 runs each in turn). */
+     * 4 runs each in turn). gemmtuned moves it off the commit altogether
+     * (gt_store_ckpt_start). */
     if (gt_store_exec(s, "PRAGMA journal_mode=WAL", err, errlen) ||
         gt_store_exec(s, "PRAGMA synchronous=NORMAL", err, errlen) ||
-        gt_store_exec(s, "PRAGMA wal_autocheckpoint=10000", err, errlen) ||
+        gt_store_exec(s, "PRAGMA wal_autocheckpoint=" AUTOCKPT_TXT, err, errlen) ||
         gt_store_exec(s, "PRAGMA foreign_keys=ON", err, errlen))
         goto fail;
     if (migrate(s, err, errlen))
@@ -671,7 +676,7 @@ gt_store *gt_store_open_reader(gt_store *w, char *err, size_t errlen)
                  s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
         goto fail;
     }
-    sqlite3_busy_timeout(s->db, 5000);
+    sqlite3_busy_timeout(s->db, GT_STORE_BUSY_MS);
     if (add_functions(s, err, errlen))
         goto fail;
     /* The schema and WAL mode are the writer's business (already done), and

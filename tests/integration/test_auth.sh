@@ -51,5 +51,7 @@ check "no job was leased under the new token" \
 curl -s "$HTTP/metrics" >"$T/metrics.txt"
 check "metrics count the refusals" \
   grep -Eq '^gemmtune_worker_refused_total\{reason="bad_token"\} [1-9]' "$T/metrics.txt"
+check "metrics time the dispatcher's answers (the refusals' queue)" \
+  grep -Eq '^gemmtune_worker_answer_seconds_count\{queue="lease"\} [1-9]' "$T/metrics.txt"
 
 finish

@@ -206,6 +206,9 @@ static void fake_stats(void *ctx, gt_dispatch_stats *out)
     out->refused[GT_REFUSED_TOKEN] = 2;
     out->implausible = 3;
     out->sessions = 4;
+    gt_hist_observe(&out->answer[GT_DISPATCH_Q_LEASE], 0.004);
+    gt_hist_observe(&out->answer[GT_DISPATCH_Q_LEASE], 0.03);
+    gt_hist_observe(&out->answer[GT_DISPATCH_Q_RESULTS], 0.2);
 }
 
 static char *render(gt_store *s, gt_results_tally *tally, gt_http_metrics *hm)
@@ -264,6 +267,12 @@ static void test_page(void)
         CHECK(strstr(t, "gemmtune_worker_refused_total{reason=\"not_leased\"} 0\n"));
         CHECK(strstr(t, "gemmtune_results_rejected_total 3\n"));
         CHECK(strstr(t, "gemmtune_worker_sessions 4\n"));
+        /* the dispatcher's answer times per queue, cumulative buckets */
+        CHECK(strstr(t, "# TYPE gemmtune_worker_answer_seconds histogram\n"));
+        CHECK(strstr(t, "gemmtune_worker_answer_seconds_bucket{queue=\"lease\",le=\"0.005\"} 1\n"));
+        CHECK(strstr(t, "gemmtune_worker_answer_seconds_bucket{queue=\"lease\",le=\"0.05\"} 2\n"));
+        CHECK(strstr(t, "gemmtune_worker_answer_seconds_bucket{queue=\"results\",le=\"0.1\"} 0\n"));
+        CHECK(strstr(t, "gemmtune_worker_answer_seconds_count{queue=\"results\"} 1\n"));
         CHECK(strstr(t, "gemmtune_sse_streams 1\n"));
         CHECK(strstr(t, "process_start_time_seconds 1500000000\n"));
         /* Every family has HELP then TYPE, and the text ends with a line feed. */
