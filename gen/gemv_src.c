@@ -127,6 +127,7 @@ const char gt_gen_gemv_src[] =
     "  GT_VT v = *(const GT_VT *)p;\n"
     "  for (int i = 0; i < GT_LW; i++) w[i] = v[i];\n"
     "}\n"
+    "#define gt_lda_first gt_lda\n"
     "#else\n"
     GT_GEN_SRC_F16_CUDA
     "#define GT_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, v, m)\n"
@@ -151,6 +152,17 @@ const char gt_gen_gemv_src[] =
     "#define GT_AOP \"ld.global.nc\"\n"
     "#endif\n"
     "__device__ __forceinline__ void gt_lda(const gt_e *p, u32 *w) { GT_LDV(GT_AOP, p, w); }\n"
+    /* reg's first block of A, issued before griddepcontrol.wait: volatile,
+     * so that it stays above the (volatile) wait */
+    "#if GT_VEC * GT_ES == 16\n"
+    "__device__ __forceinline__ void gt_lda_first(const gt_e *p, u32 *w) {\n"
+    "  asm volatile(GT_AOP \".v4.u32 {%0,%1,%2,%3}, [%4];\" : \"=r\"(w[0]), \"=r\"(w[1]), \"=r\"(w[2]), \"=r\"(w[3]) : \"l\"(p));\n"
+    "}\n"
+    "#else\n"
+    "__device__ __forceinline__ void gt_lda_first(const gt_e *p, u32 *w) {\n"
+    "  asm volatile(GT_AOP \".v2.u32 {%0,%1}, [%2];\" : \"=r\"(w[0]), \"=r\"(w[1]) : \"l\"(p));\n"
+    "}\n"
+    "#endif\n"
     /* B through the coherent path on sm_90+: a chained launch may start
      * while the kernel before it still writes B, and .nc promises data that
      * is read-only for the kernel's whole life (ptxas may then hoist the
@@ -259,6 +271,12 @@ const char gt_gen_gemv_src[] =
     "#pragma unroll\n"
     "    for (int x = 0; x < GT_NAR; x++) gt_lda(ar[x] + k0 + u * GT_CH, av[u][x]);\n"
     "}\n"
+    "__device__ __forceinline__ void gt_ldblk_a_first(const gt_e *const *ar, i64 k0, u32 (*av)[GT_NAR][GT_LW]) {\n"
+    "#pragma unroll\n"
+    "  for (int u = 0; u < GT_U; u++)\n"
+    "#pragma unroll\n"
+    "    for (int x = 0; x < GT_NAR; x++) gt_lda_first(ar[x] + k0 + u * GT_CH, av[u][x]);\n"
+    "}\n"
     "__device__ __forceinline__ void gt_ldblk_b(const gt_e *const *bc, i64 k0, u32 (*bv)[GT_NBC][GT_LW]) {\n"
     "#pragma unroll\n"
     "  for (int u = 0; u < GT_U; u++)\n"
@@ -329,10 +347,12 @@ const char gt_gen_gemv_src[] =
     /* programmatic dependent launch (sm_90+): the kernel lets the next one
      * launch at once, and waits for the one before it to finish (and its
      * writes to be visible) before it reads B, C or bias or writes anything.
-     * dbuf issues its first block of A before the wait: A is the weights,
-     * which the kernel before does not write (the contract of a chained
-     * launch, README "Chained launch"). Launched without the attribute both
-     * instructions return at once. */
+     * dbuf and reg issue their first block of A before the wait: A is the
+     * weights, which the kernel before does not write (the contract of a
+     * chained launch, README "Chained launch"); a decode GEMV whose whole
+     * row is one block then streams its weights while the kernel before
+     * drains. Launched without the attribute both instructions return at
+     * once. */
     "#if !GT_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(GT_NOCHAIN)\n"
     "#define GT_PDL_LAUNCH() asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\")\n"
     "#define GT_PDL_WAIT() asm volatile(\"griddepcontrol.wait;\" ::: \"memory\")\n"
@@ -346,7 +366,7 @@ const char gt_gen_gemv_src[] =
     "#endif\n"
     "extern \"C\" __global__ void GT_BOUNDS gt_gemv(gt_gemv_args g) {\n"
     "  GT_PDL_LAUNCH();\n"
-    "#if GT_PIPE != 2\n"
+    "#if GT_PIPE == 1\n"
     "  GT_PDL_WAIT();\n"
     "#endif\n"
     "  const int lane = threadIdx.x % GT_WS, warp = threadIdx.x / GT_WS;\n"
@@ -356,7 +376,7 @@ const char gt_gen_gemv_src[] =
     "  const i64 row0 = (i64)blockIdx.x * GT_RPC + wm * GT_RW, col0 = (i64)blockIdx.y * GT_NTILE;\n"
     "  const i64 kb = (i64)sk * g.kper, ke = kb + g.kper < g.k ? kb + g.kper : g.k;\n"
     "  const gt_e *A = (const gt_e *)g.a + zb * g.sa, *B = (const gt_e *)g.b + zb * g.sb;\n"
-    "#if GT_PIPE != 2\n"
+    "#if GT_PIPE == 1\n"
     "  GT_PDL_FENCE(A);\n"
     "  GT_PDL_FENCE(B);\n"
     "#endif\n"
@@ -445,7 +465,26 @@ const char gt_gen_gemv_src[] =
     "    }\n"
     "  }\n"
     "#else\n"
-    "  for (i64 blk = wk; blk < nb; blk += GT_KW) {\n"
+    /* reg: the first block's A before the wait, its B after (each B
+     * pointer passed through the fence, so no load of B moves above it) */
+    "  i64 blk0 = wk;\n"
+    "  {\n"
+    "    u32 av[GT_U][GT_NAR][GT_LW], bv[GT_U][GT_NBC][GT_LW];\n"
+    "    if (blk0 < nb) gt_ldblk_a_first(ar, kb + blk0 * GT_WB + GT_LOFF, av);\n"
+    "    GT_PDL_WAIT();\n"
+    "#pragma unroll\n"
+    "    for (int x = 0; x < GT_NBC; x++) GT_PDL_FENCE(bc[x]);\n"
+    "    if (blk0 < nb) {\n"
+    "      gt_ldblk_b(bc, kb + blk0 * GT_WB + GT_LOFF, bv);\n"
+    "#pragma unroll\n"
+    "      for (int u = 0; u < GT_U; u++) {\n"
+    "        gt_mask(bv[u], bok);\n"
+    "        gt_step(acc, av[u], bv[u]);\n"
+    "      }\n"
+    "      blk0 += GT_KW;\n"
+    "    }\n"
+    "  }\n"
+    "  for (i64 blk = blk0; blk < nb; blk += GT_KW) {\n"
     "    u32 av[GT_U][GT_NAR][GT_LW], bv[GT_U][GT_NBC][GT_LW];\n"
     "    gt_ldblk(ar, bc, kb + blk * GT_WB + GT_LOFF, av, bv);\n"
     "#pragma unroll\n"

@@ -958,6 +958,23 @@ static void test_chain_ptx(void)
                 CHECK_MSG(has(ptx, "ld.global.nc") == nc, "pipe %d lanes %d nochain %d: B loads", cfg.pipe,
                           cfg.lanes, nochain);
                 CHECK(has(ptx, "cp.async.") == (cfg.pipe == GT_GEN_PIPE_ASYNC));
+                if (!nochain) {
+                    /* reg and dbuf issue their first block of A (the weights:
+                     * .cs here) before the wait, and no load of B before it;
+                     * async loads nothing before it */
+                    const char *w = strstr(ptx, "griddepcontrol.wait");
+                    size_t pre = w ? (size_t)(w - ptx) : 0;
+                    char *head = strndup(ptx, pre);
+                    CHECK(head != NULL);
+                    if (head) {
+                        CHECK_MSG(has(head, "ld.global.cs") == (cfg.pipe != GT_GEN_PIPE_ASYNC),
+                                  "pipe %d lanes %d: A before the wait", cfg.pipe, cfg.lanes);
+                        CHECK_MSG(!has(head, "ld.global.v") && !has(head, "ld.global.u") &&
+                                      !has(head, "cp.async."),
+                                  "pipe %d lanes %d: B loaded before the wait", cfg.pipe, cfg.lanes);
+                    }
+                    free(head);
+                }
             }
         }
         gt_gen_space_free(&s);
