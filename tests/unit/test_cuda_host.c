@@ -879,7 +879,12 @@ static void keep_check(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p, int k
         CHECK(sh.checks == 0 && n == keep);
         goto out;
     }
-    CHECK(sh.checks > 0 && (sh.sampled ? sh.checks < sa.checks : sh.checks == sa.checks));
+    /* fewer checks than the whole list's when it samples pairs, leaves out
+     * split-K or leaves out pairs for their waves; the same otherwise */
+    CHECK_MSG(sh.checks > 0 && (sh.sampled || sh.no_splitk || sh.small_tiles ? sh.checks < sa.checks
+                                                                             : sh.checks == sa.checks),
+              "%lld checks against %lld (sampled %d, no split-K %d, %d pairs left out for their waves)",
+              sh.checks, sa.checks, sh.sampled, sh.no_splitk, sh.small_tiles);
     /* sampled exactly when more pairs exist than the room; the list then
      * fills the room (one config per sampled pair) */
     CHECK_MSG(sh.sampled == (sh.live_pairs > keep - fixed), "%lld live pairs, room %d, sampled %d",
