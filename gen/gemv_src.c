@@ -39,12 +39,11 @@
  * exactly once.
  *
  * fp8 (GT_AB 2/3): a vector is vec one-byte elements (vec 16 = 16 bytes),
- * loaded and kept in flight as GT_LW = vec/4 raw words. The mma path feeds
- * them to mma.m16n8k32 with fp8 inputs as they are (gt_mma8); the FMA path
- * (lanes "warp") decodes them just before the math by
- * cvt.rn.f16x2.e4m3x2 / e5m2x2 (exact: every e4m3 and e5m2 value is an
- * f16) into the GT_NV = vec/2 f16x2 words the 16-bit path has, word i
- * holding elements 2i and 2i+1 as there, and does the f16 path's math. The epilogue multiplies by alpha x scale_a x scale_b (device
+ * loaded and kept in flight as GT_LW = vec/4 raw words, and decoded just
+ * before the math by cvt.rn.f16x2.e4m3x2 / e5m2x2 (exact: every e4m3 and
+ * e5m2 value is an f16) into the GT_NV = vec/2 f16x2 words the 16-bit path
+ * has, word i holding elements 2i and 2i+1 as there; the math is then the
+ * f16 path's. The epilogue multiplies by alpha x scale_a x scale_b (device
  * f32 scalars read after the chained-launch wait) as cuBLASLt's fp8
  * matmul does, before C, the bias and the activation. */
 #include <stdio.h>
@@ -218,28 +217,6 @@ const char gt_gen_gemv_src[] =
     "      : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
     "      : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n"
     "}\n"
-    /* fp8 on the tensor cores as loaded (sm_89+): m16n8k32 takes four fp8
-     * a 32-bit word, so the raw words go in with no decode; the fragment's
-     * k order is the 16-bit one's (word 2q: a0/a1 and b0, word 2q + 1:
-     * a2/a3 and b1), A and B permuted alike */
-    "#if GT_F8\n"
-    "#if GT_AB == 2\n"
-    "#define GT_F8A \"e4m3\"\n"
-    "#else\n"
-    "#define GT_F8A \"e5m2\"\n"
-    "#endif\n"
-    "#if GT_BB == 2\n"
-    "#define GT_F8B \"e4m3\"\n"
-    "#else\n"
-    "#define GT_F8B \"e5m2\"\n"
-    "#endif\n"
-    "__device__ __forceinline__ void gt_mma8(float *c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {\n"
-    "  asm volatile(\"mma.sync.aligned.m16n8k32.row.col.f32.\" GT_F8A \".\" GT_F8B \".f32 \"\n"
-    "      \"{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n"
-    "      : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
-    "      : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n"
-    "}\n"
-    "#endif\n"
     "#else\n"
     "__device__ __forceinline__ float gt_cvt(u32 h) {\n"
     "#if GT_AB == 0\n"
@@ -348,16 +325,7 @@ const char gt_gen_gemv_src[] =
     "#endif\n"
     /* one chunk as loaded: av[GT_NAR][GT_LW], bv[GT_NBC][GT_LW] (fp8: decoded first) */
     "__device__ __forceinline__ void gt_step(float *acc, u32 (*av)[GT_LW], u32 (*bv)[GT_LW]) {\n"
-    "#if GT_F8 && GT_MMA\n"
-    "#pragma unroll\n"
-    "  for (int r = 0; r < GT_RT; r++)\n"
-    "#pragma unroll\n"
-    "    for (int t = 0; t < GT_NT8; t++)\n"
-    "#pragma unroll\n"
-    "      for (int q = 0; q < GT_LW / 2; q++)\n"
-    "        gt_mma8(acc + (r * GT_NT8 + t) * 4, av[2 * r][2 * q], av[2 * r + 1][2 * q],\n"
-    "                av[2 * r][2 * q + 1], av[2 * r + 1][2 * q + 1], bv[t][2 * q], bv[t][2 * q + 1]);\n"
-    "#elif GT_F8\n"
+    "#if GT_F8\n"
     "  u32 ah[GT_NAR][GT_NV], bh[GT_NBC][GT_NV];\n"
     "#pragma unroll\n"
     "  for (int x = 0; x < GT_NAR; x++) gt_dec<GT_AB>(av[x], ah[x]);\n"
