@@ -1,0 +1,255 @@
+/* test_dispatch_order.c: a lease does not wait behind a queue of results.
+ *
+ * The real dispatcher (gt_dispatch on tcp://127.0.0.1, a real SQLite store
+ * with a cpu run) gets a burst of large results messages from many workers
+ * at once, then a lease from one more worker. The dispatcher serves leases
+ * (and the other small requests) ahead of results messages: the lease must
+ * be answered in the first half of the burst's time (0.3-8 ms against
+ * ~33 ms on the 2-core development machine), where in arrival order it
+ * came with the burst's last answers (checked with a build that put every
+ * request in one queue). Every
+ * result of the burst is stored once, and the coordinator's answer times
+ * (gemmtune_worker_answer_seconds) count both queues. */
+#include <cjson/cJSON.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gt_dispatch.h"
+#include "gt_store.h"
+#include "gt_test.h"
+#include "gt_util.h"
+
+#define FLOOD 24   /* workers whose results messages arrive first */
+#define GEMMS 32   /* one screen job each for them, and more for the lease */
+#define EXTRA 256  /* results per message beyond the job's candidates */
+
+static nng_socket dial(const char *url)
+{
+    nng_socket s;
+    if (nng_req0_open(&s) != 0 || nng_setopt_ms(s, NNG_OPT_RECVTIMEO, 60000) != 0 ||
+        nng_setopt_ms(s, NNG_OPT_SENDTIMEO, 60000) != 0 || nng_dial(s, url, NULL, 0) != 0) {
+        fprintf(stderr, "cannot dial %s\n", url);
+        exit(1);
+    }
+    return s;
+}
+
+static int send_text(nng_socket s, const char *txt) { return nng_send(s, (void *)txt, strlen(txt), 0); }
+
+static cJSON *recv_json(nng_socket s)
+{
+    char *r = NULL;
+    size_t len = 0;
+    if (nng_recv(s, &r, &len, NNG_FLAG_ALLOC) != 0)
+        return NULL;
+    cJSON *j = cJSON_ParseWithLength(r, len);
+    nng_free(r, len);
+    return j;
+}
+
+static cJSON *call(nng_socket s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static cJSON *call(nng_socket s, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return send_text(s, buf) == 0 ? recv_json(s) : NULL;
+}
+
+static const char *str(const cJSON *j, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+typedef struct worker {
+    nng_socket s;
+    char cred[64];
+    long long job;
+    char *results; /* the results message for its job: every candidate, valid */
+    int nres;
+    double acked_ms;
+    int ok;
+} worker;
+
+/* Registers w and leases a job; builds its results message. 0 or -1. */
+static int start_worker(worker *w, const char *url, int pid)
+{
+    w->s = dial(url);
+    cJSON *r = call(w->s,
+                    "{\"v\":1,\"type\":\"register\",\"host\":\"flood\",\"pid\":%d,\"backend\":\"cpu\","
+                    "\"device_model\":\"Sim CPU\",\"units\":2}",
+                    pid);
+    int ok = r && !strcmp(str(r, "type"), "registered");
+    if (ok)
+        snprintf(w->cred, sizeof w->cred, "%s", str(r, "session"));
+    cJSON_Delete(r);
+    if (!ok)
+        return -1;
+    r = call(w->s, "{\"v\":1,\"type\":\"lease\",\"session\":\"%s\"}", w->cred);
+    const cJSON *job = cJSON_GetObjectItemCaseSensitive(r, "job");
+    const cJSON *cands = cJSON_GetObjectItemCaseSensitive(job, "candidates");
+    if (!r || strcmp(str(r, "type"), "job") || !cJSON_IsArray(cands)) {
+        cJSON_Delete(r);
+        return -1;
+    }
+    w->job = (long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(job, "id"));
+    cJSON *m = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+    cJSON_AddNumberToObject(m, "v", 1);
+    cJSON_AddStringToObject(m, "type", "results");
+    cJSON_AddStringToObject(m, "session", w->cred);
+    cJSON_AddNumberToObject(m, "job_id", (double)w->job);
+    cJSON_AddBoolToObject(m, "done", 0);
+    const cJSON *c;
+    int i = 0;
+    cJSON_ArrayForEach(c, cands)
+    {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddItemToObject(x, "config", cJSON_Duplicate(c, 1));
+        cJSON_AddBoolToObject(x, "valid", 1);
+        cJSON_AddNumberToObject(x, "time_us", 500 + i++);
+        cJSON_AddNumberToObject(x, "rel_err", 0);
+        cJSON_AddItemToArray(arr, x);
+    }
+    /* and more of the family's configs beyond the job's, so that each
+     * message is a few milliseconds of the store's work (a worker may
+     * report any config it timed) */
+    for (int k = 0; k < EXTRA; k++) {
+        cJSON *x = cJSON_CreateObject(), *cfg = cJSON_CreateObject();
+        cJSON_AddNumberToObject(cfg, "kc", 64 + 8 * (k % 16));
+        cJSON_AddNumberToObject(cfg, "mc", 32 + 8 * (k / 16));
+        cJSON_AddNumberToObject(cfg, "mr", 4);
+        cJSON_AddNumberToObject(cfg, "nc", 256);
+        cJSON_AddNumberToObject(cfg, "nr", 8);
+        cJSON_AddNumberToObject(cfg, "threads", 1);
+        cJSON_AddNumberToObject(cfg, "unroll", 3);
+        cJSON_AddItemToObject(x, "config", cfg);
+        cJSON_AddBoolToObject(x, "valid", 1);
+        cJSON_AddNumberToObject(x, "time_us", 900 + k);
+        cJSON_AddNumberToObject(x, "rel_err", 0);
+        cJSON_AddItemToArray(arr, x);
+        i++;
+    }
+    w->nres = i;
+    cJSON_AddItemToObject(m, "results", arr);
+    w->results = cJSON_PrintUnformatted(m);
+    cJSON_Delete(m);
+    cJSON_Delete(r);
+    return w->results && w->nres > 0 ? 0 : -1;
+}
+
+static void *wait_ack(void *arg)
+{
+    worker *w = arg;
+    cJSON *r = recv_json(w->s);
+    w->acked_ms = gt_mono_ms();
+    w->ok = r && !strcmp(str(r, "type"), "ack");
+    cJSON_Delete(r);
+    return NULL;
+}
+
+int main(void)
+{
+    char dir[64], err[512];
+    if (gt_test_tmpdir(dir, sizeof dir, "order"))
+        return 1;
+    /* GEMMS cpu problems, one screen job of 64 candidates each */
+    char log[4096];
+    size_t at = (size_t)snprintf(log, sizeof log, "M,N,K\n");
+    for (int i = 0; i < GEMMS; i++)
+        at += (size_t)snprintf(log + at, sizeof log - at, "%d,%d,%d\n", 64 + 8 * i, 96, 128);
+    static const char *const opts[][2] = {{"budget", "64"}, {"shard_size", "64"}};
+    gt_store *s = gt_test_store_with_run(dir, log, opts, 2, NULL);
+    if (!s)
+        return gt_test_done();
+    gt_dispatch_opts dopt = {.url = "tcp://127.0.0.1:0", .lease_ms = 60000, .heartbeat_ms = 10000,
+                             .max_attempts = 3};
+    gt_dispatch *d = gt_dispatch_start(s, &dopt, err, sizeof err);
+    CHECK_MSG(d, "%s", err);
+    if (!d)
+        return gt_test_done();
+    const char *url = gt_dispatch_url(d);
+
+    static worker ws[FLOOD];
+    int ready = 1;
+    for (int i = 0; i < FLOOD && ready; i++)
+        ready = start_worker(&ws[i], url, 100 + i) == 0;
+    CHECK(ready);
+    nng_socket late = dial(url);
+    cJSON *r = call(late,
+                    "{\"v\":1,\"type\":\"register\",\"host\":\"late\",\"pid\":7,\"backend\":\"cpu\","
+                    "\"device_model\":\"Sim CPU\",\"units\":2}");
+    char cred[64];
+    snprintf(cred, sizeof cred, "%s", str(r, "session"));
+    CHECK(r && !strcmp(str(r, "type"), "registered"));
+    cJSON_Delete(r);
+    if (!ready)
+        goto out;
+    long long before = gt_test_int(s, "SELECT COUNT(*) FROM results");
+
+    /* the burst: every results message out before the lease */
+    pthread_t th[FLOOD];
+    int sent = 0;
+    for (int i = 0; i < FLOOD; i++)
+        sent += send_text(ws[i].s, ws[i].results) == 0;
+    CHECK(sent == FLOOD);
+    for (int i = 0; i < FLOOD; i++)
+        CHECK(pthread_create(&th[i], NULL, wait_ack, &ws[i]) == 0);
+    double t0 = gt_mono_ms();
+    r = call(late, "{\"v\":1,\"type\":\"lease\",\"session\":\"%s\"}", cred);
+    double leased_ms = gt_mono_ms();
+    CHECK(r && !strcmp(str(r, "type"), "job"));
+    cJSON_Delete(r);
+    double last_ack = 0;
+    int acked = 0, nres = 0;
+    for (int i = 0; i < FLOOD; i++) {
+        pthread_join(th[i], NULL);
+        acked += ws[i].ok;
+        nres += ws[i].nres;
+        last_ack = ws[i].acked_ms > last_ack ? ws[i].acked_ms : last_ack;
+    }
+    fprintf(stderr, "  %d results messages (%d results) sent first: the lease answered after %.1f ms,"
+                    " the last results message after %.1f ms\n",
+            FLOOD, nres, leased_ms - t0, last_ack - t0);
+    CHECK(acked == FLOOD);
+    /* served after the results message in progress, not after the burst
+     * (in arrival order it came with the burst's last answers) */
+    CHECK_MSG(leased_ms - t0 < 0.5 * (last_ack - t0),
+              "the lease waited for the results messages (%.1f ms, last ack %.1f ms)", leased_ms - t0,
+              last_ack - t0);
+    /* every result stored, once */
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM results") - before == nres);
+    CHECK(gt_test_int(s, "SELECT COUNT(DISTINCT problem_id || ':' || config_hash) FROM results") ==
+          gt_test_int(s, "SELECT COUNT(*) FROM results"));
+    /* the coordinator's answer times: the registrations and leases, the
+     * results messages */
+    gt_dispatch_stats st;
+    /* (the sender counts an answer just after sending it) */
+    for (int i = 0; i < 100; i++) {
+        memset(&st, 0, sizeof st);
+        gt_dispatch_stats_get(d, &st);
+        if (st.answer[GT_DISPATCH_Q_LEASE].count >= 2 * FLOOD + 2 && st.answer[GT_DISPATCH_Q_RESULTS].count >= FLOOD)
+            break;
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(st.answer[GT_DISPATCH_Q_LEASE].count == 2 * FLOOD + 2);
+    CHECK(st.answer[GT_DISPATCH_Q_RESULTS].count == FLOOD);
+out:
+    for (int i = 0; i < FLOOD; i++) {
+        free(ws[i].results);
+        nng_close(ws[i].s);
+    }
+    nng_close(late);
+    gt_dispatch_stop(d);
+    gt_store_close(s);
+    return gt_test_done_rm(dir);
+}
