@@ -1,7 +1,8 @@
-/* dispatch.c: answers workers over nng req/rep. One thread owns the socket
- * and serves requests in store transactions of several, answering none
- * before its transaction commits, so a crash loses nothing that was
- * acknowledged; leases go ahead of results messages (loop).
+/* dispatch.c: answers workers over nng req/rep. Its threads
+ * (dispatch_loop.c) serve requests in store transactions of several,
+ * answering none before its transaction commits, so a crash loses nothing
+ * that was acknowledged; leases go ahead of results messages. Here: each
+ * request served (gt_dispatch_handle), the endpoint started and stopped.
  *
  * Every request but register must come on a connection bound to a worker
  * session and carry its credential (gt_session.h): the worker id in a
@@ -12,6 +13,7 @@
  * and answers by the store's return codes (gt_store_error), so the store
  * includes no protocol header. */
 #include "gt_dispatch.h"
+#include "dispatch_priv.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -34,30 +36,6 @@
 #include "gt_session.h"
 #include "gt_util.h"
 
-struct gt_dispatch {
-    gt_store *store;
-    gt_dispatch_opts o;
-    char url[256];
-    char token[256];
-    nng_socket sock;
-    pthread_t thread;
-    atomic_int stop;
-    atomic_uint_least64_t requests;
-    gt_session_table *sessions;
-    /* Refused requests by reason (gt_dispatch_refusal) and results stored
-     * invalid or dropped as physically impossible. */
-    atomic_uint_least64_t refused[GT_DISPATCH_REFUSALS];
-    atomic_uint_least64_t implausible;
-    atomic_int closed;          /* nng_close returned (gt_dispatch_stop) */
-    struct queues *q;           /* between the receiver and the dispatcher (loop) */
-    struct outq *out;           /* between the dispatcher and the sender */
-    pthread_t sender;
-    int sending;                /* the sender thread runs */
-    pthread_mutex_t hmu;        /* answer */
-    gt_hist answer[GT_DISPATCH_QUEUES];
-    pthread_t receiver;
-    int receiving;              /* the receiver thread runs */
-};
 
 uint64_t gt_dispatch_requests(const gt_dispatch *d) { return atomic_load(&d->requests); }
 
@@ -371,6 +349,20 @@ static void install_hooks(void)
     cJSON_InitHooks(&h);
 }
 
+void gt_dispatch_arena_open(void)
+{
+    /* none: cJSON's malloc'd nodes, as before */
+    if ((arena.base = malloc(PARSE_ARENA_BYTES)))
+        arena.cap = PARSE_ARENA_BYTES;
+}
+
+void gt_dispatch_arena_close(void)
+{
+    free(arena.base);
+    arena.base = NULL;
+    arena.cap = arena.used = 0;
+}
+
 /* The message in buf, parsed into the thread's arena (gt_proto_decode). */
 static cJSON *decode_in_arena(const void *buf, size_t len, const char **type, char *err,
                               size_t errlen)
@@ -512,7 +504,7 @@ static cJSON *on_bye(gt_dispatch *d, long long wid)
     return gt_proto_new(GT_MSG_ACK);
 }
 
-static cJSON *handle(gt_dispatch *d, const void *buf, size_t len, uint32_t pipe)
+cJSON *gt_dispatch_handle(gt_dispatch *d, const void *buf, size_t len, uint32_t pipe)
 {
     char err[256];
     const char *type = NULL;
@@ -576,395 +568,6 @@ static void on_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
     gt_session_unbind_pipe(d->sessions, (uint32_t)nng_pipe_id(p));
 }
 
-/* Requests served in one store transaction at most (gt_store_batch_begin). */
-#define BATCH_MAX 64
-/* A transaction of results messages runs at least this long before a
- * waiting lease ends it (serve): ~35 results, so that each commit still
- * carries many (a commit per message rewrites the same index pages for a
- * few results). */
-#define HEAVY_MIN_MS 0.5
-/* Requests received and waiting to be served; past it the receiver waits
- * (and nng holds the rest in its pipes). */
-#define QUEUE_MAX 2048
-
-/* A FIFO of received requests. */
-typedef struct reqq {
-    nng_msg *m[QUEUE_MAX];
-    double t[QUEUE_MAX]; /* when each was received (gt_mono_ms) */
-    int head, n;
-} reqq;
-
-static void reqq_push(reqq *q, nng_msg *m, double t)
-{
-    q->m[(q->head + q->n) % QUEUE_MAX] = m;
-    q->t[(q->head + q->n) % QUEUE_MAX] = t;
-    q->n++;
-}
-
-static nng_msg *reqq_pop(reqq *q, double *t)
-{
-    nng_msg *m = q->m[q->head];
-    if (t)
-        *t = q->t[q->head];
-    q->head = (q->head + 1) % QUEUE_MAX;
-    q->n--;
-    return m;
-}
-
-/* The two queues between the receiver thread and the dispatcher: results
- * messages, and the rest (leases, registrations, heartbeats, goodbyes). */
-typedef struct queues {
-    pthread_mutex_t mu;
-    pthread_cond_t ready; /* a request was queued, or the socket closed */
-    pthread_cond_t room;  /* a request was taken */
-    reqq light, heavy;
-    atomic_int nlight;    /* light.n, read without the lock between messages */
-    int closed;
-} queues;
-
-/* Answers waiting for the sender thread: each with its request (whose
- * header routes it back), when the request arrived and its queue. */
-typedef struct answer {
-    nng_msg *req;
-    cJSON *reply;
-    double arrived;
-    int heavy;
-} answer;
-
-typedef struct outq {
-    pthread_mutex_t mu;
-    pthread_cond_t ready, room;
-    answer a[QUEUE_MAX];
-    int head, n;
-    int stop; /* the dispatcher is done: send what is left and end */
-} outq;
-
-/* 1 when a request is a results message, by its "type" (the second key of
- * every message gt_proto_new makes; looked for in its first bytes only).
- * Only the order of service depends on it: a message it misreads is served
- * all the same, in the other queue. */
-static int is_results(const nng_msg *m)
-{
-    const char *b = nng_msg_body((nng_msg *)m);
-    size_t len = nng_msg_len(m), lim = len < 96 ? len : 96;
-    static const char key[] = "\"type\"";
-    for (size_t i = 0; i + sizeof key - 1 <= lim; i++) {
-        if (memcmp(b + i, key, sizeof key - 1))
-            continue;
-        i += sizeof key - 1;
-        while (i < len && (b[i] == ' ' || b[i] == ':'))
-            i++;
-        static const char res[] = "\"" GT_MSG_RESULTS "\"";
-        return i + sizeof res - 1 <= len && !memcmp(b + i, res, sizeof res - 1);
-    }
-    return 0;
-}
-
-/* The receiver thread: takes requests off the socket as they come and
- * queues them. Draining the socket on a thread of its own keeps nng's pipes
- * moving while the dispatcher is inside a transaction, so a lease sent
- * behind results messages is seen at once, not after them. */
-static void *receive(void *arg)
-{
-    gt_dispatch *d = arg;
-    queues *q = d->q;
-    while (!atomic_load(&d->stop)) {
-        nng_msg *m;
-        int rv = nng_recvmsg(d->sock, &m, 0);
-        if (rv == NNG_ECLOSED)
-            break;
-        if (rv != 0) {
-            if (rv != NNG_ETIMEDOUT)
-                gt_warn("dispatch receive: %s", nng_strerror(rv));
-            continue;
-        }
-        int heavy = is_results(m);
-        double t = gt_mono_ms();
-        pthread_mutex_lock(&q->mu);
-        while (q->light.n + q->heavy.n >= QUEUE_MAX && !atomic_load(&d->stop))
-            pthread_cond_wait(&q->room, &q->mu);
-        reqq_push(heavy ? &q->heavy : &q->light, m, t);
-        atomic_store(&q->nlight, q->light.n);
-        pthread_cond_signal(&q->ready);
-        pthread_mutex_unlock(&q->mu);
-    }
-    pthread_mutex_lock(&q->mu);
-    q->closed = 1;
-    pthread_cond_signal(&q->ready);
-    pthread_mutex_unlock(&q->mu);
-    return NULL;
-}
-
-/* The next request of one queue (NULL: none), for the dispatcher. */
-static nng_msg *next_req(queues *q, int heavy, double *t)
-{
-    pthread_mutex_lock(&q->mu);
-    reqq *r = heavy ? &q->heavy : &q->light;
-    nng_msg *m = r->n > 0 ? reqq_pop(r, t) : NULL;
-    atomic_store(&q->nlight, q->light.n);
-    if (m)
-        pthread_cond_signal(&q->room);
-    pthread_mutex_unlock(&q->mu);
-    return m;
-}
-
-/* Serves requests of one queue in one store transaction, commits, then
- * hands their answers to the sender thread: light ones while any wait (at most BATCH_MAX); results
- * messages until BATCH_MAX, or until a lighter request waits and the
- * transaction has run HEAVY_MIN_MS, so that a lease waits for a few
- * results messages, not for a whole batch of them (at ~15 us per result on
- * the 2-core development machine, 64 messages of 64 results took ~60 ms).
- * Nothing is answered before it is durable: a batch that does not commit
- * answers every request of it with the error, and the workers send again
- * (results are idempotent). Returns the requests served. */
-static int serve(gt_dispatch *d, int heavy)
-{
-    char err[256];
-    nng_msg *req[BATCH_MAX];
-    cJSON *reply[BATCH_MAX];
-    double arrived[BATCH_MAX];
-    int n = 0;
-    /* Without a batch (the store refuses to begin one: lost files, a
-     * full disk) each request runs in its own transaction and says why. */
-    int batched = -1;
-    double t0 = gt_mono_ms();
-    while (n < BATCH_MAX) {
-        if (heavy && n > 0 && atomic_load(&d->q->nlight) > 0 && gt_mono_ms() - t0 >= HEAVY_MIN_MS)
-            break;
-        nng_msg *m = next_req(d->q, heavy, &arrived[n]);
-        if (!m)
-            break;
-        if (batched < 0)
-            batched = gt_store_batch_begin(d->store, err, sizeof err) == 0;
-        req[n] = m;
-        /* The connection the request came on: sessions are bound to it. */
-        uint32_t pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(m));
-        reply[n++] = handle(d, nng_msg_body(m), nng_msg_len(m), pipe);
-    }
-    if (batched > 0 && gt_store_batch_end(d->store, err, sizeof err)) {
-        gt_err("dispatch: %d requests not committed, answered with the error: %s", n, err);
-        for (int i = 0; i < n; i++) {
-            cJSON_Delete(reply[i]);
-            reply[i] = gt_proto_error("store: %s", err);
-        }
-    }
-    atomic_fetch_add(&d->requests, (uint64_t)n);
-    /* the answers go to the sender thread: sending one took 0.1-0.25 ms
-     * (nng's hand-off to its I/O thread), and a lease batch of ~50 then
-     * waited 5-14 ms for its own replies before the next transaction */
-    outq *o = d->out;
-    pthread_mutex_lock(&o->mu);
-    for (int i = 0; i < n; i++) {
-        while (o->n >= QUEUE_MAX)
-            pthread_cond_wait(&o->room, &o->mu);
-        o->a[(o->head + o->n) % QUEUE_MAX] = (answer){req[i], reply[i], arrived[i], heavy};
-        o->n++;
-    }
-    pthread_cond_signal(&o->ready);
-    pthread_mutex_unlock(&o->mu);
-    return n;
-}
-
-/* The sender thread: sends the answers the dispatcher committed, in its
- * order, and times each from its request's arrival
- * (gemmtune_worker_answer_seconds). Ends when the dispatcher is done and
- * nothing is left. */
-static void *send_answers(void *arg)
-{
-    gt_dispatch *d = arg;
-    outq *o = d->out;
-    pthread_mutex_lock(&o->mu);
-    for (;;) {
-        while (o->n == 0 && !o->stop)
-            pthread_cond_wait(&o->ready, &o->mu);
-        if (o->n == 0)
-            break;
-        answer a = o->a[o->head];
-        o->head = (o->head + 1) % QUEUE_MAX;
-        o->n--;
-        pthread_cond_signal(&o->room);
-        pthread_mutex_unlock(&o->mu);
-        if (a.reply) {
-            int rv = gt_proto_reply(d->sock, a.req, a.reply);
-            if (rv != 0)
-                gt_warn("dispatch send: %s", nng_strerror(rv));
-            cJSON_Delete(a.reply);
-        }
-        nng_msg_free(a.req);
-        double now = gt_mono_ms();
-        pthread_mutex_lock(&d->hmu);
-        gt_hist_observe(&d->answer[a.heavy ? GT_DISPATCH_Q_RESULTS : GT_DISPATCH_Q_LEASE], (now - a.arrived) / 1000);
-        pthread_mutex_unlock(&d->hmu);
-        pthread_mutex_lock(&o->mu);
-    }
-    pthread_mutex_unlock(&o->mu);
-    return NULL;
-}
-
-static outq *outq_new(void)
-{
-    outq *o = calloc(1, sizeof *o);
-    if (!o)
-        return NULL;
-    if (pthread_mutex_init(&o->mu, NULL) != 0) {
-        free(o);
-        return NULL;
-    }
-    if (pthread_cond_init(&o->ready, NULL) != 0) {
-        pthread_mutex_destroy(&o->mu);
-        free(o);
-        return NULL;
-    }
-    if (pthread_cond_init(&o->room, NULL) != 0) {
-        pthread_cond_destroy(&o->ready);
-        pthread_mutex_destroy(&o->mu);
-        free(o);
-        return NULL;
-    }
-    return o;
-}
-
-/* Frees what is left unsent (after the sender stopped). */
-static void outq_free(outq *o)
-{
-    if (!o)
-        return;
-    for (; o->n > 0; o->n--, o->head = (o->head + 1) % QUEUE_MAX) {
-        cJSON_Delete(o->a[o->head].reply);
-        nng_msg_free(o->a[o->head].req);
-    }
-    pthread_cond_destroy(&o->room);
-    pthread_cond_destroy(&o->ready);
-    pthread_mutex_destroy(&o->mu);
-    free(o);
-}
-
-/* Lets the sender send what is left, and waits for it. */
-static void stop_sender(gt_dispatch *d)
-{
-    if (!d->sending)
-        return;
-    pthread_mutex_lock(&d->out->mu);
-    d->out->stop = 1;
-    pthread_cond_signal(&d->out->ready);
-    pthread_mutex_unlock(&d->out->mu);
-    pthread_join(d->sender, NULL);
-    d->sending = 0;
-}
-
-/* The dispatcher: serves the requests the receiver queued. Each round
- * serves the light ones waiting (leases, registrations, heartbeats,
- * goodbyes: small and latency-bound, a worker waiting on a lease has an
- * idle GPU) in one store transaction, then results messages in another
- * (serve), committing each before answering it. On a raw REP socket
- * requests from many workers are in flight at once and each answer finds
- * its way back by the request's header; one commit serves many workers
- * (under 256 simulated workers a commit per request, its WAL append and the
- * checkpoints they bring, was a quarter of the dispatcher's time). A worker
- * has one request in flight at a time, so its own requests are never
- * reordered; between workers, a lease no longer waits behind every results
- * message that arrived before it (at 256 saturating workers a lease took
- * 100 ms at the median, 175 at p99, most of it such a wait). Results
- * cannot starve: every round serves one transaction of them whatever else
- * waits. Three threads: the receiver, this one (the store's writer), and
- * the sender (send_answers), so that neither taking requests off the
- * socket nor sending answers waits for a transaction, or the other way
- * round. */
-static void *loop(void *arg)
-{
-    gt_dispatch *d = arg;
-    queues *q = d->q;
-    double last_sweep = 0;
-    char err[256];
-    /* this thread's parse arena (none: cJSON's malloc'd nodes, as before) */
-    if ((arena.base = malloc(PARSE_ARENA_BYTES)))
-        arena.cap = PARSE_ARENA_BYTES;
-    while (!atomic_load(&d->stop)) {
-        double now = gt_mono_ms();
-        /* Sweep at a quarter of the lease time (at most every second), so an
-         * expired lease waits at most that long to be requeued. */
-        double every = (double)d->o.lease_ms / 4 < 1000 ? (double)d->o.lease_ms / 4 : 1000;
-        if (now - last_sweep >= every) {
-            last_sweep = now;
-            if (gt_store_expire(d->store, gt_wall_ms(), d->o.max_attempts,
-                                d->o.lease_ms > 10000 ? d->o.lease_ms : 10000, err, sizeof err) < 0)
-                gt_err("lease sweep: %s", err);
-        }
-        /* wait for a request (at most 200 ms: the sweep's clock) */
-        pthread_mutex_lock(&q->mu);
-        if (q->light.n + q->heavy.n == 0 && !q->closed) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += 200 * 1000000L;
-            until.tv_sec += until.tv_nsec / 1000000000L;
-            until.tv_nsec %= 1000000000L;
-            pthread_cond_timedwait(&q->ready, &q->mu, &until);
-        }
-        int closed = q->closed && q->light.n + q->heavy.n == 0;
-        pthread_mutex_unlock(&q->mu);
-        if (closed)
-            break;
-        serve(d, 0);
-        serve(d, 1);
-    }
-    free(arena.base);
-    arena.base = NULL;
-    arena.cap = arena.used = 0;
-    return NULL;
-}
-
-/* Frees what the queues still hold (after both threads stopped). */
-static void queues_free(queues *q)
-{
-    if (!q)
-        return;
-    while (q->light.n > 0)
-        nng_msg_free(reqq_pop(&q->light, NULL));
-    while (q->heavy.n > 0)
-        nng_msg_free(reqq_pop(&q->heavy, NULL));
-    pthread_cond_destroy(&q->room);
-    pthread_cond_destroy(&q->ready);
-    pthread_mutex_destroy(&q->mu);
-    free(q);
-}
-
-static queues *queues_new(void)
-{
-    queues *q = calloc(1, sizeof *q);
-    if (!q)
-        return NULL;
-    if (pthread_mutex_init(&q->mu, NULL) != 0) {
-        free(q);
-        return NULL;
-    }
-    if (pthread_cond_init(&q->ready, NULL) != 0) {
-        pthread_mutex_destroy(&q->mu);
-        free(q);
-        return NULL;
-    }
-    if (pthread_cond_init(&q->room, NULL) != 0) {
-        pthread_cond_destroy(&q->ready);
-        pthread_mutex_destroy(&q->mu);
-        free(q);
-        return NULL;
-    }
-    return q;
-}
-
-/* Stops the receiver thread (it sees d->stop within the socket's receive
- * timeout, or at once when it waits for room). */
-static void stop_receiver(gt_dispatch *d)
-{
-    if (!d->receiving)
-        return;
-    atomic_store(&d->stop, 1);
-    pthread_mutex_lock(&d->q->mu);
-    pthread_cond_broadcast(&d->q->room);
-    pthread_mutex_unlock(&d->q->mu);
-    pthread_join(d->receiver, NULL);
-    d->receiving = 0;
-}
-
 gt_dispatch *gt_dispatch_start(gt_store *s, const gt_dispatch_opts *o, char *err, size_t errlen)
 {
     gt_dispatch *d = calloc(1, sizeof *d);
@@ -984,7 +587,7 @@ gt_dispatch *gt_dispatch_start(gt_store *s, const gt_dispatch_opts *o, char *err
     if (!(d->sessions = gt_session_table_new())) {
         snprintf(err, errlen, "out of memory");
         pthread_mutex_destroy(&d->hmu);
-    free(d);
+        free(d);
         return NULL;
     }
     snprintf(d->url, sizeof d->url, "%s", o->url);
@@ -997,7 +600,7 @@ gt_dispatch *gt_dispatch_start(gt_store *s, const gt_dispatch_opts *o, char *err
         snprintf(err, errlen, "nng rep socket: %s", nng_strerror(rv));
         gt_session_table_free(d->sessions);
         pthread_mutex_destroy(&d->hmu);
-    free(d);
+        free(d);
         return NULL;
     }
     if ((rv = nng_setopt_ms(d->sock, NNG_OPT_RECVTIMEO, 200)) != 0 ||
@@ -1027,36 +630,12 @@ gt_dispatch *gt_dispatch_start(gt_store *s, const gt_dispatch_opts *o, char *err
         snprintf(base, sizeof base, "%.*s", (int)(colon - d->url), d->url);
         snprintf(d->url, sizeof d->url, "%.200s:%d", base, port);
     }
-    if (!(d->q = queues_new())) {
-        snprintf(err, errlen, "out of memory");
+    if (gt_dispatch_threads_start(d, err, errlen) != 0)
         goto fail;
-    }
-    if (pthread_create(&d->receiver, NULL, receive, d) != 0) {
-        snprintf(err, errlen, "cannot start the dispatcher's receiver thread");
-        goto fail;
-    }
-    d->receiving = 1;
-    if (!(d->out = outq_new())) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
-    }
-    if (pthread_create(&d->sender, NULL, send_answers, d) != 0) {
-        snprintf(err, errlen, "cannot start the dispatcher's sender thread");
-        goto fail;
-    }
-    d->sending = 1;
-    if (pthread_create(&d->thread, NULL, loop, d) != 0) {
-        snprintf(err, errlen, "cannot start the dispatcher thread");
-        goto fail;
-    }
     gt_info("worker endpoint listening on %s", d->url);
     return d;
 fail:
-    stop_receiver(d);
-    stop_sender(d);
     nng_close(d->sock);
-    queues_free(d->q);
-    outq_free(d->out);
     gt_session_table_free(d->sessions);
     pthread_mutex_destroy(&d->hmu);
     free(d);
@@ -1079,14 +658,7 @@ void gt_dispatch_stop(gt_dispatch *d)
 {
     if (!d)
         return;
-    atomic_store(&d->stop, 1);
-    pthread_join(d->thread, NULL);
-    stop_receiver(d);
-    stop_sender(d);
-    queues_free(d->q);
-    d->q = NULL;
-    outq_free(d->out);
-    d->out = NULL;
+    gt_dispatch_threads_stop(d);
     /* nng before 1.8 (Debian 12 ships 1.5.2) can deadlock inside nng_close
      * while it tears down connected pipes (nanomsg/nng#1543, #1813): the
      * coordinator then never exits, and a supervisor or a test waiting on

@@ -1,7 +1,10 @@
 /* gt_test.c: the harness's counters and helpers. */
 #include "gt_test.h"
 
+#include <cjson/cJSON.h>
+#include <nng/protocol/reqrep0/req.h>
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,4 +222,38 @@ long long gt_test_int(gt_store *s, const char *sql)
     sqlite3_finalize(st);
     gt_store_unlock(s);
     return n;
+}
+
+nng_socket gt_test_dial(const char *url)
+{
+    nng_socket s;
+    if (nng_req0_open(&s) != 0 || nng_setopt_ms(s, NNG_OPT_RECVTIMEO, 60000) != 0 ||
+        nng_setopt_ms(s, NNG_OPT_SENDTIMEO, 60000) != 0 || nng_dial(s, url, NULL, 0) != 0) {
+        fprintf(stderr, "cannot dial %s\n", url);
+        exit(1);
+    }
+    return s;
+}
+
+int gt_test_send(nng_socket s, const char *txt) { return nng_send(s, (void *)txt, strlen(txt), 0); }
+
+cJSON *gt_test_recv(nng_socket s)
+{
+    char *r = NULL;
+    size_t len = 0;
+    if (nng_recv(s, &r, &len, NNG_FLAG_ALLOC) != 0)
+        return NULL;
+    cJSON *j = cJSON_ParseWithLength(r, len);
+    nng_free(r, len);
+    return j;
+}
+
+cJSON *gt_test_req(nng_socket s, const char *fmt, ...)
+{
+    char buf[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return gt_test_send(s, buf) == 0 ? gt_test_recv(s) : NULL;
 }

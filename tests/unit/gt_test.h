@@ -112,4 +112,14 @@ int gt_test_report(struct gt_store *s, int64_t worker_id, const struct cJSON *ms
                    int64_t lease_ms, int *cancelled, size_t *accepted, size_t *rejected, char *err,
                    size_t errlen);
 
+/* A raw worker connection to a dispatcher (tests of the worker endpoint):
+ * an nng req socket dialled to url with 60 s timeouts (exits the test
+ * when it cannot); a JSON text sent; the next reply parsed (NULL: none);
+ * the two in one (the text from a printf format). */
+#include <nng/nng.h>
+nng_socket gt_test_dial(const char *url);
+int gt_test_send(nng_socket s, const char *txt);
+struct cJSON *gt_test_recv(nng_socket s);
+struct cJSON *gt_test_req(nng_socket s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

@@ -12,7 +12,6 @@
  * session is gone. */
 #include <cjson/cJSON.h>
 #include <nng/nng.h>
-#include <nng/protocol/reqrep0/req.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,42 +21,6 @@
 #include "gt_store.h"
 #include "gt_test.h"
 #include "gt_util.h"
-
-static nng_socket dial(const char *url)
-{
-    nng_socket s;
-    if (nng_req0_open(&s) != 0) {
-        fprintf(stderr, "nng_req0_open failed\n");
-        exit(1);
-    }
-    nng_setopt_ms(s, NNG_OPT_RECVTIMEO, 10000);
-    nng_setopt_ms(s, NNG_OPT_SENDTIMEO, 10000);
-    if (nng_dial(s, url, NULL, 0) != 0) {
-        fprintf(stderr, "cannot dial %s\n", url);
-        exit(1);
-    }
-    return s;
-}
-
-/* Sends a JSON text, returns the reply (caller frees) or NULL. */
-static cJSON *req(nng_socket s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static cJSON *req(nng_socket s, const char *fmt, ...)
-{
-    char buf[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (nng_send(s, buf, strlen(buf), 0) != 0)
-        return NULL;
-    char *r = NULL;
-    size_t len = 0;
-    if (nng_recv(s, &r, &len, NNG_FLAG_ALLOC) != 0)
-        return NULL;
-    cJSON *j = cJSON_ParseWithLength(r, len);
-    nng_free(r, len);
-    return j;
-}
 
 static const char *str(const cJSON *j, const char *k)
 {
@@ -102,8 +65,8 @@ int main(void)
     snprintf(url, sizeof url, "%s", gt_dispatch_url(d));
 
     /* The honest worker registers with the token and leases a job. */
-    nng_socket honest = dial(url);
-    cJSON *r = req(honest, REG, "good", 11, ",\"token\":\"T0ken\"");
+    nng_socket honest = gt_test_dial(url);
+    cJSON *r = gt_test_req(honest, REG, "good", 11, ",\"token\":\"T0ken\"");
     CHECK(r && !strcmp(str(r, "type"), "registered"));
     char cred[64];
     snprintf(cred, sizeof cred, "%s", str(r, "session"));
@@ -111,7 +74,7 @@ int main(void)
     cJSON_Delete(r);
     CHECK(strlen(cred) == 32);
     CHECK(gt_dispatch_sessions(d) == 1);
-    r = req(honest, "{\"v\":1,\"type\":\"lease\",\"session\":\"%s\"}", cred);
+    r = gt_test_req(honest, "{\"v\":1,\"type\":\"lease\",\"session\":\"%s\"}", cred);
     CHECK(r && !strcmp(str(r, "type"), "job"));
     long long job = (long long)cJSON_GetNumberValue(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "job"), "id"));
@@ -120,28 +83,28 @@ int main(void)
     CHECK(leased_before == 1);
 
     /* The attacker: a connection that never registered. */
-    nng_socket evil = dial(url);
-    CHECK(refused(req(evil, "{\"v\":1,\"type\":\"lease\",\"worker_id\":%lld}", wid), "no_session"));
-    CHECK(refused(req(evil, "{\"v\":1,\"type\":\"lease\",\"worker_id\":2}"), "no_session"));
-    CHECK(refused(req(evil, "{\"v\":1,\"type\":\"heartbeat\",\"worker_id\":%lld}", wid), "no_session"));
-    CHECK(refused(req(evil,
+    nng_socket evil = gt_test_dial(url);
+    CHECK(refused(gt_test_req(evil, "{\"v\":1,\"type\":\"lease\",\"worker_id\":%lld}", wid), "no_session"));
+    CHECK(refused(gt_test_req(evil, "{\"v\":1,\"type\":\"lease\",\"worker_id\":2}"), "no_session"));
+    CHECK(refused(gt_test_req(evil, "{\"v\":1,\"type\":\"heartbeat\",\"worker_id\":%lld}", wid), "no_session"));
+    CHECK(refused(gt_test_req(evil,
                       "{\"v\":1,\"type\":\"results\",\"worker_id\":%lld,\"job_id\":%lld,\"done\":true,"
                       "\"results\":[{\"config\":{\"mc\":64},\"valid\":true,\"time_us\":0.001,"
                       "\"rel_err\":0}],\"baseline\":{\"config\":{\"mc\":1},\"time_us\":1000}}",
                       wid, job),
                   "no_session"));
-    CHECK(refused(req(evil, "{\"v\":1,\"type\":\"bye\",\"worker_id\":%lld}", wid), "no_session"));
+    CHECK(refused(gt_test_req(evil, "{\"v\":1,\"type\":\"bye\",\"worker_id\":%lld}", wid), "no_session"));
     /* ... with the honest worker's credential, stolen off the wire */
-    CHECK(refused(req(evil, "{\"v\":1,\"type\":\"lease\",\"session\":\"%s\"}", cred), "no_session"));
-    CHECK(refused(req(evil, "{\"v\":1,\"type\":\"lease\",\"worker_id\":%lld,\"session\":\"%s\"}", wid, cred),
+    CHECK(refused(gt_test_req(evil, "{\"v\":1,\"type\":\"lease\",\"session\":\"%s\"}", cred), "no_session"));
+    CHECK(refused(gt_test_req(evil, "{\"v\":1,\"type\":\"lease\",\"worker_id\":%lld,\"session\":\"%s\"}", wid, cred),
                   "no_session"));
     /* ... registering or attaching without the token */
-    CHECK(refused(req(evil, REG, "evil", 66, ""), "bad_token"));
-    CHECK(refused(req(evil, REG, "evil", 66, ",\"token\":\"guess\""), "bad_token"));
+    CHECK(refused(gt_test_req(evil, REG, "evil", 66, ""), "bad_token"));
+    CHECK(refused(gt_test_req(evil, REG, "evil", 66, ",\"token\":\"guess\""), "bad_token"));
     char attach[128];
     snprintf(attach, sizeof attach, ",\"session\":\"%s\"", cred);
-    CHECK(refused(req(evil, REG, "evil", 66, attach), "bad_token"));
-    CHECK(refused(req(evil, "{\"v\":1,\"type\":\"lease\",\"session\":\"%s\"}", cred), "no_session"));
+    CHECK(refused(gt_test_req(evil, REG, "evil", 66, attach), "bad_token"));
+    CHECK(refused(gt_test_req(evil, "{\"v\":1,\"type\":\"lease\",\"session\":\"%s\"}", cred), "no_session"));
     /* nothing changed: no result, no new worker, the lease still the honest one's */
     CHECK(gt_test_int(s, "SELECT COUNT(*) FROM results") == 0);
     CHECK(gt_test_int(s, "SELECT COUNT(*) FROM baselines") == 0);
@@ -154,20 +117,20 @@ int main(void)
 
     /* The honest connection itself: no credential, a wrong one, another
      * worker's id. */
-    CHECK(refused(req(honest, "{\"v\":1,\"type\":\"lease\",\"worker_id\":%lld}", wid), "no_credential"));
-    CHECK(refused(req(honest, "{\"v\":1,\"type\":\"lease\",\"session\":\"%032d\"}", 0), "bad_credential"));
-    CHECK(refused(req(honest, "{\"v\":1,\"type\":\"heartbeat\",\"session\":\"%s\",\"worker_id\":%lld}", cred,
+    CHECK(refused(gt_test_req(honest, "{\"v\":1,\"type\":\"lease\",\"worker_id\":%lld}", wid), "no_credential"));
+    CHECK(refused(gt_test_req(honest, "{\"v\":1,\"type\":\"lease\",\"session\":\"%032d\"}", 0), "bad_credential"));
+    CHECK(refused(gt_test_req(honest, "{\"v\":1,\"type\":\"heartbeat\",\"session\":\"%s\",\"worker_id\":%lld}", cred,
                       wid + 1),
                   "wrong_worker"));
 
     /* A second worker with the token may not report for the first's job. */
-    nng_socket other = dial(url);
-    r = req(other, REG, "other", 12, ",\"token\":\"T0ken\"");
+    nng_socket other = gt_test_dial(url);
+    r = gt_test_req(other, REG, "other", 12, ",\"token\":\"T0ken\"");
     char cred2[64];
     snprintf(cred2, sizeof cred2, "%s", str(r, "session"));
     CHECK(r && !strcmp(str(r, "type"), "registered") && strcmp(cred, cred2) != 0);
     cJSON_Delete(r);
-    CHECK(refused(req(other,
+    CHECK(refused(gt_test_req(other,
                       "{\"v\":1,\"type\":\"results\",\"session\":\"%s\",\"job_id\":%lld,\"done\":true,"
                       "\"results\":[]}",
                       cred2, job),
@@ -176,21 +139,21 @@ int main(void)
 
     /* A second connection of the honest worker attaches with the token and
      * its credential (what its heartbeat socket does) and keeps its id. */
-    nng_socket hb = dial(url);
-    CHECK(refused(req(hb, REG, "good", 11, attach), "bad_token")); /* the token is needed too */
+    nng_socket hb = gt_test_dial(url);
+    CHECK(refused(gt_test_req(hb, REG, "good", 11, attach), "bad_token")); /* the token is needed too */
     char attach_tok[160];
     snprintf(attach_tok, sizeof attach_tok, ",\"token\":\"T0ken\",\"session\":\"%s\"", cred);
-    r = req(hb, REG, "good", 11, attach_tok);
+    r = gt_test_req(hb, REG, "good", 11, attach_tok);
     CHECK(r && !strcmp(str(r, "type"), "registered") &&
           (long long)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(r, "worker_id")) == wid);
     cJSON_Delete(r);
-    r = req(hb, "{\"v\":1,\"type\":\"heartbeat\",\"session\":\"%s\"}", cred);
+    r = gt_test_req(hb, "{\"v\":1,\"type\":\"heartbeat\",\"session\":\"%s\"}", cred);
     CHECK(r && !strcmp(str(r, "type"), "ack"));
     cJSON_Delete(r);
 
     /* An honest session reporting the impossible: a time and a baseline
      * far below what 2 cpu units can do for 64x64x64 (0.52 Mflop). */
-    r = req(honest,
+    r = gt_test_req(honest,
             "{\"v\":1,\"type\":\"results\",\"session\":\"%s\",\"job_id\":%lld,\"done\":false,"
             "\"results\":[{\"config\":{\"mc\":64},\"valid\":true,\"time_us\":0.001,\"rel_err\":0},"
             "{\"config\":{\"mc\":32},\"valid\":true,\"time_us\":40,\"rel_err\":0}],"
@@ -205,11 +168,11 @@ int main(void)
     CHECK(gt_dispatch_implausible(d) == 2);
 
     /* bye from the honest worker unbinds both its connections */
-    r = req(honest, "{\"v\":1,\"type\":\"bye\",\"session\":\"%s\"}", cred);
+    r = gt_test_req(honest, "{\"v\":1,\"type\":\"bye\",\"session\":\"%s\"}", cred);
     CHECK(r && !strcmp(str(r, "type"), "ack"));
     cJSON_Delete(r);
-    CHECK(refused(req(hb, "{\"v\":1,\"type\":\"heartbeat\",\"session\":\"%s\"}", cred), "no_session"));
-    CHECK(refused(req(hb, REG, "good", 11, attach_tok), "unknown_session"));
+    CHECK(refused(gt_test_req(hb, "{\"v\":1,\"type\":\"heartbeat\",\"session\":\"%s\"}", cred), "no_session"));
+    CHECK(refused(gt_test_req(hb, REG, "good", 11, attach_tok), "unknown_session"));
     nng_close(hb);
 
     /* Restart with another token: the second worker's session is void. */
@@ -220,13 +183,13 @@ int main(void)
     d = gt_dispatch_start(s, &dopt, err, sizeof err);
     CHECK_MSG(d, "%s", err);
     if (d) {
-        nng_socket again = dial(gt_dispatch_url(d));
-        CHECK(refused(req(again, "{\"v\":1,\"type\":\"lease\",\"session\":\"%s\"}", cred2), "no_session"));
+        nng_socket again = gt_test_dial(gt_dispatch_url(d));
+        CHECK(refused(gt_test_req(again, "{\"v\":1,\"type\":\"lease\",\"session\":\"%s\"}", cred2), "no_session"));
         char a2[160];
         snprintf(a2, sizeof a2, ",\"token\":\"T0ken\",\"session\":\"%s\"", cred2);
-        CHECK(refused(req(again, REG, "other", 12, a2), "bad_token"));
+        CHECK(refused(gt_test_req(again, REG, "other", 12, a2), "bad_token"));
         snprintf(a2, sizeof a2, ",\"token\":\"N3w\",\"session\":\"%s\"", cred2);
-        CHECK(refused(req(again, REG, "other", 12, a2), "unknown_session"));
+        CHECK(refused(gt_test_req(again, REG, "other", 12, a2), "unknown_session"));
         nng_close(again);
         gt_dispatch_stop(d);
     }

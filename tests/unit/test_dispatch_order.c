@@ -12,9 +12,7 @@
  * (gemmtune_worker_answer_seconds) count both queues. */
 #include <cjson/cJSON.h>
 #include <nng/nng.h>
-#include <nng/protocol/reqrep0/req.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,41 +26,6 @@
 #define FLOOD 24   /* workers whose results messages arrive first */
 #define GEMMS 32   /* one screen job each for them, and more for the lease */
 #define EXTRA 256  /* results per message beyond the job's candidates */
-
-static nng_socket dial(const char *url)
-{
-    nng_socket s;
-    if (nng_req0_open(&s) != 0 || nng_setopt_ms(s, NNG_OPT_RECVTIMEO, 60000) != 0 ||
-        nng_setopt_ms(s, NNG_OPT_SENDTIMEO, 60000) != 0 || nng_dial(s, url, NULL, 0) != 0) {
-        fprintf(stderr, "cannot dial %s\n", url);
-        exit(1);
-    }
-    return s;
-}
-
-static int send_text(nng_socket s, const char *txt) { return nng_send(s, (void *)txt, strlen(txt), 0); }
-
-static cJSON *recv_json(nng_socket s)
-{
-    char *r = NULL;
-    size_t len = 0;
-    if (nng_recv(s, &r, &len, NNG_FLAG_ALLOC) != 0)
-        return NULL;
-    cJSON *j = cJSON_ParseWithLength(r, len);
-    nng_free(r, len);
-    return j;
-}
-
-static cJSON *call(nng_socket s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static cJSON *call(nng_socket s, const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return send_text(s, buf) == 0 ? recv_json(s) : NULL;
-}
 
 static const char *str(const cJSON *j, const char *k)
 {
@@ -83,8 +46,8 @@ typedef struct worker {
 /* Registers w and leases a job; builds its results message. 0 or -1. */
 static int start_worker(worker *w, const char *url, int pid)
 {
-    w->s = dial(url);
-    cJSON *r = call(w->s,
+    w->s = gt_test_dial(url);
+    cJSON *r = gt_test_req(w->s,
                     "{\"v\":1,\"type\":\"register\",\"host\":\"flood\",\"pid\":%d,\"backend\":\"cpu\","
                     "\"device_model\":\"Sim CPU\",\"units\":2}",
                     pid);
@@ -94,7 +57,7 @@ static int start_worker(worker *w, const char *url, int pid)
     cJSON_Delete(r);
     if (!ok)
         return -1;
-    r = call(w->s, "{\"v\":1,\"type\":\"lease\",\"session\":\"%s\"}", w->cred);
+    r = gt_test_req(w->s, "{\"v\":1,\"type\":\"lease\",\"session\":\"%s\"}", w->cred);
     const cJSON *job = cJSON_GetObjectItemCaseSensitive(r, "job");
     const cJSON *cands = cJSON_GetObjectItemCaseSensitive(job, "candidates");
     if (!r || strcmp(str(r, "type"), "job") || !cJSON_IsArray(cands)) {
@@ -149,7 +112,7 @@ static int start_worker(worker *w, const char *url, int pid)
 static void *wait_ack(void *arg)
 {
     worker *w = arg;
-    cJSON *r = recv_json(w->s);
+    cJSON *r = gt_test_recv(w->s);
     w->acked_ms = gt_mono_ms();
     w->ok = r && !strcmp(str(r, "type"), "ack");
     cJSON_Delete(r);
@@ -183,8 +146,8 @@ int main(void)
     for (int i = 0; i < FLOOD && ready; i++)
         ready = start_worker(&ws[i], url, 100 + i) == 0;
     CHECK(ready);
-    nng_socket late = dial(url);
-    cJSON *r = call(late,
+    nng_socket late = gt_test_dial(url);
+    cJSON *r = gt_test_req(late,
                     "{\"v\":1,\"type\":\"register\",\"host\":\"late\",\"pid\":7,\"backend\":\"cpu\","
                     "\"device_model\":\"Sim CPU\",\"units\":2}");
     char cred[64];
@@ -199,12 +162,12 @@ int main(void)
     pthread_t th[FLOOD];
     int sent = 0;
     for (int i = 0; i < FLOOD; i++)
-        sent += send_text(ws[i].s, ws[i].results) == 0;
+        sent += gt_test_send(ws[i].s, ws[i].results) == 0;
     CHECK(sent == FLOOD);
     for (int i = 0; i < FLOOD; i++)
         CHECK(pthread_create(&th[i], NULL, wait_ack, &ws[i]) == 0);
     double t0 = gt_mono_ms();
-    r = call(late, "{\"v\":1,\"type\":\"lease\",\"session\":\"%s\"}", cred);
+    r = gt_test_req(late, "{\"v\":1,\"type\":\"lease\",\"session\":\"%s\"}", cred);
     double leased_ms = gt_mono_ms();
     CHECK(r && !strcmp(str(r, "type"), "job"));
     cJSON_Delete(r);

@@ -1,0 +1,440 @@
+/* dispatch_loop.c: the dispatcher's threads. A receiver takes requests
+ * off the raw REP socket as they come into two queues; the store's writer
+ * (loop) serves them in store transactions, leases ahead of results
+ * messages; a sender answers what was committed. dispatch.c serves each
+ * request (gt_dispatch_handle). */
+#include <cjson/cJSON.h>
+#include <nng/nng.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dispatch_priv.h"
+#include "gt_proto.h"
+#include "gt_util.h"
+
+/* Requests served in one store transaction at most (gt_store_batch_begin). */
+#define BATCH_MAX 64
+/* A transaction of results messages runs at least this long before a
+ * waiting lease ends it (serve): ~35 results, so that each commit still
+ * carries many (a commit per message rewrites the same index pages for a
+ * few results). */
+#define HEAVY_MIN_MS 0.5
+/* Requests received and waiting to be served; past it the receiver waits
+ * (and nng holds the rest in its pipes). */
+#define QUEUE_MAX 2048
+
+/* A FIFO of received requests. */
+typedef struct reqq {
+    nng_msg *m[QUEUE_MAX];
+    double t[QUEUE_MAX]; /* when each was received (gt_mono_ms) */
+    int head, n;
+} reqq;
+
+static void reqq_push(reqq *q, nng_msg *m, double t)
+{
+    q->m[(q->head + q->n) % QUEUE_MAX] = m;
+    q->t[(q->head + q->n) % QUEUE_MAX] = t;
+    q->n++;
+}
+
+static nng_msg *reqq_pop(reqq *q, double *t)
+{
+    nng_msg *m = q->m[q->head];
+    if (t)
+        *t = q->t[q->head];
+    q->head = (q->head + 1) % QUEUE_MAX;
+    q->n--;
+    return m;
+}
+
+/* The two queues between the receiver thread and the dispatcher: results
+ * messages, and the rest (leases, registrations, heartbeats, goodbyes). */
+typedef struct queues {
+    pthread_mutex_t mu;
+    pthread_cond_t ready; /* a request was queued, or the socket closed */
+    pthread_cond_t room;  /* a request was taken */
+    reqq light, heavy;
+    atomic_int nlight;    /* light.n, read without the lock between messages */
+    int closed;
+} queues;
+
+/* Answers waiting for the sender thread: each with its request (whose
+ * header routes it back), when the request arrived and its queue. */
+typedef struct answer {
+    nng_msg *req;
+    cJSON *reply;
+    double arrived;
+    int heavy;
+} answer;
+
+typedef struct outq {
+    pthread_mutex_t mu;
+    pthread_cond_t ready, room;
+    answer a[QUEUE_MAX];
+    int head, n;
+    int stop; /* the dispatcher is done: send what is left and end */
+} outq;
+
+/* 1 when a request is a results message, by its "type" (the second key of
+ * every message gt_proto_new makes; looked for in its first bytes only).
+ * Only the order of service depends on it: a message it misreads is served
+ * all the same, in the other queue. */
+static int is_results(const nng_msg *m)
+{
+    const char *b = nng_msg_body((nng_msg *)m);
+    size_t len = nng_msg_len(m), lim = len < 96 ? len : 96;
+    static const char key[] = "\"type\"";
+    for (size_t i = 0; i + sizeof key - 1 <= lim; i++) {
+        if (memcmp(b + i, key, sizeof key - 1))
+            continue;
+        i += sizeof key - 1;
+        while (i < len && (b[i] == ' ' || b[i] == ':'))
+            i++;
+        static const char res[] = "\"" GT_MSG_RESULTS "\"";
+        return i + sizeof res - 1 <= len && !memcmp(b + i, res, sizeof res - 1);
+    }
+    return 0;
+}
+
+/* The receiver thread: takes requests off the socket as they come and
+ * queues them. Draining the socket on a thread of its own keeps nng's pipes
+ * moving while the dispatcher is inside a transaction, so a lease sent
+ * behind results messages is seen at once, not after them. */
+static void *receive(void *arg)
+{
+    gt_dispatch *d = arg;
+    queues *q = d->q;
+    while (!atomic_load(&d->stop)) {
+        nng_msg *m;
+        int rv = nng_recvmsg(d->sock, &m, 0);
+        if (rv == NNG_ECLOSED)
+            break;
+        if (rv != 0) {
+            if (rv != NNG_ETIMEDOUT)
+                gt_warn("dispatch receive: %s", nng_strerror(rv));
+            continue;
+        }
+        int heavy = is_results(m);
+        double t = gt_mono_ms();
+        pthread_mutex_lock(&q->mu);
+        while (q->light.n + q->heavy.n >= QUEUE_MAX && !atomic_load(&d->stop))
+            pthread_cond_wait(&q->room, &q->mu);
+        reqq_push(heavy ? &q->heavy : &q->light, m, t);
+        atomic_store(&q->nlight, q->light.n);
+        pthread_cond_signal(&q->ready);
+        pthread_mutex_unlock(&q->mu);
+    }
+    pthread_mutex_lock(&q->mu);
+    q->closed = 1;
+    pthread_cond_signal(&q->ready);
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+/* The next request of one queue (NULL: none), for the dispatcher. */
+static nng_msg *next_req(queues *q, int heavy, double *t)
+{
+    pthread_mutex_lock(&q->mu);
+    reqq *r = heavy ? &q->heavy : &q->light;
+    nng_msg *m = r->n > 0 ? reqq_pop(r, t) : NULL;
+    atomic_store(&q->nlight, q->light.n);
+    if (m)
+        pthread_cond_signal(&q->room);
+    pthread_mutex_unlock(&q->mu);
+    return m;
+}
+
+/* Serves requests of one queue in one store transaction, commits, then
+ * hands their answers to the sender thread: light ones while any wait (at most BATCH_MAX); results
+ * messages until BATCH_MAX, or until a lighter request waits and the
+ * transaction has run HEAVY_MIN_MS, so that a lease waits for a few
+ * results messages, not for a whole batch of them (at ~15 us per result on
+ * the 2-core development machine, 64 messages of 64 results took ~60 ms).
+ * Nothing is answered before it is durable: a batch that does not commit
+ * answers every request of it with the error, and the workers send again
+ * (results are idempotent). Returns the requests served. */
+static int serve(gt_dispatch *d, int heavy)
+{
+    char err[256];
+    nng_msg *req[BATCH_MAX];
+    cJSON *reply[BATCH_MAX];
+    double arrived[BATCH_MAX];
+    int n = 0;
+    /* Without a batch (the store refuses to begin one: lost files, a
+     * full disk) each request runs in its own transaction and says why. */
+    int batched = -1;
+    double t0 = gt_mono_ms();
+    while (n < BATCH_MAX) {
+        if (heavy && n > 0 && atomic_load(&d->q->nlight) > 0 && gt_mono_ms() - t0 >= HEAVY_MIN_MS)
+            break;
+        nng_msg *m = next_req(d->q, heavy, &arrived[n]);
+        if (!m)
+            break;
+        if (batched < 0)
+            batched = gt_store_batch_begin(d->store, err, sizeof err) == 0;
+        req[n] = m;
+        /* The connection the request came on: sessions are bound to it. */
+        uint32_t pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(m));
+        reply[n++] = gt_dispatch_handle(d, nng_msg_body(m), nng_msg_len(m), pipe);
+    }
+    if (batched > 0 && gt_store_batch_end(d->store, err, sizeof err)) {
+        gt_err("dispatch: %d requests not committed, answered with the error: %s", n, err);
+        for (int i = 0; i < n; i++) {
+            cJSON_Delete(reply[i]);
+            reply[i] = gt_proto_error("store: %s", err);
+        }
+    }
+    atomic_fetch_add(&d->requests, (uint64_t)n);
+    /* the answers go to the sender thread: sending one took 0.1-0.25 ms
+     * (nng's hand-off to its I/O thread), and a lease batch of ~50 then
+     * waited 5-14 ms for its own replies before the next transaction */
+    outq *o = d->out;
+    pthread_mutex_lock(&o->mu);
+    for (int i = 0; i < n; i++) {
+        while (o->n >= QUEUE_MAX)
+            pthread_cond_wait(&o->room, &o->mu);
+        o->a[(o->head + o->n) % QUEUE_MAX] = (answer){req[i], reply[i], arrived[i], heavy};
+        o->n++;
+    }
+    pthread_cond_signal(&o->ready);
+    pthread_mutex_unlock(&o->mu);
+    return n;
+}
+
+/* The sender thread: sends the answers the dispatcher committed, in its
+ * order, and times each from its request's arrival
+ * (gemmtune_worker_answer_seconds). Ends when the dispatcher is done and
+ * nothing is left. */
+static void *send_answers(void *arg)
+{
+    gt_dispatch *d = arg;
+    outq *o = d->out;
+    pthread_mutex_lock(&o->mu);
+    for (;;) {
+        while (o->n == 0 && !o->stop)
+            pthread_cond_wait(&o->ready, &o->mu);
+        if (o->n == 0)
+            break;
+        answer a = o->a[o->head];
+        o->head = (o->head + 1) % QUEUE_MAX;
+        o->n--;
+        pthread_cond_signal(&o->room);
+        pthread_mutex_unlock(&o->mu);
+        if (a.reply) {
+            int rv = gt_proto_reply(d->sock, a.req, a.reply);
+            if (rv != 0)
+                gt_warn("dispatch send: %s", nng_strerror(rv));
+            cJSON_Delete(a.reply);
+        }
+        nng_msg_free(a.req);
+        double now = gt_mono_ms();
+        pthread_mutex_lock(&d->hmu);
+        gt_hist_observe(&d->answer[a.heavy ? GT_DISPATCH_Q_RESULTS : GT_DISPATCH_Q_LEASE], (now - a.arrived) / 1000);
+        pthread_mutex_unlock(&d->hmu);
+        pthread_mutex_lock(&o->mu);
+    }
+    pthread_mutex_unlock(&o->mu);
+    return NULL;
+}
+
+/* The mutex and the two conditions of a queue between two threads
+ * (queues, outq). 0, or -1 with nothing left initialised. */
+static int sync_init(pthread_mutex_t *mu, pthread_cond_t *ready, pthread_cond_t *room)
+{
+    if (pthread_mutex_init(mu, NULL) != 0)
+        return -1;
+    if (pthread_cond_init(ready, NULL) != 0)
+        goto fail_mu;
+    if (pthread_cond_init(room, NULL) != 0)
+        goto fail_ready;
+    return 0;
+fail_ready:
+    pthread_cond_destroy(ready);
+fail_mu:
+    pthread_mutex_destroy(mu);
+    return -1;
+}
+
+static void sync_destroy(pthread_mutex_t *mu, pthread_cond_t *ready, pthread_cond_t *room)
+{
+    pthread_cond_destroy(room);
+    pthread_cond_destroy(ready);
+    pthread_mutex_destroy(mu);
+}
+
+static outq *outq_new(void)
+{
+    outq *o = calloc(1, sizeof *o);
+    if (o && sync_init(&o->mu, &o->ready, &o->room) != 0) {
+        free(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Frees what is left unsent (after the sender stopped). */
+static void outq_free(outq *o)
+{
+    if (!o)
+        return;
+    for (; o->n > 0; o->n--, o->head = (o->head + 1) % QUEUE_MAX) {
+        cJSON_Delete(o->a[o->head].reply);
+        nng_msg_free(o->a[o->head].req);
+    }
+    sync_destroy(&o->mu, &o->ready, &o->room);
+    free(o);
+}
+
+/* Lets the sender send what is left, and waits for it. */
+static void stop_sender(gt_dispatch *d)
+{
+    if (!d->sending)
+        return;
+    pthread_mutex_lock(&d->out->mu);
+    d->out->stop = 1;
+    pthread_cond_signal(&d->out->ready);
+    pthread_mutex_unlock(&d->out->mu);
+    pthread_join(d->sender, NULL);
+    d->sending = 0;
+}
+
+/* The dispatcher: serves the requests the receiver queued. Each round
+ * serves the light ones waiting (leases, registrations, heartbeats,
+ * goodbyes: small and latency-bound, a worker waiting on a lease has an
+ * idle GPU) in one store transaction, then results messages in another
+ * (serve), committing each before answering it. On a raw REP socket
+ * requests from many workers are in flight at once and each answer finds
+ * its way back by the request's header; one commit serves many workers
+ * (under 256 simulated workers a commit per request, its WAL append and the
+ * checkpoints they bring, was a quarter of the dispatcher's time). A worker
+ * has one request in flight at a time, so its own requests are never
+ * reordered; between workers, a lease no longer waits behind every results
+ * message that arrived before it (at 256 saturating workers a lease took
+ * 100 ms at the median, 175 at p99, most of it such a wait). Results
+ * cannot starve: every round serves one transaction of them whatever else
+ * waits. Three threads: the receiver, this one (the store's writer), and
+ * the sender (send_answers), so that neither taking requests off the
+ * socket nor sending answers waits for a transaction, or the other way
+ * round. */
+static void *loop(void *arg)
+{
+    gt_dispatch *d = arg;
+    queues *q = d->q;
+    double last_sweep = 0;
+    char err[256];
+    gt_dispatch_arena_open(); /* this thread's parse arena */
+    while (!atomic_load(&d->stop)) {
+        double now = gt_mono_ms();
+        /* Sweep at a quarter of the lease time (at most every second), so an
+         * expired lease waits at most that long to be requeued. */
+        double every = (double)d->o.lease_ms / 4 < 1000 ? (double)d->o.lease_ms / 4 : 1000;
+        if (now - last_sweep >= every) {
+            last_sweep = now;
+            if (gt_store_expire(d->store, gt_wall_ms(), d->o.max_attempts,
+                                d->o.lease_ms > 10000 ? d->o.lease_ms : 10000, err, sizeof err) < 0)
+                gt_err("lease sweep: %s", err);
+        }
+        /* wait for a request (at most 200 ms: the sweep's clock) */
+        pthread_mutex_lock(&q->mu);
+        if (q->light.n + q->heavy.n == 0 && !q->closed) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 200 * 1000000L;
+            until.tv_sec += until.tv_nsec / 1000000000L;
+            until.tv_nsec %= 1000000000L;
+            pthread_cond_timedwait(&q->ready, &q->mu, &until);
+        }
+        int closed = q->closed && q->light.n + q->heavy.n == 0;
+        pthread_mutex_unlock(&q->mu);
+        if (closed)
+            break;
+        serve(d, 0);
+        serve(d, 1);
+    }
+    gt_dispatch_arena_close();
+    return NULL;
+}
+
+/* Frees what the queues still hold (after both threads stopped). */
+static void queues_free(queues *q)
+{
+    if (!q)
+        return;
+    while (q->light.n > 0)
+        nng_msg_free(reqq_pop(&q->light, NULL));
+    while (q->heavy.n > 0)
+        nng_msg_free(reqq_pop(&q->heavy, NULL));
+    sync_destroy(&q->mu, &q->ready, &q->room);
+    free(q);
+}
+
+static queues *queues_new(void)
+{
+    queues *q = calloc(1, sizeof *q);
+    if (q && sync_init(&q->mu, &q->ready, &q->room) != 0) {
+        free(q);
+        return NULL;
+    }
+    return q;
+}
+
+/* Stops the receiver thread (it sees d->stop within the socket's receive
+ * timeout, or at once when it waits for room). */
+static void stop_receiver(gt_dispatch *d)
+{
+    if (!d->receiving)
+        return;
+    atomic_store(&d->stop, 1);
+    pthread_mutex_lock(&d->q->mu);
+    pthread_cond_broadcast(&d->q->room);
+    pthread_mutex_unlock(&d->q->mu);
+    pthread_join(d->receiver, NULL);
+    d->receiving = 0;
+}
+
+int gt_dispatch_threads_start(gt_dispatch *d, char *err, size_t errlen)
+{
+    if (!(d->q = queues_new()) || !(d->out = outq_new())) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (pthread_create(&d->receiver, NULL, receive, d) != 0) {
+        snprintf(err, errlen, "cannot start the dispatcher's receiver thread");
+        goto fail;
+    }
+    d->receiving = 1;
+    if (pthread_create(&d->sender, NULL, send_answers, d) != 0) {
+        snprintf(err, errlen, "cannot start the dispatcher's sender thread");
+        goto fail;
+    }
+    d->sending = 1;
+    if (pthread_create(&d->thread, NULL, loop, d) != 0) {
+        snprintf(err, errlen, "cannot start the dispatcher thread");
+        goto fail;
+    }
+    return 0;
+fail:
+    stop_receiver(d);
+    stop_sender(d);
+    queues_free(d->q);
+    outq_free(d->out);
+    d->q = NULL;
+    d->out = NULL;
+    return -1;
+}
+
+void gt_dispatch_threads_stop(gt_dispatch *d)
+{
+    atomic_store(&d->stop, 1);
+    pthread_join(d->thread, NULL);
+    stop_receiver(d);
+    stop_sender(d);
+    queues_free(d->q);
+    d->q = NULL;
+    outq_free(d->out);
+    d->out = NULL;
+}
