@@ -40,9 +40,10 @@ none "the planner, run options and search include no store or upper layer" \
   "gt_store[a-z_]*\.h|store_priv\.h|$WIRE" "${PURE[@]}"
 
 none "the dispatcher includes no HTTP header" 'gt_http\.h|http_priv\.h|gt_metrics\.h|microhttpd\.h' \
-  server/dispatch.c server/gt_dispatch.h server/session.c server/gt_session.h
+  server/dispatch.c server/dispatch_loop.c server/dispatch_priv.h server/gt_dispatch.h server/session.c \
+  server/gt_session.h
 
-SERVER_NOT_DISPATCH=($(ls server/*.c server/*.h | grep -vE 'server/(dispatch|main_gemmtuned)\.c$'))
+SERVER_NOT_DISPATCH=($(ls server/*.c server/*.h | grep -vE 'server/(dispatch|dispatch_loop|main_gemmtuned)\.c$'))
 none "in server/, only the dispatcher and main() include the protocol" 'gt_proto\.h' \
   "${SERVER_NOT_DISPATCH[@]}"
 
