@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* ---- logging: one structured line per event on stderr ---- */
 typedef enum { GT_LOG_DEBUG = 0, GT_LOG_INFO, GT_LOG_WARN, GT_LOG_ERR } gt_loglevel;
@@ -20,6 +21,9 @@ void gt_logf(gt_loglevel l, const char *fmt, ...) __attribute__((format(printf, 
 /* ---- clocks ---- */
 double gt_mono_ms(void);        /* CLOCK_MONOTONIC in ms */
 int64_t gt_wall_ms(void);       /* Unix time in ms */
+/* The time ms milliseconds from now on clock (CLOCK_REALTIME for a
+ * condition variable's default clock): a pthread_cond_timedwait deadline. */
+struct timespec gt_time_after_ms(int clock, long ms);
 
 /* ---- growable string ---- */
 typedef struct gt_str {

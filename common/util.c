@@ -56,6 +56,17 @@ double gt_mono_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+struct timespec gt_time_after_ms(int clock, long ms)
+{
+    struct timespec ts;
+    clock_gettime((clockid_t)clock, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    return ts;
+}
+
 int64_t gt_wall_ms(void)
 {
     struct timespec ts;

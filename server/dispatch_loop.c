@@ -149,15 +149,15 @@ static nng_msg *next_req(queues *q, int heavy, double *t)
 }
 
 /* Serves requests of one queue in one store transaction, commits, then
- * hands their answers to the sender thread: light ones while any wait (at most BATCH_MAX); results
- * messages until BATCH_MAX, or until a lighter request waits and the
- * transaction has run HEAVY_MIN_MS, so that a lease waits for a few
- * results messages, not for a whole batch of them (at ~15 us per result on
- * the 2-core development machine, 64 messages of 64 results took ~60 ms).
- * Nothing is answered before it is durable: a batch that does not commit
- * answers every request of it with the error, and the workers send again
- * (results are idempotent). Returns the requests served. */
-static int serve(gt_dispatch *d, int heavy)
+ * hands their answers to the sender thread: light ones while any wait (at
+ * most BATCH_MAX); results messages until BATCH_MAX, or until a lighter
+ * request waits and the transaction has run HEAVY_MIN_MS, so that a lease
+ * waits for a few results messages, not for a whole batch of them (at
+ * ~15 us per result on the 2-core development machine, 64 messages of 64
+ * results took ~60 ms). Nothing is answered before it is durable: a batch
+ * that does not commit answers every request of it with the error, and the
+ * workers send again (results are idempotent). */
+static void serve(gt_dispatch *d, int heavy)
 {
     char err[256];
     nng_msg *req[BATCH_MAX];
@@ -202,7 +202,6 @@ static int serve(gt_dispatch *d, int heavy)
     }
     pthread_cond_signal(&o->ready);
     pthread_mutex_unlock(&o->mu);
-    return n;
 }
 
 /* The sender thread: sends the answers the dispatcher committed, in its
@@ -341,11 +340,7 @@ static void *loop(void *arg)
         /* wait for a request (at most 200 ms: the sweep's clock) */
         pthread_mutex_lock(&q->mu);
         if (q->light.n + q->heavy.n == 0 && !q->closed) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += 200 * 1000000L;
-            until.tv_sec += until.tv_nsec / 1000000000L;
-            until.tv_nsec %= 1000000000L;
+            struct timespec until = gt_time_after_ms(CLOCK_REALTIME, 200);
             pthread_cond_timedwait(&q->ready, &q->mu, &until);
         }
         int closed = q->closed && q->light.n + q->heavy.n == 0;

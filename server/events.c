@@ -365,11 +365,7 @@ static void *ticker_main(void *arg)
     gt_events *e = arg;
     pthread_mutex_lock(&e->mu);
     while (!e->ticker_stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += (long)TICK_MS * 1000000L;
-        ts.tv_sec += ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
+        struct timespec ts = gt_time_after_ms(CLOCK_MONOTONIC, TICK_MS);
         int rc = 0;
         while (!e->ticker_stop && rc != ETIMEDOUT)
             rc = pthread_cond_timedwait(&e->cv, &e->mu, &ts);

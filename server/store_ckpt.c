@@ -79,11 +79,7 @@ static void *run(void *arg)
     pthread_mutex_lock(&c->mu);
     while (!c->stop) {
         if (c->pages < CKPT_PAGES) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += (long)CKPT_IDLE_MS * 1000000L;
-            until.tv_sec += until.tv_nsec / 1000000000L;
-            until.tv_nsec %= 1000000000L;
+            struct timespec until = gt_time_after_ms(CLOCK_REALTIME, CKPT_IDLE_MS);
             pthread_cond_timedwait(&c->cv, &c->mu, &until);
             if (c->stop)
                 break;

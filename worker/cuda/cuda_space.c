@@ -360,7 +360,8 @@ static int enum_pair(enum_state *e, const gt_cu_map *m, const gt_problem *p, con
 
 /* 1 when pair q exists for this problem: AlgoCheck accepts its plain
  * config with the default cluster shape, or with 1x1x1 (enum_pair's first
- * checks, which end a pair that has neither). */
+ * checks, which end a pair that has neither), and, where e->max_waves is
+ * set, with no more waves than that (else it counts in small_tiles). */
 static int pair_exists(enum_state *e, const gt_cu_map *m, const pair *q)
 {
     if (!pair_init(e, m, q))
