@@ -99,7 +99,7 @@ if [ "${NO_WRK:-0}" != 1 ]; then
   WRK=$!
   PIDS+=("$WRK")
 fi
-${WORKER_NICE:+nice -n "$WORKER_NICE"} "$BUILD/bench/gt-coord-bench" --server "$WURL" --db "$T/coord.db" --run "$RUN" --workers "$WORKERS" \
+"$BUILD/bench/gt-coord-bench" --server "$WURL" --db "$T/coord.db" --run "$RUN" --workers "$WORKERS" \
   --batch "$BATCH" --duration "$DURATION" --max-time "$MAX_TIME" --rate "$RATE" &
 BENCH=$!
 PIDS+=("$BENCH")

@@ -61,14 +61,14 @@ static int on_commit(void *arg, sqlite3 *db, const char *name, int pages)
 
 /* The writer's busy handler while the thread runs: the checkpoint holds
  * the WAL's locks for moments, and SQLite's own handler sleeps 1, 2, 5,
- * 10 ... 100 ms between tries. Retries every 100 us, for 5 s at most (the
+ * 10 ... 100 ms between tries. Retries every 100 us, for GT_STORE_BUSY_MS at most (the
  * store's busy timeout). */
 static int on_busy(void *arg, int tries)
 {
     (void)arg;
-    if (tries >= 50000)
+    if (tries >= GT_STORE_BUSY_MS * 10)
         return 0;
-    struct timespec ts = {0, 100000L};
+    struct timespec ts = {0, 100000L}; /* 100 us */
     nanosleep(&ts, NULL);
     return 1;
 }
