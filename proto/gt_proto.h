@@ -75,6 +75,11 @@ typedef struct gt_result {
     /* final phase: the GPU's state over the job's paired rounds
      * (gt_gpu_state.h); samples 0: none recorded (not sent) */
     gt_gpu_state gpu;
+    /* 1: timed as CUDA graph replays although the job's launch was plain:
+     * the final found the problem launch-bound (runner.c, run_final), so
+     * time_us and the uplift are the kernels' own, not the host's enqueue
+     * rate; sent as "launch": "graph". 0: the job's launch. */
+    int graph;
 } gt_result;
 
 /* Encodes r into a new JSON object (config is duplicated). */

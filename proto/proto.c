@@ -160,6 +160,8 @@ cJSON *gt_proto_result_to_json(const gt_result *r)
              cJSON_AddNumberToObject(j, "uplift", r->uplift) &&
              cJSON_AddNumberToObject(j, "uplift_lo", r->uplift_lo) &&
              cJSON_AddNumberToObject(j, "uplift_hi", r->uplift_hi);
+    if (ok && r->graph)
+        ok = cJSON_AddStringToObject(j, "launch", "graph") != NULL;
     if (ok && r->gpu.samples > 0) {
         cJSON *g = gt_gpu_state_to_json(&r->gpu);
         ok = g != NULL;
@@ -213,6 +215,16 @@ int gt_proto_result_from_json(const cJSON *j, gt_result *r, char *err, size_t er
             snprintf(err, errlen, "result: rounds needs uplift_lo <= uplift <= uplift_hi, finite, >= 0");
             return -1;
         }
+    }
+    /* How it was timed when not as the job said: only "graph" (a plain
+     * job's launch-bound final, timed as CUDA graph replays). */
+    v = cJSON_GetObjectItemCaseSensitive(j, "launch");
+    if (v) {
+        if (!cJSON_IsString(v) || strcmp(v->valuestring, "graph") != 0) {
+            snprintf(err, errlen, "result.launch: \"graph\" or absent");
+            return -1;
+        }
+        r->graph = 1;
     }
     /* The GPU's state is beside the measurement, not part of it: one that
      * does not check out is dropped (none recorded), the result kept. */

@@ -75,6 +75,10 @@ typedef struct gt_bk_cand gt_bk_cand;        /* per built candidate */
 
 typedef struct gt_backend {
     const char *name;
+    /* 1: time() honours gt_timing_opts.graph (a plain final that is
+     * launch-bound is then timed as graphs, worker/runner.c); 0: it does
+     * not, and finals stay as the job says. */
+    int graphs;
     /* Optional: devices of this backend on the node (NULL: one). Used by
      * `gemmtune-worker --device all`. Returns 0 when there is none. */
     int (*device_count)(void);

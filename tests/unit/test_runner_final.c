@@ -17,6 +17,13 @@
  * included) when that best is at least GT_SCREEN_PRUNE_MIN_US, else 0; a
  * candidate its backend stopped early is reported valid, with its
  * calibration time and a "pruned: ..." reason.
+ * A plain final on a backend that times CUDA graphs (gt_backend.graphs) is
+ * probed first: when an entry's plain call takes over GT_LAUNCH_BOUND_RATIO
+ * its graph time, every round is timed as graphs, every result says so
+ * ("launch": "graph"), no baseline timing goes out (it would join the
+ * screens' plain ones) and the screens' reference does not count as drift;
+ * otherwise, or when an entry cannot be timed as a graph, or on a backend
+ * without graphs, the final is plain as before.
  * (On the H100 a disturbed final once timed cuBLASLt's default at 2x its
  * screen time: bench/results/h100_25_service_gen.txt.) */
 #include "gen_test_util.h"
@@ -42,6 +49,9 @@ static struct {
     int state_calls;
     double cand_us[4];     /* > 0: candidate i's time instead of 10 + i */
     double prune_seen[4];  /* the prune_above_us candidate i was timed with */
+    double graph_div;      /* > 0: a call timed as a graph takes its plain time / graph_div */
+    int graph_fail_id;     /* > 0: that config cannot be timed as a graph */
+    int graph_calls;       /* calls timed as graphs */
     int prepares, unprepares;
 } g;
 
@@ -87,7 +97,7 @@ static int fake_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *e
 static int fake_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timing *t, char *err,
                      size_t errlen)
 {
-    (void)pp, (void)o, (void)err, (void)errlen;
+    (void)pp;
     double us;
     if (c->id == 0) {
         g.base_calls++;
@@ -100,6 +110,14 @@ static int fake_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_
         us = c->id >= 0 && c->id < 4 && g.cand_us[c->id] > 0 ? g.cand_us[c->id] : 10 + c->id;
         if (c->id >= 0 && c->id < 4)
             g.prune_seen[c->id] = o ? o->prune_above_us : -1;
+    }
+    if (o && o->graph) {
+        g.graph_calls++;
+        if (g.graph_fail_id > 0 && c->id == g.graph_fail_id) {
+            snprintf(err, errlen, "graph capture failed (test)");
+            return -1;
+        }
+        us /= g.graph_div > 0 ? g.graph_div : 1;
     }
     memset(t, 0, sizeof *t);
     t->pruned = o && o->prune_above_us > 0 && us > o->prune_above_us;
@@ -149,6 +167,7 @@ typedef struct seen {
     double uplift_of[4], lo_of[4], hi_of[4];
     int rounds_of[4];
     gt_gpu_state gpu_of[4];
+    int graph_of[4];
     char reason_of[4][256];
     int done_ok, results;
     int bad_baselines;     /* invalid results marked baseline */
@@ -175,6 +194,7 @@ static int collect(void *ctx, cJSON *ev)
                 s->hi_of[id] = r.uplift_hi;
                 s->rounds_of[id] = r.rounds;
                 s->gpu_of[id] = r.gpu;
+                s->graph_of[id] = r.graph;
                 snprintf(s->reason_of[id], sizeof s->reason_of[id], "%s", r.reason);
             }
             s->results++;
@@ -200,19 +220,22 @@ static char *prob_text(void)
     return t;
 }
 
-/* Runs the job text through the runner on the fake device; what it sent. */
-static seen run_job(const char *job)
+/* Runs the job text through the runner on backend bk; what it sent. */
+static seen run_job_on(const gt_backend *bk, const char *job)
 {
     seen s;
     memset(&s, 0, sizeof s);
     cJSON *j = cJSON_Parse(job);
     CHECK(j != NULL);
-    gt_runner r = {.bk = &k_fake, .emit = collect, .emit_ctx = &s};
+    gt_runner r = {.bk = bk, .emit = collect, .emit_ctx = &s};
     CHECK(j && gt_runner_run(&r, j) == 0);
     gt_runner_fini(&r);
     cJSON_Delete(j);
     return s;
 }
+
+/* ... on the fake device */
+static seen run_job(const char *job) { return run_job_on(&k_fake, job); }
 
 /* Screen shards of one problem back to back share one prepare; a final job
  * of it prepares afresh (the winners validated on new inputs), and so does
@@ -441,9 +464,65 @@ static void test_screen_prune(void)
     CHECK(s.results == 3 && s.reason_of[2][0] == 0 && s.time_of[2] == 400);
 }
 
+/* A final job of the baseline (20 us plain) and two candidates (11, 12 us)
+ * with the screens' reference ref_us, on a backend that times graphs, whose
+ * graph calls take the plain time / div (config fail_id: cannot be
+ * captured). */
+static seen run_final_graphs(double ref_us, double div, int fail_id)
+{
+    memset(&g, 0, sizeof g);
+    g.base_us = 20, g.graph_div = div, g.graph_fail_id = fail_id;
+    gt_backend bk = k_fake;
+    bk.graphs = 1;
+    char job[1024], *ptxt = prob_text();
+    snprintf(job, sizeof job,
+             "{\"id\":6,\"kind\":\"final\",\"problem\":%s,\"candidates\":[{\"id\":1},{\"id\":2}],"
+             "\"baseline\":{\"id\":0},\"timing\":{\"min_time_ms\":1,\"repeats\":9,\"warmup\":1,"
+             "\"rounds\":9,\"ci_width\":0,\"baseline_ref_us\":%g}}",
+             ptxt ? ptxt : "null", ref_us);
+    cJSON_free(ptxt);
+    return run_job_on(&bk, job);
+}
+
+static void test_launch_bound(void)
+{
+    /* plain 2.5x the graph time: launch-bound. 3 probes of each kind, then 9
+     * rounds of 3 entries as graphs; the times reported are the graphs'; the
+     * screens' 20 us against the rounds' 8 us is no drift: no second set */
+    seen s = run_final_graphs(20, 2.5, 0);
+    CHECK_MSG(s.done_ok && s.results == 3 && g.graph_calls == 3 + 27 && g.base_calls == 2 + 9,
+              "%d graph calls, %d baseline calls", g.graph_calls, g.base_calls);
+    CHECK(s.graph_of[0] && s.graph_of[1] && s.graph_of[2]);
+    CHECK(s.time_of[0] == 8 && fabs(s.time_of[1] - 4.4) < 1e-12 && fabs(s.uplift_of[1] - 20.0 / 11) < 1e-12);
+    CHECK_MSG(s.baseline_us == 0, "a graph-timed baseline went out as the job's baseline: %g", s.baseline_us);
+    /* on the result's wire form too */
+    gt_result r = {.config = cJSON_CreateObject(), .valid = 1, .time_us = 8, .rel_err = 0, .graph = 1}, back;
+    cJSON *rj = gt_proto_result_to_json(&r);
+    char err[128];
+    CHECK(rj && !strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rj, "launch")), "graph"));
+    CHECK(rj && gt_proto_result_from_json(rj, &back, err, sizeof err) == 0 && back.graph == 1);
+    cJSON_ReplaceItemInObjectCaseSensitive(rj, "launch", cJSON_CreateString("plain"));
+    CHECK_MSG(rj && gt_proto_result_from_json(rj, &back, err, sizeof err) == -1 && strstr(err, "launch"), "%s",
+              err);
+    cJSON_Delete(rj);
+    cJSON_Delete(r.config);
+    /* within the ratio (1.10 < 1.15): plain rounds, only the probes as graphs */
+    s = run_final_graphs(20, 1.10, 0);
+    CHECK_MSG(s.done_ok && g.graph_calls == 3 && !s.graph_of[0] && !s.graph_of[1] && s.time_of[0] == 20 &&
+                  s.baseline_us == 20,
+              "%d graph calls", g.graph_calls);
+    /* launch-bound, but a candidate cannot be captured: every entry plain */
+    s = run_final_graphs(20, 2.5, 2);
+    CHECK(s.done_ok && !s.graph_of[0] && !s.graph_of[1] && s.time_of[0] == 20 && s.time_of[2] == 12);
+    /* a backend without graphs is never probed */
+    s = run_final(0, 20, 0, 0);
+    CHECK(s.done_ok && g.graph_calls == 0 && !s.graph_of[1]);
+}
+
 int main(void)
 {
     gt_log_set_level(GT_LOG_ERR);
+    RUN(test_launch_bound);
     RUN(test_screen_prune);
     RUN(test_kept_prepare);
     RUN(test_screen_failed_default);

@@ -335,6 +335,7 @@ static int cuda_device_count(void)
 
 const gt_backend gt_bk_cuda = {
     .name = "cuda",
+    .graphs = 1,
     .device_count = cuda_device_count,
     .open = cuda_open,
     .close = cuda_close,
