@@ -49,6 +49,10 @@ CREATE TABLE results (
     uplift       REAL,                         -- median of per-round baseline / this
     uplift_lo    REAL,                         -- its confidence interval
     uplift_hi    REAL,
+    -- 'graph': timed as CUDA graph replays although meta launch says plain
+    -- (a launch-bound final); NULL: as meta launch says (and in exports
+    -- before it)
+    launch       TEXT,
     UNIQUE (problem_id, backend, device_model, config_hash, phase, source)
 );
 
@@ -73,5 +77,8 @@ CREATE TABLE best (
     baseline_kind   TEXT,
     baseline_config TEXT,                      -- the substitute's config (NULL: the default)
     baseline_reason TEXT,                      -- why the default could not run
+    -- how time_us, baseline_us and uplift were timed when not as meta launch
+    -- says: 'graph' (a launch-bound final of a plain run); NULL: meta launch
+    launch          TEXT,
     PRIMARY KEY (problem_id, backend, device_model)
 );

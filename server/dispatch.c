@@ -432,6 +432,7 @@ int gt_dispatch_decode_report(const cJSON *m, gt_report *r, char *err, size_t er
         o->uplift_lo = pr.uplift_lo;
         o->uplift_hi = pr.uplift_hi;
         o->gpu = pr.gpu;
+        o->graph = pr.graph;
         snprintf(o->reason, sizeof o->reason, "%s", pr.reason);
     }
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(m, "baseline");

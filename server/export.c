@@ -44,12 +44,12 @@ extern const struct gt_schema_file gt_schema_files[];
 #define RESULT_COLS                                                                                \
     "problem_id, backend, device_model, phase, config, config_hash, is_baseline, "                \
     "time_us, spread, tflops, rel_err, valid, reason, source, created_ms, "                      \
-    "rounds, uplift, uplift_lo, uplift_hi"
+    "rounds, uplift, uplift_lo, uplift_hi, launch"
 
 #define BEST_COLS                                                                                  \
     "problem_id, backend, device_model, config, config_hash, time_us, baseline_us, uplift, "      \
     "tflops, rel_err, source, uplift_lo, uplift_hi, rounds, baseline_kind, baseline_config, "    \
-    "baseline_reason"
+    "baseline_reason, launch"
 
 /* Tables a file must have to be read as an export. */
 static const char *const k_export_tables[] = {"meta", "problems", "results", "best"};
@@ -344,7 +344,7 @@ static const char k_sql_results[] =
     "INSERT INTO " OUT_SCHEMA ".results (id, " RESULT_COLS ") "
     "SELECT id, problem_id, backend, device_model, phase, config, config_hash, is_baseline, "
     "       time_us, spread, tflops, rel_err, valid, reason, ?1, created_ms, "
-    "       rounds, uplift, uplift_lo, uplift_hi "
+    "       rounds, uplift, uplift_lo, uplift_hi, launch "
     "FROM main.results WHERE run_id = ?3 ORDER BY id";
 
 /* problem_best's row's substitute baseline (store_priv.h). The unqualified
@@ -368,7 +368,9 @@ static const char k_sql_best[] =
     "            WHEN baseline_us IS NOT NULL THEN 'default' END, "
     "       CASE WHEN " SUBST_SQL " THEN " GT_STORE_FINAL_BASE_SQL("problem_best.problem_id") " END, "
     "       CASE WHEN " SUBST_SQL " OR baseline_us IS NULL THEN "
-    GT_STORE_DEFAULT_FAILED_SQL("problem_best.problem_id") " END "
+    GT_STORE_DEFAULT_FAILED_SQL("problem_best.problem_id") " END, "
+    /* how the entry was timed when not as meta launch says (schema 011) */
+    "       launch "
     "FROM main.problem_best "
     "WHERE problem_id IN (SELECT id FROM main.problems WHERE run_id = ?3) AND run_id = ?3 "
     "ORDER BY problem_id, backend, device_model";
@@ -671,7 +673,7 @@ static const char k_merge_results[] =
     "INSERT INTO main.results (" RESULT_COLS ") "
     "SELECT mp.id, r.backend, r.device_model, r.phase, r.config, r.config_hash, r.is_baseline, "
     "       r.time_us, r.spread, r.tflops, r.rel_err, r.valid, r.reason, r.source, r.created_ms, "
-    "       %s "
+    "       %s, %s "
     "FROM " IN_SCHEMA ".results r "
     "JOIN " IN_SCHEMA ".problems ip ON ip.id = r.problem_id "
     "JOIN main.problems mp ON mp.key = ip.key "
@@ -682,7 +684,7 @@ static const char k_merge_results[] =
 static const char k_merge_best[] =
     "INSERT INTO main.best (" BEST_COLS ") "
     "SELECT mp.id, b.backend, b.device_model, b.config, b.config_hash, b.time_us, b.baseline_us, "
-    "       b.uplift, b.tflops, b.rel_err, b.source, %s, %s "
+    "       b.uplift, b.tflops, b.rel_err, b.source, %s, %s, %s "
     "FROM " IN_SCHEMA ".best b "
     "JOIN " IN_SCHEMA ".problems ip ON ip.id = b.problem_id "
     "JOIN main.problems mp ON mp.key = ip.key "
@@ -694,7 +696,7 @@ static const char k_merge_best[] =
     "    source = excluded.source, uplift_lo = excluded.uplift_lo, "
     "    uplift_hi = excluded.uplift_hi, rounds = excluded.rounds, "
     "    baseline_kind = excluded.baseline_kind, baseline_config = excluded.baseline_config, "
-    "    baseline_reason = excluded.baseline_reason "
+    "    baseline_reason = excluded.baseline_reason, launch = excluded.launch "
     "WHERE excluded.time_us < best.time_us";
 
 /* 1 when the attached input's table has the column (exports before the
@@ -733,18 +735,22 @@ static int merge_one(sqlite3 *db, const char *in, char *err, size_t errlen)
     in_tx = 1;
     int rpaired = in_has_column(db, "results", "uplift_lo"),
         bpaired = in_has_column(db, "best", "uplift_lo"),
-        bkind = in_has_column(db, "best", "baseline_kind");
-    if (rpaired < 0 || bpaired < 0 || bkind < 0) {
+        bkind = in_has_column(db, "best", "baseline_kind"),
+        rlaunch = in_has_column(db, "results", "launch"), blaunch = in_has_column(db, "best", "launch");
+    if (rpaired < 0 || bpaired < 0 || bkind < 0 || rlaunch < 0 || blaunch < 0) {
         set_err(err, errlen, "%s: reading its columns: %s", in, sqlite3_errmsg(db));
         goto fail;
     }
-    char rsql[sizeof k_merge_results + 64], bsql[sizeof k_merge_best + 128];
+    char rsql[sizeof k_merge_results + 96], bsql[sizeof k_merge_best + 160];
     snprintf(rsql, sizeof rsql, k_merge_results,
-             rpaired ? "r.rounds, r.uplift, r.uplift_lo, r.uplift_hi" : "NULL, NULL, NULL, NULL");
+             rpaired ? "r.rounds, r.uplift, r.uplift_lo, r.uplift_hi" : "NULL, NULL, NULL, NULL",
+             /* exports before launch-bound finals: every entry as meta launch says */
+             rlaunch ? "r.launch" : "NULL");
     snprintf(bsql, sizeof bsql, k_merge_best,
              bpaired ? "b.uplift_lo, b.uplift_hi, b.rounds" : "NULL, NULL, NULL",
              /* exports before the substitute baseline: which one is unknown */
-             bkind ? "b.baseline_kind, b.baseline_config, b.baseline_reason" : "NULL, NULL, NULL");
+             bkind ? "b.baseline_kind, b.baseline_config, b.baseline_reason" : "NULL, NULL, NULL",
+             blaunch ? "b.launch" : "NULL");
     if (exec_sql(db, k_merge_problems, "table problems", msg, sizeof msg) != 0 ||
         exec_sql(db, rsql, "table results", msg, sizeof msg) != 0 ||
         exec_sql(db, bsql, "table best", msg, sizeof msg) != 0 ||

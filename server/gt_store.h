@@ -254,6 +254,8 @@ typedef struct gt_report_result {
     int rounds;
     double uplift, uplift_lo, uplift_hi;
     gt_gpu_state gpu;        /* final phase: the GPU's state over its rounds; samples 0: none */
+    int graph;               /* final phase: timed as CUDA graphs, not as the run's plain
+                                launch (results.launch 'graph', schema 011) */
 } gt_report_result;
 
 /* What a worker reports about a job (a "results" message of the protocol,

@@ -746,8 +746,8 @@ static int insert_result(gt_store *s, const job_row *j, int64_t job_id, int64_t 
             s,
             "INSERT OR IGNORE INTO results(run_id, problem_id, job_id, backend, phase, config,"
             " config_hash, is_baseline, time_us, spread, tflops, rel_err, valid, reason, worker_id,"
-            " device_model, created_ms, rounds, uplift, uplift_lo, uplift_hi, gpu_state)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " device_model, created_ms, rounds, uplift, uplift_lo, uplift_hi, gpu_state, launch)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             err, errlen);
     sqlite3_stmt *st = s->ins_result;
     if (!st)
@@ -797,6 +797,9 @@ static int insert_result(gt_store *s, const job_row *j, int64_t job_id, int64_t 
         sqlite3_bind_text(st, 22, gpu, -1, SQLITE_TRANSIENT);
     }
     cJSON_free(gpu);
+    /* timed as graphs in a plain run: a final's own (schema 011) */
+    if (r->graph && !strcmp(phase, "final"))
+        sqlite3_bind_text(st, 23, "graph", -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE) {
         snprintf(err, errlen, "sqlite step: %s", sqlite3_errmsg(s->db));
         sqlite3_reset(st);

@@ -286,7 +286,9 @@ int gt_store_add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_
          * default could not run (store_priv.h) */
         " COALESCE(" GT_STORE_FINAL_BASE_SQL("p.id") ", " GT_STORE_SCREEN_BASE_SQL("p.id") "),"
         " " GT_STORE_SUBSTITUTE_SQL("p.id") ","
-        " " GT_STORE_DEFAULT_FAILED_SQL("p.id")
+        " " GT_STORE_DEFAULT_FAILED_SQL("p.id") ","
+        /* how the entry was timed when not as the run said (schema 011) */
+        " r.launch"
         " FROM problems p LEFT JOIN results r ON r.id = " GT_STORE_BEST_SQL("p.id")
         " WHERE p.run_id = ? ORDER BY p.weight DESC, p.id",
         err, errlen);
@@ -319,7 +321,8 @@ int gt_store_add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_
             add_paired(b, st, paired) != 0 ||
             !add_num_col(b, "tflops", st, 9) || !add_num_col(b, "rel_err", st, 10) ||
             !add_str_col(b, "error", st, 11) || !add_num_col(b, "baseline_screen_us", st, 13) ||
-            add_drift(b, st, &suspect_n) != 0 || !add_json_col(b, "gpu_state", st, 19)) {
+            add_drift(b, st, &suspect_n) != 0 || !add_json_col(b, "gpu_state", st, 19) ||
+            !add_str_col(b, "launch", st, 23)) {
             gt_store_finish(s, st);
             return -1;
         }
@@ -429,7 +432,7 @@ cJSON *gt_store_run_json(gt_store *s, int64_t run_id, int64_t now_ms, int *found
 static const char k_results_sql[] =
     "SELECT r.problem_id, p.label, r.backend, r.phase, r.config, r.config_hash, r.is_baseline,"
     " r.time_us, r.spread, r.tflops, r.rel_err, r.valid, r.reason, r.worker_id, r.device_model,"
-    " r.created_ms, r.job_id, r.rounds, r.uplift, r.uplift_lo, r.uplift_hi, r.gpu_state"
+    " r.created_ms, r.job_id, r.rounds, r.uplift, r.uplift_lo, r.uplift_hi, r.gpu_state, r.launch"
     " FROM results r JOIN problems p ON p.id = r.problem_id WHERE r.run_id = ?"
     " ORDER BY p.weight DESC, r.problem_id, r.phase, r.time_us IS NULL, r.time_us";
 
@@ -449,7 +452,8 @@ static int fill_result(cJSON *r, sqlite3_stmt *st, gt_store *s, int64_t now_ms, 
         !add_str_col(r, "device_model", st, 14) || !add_num_col(r, "created_ms", st, 15) ||
         !add_num_col(r, "job_id", st, 16) || !add_num_col(r, "rounds", st, 17) ||
         !add_num_col(r, "uplift", st, 18) || !add_num_col(r, "uplift_lo", st, 19) ||
-        !add_num_col(r, "uplift_hi", st, 20) || !add_json_col(r, "gpu_state", st, 21)) {
+        !add_num_col(r, "uplift_hi", st, 20) || !add_json_col(r, "gpu_state", st, 21) ||
+        !add_str_col(r, "launch", st, 22)) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }

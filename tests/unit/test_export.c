@@ -196,7 +196,9 @@ static sqlite3 *make_coordinator(const char *path)
              "UPDATE results SET rounds = 12, uplift = 1.5, uplift_lo = 1.4, uplift_hi = 1.6"
              " WHERE problem_id = 3 AND config_hash = 'hG';"
              "UPDATE results SET rounds = 12, uplift = 1, uplift_lo = 1, uplift_hi = 1"
-             " WHERE problem_id = 3 AND is_baseline = 1;") != 0)
+             " WHERE problem_id = 3 AND is_baseline = 1;"
+             /* and launch-bound (011): its rounds timed as CUDA graphs */
+             "UPDATE results SET launch = 'graph' WHERE problem_id = 3 AND phase = 'final';") != 0)
         goto fail;
     return db;
 fail:
@@ -264,9 +266,10 @@ static void test_export_run(void)
     CHECK(near(q_num(e, sql), 12.0 / 9.0));
     snprintf(sql, sizeof sql, "SELECT b.source %s", k1);
     CHECK(strcmp(q_str(e, sql), "hostA/run/1") == 0);
-    /* measured before the paired rounds: no interval */
-    snprintf(sql, sizeof sql, "SELECT b.uplift_lo IS NULL AND b.rounds IS NULL %s", k1);
+    /* measured before the paired rounds: no interval; timed as the run says */
+    snprintf(sql, sizeof sql, "SELECT b.uplift_lo IS NULL AND b.rounds IS NULL AND b.launch IS NULL %s", k1);
     CHECK(near(q_num(e, sql), 1));
+    CHECK(near(q_num(e, "SELECT count(*) FROM results WHERE launch IS NOT NULL"), 0));
     /* K2: screen only, against the mean of its screen baselines. */
     CHECK(near(q_num(e, "SELECT b.time_us FROM best b JOIN problems p ON p.id = b.problem_id "
                         "WHERE p.key = 'K2'"),
@@ -276,6 +279,16 @@ static void test_export_run(void)
                32.0 / 20.0));
     CHECK(strcmp(q_str(e, "PRAGMA integrity_check"), "ok") == 0);
     CHECK(strcmp(q_str(e, "PRAGMA journal_mode"), "delete") == 0);
+    sqlite3_close(e);
+    /* run 2's launch-bound final: its results and its best entry say graph */
+    e = open_ro(tpath("e2.db"));
+    CHECK(e != NULL);
+    if (!e)
+        return;
+    snprintf(sql, sizeof sql, "SELECT b.launch %s", k1);
+    CHECK(strcmp(q_str(e, sql), "graph") == 0);
+    CHECK(near(q_num(e, "SELECT count(*) FROM results WHERE launch = 'graph' AND phase = 'final'"), 2));
+    CHECK(near(q_num(e, "SELECT count(*) FROM results WHERE launch IS NOT NULL AND phase = 'screen'"), 0));
     sqlite3_close(e);
 }
 
@@ -313,6 +326,10 @@ static void test_export_merge(void)
         CHECK(near(q_num(m, sql), 1.4 + 16 + 1200));
         snprintf(sql, sizeof sql, "SELECT b.source %s", k1);
         CHECK(strcmp(q_str(m, sql), "hostA/run/2") == 0);
+        /* how it was timed travels with it */
+        snprintf(sql, sizeof sql, "SELECT b.launch %s", k1);
+        CHECK(strcmp(q_str(m, sql), "graph") == 0);
+        CHECK(near(q_num(m, "SELECT count(*) FROM results WHERE launch = 'graph'"), 2));
         /* Problems present in one input only are kept with their best. */
         CHECK(near(q_num(m, "SELECT b.time_us FROM best b JOIN problems p ON p.id = b.problem_id "
                             "WHERE p.key = 'K2'"),
@@ -349,6 +366,30 @@ static void test_export_merge(void)
         CHECK(near(q_num(m, "SELECT count(*) FROM results"), 9));
         CHECK(near(q_num(m, "SELECT count(*) FROM problems"), 2));
         sqlite3_close(m);
+    }
+
+    /* An export from before launch-bound finals (no launch columns) merges:
+     * its entries as its run timed them (NULL) */
+    {
+        sqlite3 *o = NULL;
+        char cp[600];
+        snprintf(cp, sizeof cp, "cp '%s' '%s'", tpath("e1.db"), tpath("old.db"));
+        CHECK(system(cp) == 0);
+        CHECK(sqlite3_open(tpath("old.db"), &o) == SQLITE_OK &&
+              sqlite3_exec(o, "ALTER TABLE results DROP COLUMN launch; ALTER TABLE best DROP COLUMN launch;",
+                           NULL, NULL, NULL) == SQLITE_OK);
+        sqlite3_close(o);
+        const char *mixed[] = {tpath("old.db"), tpath("e2.db")};
+        rc = gt_export_merge(mixed, 2, tpath("m_old.db"), err, sizeof err);
+        CHECK_MSG(rc == 0, "merge with an old export: %s", err);
+        m = open_ro(tpath("m_old.db"));
+        if (m) {
+            CHECK(near(q_num(m, "SELECT count(*) FROM best WHERE launch IS NULL"), 2)); /* K2, K3 */
+            CHECK(strcmp(q_str(m, "SELECT b.launch FROM best b JOIN problems p ON p.id = b.problem_id "
+                                  "WHERE p.key = 'K1'"),
+                         "graph") == 0);
+            sqlite3_close(m);
+        }
     }
 
     /* The output must be new. */

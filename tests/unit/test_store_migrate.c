@@ -82,7 +82,17 @@ static void upgrades_v3(void)
     CHECK_MSG(s, "%s", err);
     if (!s)
         return;
-    CHECK(user_version(gt_store_db(s)) == 10);
+    CHECK(user_version(gt_store_db(s)) == 11);
+    /* 011: results say how a launch-bound final was timed, and problem_best
+     * carries the winner's */
+    {
+        char v[2][128];
+        CHECK(row_text(gt_store_db(s),
+                       "SELECT (SELECT COUNT(*) FROM pragma_table_info('results') WHERE name = 'launch'),"
+                       " (SELECT COUNT(*) FROM pragma_table_info('problem_best') WHERE name = 'launch')",
+                       v, 2) == 0 &&
+              !strcmp(v[0], "1") && !strcmp(v[1], "1"));
+    }
     /* 010: results keep three indexes besides the unique key: results_by_run
      * (a prefix of results_by_run_phase) and results_by_problem_time (the
      * timeline's) are gone */
@@ -151,7 +161,7 @@ static void upgrades_v3(void)
     s = gt_store_open(path, err, sizeof err);
     CHECK_MSG(s, "%s", err);
     if (s) {
-        CHECK(user_version(gt_store_db(s)) == 10);
+        CHECK(user_version(gt_store_db(s)) == 11);
         ws = gt_store_workers_json(s, 10, err, sizeof err);
         CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ws, "workers")) == 2);
         cJSON_Delete(ws);
