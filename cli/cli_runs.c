@@ -326,7 +326,7 @@ static int results_best(const gt_cli *c, int64_t id)
     gt_cli_table t = {.ncols = is_verify ? 12 : 9, .head = is_verify ? head_v : head,
                       .align = is_verify ? "lrrrrrrrllrl" : "lrrrrrlrl"};
     const cJSON *best = gt_cli_jget(j, "best"), *b;
-    int suspect = 0, nogain = 0, subst = 0;
+    int suspect = 0, nogain = 0, subst = 0, graphs = 0;
     cJSON_ArrayForEach(b, best)
     {
         char b1[32], b2[32], b3[32], b4[32], b5[32];
@@ -342,8 +342,10 @@ static int results_best(const gt_cli *c, int64_t id)
         gt_cli_table_cell(&t, "%s", gt_cli_fnum(b3, sizeof b3, b, "time_us", "%.2f", 1.0));
         int none = cJSON_IsFalse(gt_cli_jget(b, "significant"));
         nogain += none;
-        gt_cli_table_cell(&t, "%s%s%s%s", gt_cli_fnum(b4, sizeof b4, b, "uplift", "%.3fx", 1.0), sus ? "!" : "",
-                          none ? "=" : "", sub ? "*" : "");
+        int graph = !strcmp(gt_cli_jstr(b, "launch", ""), "graph");
+        graphs += graph;
+        gt_cli_table_cell(&t, "%s%s%s%s%s", gt_cli_fnum(b4, sizeof b4, b, "uplift", "%.3fx", 1.0), sus ? "!" : "",
+                          none ? "=" : "", sub ? "*" : "", graph ? "#" : "");
         if (is_verify) {
             char b6[32], b7[32];
             gt_cli_table_cell(&t, "%s", gt_cli_fnum(b6, sizeof b6, b, "stored_uplift", "%.3fx", 1.0));
@@ -387,6 +389,10 @@ static int results_best(const gt_cli *c, int64_t id)
         printf("%d GEMM(s) marked !: the final phase timed the baseline more than %.2fx away from its screen "
                "jobs (baseline_drift), also when re-timed: that uplift is not to be trusted; tune them again\n",
                suspect, GT_BASELINE_DRIFT_MAX);
+    if (graphs)
+        printf("%d GEMM(s) marked #: launch-bound (a plain call took over %.2fx its time in a CUDA graph): "
+               "the final timed them as graphs, the kernels' own times; gemmtune verify does the same\n",
+               graphs, GT_LAUNCH_BOUND_RATIO);
     if (subst)
         print_substitutes(j, subst);
     print_missing_baselines(c, id, best);

@@ -62,6 +62,8 @@ typedef struct ventry {
     char *label, *key, *spec, *backend, *model, *config, *base_config;
     double uplift, lo, hi; /* stored; NAN when absent */
     int rounds;
+    int graph;             /* stored launch 'graph': a launch-bound final of a plain run,
+                              timed as CUDA graphs (schema/EXPORT.md best.launch) */
     const char *missing;   /* --against: why it has no counterpart (refused), else NULL */
 } ventry;
 
@@ -115,15 +117,22 @@ static int read_entries(const char *path, const char *model, ventry **out, size_
                            &st, NULL) == SQLITE_OK)
         paired = sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
+    /* exports before launch-bound finals have no best.launch */
+    int has_launch = 0;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('best') WHERE name = 'launch'", -1, &st,
+                           NULL) == SQLITE_OK)
+        has_launch = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
     char sql[1024];
     snprintf(sql, sizeof sql,
              "SELECT p.label, p.spec, b.backend, b.device_model, b.config, b.uplift, %s,"
              " (SELECT r.config FROM results r WHERE r.problem_id = b.problem_id"
              "   AND r.backend = b.backend AND r.device_model = b.device_model AND r.is_baseline = 1"
-             "   ORDER BY r.phase = 'final' DESC, r.id LIMIT 1), p.key"
+             "   ORDER BY r.phase = 'final' DESC, r.id LIMIT 1), p.key, %s"
              " FROM best b JOIN problems p ON p.id = b.problem_id"
              " WHERE ?1 IS NULL OR b.device_model = ?1 ORDER BY p.weight DESC, p.id, b.backend",
-             paired ? "b.uplift_lo, b.uplift_hi, b.rounds" : "NULL, NULL, NULL");
+             paired ? "b.uplift_lo, b.uplift_hi, b.rounds" : "NULL, NULL, NULL",
+             has_launch ? "b.launch IS 'graph'" : "0");
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s: not an export database (%s)", path, sqlite3_errmsg(db));
         sqlite3_close(db);
@@ -150,6 +159,7 @@ static int read_entries(const char *path, const char *model, ventry **out, size_
         e->rounds = sqlite3_column_type(st, 8) == SQLITE_NULL ? 0 : sqlite3_column_int(st, 8);
         e->base_config = dup_col(st, 9);
         e->key = dup_col(st, 10);
+        e->graph = sqlite3_column_int(st, 11);
         if (!e->label || !e->key || !e->spec || !e->backend || !e->model || !e->config)
             break;
     }
@@ -219,6 +229,7 @@ typedef struct vresult {
     gt_paired_stat st;     /* of the best config against the baseline */
     double base_us, best_us;
     gt_gpu_state gpu;      /* the GPU's state over the rounds; samples 0: none read */
+    const char *launch;    /* how it was re-timed: "plain", "chained" or "graph" */
 } vresult;
 
 /* One backend's device, opened on its first entry. */
@@ -235,6 +246,7 @@ typedef struct vctx {
     int device;            /* --device: the index opened */
     gt_paired_opts po;
     gt_timing_opts timing;
+    int launch_given;      /* --launch: every entry so; else each as its run timed it */
     int gpu_why_said;      /* why no GPU state is read, said once */
 } vctx;
 
@@ -323,9 +335,16 @@ static void verify_one(vctx *v, const ventry *e, double tol, vresult *res)
         snprintf(res->why, sizeof res->why, "%s", e->missing);
         return;
     }
+    /* as the entry was timed: an export's launch-bound finals were timed
+     * as graphs in a plain run (best.launch), unless --launch says
+     * otherwise for every entry */
+    gt_timing_opts tm = v->timing;
+    if (e->graph && !v->launch_given && !tm.chained)
+        tm.graph = 1;
+    res->launch = tm.graph ? "graph" : tm.chained ? "chained" : "plain";
     /* a CUDA graph is the cuda backend's: another backend would time its
      * entry plainly, which is not what was asked */
-    if (v->timing.graph && strcmp(e->backend, "cuda")) {
+    if (tm.graph && strcmp(e->backend, "cuda")) {
         res->status = 2;
         snprintf(res->why, sizeof res->why,
                  "launch=graph: only the cuda backend times in CUDA graphs (this entry is %.32s)", e->backend);
@@ -366,8 +385,8 @@ static void verify_one(vctx *v, const ventry *e, double tol, vresult *res)
         c[1] = build_checked(d, pp, &p, "tuned", e->config, res->why, sizeof res->why);
     if (!c[0] || !c[1])
         goto out;
-    v->timing.rotating_bytes = p.rotating_mb * (1 << 20);
-    gt_bk_paired bp = {.bk = d->bk, .pp = pp, .cands = c, .n = 2, .timing = v->timing, .why = why};
+    tm.rotating_bytes = p.rotating_mb * (1 << 20);
+    gt_bk_paired bp = {.bk = d->bk, .pp = pp, .cands = c, .n = 2, .timing = tm, .why = why};
     if (gt_bk_paired_run(&bp, &v->po, times, &rounds, st)) {
         snprintf(res->why, sizeof res->why, "out of memory");
         goto out;
@@ -425,6 +444,8 @@ static cJSON *entry_json(const ventry *e, const vresult *r)
         goto fail;
     cJSON_AddItemToObject(o, "stored", s);
     if (!cJSON_AddStringToObject(o, "label", e->label) || !cJSON_AddStringToObject(o, "backend", e->backend) ||
+        !cJSON_AddItemToObject(o, "launch", r->launch ? cJSON_CreateString(r->launch) : cJSON_CreateNull()) ||
+        !cJSON_AddItemToObject(s, "launch", e->graph ? cJSON_CreateString("graph") : cJSON_CreateNull()) ||
         !cJSON_AddStringToObject(o, "device_model", e->model) ||
         !cJSON_AddItemToObject(s, "uplift", num_or_null(e->uplift)) ||
         !cJSON_AddItemToObject(s, "uplift_lo", num_or_null(e->lo)) ||
@@ -541,6 +562,7 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
     int have_launch = read_launch(path, run_launch, sizeof run_launch) == 0 &&
                       (!strcmp(run_launch, "plain") || !strcmp(run_launch, "chained") ||
                        !strcmp(run_launch, "graph"));
+    int launch_given = launch != NULL;
     if (!launch && have_launch)
         launch = run_launch;
     else if (have_launch && strcmp(run_launch, launch ? launch : "plain"))
@@ -549,6 +571,7 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
     /* as the final phase times (server/store_jobs.c: 4x the run's default
      * min_time_ms, 2 warm-up calls), one repeat per round */
     vctx v = {.device = (int)device,
+              .launch_given = launch_given,
               .timing = {.min_time_ms = min_ms, .warmup = 2, .repeats = 1,
                          .chained = launch && !strcmp(launch, "chained"),
                          .graph = launch && !strcmp(launch, "graph")}};
@@ -617,7 +640,9 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
         for (size_t i = 0; i < n; i++) {
             const ventry *e = &es[i];
             const vresult *r = &rs[i];
-            gt_cli_table_cell(&t, "%s", e->label);
+            /* a launch-bound entry re-timed as graphs, as its final was */
+            int g = e->graph && r->launch && !strcmp(r->launch, "graph");
+            gt_cli_table_cell(&t, "%s%s", e->label, g ? " (graph)" : "");
             gt_cli_table_cell(&t, "%s", e->backend);
             if (isfinite(e->uplift))
                 gt_cli_table_cell(&t, "%.3fx", e->uplift);

@@ -172,6 +172,27 @@ rc=0
 check "verify without --launch re-times as the export says (graph: cpu entries refused, rc=$rc)" \
   [ "$rc/$(json "$T/l4.json" '$.refused')/$(json "$T/l4.json" '$.passed')" = "1/$nprob/0" ]
 check "verify without --launch: no mismatch note" bash -c "! grep -q 'was timed with launch=' '$T/l4.err'"
+# an entry whose final was launch-bound (best.launch 'graph': timed as CUDA graphs in a plain
+# run) is re-timed as a graph without --launch, the others as the run says; --launch plain
+# re-times every entry plainly (cpu entries cannot be graphs: that one is refused, say why)
+check "export: best entries timed as the run says carry launch NULL" \
+  [ "$(sqlite3 "$T/self.db" "SELECT COUNT(*) FROM best WHERE launch IS NULL")" = "$nprob" ]
+cp "$T/self.db" "$T/lb.db"
+sqlite3 "$T/lb.db" "UPDATE best SET launch = 'graph' WHERE problem_id = (SELECT MIN(problem_id) FROM best)"
+rc=0
+"$GT_BIN"/gemmtune verify "$T/lb.db" --json --rounds 8 --min-time-ms 1 --tolerance 100% \
+  >"$T/l5.json" 2>"$T/l5.err" || rc=$?
+check "verify: a launch-bound entry is re-timed as a graph, the others plainly (rc=$rc)" \
+  [ "$rc/$(json "$T/l5.json" '$.refused')/$(json "$T/l5.json" '$.passed')" = "1/1/$((nprob - 1))" ]
+check "verify --json: the launch-bound entry says graph, stored and re-timed" \
+  [ "$(jsonq "$T/l5.json" "SELECT COUNT(*) FROM j, json_each(json_extract(j.x, '$.entries')) e
+        WHERE json_extract(e.value, '$.stored.launch') = 'graph' AND json_extract(e.value, '$.launch') = 'graph'
+          AND json_extract(e.value, '$.reason') LIKE 'launch=graph: only the cuda backend%';")" = 1 ]
+rc=0
+"$GT_BIN"/gemmtune verify "$T/lb.db" --launch plain --json --rounds 8 --min-time-ms 1 --tolerance 100% \
+  >"$T/l6.json" 2>"$T/l6.err" || rc=$?
+check "verify --launch plain: every entry plainly, the launch-bound one too (rc=$rc)" \
+  [ "$rc/$(json "$T/l6.json" '$.refused')/$(json "$T/l6.json" '$.passed')" = "0/0/$nprob" ]
 
 # --against: two exports' winners timed in the same paired rounds, expected as fast. The
 # export against itself: every GEMM timed (its winner against the same config), the ratio
