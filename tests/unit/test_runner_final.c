@@ -486,11 +486,12 @@ static seen run_final_graphs(double ref_us, double div, int fail_id)
 
 static void test_launch_bound(void)
 {
-    /* plain 2.5x the graph time: launch-bound. 3 probes of each kind, then 9
-     * rounds of 3 entries as graphs; the times reported are the graphs'; the
-     * screens' 20 us against the rounds' 8 us is no drift: no second set */
+    /* plain 2.5x the graph time: launch-bound. Each entry probed plain,
+     * graph, plain, then 9 rounds of 3 entries as graphs; the times reported
+     * are the graphs'; the screens' 20 us against the rounds' 8 us is no
+     * drift: no second set */
     seen s = run_final_graphs(20, 2.5, 0);
-    CHECK_MSG(s.done_ok && s.results == 3 && g.graph_calls == 3 + 27 && g.base_calls == 2 + 9,
+    CHECK_MSG(s.done_ok && s.results == 3 && g.graph_calls == 3 + 27 && g.base_calls == 3 + 9,
               "%d graph calls, %d baseline calls", g.graph_calls, g.base_calls);
     CHECK(s.graph_of[0] && s.graph_of[1] && s.graph_of[2]);
     CHECK(s.time_of[0] == 8 && fabs(s.time_of[1] - 4.4) < 1e-12 && fabs(s.uplift_of[1] - 20.0 / 11) < 1e-12);
@@ -514,6 +515,24 @@ static void test_launch_bound(void)
     /* launch-bound, but a candidate cannot be captured: every entry plain */
     s = run_final_graphs(20, 2.5, 2);
     CHECK(s.done_ok && !s.graph_of[0] && !s.graph_of[1] && s.time_of[0] == 20 && s.time_of[2] == 12);
+    /* the first plain probe slow (a cold first call, 3x): the second plain
+     * probe is the one compared, so not launch-bound */
+    {
+        char job[1024], *ptxt = prob_text();
+        memset(&g, 0, sizeof g);
+        g.base_us = 20, g.graph_div = 1.0, g.slow_calls = 1, g.slow_us = 60;
+        gt_backend bk = k_fake;
+        bk.graphs = 1;
+        snprintf(job, sizeof job,
+                 "{\"id\":7,\"kind\":\"final\",\"problem\":%s,\"candidates\":[{\"id\":1}],"
+                 "\"baseline\":{\"id\":0},\"timing\":{\"min_time_ms\":1,\"repeats\":9,\"warmup\":1,"
+                 "\"rounds\":9,\"ci_width\":0}}",
+                 ptxt ? ptxt : "null");
+        cJSON_free(ptxt);
+        s = run_job_on(&bk, job);
+        CHECK_MSG(s.done_ok && !s.graph_of[0] && !s.graph_of[1] && s.time_of[0] == 20 && g.graph_calls == 2,
+                  "%d graph calls", g.graph_calls);
+    }
     /* a backend without graphs is never probed */
     s = run_final(0, 20, 0, 0);
     CHECK(s.done_ok && g.graph_calls == 0 && !s.graph_of[1]);
