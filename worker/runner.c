@@ -295,6 +295,8 @@ static int before_timing(void *ctx, int i)
     return emit_start(ctx, i - 1);
 }
 
+#define LAUNCH_PROBE_MAX_US 200.0
+
 /* Whether a plain final is launch-bound (gt_policy.h GT_LAUNCH_BOUND_RATIO):
  * short timings of each built entry, plain, as a CUDA graph, plain again,
  * and an entry whose faster plain call takes more than the ratio longer
@@ -307,6 +309,11 @@ static int launch_bound(jobctx *j, gt_bk_cand **built, int n, double *plain_us, 
 {
     const gt_backend *bk = j->r->bk;
     if (!bk->graphs || j->timing.graph || j->timing.chained)
+        return 0;
+    /* a default the screens timed at LAUNCH_PROBE_MAX_US or more is no
+     * launch-bound GEMM (a launch costs 3-15 us): the probes' few ms per
+     * entry are spared where they cannot tell */
+    if (j->baseline_ref_us >= LAUNCH_PROBE_MAX_US)
         return 0;
     gt_timing_opts o = j->timing;
     o.repeats = 1;

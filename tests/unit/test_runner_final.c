@@ -533,6 +533,9 @@ static void test_launch_bound(void)
         CHECK_MSG(s.done_ok && !s.graph_of[0] && !s.graph_of[1] && s.time_of[0] == 20 && g.graph_calls == 2,
                   "%d graph calls", g.graph_calls);
     }
+    /* a default the screens timed at 200 us or more: not probed */
+    s = run_final_graphs(250, 2.5, 0);
+    CHECK(s.done_ok && g.graph_calls == 0 && !s.graph_of[0] && s.time_of[0] == 20);
     /* a backend without graphs is never probed */
     s = run_final(0, 20, 0, 0);
     CHECK(s.done_ok && g.graph_calls == 0 && !s.graph_of[1]);
