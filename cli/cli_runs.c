@@ -382,9 +382,9 @@ static int results_best(const gt_cli *c, int64_t id)
                gt_cli_jnum_or(vs, "tolerance", 0) * 100);
     }
     if (nogain)
-        printf("%d GEMM(s) marked =: no significant gain (no finalist's interval lay above 1): the default "
+        printf("%d GEMM(s) marked =: no significant gain (no finalist's interval lay above %.2f): the default "
                "(or its substitute, *) stays\n",
-               nogain);
+               nogain, GT_MIN_GAIN);
     if (suspect)
         printf("%d GEMM(s) marked !: the final phase timed the baseline more than %.2fx away from its screen "
                "jobs (baseline_drift), also when re-timed: that uplift is not to be trusted; tune them again\n",

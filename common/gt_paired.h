@@ -55,8 +55,9 @@ void gt_paired_stat_of(double *v, int n, double confidence, gt_paired_stat *st);
 /* 1 when the interval is narrower than the target (relative to the uplift). */
 int gt_paired_narrow(const gt_paired_stat *st, double ci_width);
 
-/* 1 when the gain is beyond the noise: an interval whose lower bound is
- * above 1. Only then may a finalist replace the default. */
+/* 1 when the gain is beyond the noise and large enough to survive a re-time
+ * in another process: an interval whose lower bound is above GT_MIN_GAIN
+ * (gt_policy.h). Only then may a finalist replace the default. */
 int gt_paired_significant(const gt_paired_stat *st);
 
 /* Times entry i once: *us per call. Returns 0, 1 when entry i failed (it is

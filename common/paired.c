@@ -82,7 +82,7 @@ int gt_paired_narrow(const gt_paired_stat *st, double ci_width)
 
 int gt_paired_significant(const gt_paired_stat *st)
 {
-    return st->ok && st->lo > 1;
+    return st->ok && st->lo > GT_MIN_GAIN;
 }
 
 double gt_paired_median_time(const double *times, int stride, int i, int rounds)

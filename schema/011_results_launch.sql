@@ -4,7 +4,10 @@
 -- common/gt_policy.h) and timed its rounds as graphs, so time_us and the
 -- uplift are the kernels' own (worker/runner.c). NULL: the run's launch
 -- option (runs.options.launch). problem_best carries the winner's, which
--- the export's best.launch and `gemmtune verify` read.
+-- the export's best.launch and `gemmtune verify` read. A paired finalist is
+-- eligible only when its interval lies above 1.02 (GT_MIN_GAIN,
+-- common/gt_policy.h; 006 said 1): a smaller gain did not survive re-timing
+-- in another process.
 ALTER TABLE results ADD COLUMN launch TEXT;
 DROP VIEW problem_best;
 CREATE VIEW problem_best AS
@@ -26,7 +29,7 @@ JOIN results r ON r.id = COALESCE(
     (SELECT r2.id FROM results r2
       WHERE r2.problem_id = p.id AND r2.phase = 'final' AND r2.valid = 1
         AND r2.time_us IS NOT NULL
-        AND (r2.rounds IS NULL OR r2.is_baseline = 1 OR r2.uplift_lo > 1)
+        AND (r2.rounds IS NULL OR r2.is_baseline = 1 OR r2.uplift_lo > 1.02)
       ORDER BY r2.uplift DESC, r2.time_us, r2.id LIMIT 1),
     (SELECT r2.id FROM results r2
       WHERE r2.problem_id = p.id AND r2.phase = 'screen' AND r2.valid = 1

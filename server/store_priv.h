@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 
+#include "gt_policy.h"
 #include "gt_store.h"
 
 /* A file the store writes, as it was when recorded: a path that names
@@ -101,14 +102,14 @@ int gt_store_col_dup(char **out, sqlite3_stmt *st, int i);
 /* A scalar subquery: the id of problem `pid`'s best final-phase result
  * (NULL when none). A finalist paired with the baseline (rounds not NULL:
  * common/gt_paired.h) is eligible only when its uplift interval lies above
- * 1; otherwise the final's baseline row, the default, is the entry ("no
+ * GT_MIN_GAIN (gt_policy.h); otherwise the final's baseline row, the default, is the entry ("no
  * significant gain"). Among eligible paired rows the largest paired uplift
  * wins (the baseline's is 1); unpaired rows (older finals) keep the fastest
  * time. schema/006_final_rounds.sql's problem_best view says the same. */
 #define GT_STORE_BEST_FINAL_SQL(pid)                                                              \
     "(SELECT r2.id FROM results r2 WHERE r2.problem_id = " pid " AND r2.phase = 'final'"          \
     " AND r2.valid = 1 AND r2.time_us IS NOT NULL"                                                 \
-    " AND (r2.rounds IS NULL OR r2.is_baseline = 1 OR r2.uplift_lo > 1)"                          \
+    " AND (r2.rounds IS NULL OR r2.is_baseline = 1 OR r2.uplift_lo > " GT_MIN_GAIN_SQL ")"        \
     " ORDER BY r2.uplift DESC, r2.time_us, r2.id LIMIT 1)"
 
 /* A scalar subquery: the id of problem `pid`'s best entry, the one the run

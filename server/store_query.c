@@ -211,7 +211,7 @@ static int add_drift(cJSON *b, sqlite3_stmt *st, int *suspect_n)
 
 /* A best entry's paired-rounds fields (columns 14..18 of add_best):
  * uplift_lo, uplift_hi, rounds, and the verdict. The final's baseline as
- * the entry means no finalist's interval lay above 1: "no significant
+ * the entry means no finalist's interval lay above GT_MIN_GAIN: "no significant
  * gain", uplift 1. Unpaired entries (screen only, older finals): null. */
 static int add_paired(cJSON *b, sqlite3_stmt *st, int paired)
 {
@@ -221,7 +221,7 @@ static int add_paired(cJSON *b, sqlite3_stmt *st, int paired)
                        cJSON_AddNullToObject(b, "verdict")
                    ? 0
                    : -1;
-    int sig = !sqlite3_column_int(st, 18) && sqlite3_column_double(st, 15) > 1;
+    int sig = !sqlite3_column_int(st, 18) && sqlite3_column_double(st, 15) > GT_MIN_GAIN;
     return cJSON_AddNumberToObject(b, "uplift_lo", sqlite3_column_double(st, 15)) &&
                    cJSON_AddNumberToObject(b, "uplift_hi", sqlite3_column_double(st, 16)) &&
                    cJSON_AddNumberToObject(b, "rounds", sqlite3_column_int(st, 17)) &&

@@ -320,7 +320,7 @@ static cJSON *entry_by_problem(const cJSON *arr, int64_t pid)
 }
 
 /* The winner's own re-timed final result in each entry: its config, time
- * and paired uplift (whether its interval lies above 1 or not: the view's
+ * and paired uplift (whether its interval lies above GT_MIN_GAIN or not: the view's
  * best entry is then the baseline itself, but what is verified is the
  * winner's gain), over the entry's. */
 static int add_winners(gt_store *s, cJSON *best, int64_t run_id, char *err, size_t errlen)

@@ -355,7 +355,7 @@ static int launch_bound(jobctx *j, gt_bk_cand **built, int n, double *plain_us, 
  * worker/gt_bk_paired.h) until every finalist's uplift interval is narrower
  * than the job's ci_width or its round budget is spent. Each result carries
  * its paired uplift, interval and rounds; the coordinator makes a finalist
- * the winner only when the interval lies above 1. When the baseline's median
+ * the winner only when the interval lies above GT_MIN_GAIN. When the baseline's median
  * lands more than GT_BASELINE_DRIFT_MAX away from what the screen jobs
  * measured (timing baseline_ref_us), the machine was disturbed during the
  * rounds: they run once more and the second set is reported (the

@@ -1,7 +1,8 @@
 /* test_paired.c: the paired rounds' statistics and stopping rule
  * (common/paired.c) on deterministic inputs: the order statistic that
  * bounds a median's distribution-free interval (the binomial table), the
- * median and interval of given ratios, significance (lower bound above 1),
+ * median and interval of given ratios, significance (lower bound above
+ * GT_MIN_GAIN, 1.02),
  * and gt_paired_run over a scripted timer: every round times each live
  * entry once in a shuffled order, stops at GT_PAIRED_MIN_ROUNDS once every
  * interval is narrow, runs the budget when one stays wide, drops an entry
@@ -41,8 +42,16 @@ static void stat_of(void)
     gt_paired_stat st;
     gt_paired_stat_of(v, 9, 0.95, &st);
     CHECK(st.ok && st.rounds == 9 && near(st.uplift, 1.12) && near(st.lo, 1.02) && near(st.hi, 1.25));
-    CHECK(gt_paired_significant(&st));
+    /* an interval above 1 but not above GT_MIN_GAIN (1.02): a gain too small
+     * to survive a re-time in another process, not significant */
+    CHECK(!gt_paired_significant(&st));
     CHECK(gt_paired_narrow(&st, 0.21) && !gt_paired_narrow(&st, 0.2));
+    /* the same with its two lowest rounds higher: lo 1.06, significant */
+    double v2[] = {1.10, 1.06, 1.20, 1.30, 1.05, 1.15, 1.25, 1.07, 1.12};
+    gt_paired_stat_of(v2, 9, 0.95, &st);
+    CHECK(st.ok && near(st.lo, 1.06) && gt_paired_significant(&st));
+    /* the SQL that picks winners spells the same number */
+    CHECK(near(atof(GT_MIN_GAIN_SQL), GT_MIN_GAIN));
     /* the interval reaches below 1: no significant gain, however good the median */
     double w[] = {1.30, 0.99, 1.30, 1.30, 1.30, 1.30, 1.30, 0.98, 1.30};
     gt_paired_stat_of(w, 9, 0.95, &st);

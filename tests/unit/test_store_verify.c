@@ -2,8 +2,9 @@
  * driven through the store calls the dispatcher makes (register, lease,
  * report) on a real SQLite file. A cpu run of three GEMMs whose finals give
  *   - problem 1: a winner at uplift 1.25 [1.2, 1.3] (significant);
- *   - problem 2: finalists at 1.01 [0.98, 1.04]: the default is the entry,
- *     nothing to re-time;
+ *   - problem 2: finalists at 1.06 [1.01, 1.09]: an interval above 1 but
+ *     not above GT_MIN_GAIN (1.02), so the default is the entry, nothing to
+ *     re-time;
  *   - problem 3: a winner at 1.5 [1.4, 1.6].
  * Then gt_store_create_verify: refused while the run runs and for an
  * unknown run; once done, a run of two problems (copies of 1 and 3), each
@@ -150,6 +151,7 @@ int main(void)
     if (!s)
         return gt_test_done();
     g_up[1] = 1.25;
+    g_up[2] = 1.06;
     g_up[3] = 1.5;
     gt_verify_created vc;
     CHECK(gt_store_create_verify(s, 77, 0.05, &vc, err, sizeof err) == GT_STORE_NO_RUN);
@@ -165,6 +167,16 @@ int main(void)
     cJSON *src = gt_store_run_json(s, cr.id, gt_wall_ms(), &found, err, sizeof err);
     CHECK_MSG(src != NULL, "%s", err);
 
+    /* problem 2's finalists (lo 1.01) did not clear GT_MIN_GAIN: the
+     * default is its entry in the view and the run's JSON, no gain */
+    CHECK(gt_test_int(s, "SELECT is_baseline FROM problem_best WHERE problem_id = 2") == 1);
+    {
+        int nogain = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(src, "best"))
+            nogain += num(e, "uplift") == 1 && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(e, "significant"));
+        CHECK_MSG(nogain == 1, "%d entries without a significant gain", nogain);
+    }
     int rc = gt_store_create_verify(s, cr.id, 0.05, &vc, err, sizeof err);
     CHECK_MSG(rc == 0, "create verify: %d %s", rc, err);
     CHECK(vc.id == 2 && vc.problems == 2 && vc.skipped == 1);
