@@ -189,12 +189,15 @@ fail:
  * baseline_drift = final baseline / the screen jobs' median; outside
  * [1/GT_BASELINE_DRIFT_MAX, GT_BASELINE_DRIFT_MAX] the entry says
  * baseline_suspect (the worker re-timed the rounds once already): its uplift
- * is not to be trusted, tune the GEMM again. */
+ * is not to be trusted, tune the GEMM again. A final timed as CUDA graphs
+ * (launch 'graph', column 23: launch-bound) has no drift: the screens timed
+ * the baseline plainly, host enqueue included. */
 
 static int add_drift(cJSON *b, sqlite3_stmt *st, int *suspect_n)
 {
     int final = sqlite3_column_type(st, 5) != SQLITE_NULL &&
-                !strcmp((const char *)sqlite3_column_text(st, 5), "final");
+                !strcmp((const char *)sqlite3_column_text(st, 5), "final") &&
+                sqlite3_column_type(st, 23) == SQLITE_NULL;
     double fb = sqlite3_column_double(st, 8), sb = sqlite3_column_double(st, 13);
     if (!final || sqlite3_column_type(st, 8) == SQLITE_NULL || sqlite3_column_type(st, 13) == SQLITE_NULL ||
         !(fb > 0) || !(sb > 0))
