@@ -507,8 +507,8 @@ static void test_launch_bound(void)
               err);
     cJSON_Delete(rj);
     cJSON_Delete(r.config);
-    /* within the ratio (1.10 < 1.15): plain rounds, only the probes as graphs */
-    s = run_final_graphs(20, 1.10, 0);
+    /* within the ratio (1.03 < 1.05): plain rounds, only the probes as graphs */
+    s = run_final_graphs(20, 1.03, 0);
     CHECK_MSG(s.done_ok && g.graph_calls == 3 && !s.graph_of[0] && !s.graph_of[1] && s.time_of[0] == 20 &&
                   s.baseline_us == 20,
               "%d graph calls", g.graph_calls);

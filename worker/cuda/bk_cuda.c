@@ -280,9 +280,12 @@ static int cuda_build(gt_bk_prob *pp, const cJSON *cfg, gt_bk_cand **out, char *
 
 static void cuda_release(gt_bk_cand *c)
 {
-    if (c && c->gen)
+    if (!c)
+        return;
+    gt_cuda_graph_drop(c); /* its cached graph, if it was timed as one */
+    if (c->gen)
         gt_cuda_gen_release(c);
-    free(c); /* an algo is plain host data: nothing on the device to free */
+    free(c); /* an algo is plain host data: nothing else on the device to free */
 }
 
 static int cuda_validate(gt_bk_prob *pp, gt_bk_cand *c, double *rel_err, char *err, size_t errlen)

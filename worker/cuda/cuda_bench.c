@@ -256,6 +256,7 @@ static void free_rot(gt_bk_prob *pp)
     pp->nsets = pp->sets ? 1 : 0;
     pp->next = 0;
     pp->rot_want = 0;
+    pp->sets_gen++;
 }
 
 void gt_cuda_unprepare(gt_bk_prob *pp)
@@ -478,10 +479,23 @@ static int graph_replays(gt_bk_ctx *ctx, cudaGraphExec_t exec, int reps, char *e
     return 0;
 }
 
+void gt_cuda_graph_drop(gt_bk_cand *c)
+{
+    if (c->gexec)
+        (void)cudaGraphExecDestroy(c->gexec); /* best effort: after a sticky error it fails */
+    c->gexec = NULL;
+    c->gexec_calls = 0;
+}
+
 /* The graph's part of a timing (after calibration): captures the calls of
- * one repeat (at least `iters`, whole rotations), times one replay as a
- * warm-up, replays it as often as min_ms needs per repeat, and records the
- * repeats' events as the plain path does. *iters: calls per repeat. */
+ * one repeat (at least `iters`, whole rotations) the first time, times one
+ * replay as a warm-up, replays it as often as min_ms needs per repeat, and
+ * records the repeats' events as the plain path does. *iters: calls per
+ * repeat. The instantiated graph stays with the candidate for its next
+ * timings (gt_cuda_graph_drop at release): a launch-bound final times every
+ * entry in each of up to 40 rounds, and capturing and instantiating some
+ * hundred calls each time cost more than replaying them. Its size is the
+ * first timing's: the replays per repeat follow its own measured time. */
 static int graph_repeats(gt_bk_prob *pp, gt_bk_cand *c, int *iters, int repeats, double min_ms,
                          char *err, size_t errlen)
 {
@@ -489,8 +503,17 @@ static int graph_repeats(gt_bk_prob *pp, gt_bk_cand *c, int *iters, int repeats,
     cudaGraphExec_t exec = NULL;
     int n = graph_calls(*iters, pp->nsets), rc = -1;
     float ms = 0;
-    if (graph_capture(pp, c, n, &exec, err, errlen) != 0)
-        return -1;
+    if (c->gexec && c->gexec_gen == pp->sets_gen) {
+        exec = c->gexec;
+        n = c->gexec_calls;
+    } else {
+        gt_cuda_graph_drop(c);
+        if (graph_capture(pp, c, n, &exec, err, errlen) != 0)
+            return -1;
+        c->gexec = exec;
+        c->gexec_calls = n;
+        c->gexec_gen = pp->sets_gen;
+    }
     if (gt_cuda_ck(ctx, cudaEventRecord(ctx->ev[0], ctx->stream), "cudaEventRecord", err, errlen) ||
         graph_replays(ctx, exec, 1, err, errlen) ||
         gt_cuda_ck(ctx, cudaEventRecord(ctx->ev[1], ctx->stream), "cudaEventRecord", err, errlen) ||
@@ -515,7 +538,8 @@ static int graph_repeats(gt_bk_prob *pp, gt_bk_cand *c, int *iters, int repeats,
     *iters = n * reps;
     rc = 0;
 out:
-    (void)cudaGraphExecDestroy(exec); /* after the synchronization: nothing of it is in flight */
+    if (rc != 0)
+        gt_cuda_graph_drop(c); /* captured again next time, if it can be */
     return rc;
 }
 

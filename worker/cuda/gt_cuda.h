@@ -268,6 +268,8 @@ struct gt_bk_prob {
     int c_inplace;                   /* C is D (beta == 0 and same layout), as PyTorch calls it */
     int rotate_c;                    /* C is read (beta != 0): each set has its own */
     int64_t rot_want;                /* rotating bytes the sets were sized for */
+    unsigned sets_gen;               /* bumped whenever the rotating sets are freed: a
+                                        candidate's cached graph names the old ones */
     /* validation (cuda_check.c) */
     int64_t ns;                      /* reference columns per batch entry (n: all) */
     int64_t *cols;                   /* host copy of the sampled columns; NULL when ns == n */
@@ -296,6 +298,12 @@ struct gt_bk_cand {
     size_t ws_need;
     gt_cuda_gen_cand *gen;           /* non-NULL: a generated kernel, not cuBLASLt */
     double check_us;                 /* its validation run's kernel time (events), 0: none */
+    /* launch=graph: its captured calls, instantiated once and replayed by
+     * every later timing (a final times each entry in every round) while
+     * the sets are the ones captured (gexec_gen == pp->sets_gen) */
+    cudaGraphExec_t gexec;
+    int gexec_calls;
+    unsigned gexec_gen;
 };
 
 /* Re-creates an algo from a config and checks it for the prepared problem's
@@ -325,6 +333,8 @@ double gt_cuda_check_us(gt_bk_prob *pp);
  * o->min_time_ms each, launched plainly (chained with o->chained), or with
  * o->graph as replays of one CUDA graph of the calls (a candidate whose
  * calls cannot be captured fails with the reason). */
+/* Frees c's cached graph (launch=graph timings), if any. */
+void gt_cuda_graph_drop(gt_bk_cand *c);
 int gt_cuda_time(gt_bk_prob *pp, gt_bk_cand *c, const gt_timing_opts *o, gt_timing *t, char *err,
                  size_t errlen);
 
