@@ -45,6 +45,7 @@ typedef struct rrow {
     double base_us, tuned_us;    /* NAN when unknown */
     char state[24];
     int subst;                   /* base_us is a substitute's: the default could not run */
+    int graph;                   /* timed as CUDA graphs: a launch-bound final (launch "graph") */
     char why[200];               /* why the default could not run */
 } rrow;
 
@@ -74,12 +75,13 @@ static void fmt_us(char *buf, size_t n, double us)
 static void print_report(FILE *out, const char *title, const rrow *r, size_t n)
 {
     double pass_b = 0, pass_t = 0, wsum = 0, wup = 0, lsum = 0;
-    size_t nk = 0, ns = 0;
+    size_t nk = 0, ns = 0, ng = 0;
     int lw = 7;
     for (size_t i = 0; i < n; i++) {
         int l = (int)strlen(r[i].label);
         lw = l > lw ? l : lw;
         ns += known(&r[i]) && r[i].subst;
+        ng += known(&r[i]) && r[i].graph;
         if (!counted(&r[i]))
             continue;
         nk++;
@@ -105,9 +107,9 @@ static void print_report(FILE *out, const char *title, const rrow *r, size_t n)
             continue;
         }
         double saved = pass_b > 0 ? 100 * x->calls * (x->base_us - x->tuned_us) / pass_b : 0;
-        fprintf(out, "%-*s  %10.0f  %7.2f  %11.2f  %10.2f  %7.3fx  %7.2f\n", lw, x->label,
+        fprintf(out, "%-*s  %10.0f  %7.2f  %11.2f  %10.2f  %7.3fx%s %7.2f\n", lw, x->label,
                 x->calls, 100 * x->weight, x->base_us, x->tuned_us, x->base_us / x->tuned_us,
-                saved);
+                x->graph ? "#" : " ", saved);
     }
     if (ns) {
         fprintf(out, "\n* %zu GEMM(s): DEFAULT_US is a substitute baseline's (the default could not run); "
@@ -117,6 +119,10 @@ static void print_report(FILE *out, const char *title, const rrow *r, size_t n)
             if (known(&r[i]) && r[i].subst)
                 fprintf(out, "  %s: %s\n", r[i].label, r[i].why[0] ? r[i].why : "reason not reported");
     }
+    if (ng)
+        fprintf(out, "\n# %zu GEMM(s): launch-bound, timed as CUDA graphs (the kernels' own times, default "
+                     "and tuned alike)\n",
+                ng);
     fprintf(out, "\nGEMMs tuned           %zu of %zu\n", nk, n);
     if (!nk) {
         fprintf(out, "no GEMM has both a default and a tuned time yet\n");
@@ -169,6 +175,7 @@ static int report_run(const gt_cli *c, int64_t id)
         r[i].tuned_us = gt_cli_jnum_or(b, "time_us", NAN);
         snprintf(r[i].state, sizeof r[i].state, "%s", gt_cli_jstr(b, "state", "pending"));
         r[i].subst = !strcmp(gt_cli_jstr(b, "baseline_kind", ""), "substitute");
+        r[i].graph = !strcmp(gt_cli_jstr(b, "launch", ""), "graph");
         snprintf(r[i].why, sizeof r[i].why, "%s", gt_cli_jstr(b, "baseline_reason", ""));
         i++;
     }
@@ -299,10 +306,21 @@ int gt_report_print_db(const char *path, const char *model, FILE *out, char *err
         goto out;
     /* exports before the substitute baseline have no baseline_kind: read
      * as NULLs (every baseline the default) */
-    static const char sql[] = "SELECT p.label, p.call_count, p.weight, b.baseline_us, b.time_us, %s"
-                              " FROM problems p LEFT JOIN best b ON b.problem_id = p.id"
-                              " AND b.backend = ?1 AND b.device_model = ?2"
-                              " ORDER BY p.weight DESC, p.id";
+    /* nor best.launch, exports before launch-bound finals (their own check:
+     * an export may have one without the other) */
+    int has_launch = 0;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('best') WHERE name = 'launch'", -1, &st,
+                           NULL) == SQLITE_OK)
+        has_launch = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    st = NULL;
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT p.label, p.call_count, p.weight, b.baseline_us, b.time_us, %%s, %s"
+             " FROM problems p LEFT JOIN best b ON b.problem_id = p.id"
+             " AND b.backend = ?1 AND b.device_model = ?2"
+             " ORDER BY p.weight DESC, p.id",
+             has_launch ? "b.launch IS 'graph'" : "0");
     if (prepare_either(db, sql, "b.baseline_kind, b.baseline_reason", "NULL, NULL", &st, path, err, errlen))
         goto out;
     sqlite3_bind_text(st, 1, backend, -1, SQLITE_STATIC);
@@ -329,6 +347,7 @@ int gt_report_print_db(const char *path, const char *model, FILE *out, char *err
                  sqlite3_column_type(st, 4) == SQLITE_NULL ? "no result" : "no default time");
         const unsigned char *kind = sqlite3_column_text(st, 5), *why = sqlite3_column_text(st, 6);
         x->subst = kind && !strcmp((const char *)kind, "substitute");
+        x->graph = sqlite3_column_int(st, 7);
         snprintf(x->why, sizeof x->why, "%s", why ? (const char *)why : "");
     }
     char title[600];

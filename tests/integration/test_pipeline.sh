@@ -187,6 +187,18 @@ check "export: the bf16 best row is against a substitute, named with the reason;
 "$GT_BIN"/gemmtune report --db "$T/bf16.db" >"$T/report_bf16_db.txt"
 check "gemmtune report --db reads the marker from the export" \
   bash -c "grep -q '^bf16.*x\*' '$T/report_bf16_db.txt' && grep -q '^GEMMs tuned  *1 of 2' '$T/report_bf16_db.txt'"
+# a launch-bound entry (best.launch 'graph', a plain run's final timed as CUDA graphs) is
+# marked # and footnoted, and still counted; an export without the column reads as before
+cp "$T/bf16.db" "$T/graph.db"
+sqlite3 "$T/graph.db" "UPDATE best SET launch = 'graph' WHERE problem_id IN (SELECT id FROM problems WHERE a_type = 'f32')"
+"$GT_BIN"/gemmtune report --db "$T/graph.db" >"$T/report_graph_db.txt"
+check "gemmtune report --db marks a graph-timed entry # and counts it" \
+  bash -c "grep -q '^f32.*x# ' '$T/report_graph_db.txt' && grep -q '^# 1 GEMM(s): launch-bound, timed as CUDA graphs' '$T/report_graph_db.txt' &&
+           grep -q '^GEMMs tuned  *1 of 2' '$T/report_graph_db.txt'"
+sqlite3 "$T/graph.db" "ALTER TABLE best DROP COLUMN launch"
+"$GT_BIN"/gemmtune report --db "$T/graph.db" >"$T/report_old_db.txt"
+check "gemmtune report --db reads an export without best.launch (no mark, the substitute still marked)" \
+  bash -c "! grep -q 'x#' '$T/report_old_db.txt' && grep -q '^bf16.*x\*' '$T/report_old_db.txt'"
 
 # A worker without OpenBLAS: the baseline fails naming libopenblas; the GEMM
 # still ends done with its tuned best and the reason.
