@@ -254,7 +254,9 @@ def report(run, res, bw, rate, ngpu, wall, created=None):
         first = (d["t0"] - created) / 1e3 if created and d["t0"] is not None else None
         if first is not None:
             firsts.append(first)
-        print(f"{lab:<28}{bu:10.2f}{t:10.2f}{up:8.3f}{'!' if sus else ' '}{flops / (t * 1e-6) / 1e12:8.1f}{roof:>7}"
+        # '#': a launch-bound final, timed as CUDA graphs (launch "graph": the kernels' own times)
+        mark = "!" if sus else "#" if b.get("launch") == "graph" else " "
+        print(f"{lab:<28}{bu:10.2f}{t:10.2f}{up:8.3f}{mark}{flops / (t * 1e-6) / 1e12:8.1f}{roof:>7}"
               f"{d['screen']:7d}{span:8.2f}{first if first is not None else float('nan'):8.1f}{copy_at}")
     # Library vs generated: the best valid time of each family per GEMM (a
     # family's best may come from the quick screen, the winner's from the
@@ -275,6 +277,10 @@ def report(run, res, bw, rate, ngpu, wall, created=None):
             ratio = f"{lib / gbest:9.3f}" if lib and gbest else f"{'-':>9}"
             print(f"{lab:<28}{lib if lib else float('nan'):10.2f}{cols}{ratio}  {win}")
         print("winners by family: " + ", ".join(f"{k} {v}" for k, v in sorted(wins.items())))
+    ngraph = sum(1 for b in run["best"] if b.get("launch") == "graph")
+    if ngraph:
+        print(f"\n# {ngraph} GEMM(s) launch-bound: their final timed as CUDA graphs (base and tuned us "
+              f"are the kernels' own)")
     if suspect:
         print(f"\n! {len(suspect)} GEMM(s) whose final baseline is more than 1.25x from their screen jobs' "
               f"(left out of the geomean): " + "; ".join(suspect))
