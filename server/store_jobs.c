@@ -180,7 +180,7 @@ out:
  * screen, timed in paired rounds (common/gt_paired.h) up to final_rounds,
  * until every uplift's interval is narrower than final_ci; "repeats" is
  * what a worker from before the paired rounds takes as its round count. */
-static char *timing_json(const gt_run_opts *o, const char *kind, double baseline_ref_us)
+static char *timing_json(const gt_run_opts *o, const char *kind, double baseline_ref_us, int final_launch)
 {
     cJSON *t = cJSON_CreateObject();
     char *txt = NULL;
@@ -200,7 +200,10 @@ static char *timing_json(const gt_run_opts *o, const char *kind, double baseline
         (strcmp(kind, "final") || (cJSON_AddNumberToObject(t, "rounds", o->final_rounds) &&
                                    cJSON_AddNumberToObject(t, "ci_width", o->final_ci))) &&
         (strcmp(kind, "final") || !(baseline_ref_us > 0) ||
-         cJSON_AddNumberToObject(t, "baseline_ref_us", baseline_ref_us)))
+         cJSON_AddNumberToObject(t, "baseline_ref_us", baseline_ref_us)) &&
+        /* a verify run's final: timed as the winner it re-times was (the
+         * worker does not decide launch-boundness again) */
+        (final_launch < 0 || cJSON_AddStringToObject(t, "final_launch", final_launch ? "graph" : "plain")))
         txt = cJSON_PrintUnformatted(t);
     cJSON_Delete(t);
     return txt;
@@ -397,7 +400,13 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
         " j.baseline, r.options, r.device_model IS NULL,"
         /* a final job's reference: the baseline as its screen jobs timed it */
         " CASE j.kind WHEN 'final' THEN " GT_STORE_SCREEN_BASELINE_SQL("j.problem_id", "j.backend", "?2")
-        " END"
+        " END,"
+        /* a verify run's final (store_verify.c): how the winner it re-times
+         * was timed, 1 as CUDA graphs (launch 'graph'), 0 as the run said;
+         * NULL for every other job */
+        " CASE WHEN j.kind = 'final' AND json_extract(r.options, '$.verify.of') IS NOT NULL THEN"
+        "  COALESCE((SELECT pb.launch IS 'graph' FROM problems op JOIN problem_best pb ON pb.problem_id = op.id"
+        "   WHERE op.run_id = json_extract(r.options, '$.verify.of') AND op.key = p.key LIMIT 1), 0) END"
         " FROM jobs j JOIN runs r ON r.id = j.run_id JOIN problems p ON p.id = j.problem_id"
         " WHERE j.id = ?3",
         err, errlen);
@@ -422,7 +431,8 @@ int gt_store_lease(gt_store *s, int64_t worker_id, int64_t now_ms, int64_t lease
     job->baseline = dup_col(st, 8);
     gt_run_opts o;
     if (gt_run_opts_from_stored(&o, gt_store_col_text(st, 9)) == 0)
-        job->timing = timing_json(&o, job->kind, sqlite3_column_double(st, 11));
+        job->timing = timing_json(&o, job->kind, sqlite3_column_double(st, 11),
+                                  sqlite3_column_type(st, 12) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 12));
     gt_run_opts_fini(&o);
     int bind_model = sqlite3_column_int(st, 10);
     gt_store_finish(s, st);

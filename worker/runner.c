@@ -24,6 +24,8 @@ typedef struct jobctx {
     gt_problem prob;
     gt_timing_opts timing;
     double baseline_ref_us;  /* final: the screen jobs' baseline (0: unknown) */
+    int final_launch;        /* final: -1 probe (launch_bound), 0 plain, 1 graph: the
+                                coordinator's say for a verify run, as the winner was timed */
     int final_rounds;        /* final: the round budget */
     double final_ci;         /* final: target relative width of the uplift intervals */
     double tol;
@@ -397,8 +399,13 @@ static int run_final(jobctx *j, const cJSON *cands, const cJSON *baseline)
      * drift check, which such a final goes without (the unsettled-interval
      * retry still applies) */
     double plain_us = 0, graph_us = 0, ref_us = j->baseline_ref_us;
-    int graph = launch_bound(j, built, n, &plain_us, &graph_us);
-    if (graph) {
+    int graph = j->final_launch < 0 ? launch_bound(j, built, n, &plain_us, &graph_us)
+                                    : j->final_launch == 1 && j->r->bk->graphs && !j->timing.graph;
+    if (graph && j->final_launch == 1) {
+        bp.timing.graph = 1;
+        ref_us = 0;
+        gt_info("job %lld: timed as CUDA graphs, as the winner it re-times was", j->job_id);
+    } else if (graph) {
         bp.timing.graph = 1;
         ref_us = 0;
         gt_info("job %lld: launch-bound (%.3g us per call in plain launches, %.3g us in a CUDA graph): "
@@ -571,6 +578,9 @@ int gt_runner_run(gt_runner *r, const cJSON *job)
     j.timing.rotating_bytes = j.prob.rotating_mb * (1 << 20);
     j.timing.chained = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "chained"));
     j.timing.graph = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "graph"));
+    /* a verify run's final is timed as the winner it re-times was: no probe */
+    const char *fl = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "final_launch"));
+    j.final_launch = !fl ? -1 : !strcmp(fl, "graph") ? 1 : 0;
     j.baseline_ref_us = num_or(t, "baseline_ref_us", 0);
     if (!(j.baseline_ref_us > 0 && isfinite(j.baseline_ref_us)))
         j.baseline_ref_us = 0;

@@ -468,7 +468,7 @@ static void test_screen_prune(void)
  * with the screens' reference ref_us, on a backend that times graphs, whose
  * graph calls take the plain time / div (config fail_id: cannot be
  * captured). */
-static seen run_final_graphs(double ref_us, double div, int fail_id)
+static seen run_final_graphs_as(double ref_us, double div, int fail_id, const char *final_launch)
 {
     memset(&g, 0, sizeof g);
     g.base_us = 20, g.graph_div = div, g.graph_fail_id = fail_id;
@@ -478,10 +478,16 @@ static seen run_final_graphs(double ref_us, double div, int fail_id)
     snprintf(job, sizeof job,
              "{\"id\":6,\"kind\":\"final\",\"problem\":%s,\"candidates\":[{\"id\":1},{\"id\":2}],"
              "\"baseline\":{\"id\":0},\"timing\":{\"min_time_ms\":1,\"repeats\":9,\"warmup\":1,"
-             "\"rounds\":9,\"ci_width\":0,\"baseline_ref_us\":%g}}",
-             ptxt ? ptxt : "null", ref_us);
+             "\"rounds\":9,\"ci_width\":0,\"baseline_ref_us\":%g%s%s%s}}",
+             ptxt ? ptxt : "null", ref_us, final_launch ? ",\"final_launch\":\"" : "",
+             final_launch ? final_launch : "", final_launch ? "\"" : "");
     cJSON_free(ptxt);
     return run_job_on(&bk, job);
+}
+
+static seen run_final_graphs(double ref_us, double div, int fail_id)
+{
+    return run_final_graphs_as(ref_us, div, fail_id, NULL);
 }
 
 static void test_launch_bound(void)
@@ -536,6 +542,14 @@ static void test_launch_bound(void)
     /* a default the screens timed at 200 us or more: not probed */
     s = run_final_graphs(250, 2.5, 0);
     CHECK(s.done_ok && g.graph_calls == 0 && !s.graph_of[0] && s.time_of[0] == 20);
+    /* a verify run's final says how (final_launch): no probes. "plain" on
+     * a launch-bound GEMM stays plain; "graph" on one that is not is timed
+     * as graphs all the same, its results marked */
+    s = run_final_graphs_as(20, 2.5, 0, "plain");
+    CHECK(s.done_ok && g.graph_calls == 0 && !s.graph_of[0] && s.time_of[0] == 20);
+    s = run_final_graphs_as(20, 1.0, 0, "graph");
+    CHECK_MSG(s.done_ok && g.graph_calls == 27 && s.graph_of[0] && s.graph_of[1] && s.baseline_us == 0,
+              "%d graph calls", g.graph_calls);
     /* a backend without graphs is never probed */
     s = run_final(0, 20, 0, 0);
     CHECK(s.done_ok && g.graph_calls == 0 && !s.graph_of[1]);

@@ -23,6 +23,9 @@
 #include "gt_test.h"
 #include "gt_util.h"
 
+/* each final job's timing text, by problem id (drain) */
+static char g_timing[32][512];
+
 /* the final's paired uplift per problem id (index), its interval +-0.05;
  * 0: 1.01 [0.98, 1.04] */
 static double g_up[32];
@@ -95,6 +98,8 @@ static void drain(gt_store *s, int64_t wid, char *timing, size_t tlen)
             break;
         if (timing && !strcmp(job.kind, "final"))
             snprintf(timing, tlen, "%s", job.timing);
+        if (!strcmp(job.kind, "final") && job.problem_id < 32)
+            snprintf(g_timing[job.problem_id], sizeof g_timing[0], "%s", job.timing);
         cJSON *msg = job_msg(&job);
         int cancelled = 0;
         size_t acc = 0, rej = 0;
@@ -177,6 +182,9 @@ int main(void)
             nogain += num(e, "uplift") == 1 && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(e, "significant"));
         CHECK_MSG(nogain == 1, "%d entries without a significant gain", nogain);
     }
+    /* problem 1's final was launch-bound (its results timed as graphs) */
+    CHECK(sqlite3_exec(gt_store_db(s), "UPDATE results SET launch = 'graph' WHERE problem_id = 1 AND phase = 'final'",
+                       NULL, NULL, NULL) == SQLITE_OK);
     int rc = gt_store_create_verify(s, cr.id, 0.05, &vc, err, sizeof err);
     CHECK_MSG(rc == 0, "create verify: %d %s", rc, err);
     CHECK(vc.id == 2 && vc.problems == 2 && vc.skipped == 1);
@@ -223,6 +231,13 @@ int main(void)
     final_timing(src_timing, &r0, &c0);
     final_timing(v_timing, &r1, &c1);
     CHECK_MSG(r0 == 40 && r1 == r0 && c1 == c0, "timing: %s against %s", v_timing, src_timing);
+    /* each verify final is timed as the winner it re-times was: problem 4
+     * (a copy of 1) as graphs, 5 (of 3) plainly; the tuned run's own finals
+     * leave it to the worker (no final_launch) */
+    CHECK_MSG(strstr(g_timing[4], "\"final_launch\":\"graph\"") != NULL, "%s", g_timing[4]);
+    CHECK_MSG(strstr(g_timing[5], "\"final_launch\":\"plain\"") != NULL, "%s", g_timing[5]);
+    CHECK_MSG(g_timing[1][0] && !strstr(g_timing[1], "final_launch") && !strstr(g_timing[3], "final_launch"),
+              "%s", g_timing[1]);
     CHECK(gt_test_int(s, "SELECT state = 'done' FROM runs WHERE id = 2") == 1);
     CHECK(gt_test_int(s, "SELECT COUNT(*) FROM jobs WHERE run_id = 2 AND kind != 'final'") == 0);
 
