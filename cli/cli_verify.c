@@ -111,18 +111,10 @@ static int read_entries(const char *path, const char *model, ventry **out, size_
         sqlite3_close(db);
         return -1;
     }
-    /* exports written before the paired rounds have no interval columns */
-    int paired = 0;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('best') WHERE name = 'uplift_lo'", -1,
-                           &st, NULL) == SQLITE_OK)
-        paired = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    /* exports before launch-bound finals have no best.launch */
-    int has_launch = 0;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('best') WHERE name = 'launch'", -1, &st,
-                           NULL) == SQLITE_OK)
-        has_launch = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
+    /* exports written before the paired rounds have no interval columns,
+     * those before launch-bound finals no best.launch */
+    int paired = gt_cli_db_has_column(db, "best", "uplift_lo");
+    int has_launch = gt_cli_db_has_column(db, "best", "launch");
     char sql[1024];
     snprintf(sql, sizeof sql,
              "SELECT p.label, p.spec, b.backend, b.device_model, b.config, b.uplift, %s,"

@@ -308,12 +308,7 @@ int gt_report_print_db(const char *path, const char *model, FILE *out, char *err
      * as NULLs (every baseline the default) */
     /* nor best.launch, exports before launch-bound finals (their own check:
      * an export may have one without the other) */
-    int has_launch = 0;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('best') WHERE name = 'launch'", -1, &st,
-                           NULL) == SQLITE_OK)
-        has_launch = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    st = NULL;
+    int has_launch = gt_cli_db_has_column(db, "best", "launch");
     char sql[512];
     snprintf(sql, sizeof sql,
              "SELECT p.label, p.call_count, p.weight, b.baseline_us, b.time_us, %%s, %s"
