@@ -306,12 +306,15 @@ static int before_timing(void *ctx, int i)
  * first timing, once put a 94 us kernel at 151 us on the H100). 1 (the
  * first such entry's times in *plain_us, *graph_us) or 0; also 0 when an
  * entry cannot be timed as a graph, so that every entry of the rounds is
- * timed alike. A few ms per entry: each probe runs at most 2 ms. */
+ * timed alike. A few ms per entry: each probe runs at most 2 ms. A verify
+ * run's final says how instead (final_launch): no probes. */
 static int launch_bound(jobctx *j, gt_bk_cand **built, int n, double *plain_us, double *graph_us)
 {
     const gt_backend *bk = j->r->bk;
     if (!bk->graphs || j->timing.graph || j->timing.chained)
         return 0;
+    if (j->final_launch >= 0)
+        return j->final_launch;
     /* a default the screens timed at LAUNCH_PROBE_MAX_US or more is no
      * launch-bound GEMM (a launch costs 3-15 us): the probes' few ms per
      * entry are spared where they cannot tell */
@@ -399,18 +402,16 @@ static int run_final(jobctx *j, const cJSON *cands, const cJSON *baseline)
      * drift check, which such a final goes without (the unsettled-interval
      * retry still applies) */
     double plain_us = 0, graph_us = 0, ref_us = j->baseline_ref_us;
-    int graph = j->final_launch < 0 ? launch_bound(j, built, n, &plain_us, &graph_us)
-                                    : j->final_launch == 1 && j->r->bk->graphs && !j->timing.graph;
-    if (graph && j->final_launch == 1) {
+    int graph = launch_bound(j, built, n, &plain_us, &graph_us);
+    if (graph) {
         bp.timing.graph = 1;
         ref_us = 0;
-        gt_info("job %lld: timed as CUDA graphs, as the winner it re-times was", j->job_id);
-    } else if (graph) {
-        bp.timing.graph = 1;
-        ref_us = 0;
-        gt_info("job %lld: launch-bound (%.3g us per call in plain launches, %.3g us in a CUDA graph): "
-                "the final rounds are timed as graphs",
-                j->job_id, plain_us, graph_us);
+        if (j->final_launch == 1)
+            gt_info("job %lld: timed as CUDA graphs, as the winner it re-times was", j->job_id);
+        else
+            gt_info("job %lld: launch-bound (%.3g us per call in plain launches, %.3g us in a CUDA graph): "
+                    "the final rounds are timed as graphs",
+                    j->job_id, plain_us, graph_us);
     }
     /* the first set is kept while a second set of rounds runs: an unsettled
      * first set is replaced only by a second whose widest interval is
