@@ -183,8 +183,7 @@ int main(void)
         CHECK_MSG(nogain == 1, "%d entries without a significant gain", nogain);
     }
     /* problem 1's final was launch-bound (its results timed as graphs) */
-    CHECK(sqlite3_exec(gt_store_db(s), "UPDATE results SET launch = 'graph' WHERE problem_id = 1 AND phase = 'final'",
-                       NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(gt_test_store_sql(s, "UPDATE results SET launch = 'graph' WHERE problem_id = 1 AND phase = 'final'") == 0);
     int rc = gt_store_create_verify(s, cr.id, 0.05, &vc, err, sizeof err);
     CHECK_MSG(rc == 0, "create verify: %d %s", rc, err);
     CHECK(vc.id == 2 && vc.problems == 2 && vc.skipped == 1);
