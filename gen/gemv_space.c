@@ -310,11 +310,14 @@ static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c
     /* live registers of the unrolled loop: accumulators, the loads in
      * flight (dbuf: two blocks), row/column pointers, and a fixed overhead
      * (indices, bounds; 24 and the 32-register floor below fit the H100
-     * sweep best); fp8: one chunk's vectors decoded to f16 as well */
+     * sweep best); fp8: one chunk's vectors decoded to f16 as well, and with
+     * pipe "reg" half the unrolled chunks' (ptxas decodes ahead: k_unroll 8 at
+     * 512 threads spilled with one chunk counted) */
     int sets = c->pipe == GT_GEN_PIPE_ASYNC ? 1 : c->pipe == GT_GEN_PIPE_DBUF ? 2 * c->k_unroll
                                                                               : c->k_unroll;
     x->regs = x->acc + sets * (x->nar + x->nbc) * x->lw + 2 * (x->nar + x->nbc) + 24 +
-              (es == 1 ? (x->nar + x->nbc) * x->nv : 0);
+              (es == 1 ? (x->nar + x->nbc) * x->nv * (c->pipe == GT_GEN_PIPE_REG ? (c->k_unroll + 1) / 2 : 1)
+                       : 0);
     gt_gen_geometry(p, c, d->warp_size, &x->g);
     x->ctas = (double)x->g.gx * x->g.gy * x->g.gz;
     int threads = c->warps * d->warp_size;
@@ -522,8 +525,17 @@ double gt_gen_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cf
                                                : c->splitk * mn * 2 / bw + 3.0e-6;
     if (d->hip) /* FMA path: 2 flops per element and column */
         t = fmax(t, 2.0 * p->m * c->n_tile * (double)p->k * batch / (d->sms * 256.0 * 1.7e9));
-    else if (c->lanes == GT_GEN_LANES_WARP) /* an FMA per element and column, a convert per element */
-        t = fmax(t, (double)p->m * (c->n_tile + 1) * (double)p->k * batch / (d->sms * 128.0 * 1.7e9));
+    else if (c->lanes == GT_GEN_LANES_WARP) {
+        /* an FMA per element and column, a convert per element, for each
+         * column tile. An SM retires about 45 of them a clock, not its 128
+         * FP32 lanes' worth: B's loads and converts and the final shuffles
+         * share the issue slots (fitted on the n = 8 sweep of the H100,
+         * tests/data/gemv_sweep_h100_n8.csv, where lanes "warp" at n_tile 8
+         * runs 30-40 % behind the best "quad" config and a bound at 128 a
+         * clock ranked it first) */
+        double tiles = ceil((double)p->n / c->n_tile);
+        t = fmax(t, (double)p->m * tiles * (c->n_tile + 1) * (double)p->k * batch / (d->sms * 45.0 * 1.7e9));
+    }
     return t * 1e6 + 2.0 + 0.05 * c->a_load; /* launch, ramp and drain; a_load: stable order */
 }
 

@@ -1,8 +1,8 @@
 /* gen_sweep.c: the self-test's --sweep section (gt-cuda-selftest --sweep N
  * [--csv FILE]): the measurements the generated families' ranking models
- * are calibrated on. For each decode shape (n = 1 and 16, or --tokens, which
- * also takes 128 and 2048) and
- * each family that applies ("gemv"; "mma" for n >= 16) it takes every
+ * are calibrated on. For each decode shape (n = 1 and 16, or --tokens N:
+ * 128 and 2048 add the prefill shapes, any other n sweeps that n alone) and
+ * each family that applies ("gemv"; "mma" for n >= 8) it takes every
  * config the rules keep (no rank cap), a deterministic sample of N of them
  * spread over the model's ranking (always including the model's top 16),
  * and builds, validates and quick-times each through the backend's vtable,
@@ -175,10 +175,12 @@ int gt_st_sweep(const gt_backend *bk, gt_bk_ctx *ctx, int tokens, int per_shape,
 {
     /* the decode shapes by default; --tokens 128 or 2048 also sweeps the
      * prefill shapes (the "mma" family alone applies there) */
-    static const int toks[] = {1, 16, 128, 2048};
+    int toks[] = {1, 16, 128, 2048}, nt = tokens ? 4 : 2;
+    if (tokens && tokens != 1 && tokens != 16 && tokens != 128 && tokens != 2048)
+        toks[0] = tokens, nt = 1; /* any other --tokens: that n alone */
     gt_problem ps[GT_ST_MAX_SHAPES];
     char names[GT_ST_MAX_SHAPES][32];
-    int np = gt_st_shapes(toks, tokens ? 4 : 2, tokens, ps, names), failures = 0;
+    int np = gt_st_shapes(toks, nt, tokens, ps, names), failures = 0;
     FILE *csv = NULL;
     if (csv_path && !(csv = fopen(csv_path, "w"))) {
         printf("FAIL sweep: cannot write %s\n", csv_path);
@@ -191,7 +193,7 @@ int gt_st_sweep(const gt_backend *bk, gt_bk_ctx *ctx, int tokens, int per_shape,
     gt_cuda_set_exit_on_sticky(ctx, 0);
     for (int i = 0; i < np; i++)
         for (int mma = 0; mma < 2; mma++) {
-            if (mma && ps[i].n < 16)
+            if (mma && ps[i].n < 8)
                 continue;
             failures += sweep_shape(bk, ctx, names[i], &ps[i], mma, per_shape, csv);
             fflush(stdout);
