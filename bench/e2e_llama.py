@@ -398,7 +398,58 @@ def kernel_profile(torch, d, step, n):
     top = sorted(per.items(), key=lambda kv: -kv[1][0])[:12]
     return {"steps": n, "kernel_us": round(total, 1), "gemm_us": round(gemm, 1),
             "kernels": round(sum(v[1] for v in per.values()), 1),
-            "top": [{"name": k[:90], "us": round(v[0], 1), "calls": round(v[1], 1)} for k, v in top]}
+            "top": [{"name": k[:90], "us": round(v[0], 1), "calls": round(v[1], 1)} for k, v in top],
+            "timeline": _timeline_or_error(torch, prof, n)}
+
+
+def _timeline_or_error(torch, prof, n):
+    # the timeline reads profiler internals that differ between torch versions: a failure
+    # there names itself instead of losing the configuration's measured numbers
+    try:
+        return kernel_timeline(torch, prof, n)
+    except Exception as e:  # noqa: BLE001
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def kernel_timeline(torch, prof, n):
+    """Where a step's time goes between its kernels: the kernels in device order, the idle time
+    between one's end and the next one's start (negative: they overlapped, as a chained launch
+    lets them), per step, split by whether a GEMM-named kernel is on either side; and the
+    sequence of the 24 kernels from the second GEMM-named one of the last step on (one layer's
+    order: which kernels sit next to each GEMM)."""
+    ks = []
+    for e in prof.events():
+        if getattr(e, "device_type", None) != torch.autograd.DeviceType.CUDA:
+            continue
+        if e.name.startswith(("Memcpy", "Memset", "cudaGraph", "ProfilerStep")):
+            continue
+        tr = getattr(e, "time_range", None)
+        if tr is None or tr.end <= tr.start:
+            continue
+        ks.append((tr.start, tr.end, e.name))
+    ks.sort()
+    if len(ks) < 2:
+        return None
+    is_gemm = [any(g.lower() in k[2].lower() for g in _GEMM_NAMES) for k in ks]
+    gap = {"gemm": 0.0, "other": 0.0}
+    overlaps = 0
+    for i in range(1, len(ks)):
+        g = ks[i][0] - ks[i - 1][1]
+        if g > 200:  # between steps (the host feeds the next token): not a kernel boundary
+            continue
+        overlaps += g < 0
+        gap["gemm" if is_gemm[i] or is_gemm[i - 1] else "other"] += g
+    per_step = len(ks) // n
+    last = ks[len(ks) - per_step:]
+    gi = [i for i, k in enumerate(last) if any(g.lower() in k[2].lower() for g in _GEMM_NAMES)]
+    start = gi[1] if len(gi) > 1 else 0
+    seq = []
+    for i in range(start, min(start + 24, len(last))):
+        prev_end = last[i - 1][1] if i > 0 else last[i][0]
+        seq.append({"name": last[i][2][:48], "us": round(last[i][1] - last[i][0], 2),
+                    "gap_us": round(last[i][0] - prev_end, 2)})
+    return {"gap_us_gemm_side": round(gap["gemm"] / n, 1), "gap_us_other": round(gap["other"] / n, 1),
+            "overlapping_boundaries": round(overlaps / n, 1), "sequence": seq}
 
 
 def reset_dynamo(torch):
@@ -757,6 +808,14 @@ def report(state):
                   f"{pr['kernels']:.0f} kernels, GEMM-named {pr['gemm_us']:.0f} us, other "
                   f"{pr['kernel_us'] - pr['gemm_us']:.0f} us; top: "
                   + "; ".join(f"{t['name'][:60]} {t['us']:.0f} us x{t['calls']:g}" for t in pr["top"][:8]))
+                tl = pr.get("timeline")
+                if tl and "error" in tl:
+                    p(f"  kernel timeline not read: {tl['error']}")
+                elif tl:
+                    p(f"  between kernels per step: {tl['gap_us_gemm_side']:.0f} us next to a GEMM, "
+                      f"{tl['gap_us_other']:.0f} us elsewhere, {tl['overlapping_boundaries']:g} boundaries "
+                      "overlapped; one layer in order (us, gap before): "
+                      + "; ".join(f"{k['name'][:40]} {k['us']:.1f} (+{k['gap_us']:.1f})" for k in tl["sequence"]))
     pre = d.get("prefill", {})
     if pre:
         p(f"\n## prefill, batch 1, {next(iter(pre.values())).get('tokens')} tokens (last token's logits)")
