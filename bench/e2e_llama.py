@@ -499,6 +499,20 @@ def compile_mode(cfg, a):
             "gemmtune_autotune": "max-autotune-no-cudagraphs"}.get(cfg)
 
 
+@contextlib.contextmanager
+def pointwise_tuning(torch, a, cfg):
+    """--gt-pointwise-tuning: Inductor's coordinate-descent tuning of its own (non-GEMM)
+    kernels' launch configs while gemmtune_compile and compile compile, as max-autotune
+    does for the peers; the GEMMs stay gemmtune's."""
+    if not (a.gt_pointwise_tuning and cfg in ("gemmtune_compile", "compile")):
+        yield
+        return
+    import torch._inductor.config as ic
+
+    with ic.patch(coordinate_descent_tuning=True):
+        yield
+
+
 def decode_config(torch, model, calls, a, state, cfg, batch):
     """Times cfg's decode at batch; returns the row for e2e.json."""
     key = f"b{batch}"
@@ -521,9 +535,10 @@ def decode_config(torch, model, calls, a, state, cfg, batch):
 
         # warm-up: compile, autotune, Inductor's graph recording, gemmtune's plans
         t0 = time.time()
-        for _ in range(3):
-            call()
-            sync(torch, a.device)
+        with pointwise_tuning(torch, a, cfg):
+            for _ in range(3):
+                call()
+                sync(torch, a.device)
         # the first calls: compile and autotune, or gemmtune's plans (NVRTC, module loads)
         row["first_calls_s"] = round(time.time() - t0, 2)
         if mode:
@@ -729,7 +744,9 @@ def report(state):
       f"{dev.get('steps', '?')} steps, gemmtune launch {dev.get('gt_launch', 'plain')}"
       + (", q/k/v and gate/up fused (fuse_linears) in every configuration" if dev.get("fused") else "")
       + (f", use(min_uplift={dev['gt_min_uplift']})" if dev.get("gt_min_uplift", 1.0) != 1.0 else "")
-      + (", use(trace=False): compiled graphs hold aten GEMMs" if dev.get("gt_trace") is False else ""))
+      + (", use(trace=False): compiled graphs hold aten GEMMs" if dev.get("gt_trace") is False else "")
+      + (", gemmtune_compile with Inductor's coordinate-descent tuning of its own kernels"
+         if dev.get("gt_pointwise_tuning") else ""))
     rec, tun = d.get("record", {}), d.get("tune", {})
     if rec or tun:
         p(f"record {rec.get('wall_s', '-')} s ({rec.get('gemms', '-')} GEMMs, {rec.get('calls', '-')} calls); "
@@ -873,6 +890,11 @@ def main():
                          "which reach the tuned kernels through the extension's override; under "
                          "max-autotune (gemmtune_autotune) Inductor then benchmarks them, as its aten "
                          "choice, against its own templates and fusions and keeps the faster per GEMM")
+    ap.add_argument("--gt-pointwise-tuning", action="store_true",
+                    help="compile gemmtune_compile (and compile) with Inductor's coordinate-descent "
+                         "tuning of its own kernels' launch configs, which max-autotune turns on for "
+                         "the peers: the attention's K/V expansion and the fused elementwise kernels "
+                         "tuned alike in every configuration; the GEMMs stay gemmtune's")
     ap.add_argument("--fuse", action="store_true",
                     help="gemmtune.torch.fuse_linears on the model before anything runs: q/k/v and "
                          "gate/up as one GEMM each, in every configuration (record it with the same flag)")
@@ -919,7 +941,8 @@ def main():
                                "layers": 2 if a.tiny else a.layers, "prompt": a.prompt, "steps": a.steps,
                                "tiny": a.tiny, "dtype": str(a.dtype), "gt_launch": a.gt_launch,
                                "fused": a.fuse, "gt_min_uplift": a.gt_min_uplift,
-                               "gt_trace": not a.gt_no_trace})
+                               "gt_trace": not a.gt_no_trace,
+                               "gt_pointwise_tuning": a.gt_pointwise_tuning})
     log(f"{name}, torch {torch.__version__}, transformers {transformers.__version__}, phases {phases}")
     try:
         import gemmtune.torch as gt
