@@ -499,17 +499,23 @@ def compile_mode(cfg, a):
             "gemmtune_autotune": "max-autotune-no-cudagraphs"}.get(cfg)
 
 
+# --gt-pointwise-tuning: what max-autotune turns on for Inductor's own (non-GEMM) kernels:
+# more launch configs benchmarked per pointwise kernel, then coordinate descent over them
+# (h100_36_e2e_b8b1_pw.txt measured coordinate descent alone: the attention's K/V expansion
+# 24 us a layer against 30-33 without, the peers' 16-22)
+POINTWISE_TUNING = {"max_autotune_pointwise": True, "coordinate_descent_tuning": True}
+
+
 @contextlib.contextmanager
 def pointwise_tuning(torch, a, cfg):
-    """--gt-pointwise-tuning: Inductor's coordinate-descent tuning of its own (non-GEMM)
-    kernels' launch configs while gemmtune_compile and compile compile, as max-autotune
-    does for the peers; the GEMMs stay gemmtune's."""
+    """--gt-pointwise-tuning: POINTWISE_TUNING while gemmtune_compile and compile compile,
+    as max-autotune does for the peers; the GEMMs stay gemmtune's."""
     if not (a.gt_pointwise_tuning and cfg in ("gemmtune_compile", "compile")):
         yield
         return
     import torch._inductor.config as ic
 
-    with ic.patch(coordinate_descent_tuning=True):
+    with ic.patch(**POINTWISE_TUNING):
         yield
 
 
@@ -745,7 +751,7 @@ def report(state):
       + (", q/k/v and gate/up fused (fuse_linears) in every configuration" if dev.get("fused") else "")
       + (f", use(min_uplift={dev['gt_min_uplift']})" if dev.get("gt_min_uplift", 1.0) != 1.0 else "")
       + (", use(trace=False): compiled graphs hold aten GEMMs" if dev.get("gt_trace") is False else "")
-      + (", gemmtune_compile with Inductor's coordinate-descent tuning of its own kernels"
+      + (f", gemmtune_compile with Inductor's tuning of its own kernels {dev['gt_pointwise_tuning']}"
          if dev.get("gt_pointwise_tuning") else ""))
     rec, tun = d.get("record", {}), d.get("tune", {})
     if rec or tun:
@@ -891,10 +897,10 @@ def main():
                          "max-autotune (gemmtune_autotune) Inductor then benchmarks them, as its aten "
                          "choice, against its own templates and fusions and keeps the faster per GEMM")
     ap.add_argument("--gt-pointwise-tuning", action="store_true",
-                    help="compile gemmtune_compile (and compile) with Inductor's coordinate-descent "
-                         "tuning of its own kernels' launch configs, which max-autotune turns on for "
-                         "the peers: the attention's K/V expansion and the fused elementwise kernels "
-                         "tuned alike in every configuration; the GEMMs stay gemmtune's")
+                    help="compile gemmtune_compile (and compile) with what max-autotune turns on "
+                         "for Inductor's own kernels (more launch configs benchmarked per pointwise "
+                         "kernel, coordinate descent): the attention's K/V expansion and the fused "
+                         "elementwise kernels tuned as in the peers; the GEMMs stay gemmtune's")
     ap.add_argument("--fuse", action="store_true",
                     help="gemmtune.torch.fuse_linears on the model before anything runs: q/k/v and "
                          "gate/up as one GEMM each, in every configuration (record it with the same flag)")
@@ -942,7 +948,7 @@ def main():
                                "tiny": a.tiny, "dtype": str(a.dtype), "gt_launch": a.gt_launch,
                                "fused": a.fuse, "gt_min_uplift": a.gt_min_uplift,
                                "gt_trace": not a.gt_no_trace,
-                               "gt_pointwise_tuning": a.gt_pointwise_tuning})
+                               "gt_pointwise_tuning": POINTWISE_TUNING if a.gt_pointwise_tuning else None})
     log(f"{name}, torch {torch.__version__}, transformers {transformers.__version__}, phases {phases}")
     try:
         import gemmtune.torch as gt
