@@ -315,9 +315,9 @@ static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c
      * 512 threads spilled with one chunk counted) */
     int sets = c->pipe == GT_GEN_PIPE_ASYNC ? 1 : c->pipe == GT_GEN_PIPE_DBUF ? 2 * c->k_unroll
                                                                               : c->k_unroll;
+    int decoded = es != 1 ? 0 : c->pipe == GT_GEN_PIPE_REG ? (c->k_unroll + 1) / 2 : 1;
     x->regs = x->acc + sets * (x->nar + x->nbc) * x->lw + 2 * (x->nar + x->nbc) + 24 +
-              (es == 1 ? (x->nar + x->nbc) * x->nv * (c->pipe == GT_GEN_PIPE_REG ? (c->k_unroll + 1) / 2 : 1)
-                       : 0);
+              decoded * (x->nar + x->nbc) * x->nv;
     gt_gen_geometry(p, c, d->warp_size, &x->g);
     x->ctas = (double)x->g.gx * x->g.gy * x->g.gz;
     int threads = c->warps * d->warp_size;
@@ -531,7 +531,7 @@ double gt_gen_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cf
          * FP32 lanes' worth: B's loads and converts and the final shuffles
          * share the issue slots (fitted on the n = 8 sweep of the H100,
          * tests/data/gemv_sweep_h100_n8.csv, where lanes "warp" at n_tile 8
-         * runs 30-40 % behind the best "quad" config and a bound at 128 a
+         * runs 16-41 % behind the best "quad" config and a bound at 128 a
          * clock ranked it first) */
         double tiles = ceil((double)p->n / c->n_tile);
         t = fmax(t, (double)p->m * tiles * (c->n_tile + 1) * (double)p->k * batch / (d->sms * 45.0 * 1.7e9));

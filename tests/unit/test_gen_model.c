@@ -6,7 +6,7 @@
  * tests/data/gemv_sweep_h100_n8.csv the same five shapes at n = 8 (every
  * config of two `--sweep 250 --tokens 8`, ranked by the model before and
  * after its lanes=warp compute bound, bench/results/h100_36_*: lanes "warp"
- * at n_tile 8 is bound by its FMAs and converts there, 25-40 % behind the
+ * at n_tile 8 is bound by its FMAs and converts there, 16-41 % behind the
  * best "quad" config, and the model once ranked it first, its cap 32 %
  * behind on gate_up). For each shape the model ranks the
  * whole kept space as enumeration does; the fastest recorded config among
