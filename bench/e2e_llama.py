@@ -359,6 +359,10 @@ _GEMM_NAMES = ("nvjet", "gemm", "gemv", "cutlass", "xmma", "gt_mma", "gt_wgmma",
                "splitKreduce")
 
 
+def _is_gemm(kernel_name):
+    return any(g.lower() in kernel_name.lower() for g in _GEMM_NAMES)
+
+
 def kernel_profile(torch, d, step, n):
     """Kernel time per decode step over n steps of step from a fresh prefill, each fed its
     next token as the timed loop does (torch.profiler, CUDA activity): the total, the part in
@@ -394,7 +398,7 @@ def kernel_profile(torch, d, step, n):
         k[0] += t / n
         k[1] += e.count / n
     total = sum(v[0] for v in per.values())
-    gemm = sum(v[0] for k, v in per.items() if any(g.lower() in k.lower() for g in _GEMM_NAMES))
+    gemm = sum(v[0] for k, v in per.items() if _is_gemm(k))
     top = sorted(per.items(), key=lambda kv: -kv[1][0])[:12]
     return {"steps": n, "kernel_us": round(total, 1), "gemm_us": round(gemm, 1),
             "kernels": round(sum(v[1] for v in per.values()), 1),
@@ -430,7 +434,7 @@ def kernel_timeline(torch, prof, n):
     ks.sort()
     if len(ks) < 2:
         return None
-    is_gemm = [any(g.lower() in k[2].lower() for g in _GEMM_NAMES) for k in ks]
+    is_gemm = [_is_gemm(k[2]) for k in ks]
     gap = {"gemm": 0.0, "other": 0.0}
     overlaps = 0
     for i in range(1, len(ks)):
@@ -441,7 +445,7 @@ def kernel_timeline(torch, prof, n):
         gap["gemm" if is_gemm[i] or is_gemm[i - 1] else "other"] += g
     per_step = len(ks) // n
     last = ks[len(ks) - per_step:]
-    gi = [i for i, k in enumerate(last) if any(g.lower() in k[2].lower() for g in _GEMM_NAMES)]
+    gi = [i for i, k in enumerate(last) if _is_gemm(k[2])]
     start = gi[1] if len(gi) > 1 else 0
     seq = []
     for i in range(start, min(start + 24, len(last))):
@@ -616,9 +620,10 @@ def prefill_config(torch, model, calls, a, state, cfg):
             return f(ids)
 
         t0 = time.time()
-        for _ in range(3):
-            out = call()
-            sync(torch, a.device)
+        with pointwise_tuning(torch, a, cfg):
+            for _ in range(3):
+                out = call()
+                sync(torch, a.device)
         if mode:
             row["compile_s"] = round(time.time() - t0, 1)
             row["compile_mode"] = mode
@@ -838,7 +843,7 @@ def report(state):
                     p(f"  between kernels per step: {tl['gap_us_gemm_side']:.0f} us next to a GEMM, "
                       f"{tl['gap_us_other']:.0f} us elsewhere, {tl['overlapping_boundaries']:g} boundaries "
                       "overlapped; one layer in order (us, gap before): "
-                      + "; ".join(f"{k['name'][:40]} {k['us']:.1f} (+{k['gap_us']:.1f})" for k in tl["sequence"]))
+                      + "; ".join(f"{k['name'][:40]} {k['us']:.1f} ({k['gap_us']:+.1f})" for k in tl["sequence"]))
     pre = d.get("prefill", {})
     if pre:
         p(f"\n## prefill, batch 1, {next(iter(pre.values())).get('tokens')} tokens (last token's logits)")
