@@ -311,8 +311,10 @@ static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c
      * flight (dbuf: two blocks), row/column pointers, and a fixed overhead
      * (indices, bounds; 24 and the 32-register floor below fit the H100
      * sweep best); fp8: one chunk's vectors decoded to f16 as well, and with
-     * pipe "reg" half the unrolled chunks' (ptxas decodes ahead: k_unroll 8 at
-     * 512 threads spilled with one chunk counted) */
+     * pipe "reg" half the unrolled chunks' (fitted, not counted: with one
+     * chunk, k_unroll 8 configs at 512 threads were kept that ptxas compiles
+     * with spills, e.g. 8 bytes at 64 registers for e4m3 x e5m2 1024x5x4104
+     * with a k tail, where k_unroll 4 takes 52 registers and none) */
     int sets = c->pipe == GT_GEN_PIPE_ASYNC ? 1 : c->pipe == GT_GEN_PIPE_DBUF ? 2 * c->k_unroll
                                                                               : c->k_unroll;
     int decoded = es != 1 ? 0 : c->pipe == GT_GEN_PIPE_REG ? (c->k_unroll + 1) / 2 : 1;
