@@ -6,7 +6,6 @@
 #include "gt_cli.h"
 
 #include <errno.h>
-#include <sqlite3.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -294,17 +293,4 @@ int gt_cli_download(const gt_cli *c, const char *path, const char *out)
     gt_httpc_resp_free(&r);
     printf("%s: %" PRIu64 " bytes written\n", out, bytes);
     return 0;
-}
-
-int gt_cli_db_has_column(sqlite3 *db, const char *table, const char *col)
-{
-    sqlite3_stmt *st = NULL;
-    int has = 0;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", -1, &st, NULL) ==
-            SQLITE_OK &&
-        sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC) == SQLITE_OK &&
-        sqlite3_bind_text(st, 2, col, -1, SQLITE_STATIC) == SQLITE_OK)
-        has = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    return has;
 }

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "gt_bk_paired.h"
+#include "gt_export.h"
 #include "gt_paired.h"
 #include "gt_policy.h"
 #include "gt_problem.h"
@@ -113,8 +114,8 @@ static int read_entries(const char *path, const char *model, ventry **out, size_
     }
     /* exports written before the paired rounds have no interval columns,
      * those before launch-bound finals no best.launch */
-    int paired = gt_cli_db_has_column(db, "best", "uplift_lo");
-    int has_launch = gt_cli_db_has_column(db, "best", "launch");
+    int paired = gt_export_has_column(db, "main", "best", "uplift_lo") == 1;
+    int has_launch = gt_export_has_column(db, "main", "best", "launch") == 1;
     char sql[1024];
     snprintf(sql, sizeof sql,
              "SELECT p.label, p.spec, b.backend, b.device_model, b.config, b.uplift, %s,"

@@ -95,14 +95,6 @@ const char *gt_cli_fnum(char *buf, size_t n, const cJSON *o, const char *name, c
 /* A human duration: 45s, 2m10s, 1h02m ("?" when s is not a duration). */
 void gt_cli_fmt_dur(char *buf, size_t n, double s);
 
-/* ---- export files ---- */
-
-struct sqlite3;
-/* 1 when table has the column (an export written before a column was added
- * lacks it: its readers ask before they name it), 0 when not or when the
- * question cannot be asked. */
-int gt_cli_db_has_column(struct sqlite3 *db, const char *table, const char *col);
-
 /* ---- the HTTP API ---- */
 
 #define GT_CLI_API_TRANSPORT (-2)

@@ -24,6 +24,7 @@
 #include "gt_report.h"
 
 #include "gt_cli.h"
+#include "gt_export.h"
 #include "gt_httpc.h"
 #include "gt_util.h"
 
@@ -308,7 +309,7 @@ int gt_report_print_db(const char *path, const char *model, FILE *out, char *err
      * as NULLs (every baseline the default) */
     /* nor best.launch, exports before launch-bound finals (their own check:
      * an export may have one without the other) */
-    int has_launch = gt_cli_db_has_column(db, "best", "launch");
+    int has_launch = gt_export_has_column(db, "main", "best", "launch") == 1;
     char sql[512];
     snprintf(sql, sizeof sql,
              "SELECT p.label, p.call_count, p.weight, b.baseline_us, b.time_us, %%s, %s"

@@ -699,21 +699,26 @@ static const char k_merge_best[] =
     "    baseline_reason = excluded.baseline_reason, launch = excluded.launch "
     "WHERE excluded.time_us < best.time_us";
 
-/* 1 when the attached input's table has the column (exports before the
- * paired final rounds have no rounds, uplift_lo, ...), 0 when not, -1 on
- * error. Names are fixed identifiers, never user text. */
-static int in_has_column(sqlite3 *db, const char *table, const char *col)
+int gt_export_has_column(sqlite3 *db, const char *schema, const char *table, const char *col)
 {
     sqlite3_stmt *st = NULL;
-    char sql[128];
-    snprintf(sql, sizeof sql, "SELECT 1 FROM pragma_table_info('%s', '" IN_SCHEMA "') WHERE name = ?1",
-             table);
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1, ?2) WHERE name = ?3", -1, &st, NULL) !=
+        SQLITE_OK)
         return -1;
-    sqlite3_bind_text(st, 1, col, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
+    int rc = sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC) == SQLITE_OK &&
+                     sqlite3_bind_text(st, 2, schema, -1, SQLITE_STATIC) == SQLITE_OK &&
+                     sqlite3_bind_text(st, 3, col, -1, SQLITE_STATIC) == SQLITE_OK
+                 ? sqlite3_step(st)
+                 : SQLITE_ERROR;
     sqlite3_finalize(st);
     return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* The attached input's column (exports before the paired final rounds have
+ * no rounds, uplift_lo, ...). */
+static int in_has_column(sqlite3 *db, const char *table, const char *col)
+{
+    return gt_export_has_column(db, IN_SCHEMA, table, col);
 }
 
 /* Copies one validated input into the open output, in its own transaction

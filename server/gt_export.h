@@ -48,4 +48,10 @@ int gt_export_run(sqlite3 *db, int64_t run_id, const char *source, const char *p
 int gt_export_merge(const char *const *inputs, size_t n, const char *out, char *err,
                     size_t errlen);
 
+/* 1 when table of the attached database `schema` ("main": the file db
+ * opened) has the column, 0 when not, -1 when the question cannot be asked.
+ * An export written before a column was added lacks it: its readers
+ * (`gemmtune merge`, `verify`, `report --db`) ask before they name it. */
+int gt_export_has_column(sqlite3 *db, const char *schema, const char *table, const char *col);
+
 #endif
