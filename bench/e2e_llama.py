@@ -37,8 +37,17 @@ greedy argmax and the feed of the next token, in every configuration alike) divi
 steps; the median of --reps repetitions (each after a fresh prefill). Compile time is the
 wall clock of the first calls (Dynamo, Inductor, autotuning, Inductor's CUDA graph
 recording), measured with a fresh Inductor cache directory per process (--cold-cache, the
-default), so it is what a new process without a warm cache pays. Within one process the
-second compile of a batch size may reuse the first's autotuning: which was first is recorded.
+default), so it is what a new process without a warm cache pays.
+
+Isolation: every measurement (a configuration at one batch size, or its prefill) runs in a
+fresh process of this script, and record, tune and check in one before them; this process
+only starts them in order and prints the report. A configuration timed after others in the
+same process inherits their state: on the H100 at batch 8 the attention's K/V expansion (the
+same Triton kernel in every compiled configuration) took 16.7 us a layer in gemmtune_compile
+timed in a process of its own, 19.7 after `compile` in the same process and 24 after
+max-autotune's (h100_37_e2e_isolation.txt), which put 0.4 ms a step on whichever
+configuration came later. --in-process runs everything in this one process, in the fixed
+order of CONFIGS.
 
 --tiny runs the same code on a 2-layer model with small dimensions (CPU or GPU), with the
 cpu backend when on CPU: the whole script is then checked without a GPU (the CUDA-graph
@@ -58,6 +67,7 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -865,7 +875,8 @@ def report(state):
 # ---------------------------------------------------------------- main ---
 
 
-def main():
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build", help="folder with gemmtuned and gemmtune-worker")
@@ -912,8 +923,12 @@ def main():
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="also profile N replays of each decode step (torch.profiler): kernel time per "
                          "step, the GEMMs' part, the top kernels (in e2e.json and the report)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="every phase and measurement in this process (default: each measurement "
+                         "in a fresh process, see Isolation above)")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--report", action="store_true", help="print the tables from STATE and exit")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
 
     state_dir = a.state or (os.path.join(os.environ["OUT"], "e2e") if os.environ.get("OUT") else "e2e_out")
     state = State(os.path.abspath(state_dir))
@@ -929,6 +944,9 @@ def main():
     for pt in parts:
         if pt not in ("decode", "prefill"):
             ap.error(f"--parts: unknown part {pt!r} (decode, prefill)")
+
+    if not (a.in_process or a.child):
+        return run_isolated(a, argv, state, phases, parts)
 
     # A cold Inductor cache: compile times are what a new process pays.
     if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
@@ -1012,7 +1030,69 @@ def main():
             state.put("prefill", cfg, value=row)
             log(f"{cfg}: prefill: {row['ms']:.2f} ms" + (f", compile {row['compile_s']} s" if "compile_s" in row else "")
                 + (f", routing {row['routing']}" if "routing" in row else ""))
-    print(report(state), flush=True)
+    if not a.child:
+        print(report(state), flush=True)
+    return 0
+
+
+# ------------------------------------------------------------- isolation ---
+
+# options the parent sets per child (everything else is passed on as given)
+_PER_CHILD = ("--phases", "--parts", "--batches", "--state")
+
+
+def strip_options(argv, names):
+    """argv without the options in names and their values (--opt v and --opt=v forms)."""
+    out, skip = [], False
+    for x in argv:
+        if skip:
+            skip = False
+            continue
+        if x in names:
+            skip = True
+            continue
+        if any(x.startswith(n + "=") for n in names):
+            continue
+        out.append(x)
+    return out
+
+
+def isolated_units(phases, parts, batches, prefill):
+    """The child processes, in order: (label, phases, parts, batches). Record, tune and check
+    share one (the model is built once for them; record takes every part and batch size);
+    then one per configuration and batch size, and one per configuration's prefill."""
+    units = []
+    setup = [ph for ph in ("record", "tune", "check") if ph in phases]
+    if setup:
+        units.append(("+".join(setup), setup, ",".join(parts), ",".join(batches)))
+    for cfg in CONFIGS:
+        if cfg not in phases:
+            continue
+        if "decode" in parts:
+            for b in batches:
+                units.append((f"{cfg} decode b{b}", [cfg], "decode", str(b)))
+        if prefill and "prefill" in parts:
+            units.append((f"{cfg} prefill", [cfg], "prefill", ""))
+    return units
+
+
+def run_isolated(a, argv, state, phases, parts):
+    """Runs each unit of isolated_units in a fresh process of this script, then prints the
+    report. A child that dies (a CUDA fault, a kill) is recorded under errors and the others
+    still run."""
+    base = strip_options(argv, _PER_CHILD)
+    batches = [x for x in a.batches.split(",") if x]
+    for label, ph, part, b in isolated_units(phases, parts, batches, a.prefill):
+        cmd = [sys.executable, os.path.abspath(__file__)] + base + [
+            "--child", "--state", state.folder, "--phases", ",".join(ph), "--parts", part, "--batches", b]
+        log(f"isolated: {label}: a fresh process")
+        t0 = time.time()
+        rc = subprocess.call(cmd)
+        if rc != 0:
+            log(f"isolated: {label}: the process exited with {rc} after {time.time() - t0:.1f} s")
+            state = State(state.folder)  # what the child wrote before it died
+            state.put("errors", label, value=f"process exited with {rc}")
+    print(report(State(state.folder)), flush=True)
     return 0
 
 
