@@ -66,6 +66,7 @@ import inspect
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -103,6 +104,16 @@ class State:
         for k in keys[:-1]:
             d = d.setdefault(k, {})
         d[keys[-1]] = value
+        self._write()
+
+    def drop(self, *keys):
+        """Removes the value at keys, if there is one."""
+        d = self.get(*keys[:-1])
+        if isinstance(d, dict) and keys[-1] in d:
+            del d[keys[-1]]  # d is part of self.data
+            self._write()
+
+    def _write(self):
         tmp = self.path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(self.data, f, indent=1, sort_keys=True)
@@ -373,6 +384,49 @@ def _is_gemm(kernel_name):
     return any(g.lower() in kernel_name.lower() for g in _GEMM_NAMES)
 
 
+def inductor_configs(cache_dir):
+    """The launch configs Inductor's autotuning chose for the Triton kernels it compiled in
+    this process: {kernel name: {block sizes, num_warps, num_stages, found_by_coordesc}},
+    read from the .best_config files its local autotune cache writes beside each kernel's
+    source in TORCHINDUCTOR_CACHE_DIR (a fresh folder per process here, so exactly this
+    process's kernels). Between two runs of one configuration whose times differ, a kernel
+    whose config changed is where to look."""
+    out = {}
+    if not cache_dir or not os.path.isdir(cache_dir):
+        return out
+    for root, _, files in os.walk(cache_dir):
+        for f in files:
+            if not f.endswith(".best_config"):
+                continue
+            src = os.path.join(root, f[: -len(".best_config")] + ".py")
+            try:
+                with open(os.path.join(root, f)) as fh:
+                    cfg = json.load(fh)
+                with open(src) as fh:
+                    m = re.search(r"^def (triton_\w+)\(", fh.read(), re.M)
+            except (OSError, ValueError):
+                continue  # a kernel without its source, or a file being written
+            if not m or not isinstance(cfg, dict):
+                continue
+            keep = {k: v for k, v in cfg.items()
+                    if k.isupper() or k in ("num_warps", "num_stages", "found_by_coordesc")}
+            out[m.group(1)] = keep
+    return out
+
+
+def _cfg_text(c):
+    """XBLOCK=1024,w4 style: the block sizes, then warps and stages."""
+    if not c:
+        return ""
+    parts = [f"{k}={v}" for k, v in sorted(c.items()) if k.isupper()]
+    parts.append(f"w{c.get('num_warps', '?')}")
+    if c.get("num_stages", 1) != 1:
+        parts.append(f"s{c['num_stages']}")
+    if c.get("found_by_coordesc"):
+        parts.append("cd")
+    return ",".join(parts)
+
+
 def kernel_profile(torch, d, step, n):
     """Kernel time per decode step over n steps of step from a fresh prefill, each fed its
     next token as the timed loop does (torch.profiler, CUDA activity): the total, the part in
@@ -582,6 +636,8 @@ def decode_config(torch, model, calls, a, state, cfg, batch):
         row["graph"] = "inductor" if own_graphs else ("captured" if cuda else "none")
         if a.profile and cuda:
             row["profile"] = kernel_profile(torch, d, step, a.profile)
+            if mode:
+                row["inductor_configs"] = inductor_configs(os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
         if r is not None:
             row["routing"] = r.stats()
             row["misses"] = r.misses()
@@ -751,6 +807,14 @@ def tune_phase(a, state):
 # ---------------------------------------------------------------- report ---
 
 
+def _ms_runs(r):
+    """A row's ms, with the range of its runs when it was measured more than once (--repeat)."""
+    runs = r.get("ms_runs") or []
+    if len(runs) > 1:
+        return f"{r['ms']:.3f} ({min(runs):.3f}-{max(runs):.3f}, {len(runs)} runs)"
+    return f"{r['ms']:.3f}"
+
+
 def _fmt(v, spec, none="-"):
     return none if v is None else format(v, spec)
 
@@ -768,6 +832,13 @@ def report(state):
       + (", use(trace=False): compiled graphs hold aten GEMMs" if dev.get("gt_trace") is False else "")
       + (f", gemmtune_compile with Inductor's tuning of its own kernels {dev['gt_pointwise_tuning']}"
          if dev.get("gt_pointwise_tuning") else ""))
+    nat = dev.get("gemmtune_native")
+    if nat:
+        p("gemmtune's ops: " + ("the native path (C++ extension)" if nat.get("loaded") else
+                                f"the Python router (extension not loaded: {nat.get('reason')})"))
+    if dev.get("repeat", 1) > 1 or dev.get("isolated"):
+        p(f"each measurement in a fresh process" + (f", {dev['repeat']} times (ms: the median run, "
+                                                    "its range in brackets)" if dev.get("repeat", 1) > 1 else ""))
     rec, tun = d.get("record", {}), d.get("tune", {})
     if rec or tun:
         p(f"record {rec.get('wall_s', '-')} s ({rec.get('gemms', '-')} GEMMs, {rec.get('calls', '-')} calls); "
@@ -816,7 +887,7 @@ def report(state):
                 tie = {True: ", tie", False: ", not a tie", None: ", after the kept logits: tie not checked"}
                 agree += f" (first at step {fd['step']}{tie[fd.get('tie')]})"
             err = "-" if "logits_rel_err" not in r else f"{r['logits_rel_err']:.2e} / max {r['logits_max_rel_err']:.2e}"
-            p(f"| {cfg} | {r['ms']:.3f} | {r['tokens_per_s']:.0f} | {_fmt(r.get('eager_ms'), '.2f')} | "
+            p(f"| {cfg} | {_ms_runs(r)} | {r['tokens_per_s']:.0f} | {_fmt(r.get('eager_ms'), '.2f')} | "
               f"{r.get('compile_s', '-')} | {agree} | {err} | {routed} |")
         base = dec.get("default", {}).get(key, {}).get("ms")
         r = dec.get("gemmtune", {}).get(key)
@@ -832,6 +903,10 @@ def report(state):
             p(f"gemmtune under torch.compile: {peers[bar] / ours[best]:.3f}x tokens/s over the better "
               f"max-autotune configuration measured ({best}: {ours[best]:.3f} ms against {bar}: "
               f"{peers[bar]:.3f} ms; measured: {', '.join(sorted(ours))}; {', '.join(sorted(peers))})")
+            ro, rb = dec[best][key].get("ms_runs"), dec[bar][key].get("ms_runs")
+            if ro and rb and (len(ro) > 1 or len(rb) > 1):
+                p(f"  over the runs: {min(rb) / max(ro):.3f}x (its slowest against the peer's fastest) to "
+                  f"{max(rb) / min(ro):.3f}x")
         # the keys a gemmtune configuration found no tuned entry for (decisions, not calls)
         for cfg in CONFIGS:
             ms = dec.get(cfg, {}).get(key, {}).get("misses")
@@ -841,11 +916,14 @@ def report(state):
         # --profile: the kernels of one replayed step, where a configuration's time goes
         for cfg in CONFIGS:
             pr = dec.get(cfg, {}).get(key, {}).get("profile")
+            ic = dec.get(cfg, {}).get(key, {}).get("inductor_configs") or {}
             if pr:
                 p(f"kernels of {cfg} (per step, {pr['steps']} replays profiled): {pr['kernel_us']:.0f} us in "
                   f"{pr['kernels']:.0f} kernels, GEMM-named {pr['gemm_us']:.0f} us, other "
                   f"{pr['kernel_us'] - pr['gemm_us']:.0f} us; top: "
-                  + "; ".join(f"{t['name'][:60]} {t['us']:.0f} us x{t['calls']:g}" for t in pr["top"][:8]))
+                  + "; ".join(f"{t['name'][:60]} {t['us']:.0f} us x{t['calls']:g}"
+                              + (f" [{_cfg_text(ic[t['name']])}]" if t["name"] in ic else "")
+                              for t in pr["top"][:8]))
                 tl = pr.get("timeline")
                 if tl and "error" in tl:
                     p(f"  kernel timeline not read: {tl['error']}")
@@ -926,6 +1004,13 @@ def main(argv=None):
     ap.add_argument("--in-process", action="store_true",
                     help="every phase and measurement in this process (default: each measurement "
                          "in a fresh process, see Isolation above)")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="run each configuration's measurement N times, each in a fresh process, and "
+                         "report the median run with the range (Inductor's autotuning differs from one "
+                         "process to the next)")
+    ap.add_argument("--allow-python-router", action="store_true",
+                    help="time the gemmtune configurations on a GPU even when the package's C++ "
+                         "extension is not loaded (its ops then run through the Python router)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--report", action="store_true", help="print the tables from STATE and exit")
     a = ap.parse_args(argv)
@@ -945,6 +1030,8 @@ def main(argv=None):
         if pt not in ("decode", "prefill"):
             ap.error(f"--parts: unknown part {pt!r} (decode, prefill)")
 
+    if a.repeat < 1 or (a.repeat > 1 and a.in_process):
+        ap.error("--repeat N: N >= 1, and only with each measurement in its own process (not --in-process)")
     if not (a.in_process or a.child):
         return run_isolated(a, argv, state, phases, parts)
 
@@ -973,13 +1060,25 @@ def main(argv=None):
                                "gt_trace": not a.gt_no_trace,
                                "gt_pointwise_tuning": POINTWISE_TUNING if a.gt_pointwise_tuning else None})
     log(f"{name}, torch {torch.__version__}, transformers {transformers.__version__}, phases {phases}")
+    native = None
     try:
         import gemmtune.torch as gt
 
-        state.put("device", "gemmtune_native", value=gt.native_status())
-        log(f"gemmtune native path: {gt.native_status()}")
+        native = gt.native_status()
+        state.put("device", "gemmtune_native", value=native)
+        log(f"gemmtune native path: {native}")
     except Exception as e:  # the package is needed by the gemmtune phases only
         log(f"gemmtune.torch: {type(e).__name__}: {e}")
+    # On a GPU the package's users get the native path; timing the Python router instead
+    # (an install whose `pip` belongs to another interpreter builds no extension, and says
+    # so only in pip's hidden output) would report numbers no user sees.
+    ours = [c for c in ("gemmtune", "gemmtune_compile", "gemmtune_autotune") if c in phases]
+    if ours and a.device.startswith("cuda") and not (native or {}).get("loaded") and not a.allow_python_router:
+        log(f"{', '.join(ours)}: not timed: gemmtune's native path is not loaded "
+            f"({(native or {}).get('reason', 'gemmtune.torch did not import')}); install the package with "
+            "this interpreter (`python3 -m pip install --no-build-isolation ./python`) or pass "
+            "--allow-python-router")
+        return 2
 
     t0 = time.time()
     model = build_model(torch, a)
@@ -1082,16 +1181,36 @@ def run_isolated(a, argv, state, phases, parts):
     still run."""
     base = strip_options(argv, _PER_CHILD)
     batches = [x for x in a.batches.split(",") if x]
+    repeat = getattr(a, "repeat", 1)
+    state.put("device", "isolated", value=True)
+    state.put("device", "repeat", value=repeat)
     for label, ph, part, b in isolated_units(phases, parts, batches, a.prefill):
         cmd = [sys.executable, os.path.abspath(__file__)] + base + [
             "--child", "--state", state.folder, "--phases", ",".join(ph), "--parts", part, "--batches", b]
-        log(f"isolated: {label}: a fresh process")
-        t0 = time.time()
-        rc = subprocess.call(cmd)
-        if rc != 0:
-            log(f"isolated: {label}: the process exited with {rc} after {time.time() - t0:.1f} s")
-            state = State(state.folder)  # what the child wrote before it died
-            state.put("errors", label, value=f"process exited with {rc}")
+        # where the child writes its row (a setup unit has none)
+        loc = None if len(ph) != 1 or ph[0] not in CONFIGS else (
+            ("decode", ph[0], f"b{b}") if part == "decode" else ("prefill", ph[0]))
+        rows = []
+        for i in range(repeat if loc else 1):
+            if loc:
+                State(state.folder).drop(*loc)  # no stale row from an earlier run
+            log(f"isolated: {label}: a fresh process" + (f" (run {i + 1} of {repeat})" if repeat > 1 and loc else ""))
+            t0 = time.time()
+            rc = subprocess.call(cmd)
+            st = State(state.folder)  # what the child wrote, before it exited or died
+            if rc != 0:
+                log(f"isolated: {label}: the process exited with {rc} after {time.time() - t0:.1f} s")
+                st.put("errors", label + (f" run {i + 1}" if repeat > 1 and loc else ""),
+                       value=f"process exited with {rc}")
+            if loc and st.get(*loc):
+                rows.append(st.get(*loc))
+        if loc:
+            st = State(state.folder)
+            if rows:
+                # the median run is the row (its profile and checks with it); every run's ms beside
+                mid = sorted(rows, key=lambda r: r["ms"])[(len(rows) - 1) // 2]
+                mid = dict(mid, ms_runs=[r["ms"] for r in rows])
+                st.put(*loc, value=mid)
     print(report(State(state.folder)), flush=True)
     return 0
 

@@ -84,3 +84,67 @@ def test_run_isolated_children_and_a_dead_one(e2e, tmp_path, monkeypatch, capsys
     assert data["errors"] == {"gemmtune_compile decode b8": "process exited with -11"}
     out = capsys.readouterr().out
     assert "gemmtune_compile decode b8: the process exited with -11" in out
+
+
+def test_repeat_keeps_the_median_run(e2e, tmp_path, monkeypatch, capsys):
+    state = e2e.State(str(tmp_path))
+    times = iter([9.3, None, 8.6, 8.9])  # run 2 dies before it writes its row
+    runs = []
+
+    def fake_call(cmd):
+        runs.append(cmd)
+        if _opt(cmd, "--phases") != "gemmtune_compile":
+            return 0
+        ms = next(times)
+        if ms is None:
+            return 1
+        e2e.State(str(tmp_path)).put("decode", "gemmtune_compile", "b8",
+                                     value={"batch": 8, "ms": ms, "tokens_per_s": 8e3 / ms, "tag": ms})
+        return 0
+
+    monkeypatch.setattr(e2e.subprocess, "call", fake_call)
+    a = type("A", (), {"batches": "8", "prefill": 0, "tiny": False, "repeat": 4})()
+    e2e.run_isolated(a, ["--repeat", "4"], state, ["record", "gemmtune_compile"], ["decode"])
+    # the setup unit runs once, the measurement four times
+    assert [_opt(c, "--phases") for c in runs] == ["record"] + ["gemmtune_compile"] * 4
+    row = json.load(open(tmp_path / "e2e.json"))["decode"]["gemmtune_compile"]["b8"]
+    assert row["ms_runs"] == [9.3, 8.6, 8.9]
+    assert row["ms"] == 8.9 and row["tag"] == 8.9  # the median run's own row, not a blend
+    errs = json.load(open(tmp_path / "e2e.json"))["errors"]
+    assert errs == {"gemmtune_compile decode b8 run 2": "process exited with 1"}
+    out = capsys.readouterr().out
+    assert "| gemmtune_compile | 8.900 (8.600-9.300, 3 runs) |" in out
+    assert "each measurement in a fresh process, 4 times" in out
+
+
+def test_repeat_every_run_died(e2e, tmp_path, monkeypatch):
+    state = e2e.State(str(tmp_path))
+    state.put("decode", "autotune_nocg", "b1", value={"batch": 1, "ms": 6.0, "tokens_per_s": 166})  # stale
+    monkeypatch.setattr(e2e.subprocess, "call", lambda cmd: -9)
+    a = type("A", (), {"batches": "1", "prefill": 0, "tiny": False, "repeat": 2})()
+    e2e.run_isolated(a, [], state, ["autotune_nocg"], ["decode"])
+    data = json.load(open(tmp_path / "e2e.json"))
+    assert "b1" not in data["decode"]["autotune_nocg"]  # an earlier run's row is not reported as this one's
+    assert len(data["errors"]) == 2
+
+
+def test_inductor_configs_and_report(e2e, tmp_path):
+    d = tmp_path / "ic" / "ab"
+    d.mkdir(parents=True)
+    (d / "cabc.py").write_text("import triton\n@triton.jit\ndef triton_red_fused_rsqrt_14(in_ptr0, XBLOCK):\n  pass\n")
+    (d / "cabc.best_config").write_text(json.dumps({"XBLOCK": 1, "R0_BLOCK": 64, "num_warps": 2, "num_stages": 1,
+                                                     "configs_hash": "x", "found_by_coordesc": True}))
+    (d / "corphan.best_config").write_text("{}")  # no source beside it: skipped
+    cfgs = e2e.inductor_configs(str(tmp_path / "ic"))
+    assert cfgs == {"triton_red_fused_rsqrt_14": {"XBLOCK": 1, "R0_BLOCK": 64, "num_warps": 2, "num_stages": 1,
+                                                  "found_by_coordesc": True}}
+    assert e2e.inductor_configs(str(tmp_path / "none")) == {}
+    st = e2e.State(str(tmp_path / "st"))
+    st.put("device", value={"name": "H", "gemmtune_native": {"loaded": False, "reason": "not built"}})
+    st.put("decode", "gemmtune_compile", "b8", value={
+        "batch": 8, "ms": 9.0, "tokens_per_s": 888, "inductor_configs": cfgs,
+        "profile": {"steps": 4, "kernel_us": 900, "gemm_us": 500, "kernels": 10,
+                    "top": [{"name": "triton_red_fused_rsqrt_14", "us": 749, "calls": 15}]}})
+    out = e2e.report(st)
+    assert "triton_red_fused_rsqrt_14 749 us x15 [R0_BLOCK=64,XBLOCK=1,w2,cd]" in out
+    assert "gemmtune's ops: the Python router (extension not loaded: not built)" in out
