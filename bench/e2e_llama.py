@@ -54,7 +54,7 @@ cpu backend when on CPU: the whole script is then checked without a GPU (the CUD
 and CUDA-event parts are skipped on CPU).
 
 Usage (after `cmake -S . -B build && cmake --build build` with CUDA and
-`GEMMTUNE_BUILD_DIR=build pip install --no-build-isolation ./python`):
+`GEMMTUNE_BUILD_DIR=build python3 -m pip install --no-build-isolation ./python`):
   python3 bench/e2e_llama.py --build build [--batches 1,8,32] [--phases all]
   python3 bench/e2e_llama.py --report --state DIR
 """
