@@ -496,6 +496,15 @@ double gt_gen_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cf
      * HIP ranks dbuf by its loads in flight alone */
     if (c->pipe == GT_GEN_PIPE_DBUF && !d->hip)
         eff *= c->lanes == GT_GEN_LANES_WARP ? 0.98 : 1.05;
+    /* lanes "warp" with more than two rows per warp: each lane then holds
+     * rw x n_tile accumulators and rw rows' loads, and the median such config
+     * ran 21-23 % behind the median two-row one at n = 4 on the H100 (6-11 %
+     * at n = 1), where the bandwidth terms above ranked them ahead (the cap
+     * missed o 4096x4x4096's best by 14 %). Fitted, not derived: 3 % per
+     * column and doubling of rows past two (tests/data/gemv_sweep_h100_n4.csv;
+     * 2 % to 10 % rank the same) */
+    if (c->lanes == GT_GEN_LANES_WARP && x.rw > 2)
+        eff /= 1 + 0.03 * c->n_tile * log2(x.rw / 2.0);
     /* more resident warps hide latency better than deeper unrolling */
     double warps_sm = fmin((double)x.res_cta * c->warps, fmax(x.ctas / d->sms, 1.0) * c->warps);
     eff *= 0.9 + 0.1 * fmin(1.0, warps_sm / d->max_warps_sm);
