@@ -12,7 +12,7 @@
 #        tuned.db and e2e.json to reuse: record and tune are skipped when it has them),
 #        COMPILE_PHASES (autotune_nocg,gemmtune_compile), COMPILE_PARTS (decode),
 #        COMPILE_TIMEOUT (540 s): what e2e_compile runs; E2E_PHASES (default,gemmtune):
-#        the configurations e2e times after record, tune and check; E2E_TIMEOUT (300 s);
+#        the configurations e2e times after record, tune and check; E2E_TIMEOUT (420 s: each measurement is a fresh process of e2e_llama.py);
 #        E2E_ARGS: more e2e_llama.py arguments for both steps (e.g. --gt-launch chained);
 #        E2E_LAUNCH: verify's --launch for the e2e export (plain; as --gt-launch);
 #        E2E_VERIFY (1; 0: no verify of the e2e export);
@@ -76,7 +76,7 @@ if has e2e; then
   phases=${E2E_PHASES:-default,gemmtune}
   [ -s "$STATE/tuned.db" ] || phases=record,tune,check,$phases
   step "e2e: $phases at batches $BATCHES"
-  timeout "${E2E_TIMEOUT:-300}" python3 bench/e2e_llama.py --build "$B/bin" --state "$STATE" --phases "$phases" \
+  timeout "${E2E_TIMEOUT:-420}" python3 bench/e2e_llama.py --build "$B/bin" --state "$STATE" --phases "$phases" \
     --batches "$BATCHES" ${E2E_ARGS:-} >"$OUT/e2e.txt" 2>&1
   step "e2e rc=$?"
   if [ -s "$STATE/tuned.db" ] && [ "${E2E_VERIFY:-1}" = 1 ]; then
