@@ -837,8 +837,8 @@ def report(state):
         p("gemmtune's ops: " + ("the native path (C++ extension)" if nat.get("loaded") else
                                 f"the Python router (extension not loaded: {nat.get('reason')})"))
     if dev.get("repeat", 1) > 1 or dev.get("isolated"):
-        p(f"each measurement in a fresh process" + (f", {dev['repeat']} times (ms: the median run, "
-                                                    "its range in brackets)" if dev.get("repeat", 1) > 1 else ""))
+        p(f"each measurement in a fresh process" + (f", {dev['repeat']} times (ms: the median run, of an even "
+                                                    "count the slower middle one; the range in brackets)" if dev.get("repeat", 1) > 1 else ""))
     rec, tun = d.get("record", {}), d.get("tune", {})
     if rec or tun:
         p(f"record {rec.get('wall_s', '-')} s ({rec.get('gemms', '-')} GEMMs, {rec.get('calls', '-')} calls); "
@@ -942,7 +942,9 @@ def report(state):
             if r:
                 err = "-" if "logits_rel_err" not in r else f"{r['logits_rel_err']:.2e}"
                 reps = r.get("ms_reps") or [r["ms"]]
-                p(f"| {cfg} | {r['ms']:.2f} | {min(reps):.2f}..{max(reps):.2f} | {r.get('compile_s', '-')} | {err} | "
+                runs = r.get("ms_runs") or []
+                ms = f"{r['ms']:.2f}" + (f" ({min(runs):.2f}-{max(runs):.2f}, {len(runs)} runs)" if len(runs) > 1 else "")
+                p(f"| {cfg} | {ms} | {min(reps):.2f}..{max(reps):.2f} | {r.get('compile_s', '-')} | {err} | "
                   f"{r.get('argmax_agrees', '-')} |")
     errs = d.get("errors")
     if errs:
@@ -1006,8 +1008,8 @@ def main(argv=None):
                          "in a fresh process, see Isolation above)")
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
                     help="run each configuration's measurement N times, each in a fresh process, and "
-                         "report the median run with the range (Inductor's autotuning differs from one "
-                         "process to the next)")
+                         "report the median run (of an even N the slower middle one) with the range "
+                         "(Inductor's autotuning differs from one process to the next)")
     ap.add_argument("--allow-python-router", action="store_true",
                     help="time the gemmtune configurations on a GPU even when the package's C++ "
                          "extension is not loaded (its ops then run through the Python router)")
@@ -1207,8 +1209,9 @@ def run_isolated(a, argv, state, phases, parts):
         if loc:
             st = State(state.folder)
             if rows:
-                # the median run is the row (its profile and checks with it); every run's ms beside
-                mid = sorted(rows, key=lambda r: r["ms"])[(len(rows) - 1) // 2]
+                # the median run is the row (its profile and checks with it; of an even count
+                # the slower middle one, so two runs report the slower); every run's ms beside
+                mid = sorted(rows, key=lambda r: r["ms"])[len(rows) // 2]
                 mid = dict(mid, ms_runs=[r["ms"] for r in rows])
                 st.put(*loc, value=mid)
     print(report(State(state.folder)), flush=True)

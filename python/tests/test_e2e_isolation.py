@@ -148,3 +148,20 @@ def test_inductor_configs_and_report(e2e, tmp_path):
     out = e2e.report(st)
     assert "triton_red_fused_rsqrt_14 749 us x15 [R0_BLOCK=64,XBLOCK=1,w2,cd]" in out
     assert "gemmtune's ops: the Python router (extension not loaded: not built)" in out
+
+
+def test_repeat_two_runs_reports_the_slower(e2e, tmp_path, monkeypatch):
+    state = e2e.State(str(tmp_path))
+    times = iter([6.2, 6.5])
+
+    def fake_call(cmd):
+        ms = next(times)
+        e2e.State(str(tmp_path)).put("prefill", "default", value={"tokens": 64, "ms": ms, "ms_reps": [ms]})
+        return 0
+
+    monkeypatch.setattr(e2e.subprocess, "call", fake_call)
+    a = type("A", (), {"batches": "", "prefill": 64, "tiny": False, "repeat": 2})()
+    e2e.run_isolated(a, [], state, ["default"], ["prefill"])
+    row = json.load(open(tmp_path / "e2e.json"))["prefill"]["default"]
+    assert row["ms"] == 6.5 and row["ms_runs"] == [6.2, 6.5]
+    assert "| default | 6.50 (6.20-6.50, 2 runs) |" in e2e.report(e2e.State(str(tmp_path)))
