@@ -1184,8 +1184,6 @@ def run_isolated(a, argv, state, phases, parts):
     base = strip_options(argv, _PER_CHILD)
     batches = [x for x in a.batches.split(",") if x]
     repeat = getattr(a, "repeat", 1)
-    state.put("device", "isolated", value=True)
-    state.put("device", "repeat", value=repeat)
     for label, ph, part, b in isolated_units(phases, parts, batches, a.prefill):
         cmd = [sys.executable, os.path.abspath(__file__)] + base + [
             "--child", "--state", state.folder, "--phases", ",".join(ph), "--parts", part, "--batches", b]
@@ -1214,7 +1212,11 @@ def run_isolated(a, argv, state, phases, parts):
                 mid = sorted(rows, key=lambda r: r["ms"])[len(rows) // 2]
                 mid = dict(mid, ms_runs=[r["ms"] for r in rows])
                 st.put(*loc, value=mid)
-    print(report(State(state.folder)), flush=True)
+    # after the children: each writes the device record whole
+    st = State(state.folder)
+    st.put("device", "isolated", value=True)
+    st.put("device", "repeat", value=repeat)
+    print(report(st), flush=True)
     return 0
 
 
