@@ -55,6 +55,23 @@ def build_dir():
     return _need_build()
 
 
+@pytest.fixture(scope="module")
+def e2e():
+    """bench/e2e_llama.py as a module (its helpers import no model, torch only where used),
+    with bench/ on sys.path for its own imports while it loads."""
+    import sys
+
+    bench = os.path.join(REPO, "bench")
+    sys.path.insert(0, bench)
+    try:
+        spec = importlib.util.spec_from_file_location("e2e_llama", os.path.join(bench, "e2e_llama.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        sys.path.remove(bench)
+
+
 # a quick tuning: few candidates, short timings
 FAST = dict(budget=3, final_k=1, min_time_ms=0.2, repeats=2, warmup=1, skip_invalid=True)
 

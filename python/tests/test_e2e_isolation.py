@@ -4,27 +4,8 @@ Inductor kernel ran 16.7 us a layer alone and 24 after max-autotune's compile).
 Here: which processes it starts, with which arguments, and that a child that
 dies is recorded while the others still run. The children are faked; no torch."""
 
-import importlib.util
 import json
-import os
 import sys
-
-import pytest
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-@pytest.fixture(scope="module")
-def e2e():
-    bench = os.path.join(REPO, "bench")
-    sys.path.insert(0, bench)
-    try:
-        spec = importlib.util.spec_from_file_location("e2e_llama_iso", os.path.join(bench, "e2e_llama.py"))
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
-    finally:
-        sys.path.remove(bench)
 
 
 def _opt(cmd, name):

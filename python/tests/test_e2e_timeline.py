@@ -4,29 +4,11 @@ boundaries that overlapped, and one layer's kernels in order. The GPU run
 feeds it torch.profiler's events; here a fake profiler with known kernel
 times checks the arithmetic."""
 
-import importlib.util
-import os
-import sys
 from types import SimpleNamespace
 
 import pytest
 
 torch = pytest.importorskip("torch")
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-@pytest.fixture(scope="module")
-def e2e():
-    bench = os.path.join(REPO, "bench")
-    sys.path.insert(0, bench)
-    try:
-        spec = importlib.util.spec_from_file_location("e2e_llama", os.path.join(bench, "e2e_llama.py"))
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
-    finally:
-        sys.path.remove(bench)
 
 
 def _ev(name, start, end, cuda=True):
