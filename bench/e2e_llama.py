@@ -67,6 +67,7 @@ import json
 import math
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -1177,6 +1178,23 @@ def isolated_units(phases, parts, batches, prefill):
     return units
 
 
+def _run_child(cmd):
+    """Runs one child to its end and returns its exit status. If this process is stopped
+    meanwhile (SIGTERM from a time box, SIGINT), the child is stopped too, not left
+    holding the GPU."""
+    proc = subprocess.Popen(cmd)
+    try:
+        return proc.wait()
+    except BaseException:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
+
+
 def run_isolated(a, argv, state, phases, parts):
     """Runs each unit of isolated_units in a fresh process of this script, then prints the
     report. A child that dies (a CUDA fault, a kill) is recorded under errors and the others
@@ -1184,6 +1202,21 @@ def run_isolated(a, argv, state, phases, parts):
     base = strip_options(argv, _PER_CHILD)
     batches = [x for x in a.batches.split(",") if x]
     repeat = getattr(a, "repeat", 1)
+    # `timeout` stops this process with SIGTERM: unwind through _run_child, which stops the child
+    prev = signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    try:
+        _run_units(a, base, state, phases, parts, batches, repeat)
+    finally:
+        signal.signal(signal.SIGTERM, prev)
+    # after the children: each writes the device record whole
+    st = State(state.folder)
+    st.put("device", "isolated", value=True)
+    st.put("device", "repeat", value=repeat)
+    print(report(st), flush=True)
+    return 0
+
+
+def _run_units(a, base, state, phases, parts, batches, repeat):
     for label, ph, part, b in isolated_units(phases, parts, batches, a.prefill):
         cmd = [sys.executable, os.path.abspath(__file__)] + base + [
             "--child", "--state", state.folder, "--phases", ",".join(ph), "--parts", part, "--batches", b]
@@ -1196,7 +1229,7 @@ def run_isolated(a, argv, state, phases, parts):
                 State(state.folder).drop(*loc)  # no stale row from an earlier run
             log(f"isolated: {label}: a fresh process" + (f" (run {i + 1} of {repeat})" if repeat > 1 and loc else ""))
             t0 = time.time()
-            rc = subprocess.call(cmd)
+            rc = _run_child(cmd)
             st = State(state.folder)  # what the child wrote, before it exited or died
             if rc != 0:
                 log(f"isolated: {label}: the process exited with {rc} after {time.time() - t0:.1f} s")
@@ -1212,12 +1245,6 @@ def run_isolated(a, argv, state, phases, parts):
                 mid = sorted(rows, key=lambda r: r["ms"])[len(rows) // 2]
                 mid = dict(mid, ms_runs=[r["ms"] for r in rows])
                 st.put(*loc, value=mid)
-    # after the children: each writes the device record whole
-    st = State(state.folder)
-    st.put("device", "isolated", value=True)
-    st.put("device", "repeat", value=repeat)
-    print(report(st), flush=True)
-    return 0
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ def test_run_isolated_children_and_a_dead_one(e2e, tmp_path, monkeypatch, capsys
             return 0
         return -11  # gemmtune_compile: killed by a signal before it wrote anything
 
-    monkeypatch.setattr(e2e.subprocess, "call", fake_call)
+    monkeypatch.setattr(e2e, "_run_child", fake_call)
     argv = ["--build", "bb", "--phases", "default,gemmtune_compile", "--batches", "8", "--profile", "2"]
     a = type("A", (), {"batches": "8", "prefill": 0, "tiny": False})()
     assert e2e.run_isolated(a, argv, state, ["default", "gemmtune_compile"], ["decode"]) == 0
@@ -85,7 +85,7 @@ def test_repeat_keeps_the_median_run(e2e, tmp_path, monkeypatch, capsys):
                value={"batch": 8, "ms": ms, "tokens_per_s": 8e3 / ms, "tag": ms})
         return 0
 
-    monkeypatch.setattr(e2e.subprocess, "call", fake_call)
+    monkeypatch.setattr(e2e, "_run_child", fake_call)
     a = type("A", (), {"batches": "8", "prefill": 0, "tiny": False, "repeat": 4})()
     e2e.run_isolated(a, ["--repeat", "4"], state, ["record", "gemmtune_compile"], ["decode"])
     # the setup unit runs once, the measurement four times
@@ -103,7 +103,7 @@ def test_repeat_keeps_the_median_run(e2e, tmp_path, monkeypatch, capsys):
 def test_repeat_every_run_died(e2e, tmp_path, monkeypatch):
     state = e2e.State(str(tmp_path))
     state.put("decode", "autotune_nocg", "b1", value={"batch": 1, "ms": 6.0, "tokens_per_s": 166})  # stale
-    monkeypatch.setattr(e2e.subprocess, "call", lambda cmd: -9)
+    monkeypatch.setattr(e2e, "_run_child", lambda cmd: -9)
     a = type("A", (), {"batches": "1", "prefill": 0, "tiny": False, "repeat": 2})()
     e2e.run_isolated(a, [], state, ["autotune_nocg"], ["decode"])
     data = json.load(open(tmp_path / "e2e.json"))
@@ -142,9 +142,41 @@ def test_repeat_two_runs_reports_the_slower(e2e, tmp_path, monkeypatch):
         e2e.State(str(tmp_path)).put("prefill", "default", value={"tokens": 64, "ms": ms, "ms_reps": [ms]})
         return 0
 
-    monkeypatch.setattr(e2e.subprocess, "call", fake_call)
+    monkeypatch.setattr(e2e, "_run_child", fake_call)
     a = type("A", (), {"batches": "", "prefill": 64, "tiny": False, "repeat": 2})()
     e2e.run_isolated(a, [], state, ["default"], ["prefill"])
     row = json.load(open(tmp_path / "e2e.json"))["prefill"]["default"]
     assert row["ms"] == 6.5 and row["ms_runs"] == [6.2, 6.5]
     assert "| default | 6.50 (6.20-6.50, 2 runs) |" in e2e.report(e2e.State(str(tmp_path)))
+
+
+def test_run_child_status_and_stop(e2e, monkeypatch):
+    assert e2e._run_child([sys.executable, "-c", "import sys; sys.exit(3)"]) == 3
+    # this process stopped while a child runs (a time box's SIGTERM unwinds as SystemExit):
+    # the child is terminated, not left holding the GPU, and the stop goes on
+    seen = []
+
+    class Child:
+        def __init__(self, cmd):
+            self.waits = 0
+
+        def wait(self, timeout=None):
+            self.waits += 1
+            if self.waits == 1:
+                raise SystemExit(143)
+            seen.append(("waited", timeout))
+            return -15
+
+        def terminate(self):
+            seen.append("terminate")
+
+        def kill(self):
+            seen.append("kill")
+
+    monkeypatch.setattr(e2e.subprocess, "Popen", Child)
+    try:
+        e2e._run_child(["x"])
+        raise AssertionError("the stop was swallowed")
+    except SystemExit as e:
+        assert e.code == 143
+    assert seen == ["terminate", ("waited", 20)]
