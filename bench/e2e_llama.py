@@ -45,7 +45,7 @@ only starts them in order and prints the report. A configuration timed after oth
 same process inherits their state: on the H100 at batch 8 the attention's K/V expansion (the
 same Triton kernel in every compiled configuration) took 16.7 us a layer in gemmtune_compile
 timed in a process of its own, 19.7 after `compile` in the same process and 24 after
-max-autotune's (h100_37_e2e_isolation.txt), which put 0.4 ms a step on whichever
+max-autotune's (bench/results/h100_37_e2e_order.txt), which put 0.4 ms a step on whichever
 configuration came later. --in-process runs everything in this one process, in the fixed
 order of CONFIGS.
 
@@ -808,12 +808,12 @@ def tune_phase(a, state):
 # ---------------------------------------------------------------- report ---
 
 
-def _ms_runs(r):
+def _ms_runs(r, digits=3):
     """A row's ms, with the range of its runs when it was measured more than once (--repeat)."""
     runs = r.get("ms_runs") or []
     if len(runs) > 1:
-        return f"{r['ms']:.3f} ({min(runs):.3f}-{max(runs):.3f}, {len(runs)} runs)"
-    return f"{r['ms']:.3f}"
+        return f"{r['ms']:.{digits}f} ({min(runs):.{digits}f}-{max(runs):.{digits}f}, {len(runs)} runs)"
+    return f"{r['ms']:.{digits}f}"
 
 
 def _fmt(v, spec, none="-"):
@@ -943,9 +943,7 @@ def report(state):
             if r:
                 err = "-" if "logits_rel_err" not in r else f"{r['logits_rel_err']:.2e}"
                 reps = r.get("ms_reps") or [r["ms"]]
-                runs = r.get("ms_runs") or []
-                ms = f"{r['ms']:.2f}" + (f" ({min(runs):.2f}-{max(runs):.2f}, {len(runs)} runs)" if len(runs) > 1 else "")
-                p(f"| {cfg} | {ms} | {min(reps):.2f}..{max(reps):.2f} | {r.get('compile_s', '-')} | {err} | "
+                p(f"| {cfg} | {_ms_runs(r, 2)} | {min(reps):.2f}..{max(reps):.2f} | {r.get('compile_s', '-')} | {err} | "
                   f"{r.get('argmax_agrees', '-')} |")
     errs = d.get("errors")
     if errs:
