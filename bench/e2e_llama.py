@@ -409,9 +409,47 @@ def inductor_configs(cache_dir):
                 continue  # a kernel without its source, or a file being written
             if not m or not isinstance(cfg, dict):
                 continue
-            keep = {k: v for k, v in cfg.items()
-                    if k.isupper() or k in ("num_warps", "num_stages", "found_by_coordesc")}
-            out[m.group(1)] = keep
+            out[m.group(1)] = _config_dict(cfg)
+    return out
+
+
+def _config_dict(cfg):
+    """A triton.Config (or the dict of a .best_config file) as {block sizes, num_warps,
+    num_stages, found_by_coordesc}."""
+    if isinstance(cfg, dict):
+        items, extra = cfg.items(), cfg
+    else:
+        items = dict(getattr(cfg, "kwargs", {}) or {}).items()
+        extra = {k: getattr(cfg, k) for k in ("num_warps", "num_stages", "found_by_coordesc") if hasattr(cfg, k)}
+    out = {k: v for k, v in items if k.isupper()}
+    for k in ("num_warps", "num_stages", "found_by_coordesc"):
+        if k in extra:
+            out[k] = extra[k]
+    return out
+
+
+def loaded_kernel_configs(objects=None):
+    """The launch configs of the Triton kernels Inductor compiled and autotuned in this
+    process, read off its kernel objects (CachingAutotuner: one launcher left after
+    autotuning, its .config): {kernel name: config}. Newer torch names its .best_config
+    files by a hash of the key, not after the kernel's source, so the files alone do not
+    say which kernel a config belongs to. objects: what to search (default: every object
+    the garbage collector tracks)."""
+    import gc
+
+    out = {}
+    for o in gc.get_objects() if objects is None else objects:
+        # by class name, never getattr on arbitrary objects (ctypes' loaders open a library
+        # for any attribute asked of them)
+        if not any(c.__name__ == "CachingAutotuner" for c in type(o).__mro__):
+            continue
+        launchers = getattr(o, "launchers", None)
+        if not isinstance(launchers, list) or len(launchers) != 1 or not hasattr(o, "fn"):
+            continue
+        name = (getattr(o, "inductor_meta", None) or {}).get("kernel_name") or getattr(o.fn, "__name__", None)
+        cfg = getattr(launchers[0], "config", None)
+        if isinstance(name, str) and name.startswith("triton_") and cfg is not None:
+            out[name] = _config_dict(cfg)
     return out
 
 
@@ -569,9 +607,12 @@ def compile_mode(cfg, a):
 
 
 # --gt-pointwise-tuning: what max-autotune turns on for Inductor's own (non-GEMM) kernels:
-# more launch configs benchmarked per pointwise kernel, then coordinate descent over them
-# (h100_36_e2e_b8b1_pw.txt measured coordinate descent alone: the attention's K/V expansion
-# 24 us a layer against 30-33 without, the peers' 16-22)
+# more launch configs benchmarked per pointwise kernel, then coordinate descent over them.
+# Off by default: measured in processes of their own (h100_38_e2e_repeats.txt) it made
+# gemmtune_compile slower and unsteady (batch 1: 6.35-6.71 ms against 6.20-6.21 without;
+# batch 8: 8.63-8.81 against 8.50-8.51), coordinate descent picking for some RMSNorm
+# kernels of one 4096 row R0_BLOCK=64 (28 us a call; 2.4-2.7 with Inductor's heuristic).
+# (The in-process gain that brought it in, h100_36_e2e_b8b1_pw.txt, was the order effect.)
 POINTWISE_TUNING = {"max_autotune_pointwise": True, "coordinate_descent_tuning": True}
 
 
@@ -638,7 +679,8 @@ def decode_config(torch, model, calls, a, state, cfg, batch):
         if a.profile and cuda:
             row["profile"] = kernel_profile(torch, d, step, a.profile)
             if mode:
-                row["inductor_configs"] = inductor_configs(os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
+                row["inductor_configs"] = {**inductor_configs(os.environ.get("TORCHINDUCTOR_CACHE_DIR")),
+                                           **loaded_kernel_configs()}
         if r is not None:
             row["routing"] = r.stats()
             row["misses"] = r.misses()
@@ -994,8 +1036,9 @@ def main(argv=None):
     ap.add_argument("--gt-pointwise-tuning", action="store_true",
                     help="compile gemmtune_compile (and compile) with what max-autotune turns on "
                          "for Inductor's own kernels (more launch configs benchmarked per pointwise "
-                         "kernel, coordinate descent): the attention's K/V expansion and the fused "
-                         "elementwise kernels tuned as in the peers; the GEMMs stay gemmtune's")
+                         "kernel, coordinate descent), as in the peers; the GEMMs stay gemmtune's. "
+                         "On the H100 it made gemmtune_compile slower and unsteady (coordinate "
+                         "descent's picks for small reductions differ per process)")
     ap.add_argument("--fuse", action="store_true",
                     help="gemmtune.torch.fuse_linears on the model before anything runs: q/k/v and "
                          "gate/up as one GEMM each, in every configuration (record it with the same flag)")

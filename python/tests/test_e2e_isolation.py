@@ -133,6 +133,37 @@ def test_inductor_configs_and_report(e2e, tmp_path):
     assert "gemmtune's ops: the Python router (extension not loaded: not built)" in out
 
 
+def test_loaded_kernel_configs(e2e):
+    """Newer torch names .best_config files by a hash: the configs come off the kernel objects."""
+
+    class Cfg:  # triton.Config's shape
+        def __init__(self, kwargs, num_warps, num_stages):
+            self.kwargs, self.num_warps, self.num_stages = kwargs, num_warps, num_stages
+
+    class Launcher:
+        def __init__(self, cfg):
+            self.config = cfg
+
+    class CachingAutotuner:  # Inductor's kernel object after autotuning (found by class name)
+        def __init__(self, name, launchers, meta=True):
+            self.fn = type("Fn", (), {"__name__": name})()
+            self.launchers = launchers
+            self.inductor_meta = {"kernel_name": name} if meta else {}
+
+    Autotuner = CachingAutotuner
+    objs = [Autotuner("triton_red_fused_rsqrt_13", [Launcher(Cfg({"XBLOCK": 1, "R0_BLOCK": 2048}, 8, 1))]),
+            Autotuner("triton_poi_fused_silu_8", [Launcher(Cfg({"XBLOCK": 256}, 4, 1))], meta=False),
+            Autotuner("triton_poi_fused_cat_2", [Launcher(Cfg({"XBLOCK": 64}, 4, 1))] * 2),  # not yet tuned
+            Autotuner("gt_gemv", [Launcher(Cfg({}, 4, 1))]),  # not Inductor's
+            type("Other", (), {"launchers": [Launcher(Cfg({"XBLOCK": 1}, 1, 1))], "fn": None})(),
+            object()]
+    got = e2e.loaded_kernel_configs(objs)
+    assert got == {"triton_red_fused_rsqrt_13": {"XBLOCK": 1, "R0_BLOCK": 2048, "num_warps": 8, "num_stages": 1},
+                   "triton_poi_fused_silu_8": {"XBLOCK": 256, "num_warps": 4, "num_stages": 1}}
+    assert e2e._cfg_text(got["triton_red_fused_rsqrt_13"]) == "R0_BLOCK=2048,XBLOCK=1,w8"
+    assert isinstance(e2e.loaded_kernel_configs(), dict)  # the whole heap: no error
+
+
 def test_repeat_two_runs_reports_the_slower(e2e, tmp_path, monkeypatch):
     state = e2e.State(str(tmp_path))
     times = iter([6.2, 6.5])
