@@ -1014,6 +1014,10 @@ static int report_tx(gt_store *s, int64_t worker_id, const gt_report *rep, int64
     gt_store_finish(s, st);
 
     *cancelled = !strcmp(j.run_state, "cancelled") || !strcmp(j.state, "cancelled");
+    /* the run's screen progress (runs.screen_done / screen_valid, schema 012):
+     * the rows this message inserted, a duplicate (INSERT OR IGNORE) not */
+    int64_t screen_done = 0, screen_valid = 0;
+    int screen = strcmp(j.kind, "final") != 0;
     for (size_t i = 0; i < rep->nresults; i++) {
         gt_report_result r = rep->results[i];
         if (r.valid && r.time_us > 0 && r.time_us < min_us) {
@@ -1028,8 +1032,19 @@ static int report_tx(gt_store *s, int64_t worker_id, const gt_report *rep, int64
         }
         if (insert_result(s, &j, job_id, worker_id, model, &r, now_ms, err, errlen))
             goto out;
-        *accepted += (size_t)sqlite3_changes(s->db);
+        int inserted = sqlite3_changes(s->db);
+        *accepted += (size_t)inserted;
+        if (screen && inserted == 1) {
+            screen_done += !(r.valid == 0 && r.is_baseline);
+            screen_valid += r.valid != 0;
+        }
     }
+    if ((screen_done || screen_valid) &&
+        gt_store_exec_i64(s,
+                          "UPDATE runs SET screen_done = screen_done + ?2,"
+                          " screen_valid = screen_valid + ?3 WHERE id = ?1",
+                          (int64_t[]){j.run_id, screen_done, screen_valid}, 3, err, errlen))
+        goto out;
     double bt = rep->baseline_us;
     if (bt > 0 && bt < min_us) {
         /* An impossible baseline would inflate every uplift of the job. */

@@ -46,14 +46,10 @@ int gt_store_run_counts(gt_store *s, int64_t run_id, gt_run_counts *c, char *err
          * it has still to propose, or progress would near 1 after every
          * generation. */
         one_row(s, GT_STORE_EVO_PENDING_SQL, run_id, &pending, 1, err, errlen) ||
-        /* a screen's failed default (is_baseline, never valid: worker/runner.c
-         * reports why it could not run) is no candidate; counted through
-         * the invalid rows only, which the index narrows to */
-        one_row(s,
-                "SELECT COUNT(*) - (SELECT COUNT(*) FROM results b WHERE b.run_id = ?1"
-                " AND b.phase = 'screen' AND b.valid = 0 AND b.is_baseline = 1), SUM(valid)"
-                " FROM results WHERE run_id = ?1 AND phase = 'screen'",
-                run_id, r, 2, err, errlen))
+        /* kept on the run's row by the report transaction (schema 012): a
+         * count over the run's results was O(results) per view */
+        one_row(s, "SELECT screen_done, screen_valid FROM runs WHERE id = ?", run_id, r, 2, err,
+                errlen))
         return -1;
     c->problems = p[0];
     c->problems_done = p[1];

@@ -4,7 +4,8 @@
  * before 004 left it) with a registered worker opens as version 4; the
  * worker keeps its row, its gen_device is NULL (GET /v1/workers: null) and
  * a worker registering afterwards stores one; opening again applies
- * nothing more. */
+ * nothing more. A version-11 database with results gets each run's screen
+ * counts (012). */
 #include <cjson/cJSON.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -82,7 +83,7 @@ static void upgrades_v3(void)
     CHECK_MSG(s, "%s", err);
     if (!s)
         return;
-    CHECK(user_version(gt_store_db(s)) == 11);
+    CHECK(user_version(gt_store_db(s)) == 12);
     /* 011: results say how a launch-bound final was timed, and problem_best
      * carries the winner's */
     {
@@ -161,7 +162,7 @@ static void upgrades_v3(void)
     s = gt_store_open(path, err, sizeof err);
     CHECK_MSG(s, "%s", err);
     if (s) {
-        CHECK(user_version(gt_store_db(s)) == 11);
+        CHECK(user_version(gt_store_db(s)) == 12);
         ws = gt_store_workers_json(s, 10, err, sizeof err);
         CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ws, "workers")) == 2);
         cJSON_Delete(ws);
@@ -171,8 +172,58 @@ static void upgrades_v3(void)
     CHECK(system(path) == 0);
 }
 
+/* 012: a version-11 database with results opens with each run's screen
+ * progress counted onto its row: screen rows less the default that could
+ * not run, and the valid ones; final rows and other runs' rows apart. */
+static void backfills_run_counts(void)
+{
+    char dir[] = "/tmp/gt-migrate12.XXXXXX", path[256], err[512];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/c.db", dir);
+    sqlite3 *db = NULL;
+    int ok = sqlite3_open(path, &db) == SQLITE_OK;
+    for (const struct gt_schema_file *f = gt_schema_files; ok && f->name; f++) {
+        int n = atoi(f->name);
+        if (n >= 1 && n <= 11)
+            ok = sqlite3_exec(db, f->sql, NULL, NULL, NULL) == SQLITE_OK;
+    }
+    /* foreign keys are off on this raw connection: results need no job rows */
+    static const char rows[] =
+        "PRAGMA user_version = 11;"
+        "INSERT INTO runs (id, name, source_format, backend, strategy, budget, options, state,"
+        " created_ms) VALUES (1, 'a', 'csv', 'cpu', 'exhaustive', 4, '{}', 'running', 1),"
+        " (2, 'b', 'csv', 'cpu', 'exhaustive', 4, '{}', 'done', 2), (3, 'c', 'csv', 'cpu',"
+        " 'exhaustive', 4, '{}', 'running', 3);"
+        "INSERT INTO results (run_id, problem_id, job_id, backend, phase, config, config_hash,"
+        " is_baseline, valid, device_model, created_ms) VALUES"
+        " (1, 1, 1, 'cpu', 'screen', '{}', 'h1', 0, 1, 'm', 1),"
+        " (1, 1, 1, 'cpu', 'screen', '{}', 'h2', 0, 0, 'm', 1),"
+        " (1, 1, 1, 'cpu', 'screen', '{}', 'h3', 1, 1, 'm', 1),"
+        " (1, 2, 2, 'cpu', 'screen', '{}', 'h4', 1, 0, 'm', 1),"
+        " (1, 1, 3, 'cpu', 'final', '{}', 'h1', 0, 1, 'm', 1),"
+        " (2, 3, 4, 'cpu', 'screen', '{}', 'h1', 0, 1, 'm', 1);";
+    ok = ok && sqlite3_exec(db, rows, NULL, NULL, NULL) == SQLITE_OK;
+    sqlite3_close(db);
+    CHECK_MSG(ok, "a version-11 database");
+    gt_store *s = ok ? gt_store_open(path, err, sizeof err) : NULL;
+    CHECK_MSG(s, "%s", err);
+    if (s) {
+        char v[1][128];
+        CHECK(user_version(gt_store_db(s)) == 12);
+        CHECK(row_text(gt_store_db(s),
+                       "SELECT group_concat(id || ':' || screen_done || '/' || screen_valid, ' ')"
+                       " FROM (SELECT * FROM runs ORDER BY id)",
+                       v, 1) == 0 &&
+              !strcmp(v[0], "1:3/2 2:1/1 3:0/0"));
+        gt_store_close(s);
+    }
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    CHECK(system(path) == 0);
+}
+
 int main(void)
 {
     RUN(upgrades_v3);
+    RUN(backfills_run_counts);
     return gt_test_done();
 }
