@@ -12,6 +12,7 @@
 #        capacity; R: at most R results/s per worker, an offered load to read
 #        latencies at)
 #        MAX_TIME (120) STRACE (1: strace -c the coordinator for 5 s after the window)
+#        WRK_PATHS, WRK_DELAY_MS (0: wrk floods; D: each connection pauses D ms, a polling load), NO_WRK
 # --save writes what it prints to bench/results/coord_bench.txt.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -85,13 +86,19 @@ echo "workload: $GEMMS GEMMs (CSV), backend cpu, budget $BUDGET, shard_size $SHA
   "SELECT json_extract(x,'\$.problems') || ' problems, ' || json_extract(x,'\$.jobs') || ' jobs, ' || json_extract(x,'\$.candidates') || ' candidates' FROM (SELECT readfile('$T/submit.json') x)"); submitted in $(echo "$t1 - $t0" | bc) s"
 
 # WRK_PATHS (default "/v1/runs/RUN /v1/runs"), requested round-robin.
+# WRK_DELAY_MS (0): each of wrk's 16 connections waits that long after an answer
+# before its next request (wrk's Lua delay()): users polling the API, so its
+# latency is read at that load; 0 is wrk's flood (as many requests as answered),
+# which measures throughput and makes the latency a queue of wrk's own making.
 WRK_PATHS=${WRK_PATHS:-"/v1/runs/$RUN /v1/runs"}
+WRK_DELAY_MS=${WRK_DELAY_MS:-0}
 {
   printf 'local paths = {'
   for p in $WRK_PATHS; do printf '"%s", ' "$p"; done
   printf '}\nlocal i = 0\nrequest = function()\n  i = i + 1\n  return wrk.format("GET", paths[(i %% #paths) + 1])\nend\n'
+  if [ "$WRK_DELAY_MS" != 0 ]; then printf 'delay = function()\n  return %d\nend\n' "$WRK_DELAY_MS"; fi
 } >"$T/urls.lua"
-echo "load: $WORKERS workers x batch $BATCH$([ "$RATE" != 0 ] && echo ", at most $RATE results/s each") on $WURL for ${DURATION} s; wrk -t2 -c16 --latency on GET $WRK_PATHS"
+echo "load: $WORKERS workers x batch $BATCH$([ "$RATE" != 0 ] && echo ", at most $RATE results/s each") on $WURL for ${DURATION} s; wrk -t2 -c16 --latency on GET $WRK_PATHS$([ "$WRK_DELAY_MS" != 0 ] && echo ", each connection pausing $WRK_DELAY_MS ms between requests")"
 echo
 WRK=
 if [ "${NO_WRK:-0}" != 1 ]; then
