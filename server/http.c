@@ -474,6 +474,33 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     }
 }
 
+/* The refresher's renderer (http_cache.c): a cached view again, from its key
+ * alone ("run/<id>", or get_runs's "runs?<limit>&<before>&<state>&<backend>"). */
+static char *render_view(void *ctx, const char *key)
+{
+    gt_http *h = ctx;
+    char err[256];
+    long long id = 0, before = 0;
+    int limit = 0, n = 0;
+    if (sscanf(key, "run/%lld%n", &id, &n) == 1 && !key[n]) {
+        int found = 0;
+        return gt_http_view_text(gt_store_run_json(h->rstore, id, gt_wall_ms(), &found, err, sizeof err));
+    }
+    if (sscanf(key, "runs?%d&%lld&%n", &limit, &before, &n) == 2 && n > 0) {
+        char state[16] = "", backend[16] = "";
+        const char *p = key + n, *amp = strchr(p, '&');
+        if (!amp || (size_t)(amp - p) >= sizeof state || strlen(amp + 1) >= sizeof backend ||
+            strchr(amp + 1, '&'))
+            return NULL; /* a name filter: never cached */
+        memcpy(state, p, (size_t)(amp - p));
+        strcpy(backend, amp + 1);
+        gt_runs_query rq = {.limit = limit, .before = before, .state = state[0] ? state : NULL,
+                            .backend = backend[0] ? backend : NULL};
+        return gt_http_view_text(gt_store_runs_json(h->rstore, &rq, err, sizeof err));
+    }
+    return NULL;
+}
+
 static void http_free(gt_http *h)
 {
     gt_events_free(h->events);
@@ -507,6 +534,9 @@ gt_http *gt_http_start(gt_store *s, const gt_http_opts *o, char *err, size_t err
     } else {
         h->rstore = s; /* in-memory database: one connection for all */
     }
+    /* without the thread, a request renders an expired view itself, as before */
+    if (gt_http_cache_start(&h->views, render_view, h))
+        gt_warn("http: no view refresher thread; requests render expired views");
     h->o = *o;
     h->start_time_s = (double)gt_wall_ms() / 1000.0;
     snprintf(h->data_dir, sizeof h->data_dir, "%s", o->data_dir ? o->data_dir : ".");

@@ -12,7 +12,16 @@
  * connection polling the view renders it at once each time it expires, and
  * those requests (~15 ms each, all competing for the cores the dispatcher
  * needs) were the whole p99 of the coordinator benchmark (36 ms at 99k
- * req/s on 16 cores; bench/coord_bench.sh). */
+ * req/s on 16 cores; bench/coord_bench.sh).
+ *
+ * With the refresher running (gemmtuned starts it), not even that one
+ * request renders: it gets the previous text too, and a thread of the
+ * cache renders the view. The request that rendered waited for it, and so
+ * did the other connections of its server thread: with 256 workers
+ * saturating 2 cores, a 1000-GEMM run view took 70-200 ms to render, and
+ * those waits were the API's p90 and p99 (docs/coord_bench.md). Only a view
+ * never rendered yet, or older than GT_HTTP_VIEW_STALE_MS past its TTL (a
+ * refresher that fell behind), is rendered by the request. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +31,80 @@
 int gt_http_cache_init(gt_http_cache *c)
 {
     memset(c, 0, sizeof *c);
-    return pthread_mutex_init(&c->mu, NULL) == 0 ? 0 : -1;
+    if (pthread_mutex_init(&c->mu, NULL))
+        return -1;
+    if (pthread_cond_init(&c->wake, NULL)) {
+        pthread_mutex_destroy(&c->mu);
+        return -1;
+    }
+    return 0;
+}
+
+/* Puts text (taken) under slot i; caller holds mu. */
+static void put_locked(gt_http_cache *c, size_t i, char *text)
+{
+    free(c->e[i].text);
+    c->e[i].text = text;
+    c->e[i].at_ms = gt_mono_ms();
+    c->e[i].refresh_ms = 0;
+    c->e[i].queued = 0;
+}
+
+static void *refresher(void *arg)
+{
+    gt_http_cache *c = arg;
+    pthread_mutex_lock(&c->mu);
+    while (!c->stop) {
+        size_t i = 0;
+        while (i < GT_HTTP_CACHE_SLOTS && !(c->e[i].queued && c->e[i].text))
+            i++;
+        if (i == GT_HTTP_CACHE_SLOTS) {
+            pthread_cond_wait(&c->wake, &c->mu);
+            continue;
+        }
+        char key[sizeof c->e[0].key];
+        memcpy(key, c->e[i].key, sizeof key);
+        c->e[i].queued = 0;
+        unsigned long gen = c->gen;
+        pthread_mutex_unlock(&c->mu);
+        char *text = c->render(c->render_ctx, key); /* the store's work, unlocked */
+        pthread_mutex_lock(&c->mu);
+        /* the slot may have been cleared or reused meanwhile: only the same
+         * key, and nothing rendered before a clear, is put back */
+        if (text && gen == c->gen && c->e[i].text && !strcmp(c->e[i].key, key)) {
+            put_locked(c, i, text);
+            text = NULL;
+        }
+        free(text);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+int gt_http_cache_start(gt_http_cache *c, gt_http_render_fn render, void *ctx)
+{
+    pthread_mutex_lock(&c->mu);
+    c->render = render;
+    c->render_ctx = ctx;
+    c->stop = 0;
+    int rc = pthread_create(&c->thread, NULL, refresher, c);
+    c->running = rc == 0;
+    pthread_mutex_unlock(&c->mu);
+    return rc == 0 ? 0 : -1;
 }
 
 void gt_http_cache_fini(gt_http_cache *c)
 {
+    pthread_mutex_lock(&c->mu);
+    int running = c->running;
+    c->stop = 1;
+    pthread_cond_broadcast(&c->wake);
+    pthread_mutex_unlock(&c->mu);
+    if (running)
+        pthread_join(c->thread, NULL);
     for (size_t i = 0; i < GT_HTTP_CACHE_SLOTS; i++)
         free(c->e[i].text);
+    pthread_cond_destroy(&c->wake);
     pthread_mutex_destroy(&c->mu);
 }
 
@@ -45,10 +121,17 @@ char *gt_http_cache_get(gt_http_cache *c, const char *key, double ttl_ms)
         /* Expired: serve it stale while one request re-renders; a renderer
          * that failed (never put) is replaced after a TTL of its own. */
         int refreshing = c->e[i].refresh_ms > 0 && now - c->e[i].refresh_ms < ttl_ms;
-        if (fresh || (refreshing && age < ttl_ms + GT_HTTP_VIEW_STALE_MS))
+        int young = age < ttl_ms + GT_HTTP_VIEW_STALE_MS;
+        if (fresh || (refreshing && young)) {
             copy = strdup(c->e[i].text);
-        else
+        } else if (c->running && young) {
+            c->e[i].refresh_ms = now; /* the refresher renders; this caller gets the text */
+            c->e[i].queued = 1;
+            pthread_cond_signal(&c->wake);
+            copy = strdup(c->e[i].text);
+        } else {
             c->e[i].refresh_ms = now; /* this caller renders */
+        }
         break;
     }
     pthread_mutex_unlock(&c->mu);
@@ -69,10 +152,7 @@ void gt_http_cache_put(gt_http_cache *c, const char *key, const char *text)
             slot = i;
     if (slot == c->next)
         c->next = (c->next + 1) % GT_HTTP_CACHE_SLOTS;
-    free(c->e[slot].text);
-    c->e[slot].text = copy;
-    c->e[slot].at_ms = gt_mono_ms();
-    c->e[slot].refresh_ms = 0;
+    put_locked(c, slot, copy);
     strcpy(c->e[slot].key, key);
     pthread_mutex_unlock(&c->mu);
 }
@@ -83,26 +163,36 @@ void gt_http_cache_clear(gt_http_cache *c)
     for (size_t i = 0; i < GT_HTTP_CACHE_SLOTS; i++) {
         free(c->e[i].text);
         c->e[i].text = NULL;
+        c->e[i].queued = 0;
     }
+    c->gen++;
     pthread_mutex_unlock(&c->mu);
 }
 
-enum MHD_Result gt_http_send_view(gt_req *q, const char *key, cJSON *j)
+char *gt_http_view_text(cJSON *j)
 {
     if (!j)
-        return MHD_NO;
+        return NULL;
     char *txt = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     if (!txt)
-        return MHD_NO;
+        return NULL;
     size_t n = strlen(txt);
     char *t2 = realloc(txt, n + 2);
     if (!t2) {
         free(txt);
-        return MHD_NO;
+        return NULL;
     }
     t2[n] = '\n';
     t2[n + 1] = '\0';
+    return t2;
+}
+
+enum MHD_Result gt_http_send_view(gt_req *q, const char *key, cJSON *j)
+{
+    char *t2 = gt_http_view_text(j);
+    if (!t2)
+        return MHD_NO;
     gt_http_cache_put(&q->h->views, key, t2);
     return gt_http_send_text(q, MHD_HTTP_OK, "application/json", t2);
 }

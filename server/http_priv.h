@@ -23,15 +23,28 @@ typedef struct gt_events gt_events;
 #define GT_HTTP_CACHE_SLOTS 16
 #define GT_HTTP_VIEW_TTL_MS 250.0
 #define GT_HTTP_VIEW_STALE_MS 1000.0
+/* Renders the view of key again (the key says which view and its
+ * arguments): a malloc'd text, or NULL when it cannot (the old text stays
+ * until it is too old). */
+typedef char *(*gt_http_render_fn)(void *ctx, const char *key);
 typedef struct gt_http_cache {
     pthread_mutex_t mu;
     struct {
         char key[48];
         double at_ms;         /* when text was rendered */
-        double refresh_ms;    /* when a request was sent to re-render it, 0: none */
+        double refresh_ms;    /* when a re-render was asked for, 0: none */
+        int queued;           /* the refresher is to render it */
         char *text;
     } e[GT_HTTP_CACHE_SLOTS];
     size_t next;
+    /* the refresher (gt_http_cache_start): re-renders expired views on a
+     * thread of its own, so no request waits for a render it did not need */
+    gt_http_render_fn render;
+    void *render_ctx;
+    pthread_cond_t wake;
+    pthread_t thread;
+    int running, stop;
+    unsigned long gen;        /* bumped by clear: a render begun before is dropped */
 } gt_http_cache;
 
 struct gt_http {
@@ -105,13 +118,20 @@ enum MHD_Result gt_http_static(gt_req *q, const char *url);
 
 /* http_cache.c */
 int gt_http_cache_init(gt_http_cache *c);
+/* Starts the refresher: from then on an expired view is handed to it and
+ * the request gets the previous text. 0, or -1 (no thread: requests render
+ * as before). gt_http_cache_fini stops it. */
+int gt_http_cache_start(gt_http_cache *c, gt_http_render_fn render, void *ctx);
 void gt_http_cache_fini(gt_http_cache *c);
 /* A malloc'd copy of key's text when younger than ttl_ms, or when older but
- * another request is re-rendering it (stale-while-revalidate, bounded by
- * GT_HTTP_VIEW_STALE_MS). NULL: the caller renders and puts the view. */
+ * being re-rendered (by the refresher, or by another request without one:
+ * stale-while-revalidate, bounded by GT_HTTP_VIEW_STALE_MS). NULL: the caller
+ * renders and puts the view. */
 char *gt_http_cache_get(gt_http_cache *c, const char *key, double ttl_ms);
 void gt_http_cache_put(gt_http_cache *c, const char *key, const char *text);
 void gt_http_cache_clear(gt_http_cache *c);
+/* j (taken) as a view's text: compact JSON and a newline; NULL when j is. */
+char *gt_http_view_text(cJSON *j);
 /* Sends j (taken) as 200 JSON and keeps its text under key. */
 enum MHD_Result gt_http_send_view(gt_req *q, const char *key, cJSON *j);
 

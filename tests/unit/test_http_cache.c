@@ -2,7 +2,12 @@
  * What it proves: a fresh view is served from the cache; an expired view is
  * re-rendered by exactly one request while the others get the previous text
  * (single flight); a renderer that never puts is replaced after a TTL; a
- * stale text is not served past GT_HTTP_VIEW_STALE_MS; clear drops all. */
+ * stale text is not served past GT_HTTP_VIEW_STALE_MS; clear drops all.
+ * With the refresher: an expired view is answered with its previous text at
+ * once and re-rendered on the cache's thread, once for many requests; a
+ * render begun before a clear is not put back; fini waits for a render. */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -64,8 +69,93 @@ static void test_single_flight(void)
     gt_http_cache_fini(&c);
 }
 
+static struct {
+    pthread_mutex_t mu;
+    int calls;
+    long sleep_ms;
+    char last_key[48];
+} g_r = {PTHREAD_MUTEX_INITIALIZER, 0, 0, ""};
+
+static char *fake_render(void *ctx, const char *key)
+{
+    (void)ctx;
+    pthread_mutex_lock(&g_r.mu);
+    int n = ++g_r.calls;
+    long ms = g_r.sleep_ms;
+    snprintf(g_r.last_key, sizeof g_r.last_key, "%s", key);
+    pthread_mutex_unlock(&g_r.mu);
+    sleep_ms(ms);
+    char *t = malloc(16);
+    if (t)
+        snprintf(t, 16, "r%d", n);
+    return t;
+}
+
+static int calls(void)
+{
+    pthread_mutex_lock(&g_r.mu);
+    int n = g_r.calls;
+    pthread_mutex_unlock(&g_r.mu);
+    return n;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void test_refresher(void)
+{
+    gt_http_cache c;
+    CHECK(gt_http_cache_init(&c) == 0);
+    CHECK(gt_http_cache_start(&c, fake_render, NULL) == 0);
+    const double ttl = 40;
+    g_r.sleep_ms = 50; /* a render slower than the TTL */
+    CHECK(got(&c, "run/1", ttl, NULL) == 0); /* never rendered: the request renders */
+    gt_http_cache_put(&c, "run/1", "v1");
+    sleep_ms(60);
+    double t0 = now_ms();
+    for (int i = 0; i < 5; i++)
+        CHECK(got(&c, "run/1", ttl, "v1") == 1); /* expired: the previous text, at once */
+    CHECK(now_ms() - t0 < 40);                    /* nobody waited for the 50 ms render */
+    const double peek = 1e9; /* a TTL under which nothing expires: looks, asks no render */
+    for (int i = 0; i < 1000 && got(&c, "run/1", peek, "r1") != 1; i++)
+        sleep_ms(2);
+    CHECK(calls() == 1 && !strcmp(g_r.last_key, "run/1")); /* one render for the five */
+    CHECK(got(&c, "run/1", peek, "r1") == 1);               /* and its text served */
+
+    /* A clear (a POST) during a render: what was rendered before it is dropped. */
+    sleep_ms(60);
+    CHECK(got(&c, "run/1", ttl, "r1") == 1); /* expired again: hands it to the refresher */
+    for (int i = 0; i < 1000 && calls() < 2; i++)
+        sleep_ms(1);
+    gt_http_cache_clear(&c); /* while render 2 sleeps its 50 ms */
+    sleep_ms(100);
+    CHECK(calls() == 2);
+    CHECK(got(&c, "run/1", ttl, NULL) == 0); /* not r2: the request renders afresh */
+
+    /* Too old (a refresher that fell behind): the request renders. */
+    g_r.sleep_ms = 0;
+    gt_http_cache_put(&c, "run/2", "w1");
+    sleep_ms((long)(ttl + GT_HTTP_VIEW_STALE_MS) + 20);
+    CHECK(got(&c, "run/2", ttl, NULL) == 0);
+
+    /* fini waits for a render in progress */
+    g_r.sleep_ms = 50;
+    gt_http_cache_put(&c, "run/3", "x1");
+    sleep_ms(60);
+    CHECK(got(&c, "run/3", ttl, "x1") == 1);
+    for (int i = 0; i < 1000 && calls() < 3; i++)
+        sleep_ms(1);
+    gt_http_cache_fini(&c); /* while render 3 sleeps */
+    CHECK(calls() == 3);
+}
+
 int main(void)
 {
     RUN(test_single_flight);
+    RUN(test_refresher);
     return gt_test_done();
 }
