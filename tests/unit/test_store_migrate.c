@@ -51,26 +51,31 @@ static int row_text(sqlite3 *db, const char *sql, char v[][128], int ncol)
     return rc;
 }
 
-/* A database as a coordinator of schema version 3 leaves it. */
-static int make_v3(const char *path)
+/* Opens path and applies the schema files 001..version, then sql: a
+ * database as a coordinator of that version left it. 1 when all went. */
+static int make_version(const char *path, int version, const char *sql)
 {
     sqlite3 *db = NULL;
     int ok = sqlite3_open(path, &db) == SQLITE_OK;
     for (const struct gt_schema_file *f = gt_schema_files; ok && f->name; f++) {
         int n = atoi(f->name);
-        if (n >= 1 && n <= 3)
+        if (n >= 1 && n <= version)
             ok = sqlite3_exec(db, f->sql, NULL, NULL, NULL) == SQLITE_OK;
     }
-    ok = ok && sqlite3_exec(db,
-                            "PRAGMA user_version = 3;"
-                            "INSERT INTO workers (host, pid, device_index, backend, device_model,"
-                            " arch, mem_bytes, units, driver, version, state, registered_ms,"
-                            " last_heartbeat_ms) VALUES ('old', 7, 0, 'cuda', 'H100', 'sm_90', 1,"
-                            " 132, 'd', '0.0.9', 'idle', 1, 1);",
-                            NULL, NULL, NULL) == SQLITE_OK;
-    ok = ok && user_version(db) == 3;
+    ok = ok && sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK && user_version(db) == version;
     sqlite3_close(db);
     return ok;
+}
+
+/* A database as a coordinator of schema version 3 leaves it. */
+static int make_v3(const char *path)
+{
+    return make_version(path, 3,
+                        "PRAGMA user_version = 3;"
+                        "INSERT INTO workers (host, pid, device_index, backend, device_model,"
+                        " arch, mem_bytes, units, driver, version, state, registered_ms,"
+                        " last_heartbeat_ms) VALUES ('old', 7, 0, 'cuda', 'H100', 'sm_90', 1,"
+                        " 132, 'd', '0.0.9', 'idle', 1, 1);");
 }
 
 static void upgrades_v3(void)
@@ -180,13 +185,6 @@ static void backfills_run_counts(void)
     char dir[] = "/tmp/gt-migrate12.XXXXXX", path[256], err[512];
     CHECK(mkdtemp(dir) != NULL);
     snprintf(path, sizeof path, "%s/c.db", dir);
-    sqlite3 *db = NULL;
-    int ok = sqlite3_open(path, &db) == SQLITE_OK;
-    for (const struct gt_schema_file *f = gt_schema_files; ok && f->name; f++) {
-        int n = atoi(f->name);
-        if (n >= 1 && n <= 11)
-            ok = sqlite3_exec(db, f->sql, NULL, NULL, NULL) == SQLITE_OK;
-    }
     /* foreign keys are off on this raw connection: results need no job rows */
     static const char rows[] =
         "PRAGMA user_version = 11;"
@@ -202,8 +200,7 @@ static void backfills_run_counts(void)
         " (1, 2, 2, 'cpu', 'screen', '{}', 'h4', 1, 0, 'm', 1),"
         " (1, 1, 3, 'cpu', 'final', '{}', 'h1', 0, 1, 'm', 1),"
         " (2, 3, 4, 'cpu', 'screen', '{}', 'h1', 0, 1, 'm', 1);";
-    ok = ok && sqlite3_exec(db, rows, NULL, NULL, NULL) == SQLITE_OK;
-    sqlite3_close(db);
+    int ok = make_version(path, 11, rows);
     CHECK_MSG(ok, "a version-11 database");
     gt_store *s = ok ? gt_store_open(path, err, sizeof err) : NULL;
     CHECK_MSG(s, "%s", err);
