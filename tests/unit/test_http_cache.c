@@ -112,14 +112,14 @@ static void test_refresher(void)
     CHECK(gt_http_cache_init(&c) == 0);
     CHECK(gt_http_cache_start(&c, fake_render, NULL) == 0);
     const double ttl = 40;
-    g_r.sleep_ms = 50; /* a render slower than the TTL */
+    g_r.sleep_ms = 300; /* a render far slower than the TTL */
     CHECK(got(&c, "run/1", ttl, NULL) == 0); /* never rendered: the request renders */
     gt_http_cache_put(&c, "run/1", "v1");
     sleep_ms(60);
     double t0 = now_ms();
     for (int i = 0; i < 5; i++)
         CHECK(got(&c, "run/1", ttl, "v1") == 1); /* expired: the previous text, at once */
-    CHECK(now_ms() - t0 < 40);                    /* nobody waited for the 50 ms render */
+    CHECK(now_ms() - t0 < 150);                   /* nobody waited for the 300 ms render */
     const double peek = 1e9; /* a TTL under which nothing expires: looks, asks no render */
     for (int i = 0; i < 1000 && got(&c, "run/1", peek, "r1") != 1; i++)
         sleep_ms(2);
@@ -131,8 +131,8 @@ static void test_refresher(void)
     CHECK(got(&c, "run/1", ttl, "r1") == 1); /* expired again: hands it to the refresher */
     for (int i = 0; i < 1000 && calls() < 2; i++)
         sleep_ms(1);
-    gt_http_cache_clear(&c); /* while render 2 sleeps its 50 ms */
-    sleep_ms(100);
+    gt_http_cache_clear(&c); /* while render 2 sleeps its 300 ms */
+    sleep_ms(400);
     CHECK(calls() == 2);
     CHECK(got(&c, "run/1", ttl, NULL) == 0); /* not r2: the request renders afresh */
 
@@ -143,7 +143,7 @@ static void test_refresher(void)
     CHECK(got(&c, "run/2", ttl, NULL) == 0);
 
     /* fini waits for a render in progress */
-    g_r.sleep_ms = 50;
+    g_r.sleep_ms = 300;
     gt_http_cache_put(&c, "run/3", "x1");
     sleep_ms(60);
     CHECK(got(&c, "run/3", ttl, "x1") == 1);
