@@ -66,7 +66,6 @@ import inspect
 import json
 import math
 import os
-import re
 import signal
 import statistics
 import subprocess
@@ -385,56 +384,23 @@ def _is_gemm(kernel_name):
     return any(g.lower() in kernel_name.lower() for g in _GEMM_NAMES)
 
 
-def inductor_configs(cache_dir):
-    """The launch configs Inductor's autotuning chose for the Triton kernels it compiled in
-    this process: {kernel name: {block sizes, num_warps, num_stages, found_by_coordesc}},
-    read from the .best_config files its local autotune cache writes beside each kernel's
-    source in TORCHINDUCTOR_CACHE_DIR (a fresh folder per process here, so exactly this
-    process's kernels). Between two runs of one configuration whose times differ, a kernel
-    whose config changed is where to look."""
-    out = {}
-    if not cache_dir or not os.path.isdir(cache_dir):
-        return out
-    for root, _, files in os.walk(cache_dir):
-        for f in files:
-            if not f.endswith(".best_config"):
-                continue
-            src = os.path.join(root, f[: -len(".best_config")] + ".py")
-            try:
-                with open(os.path.join(root, f)) as fh:
-                    cfg = json.load(fh)
-                with open(src) as fh:
-                    m = re.search(r"^def (triton_\w+)\(", fh.read(), re.M)
-            except (OSError, ValueError):
-                continue  # a kernel without its source, or a file being written
-            if not m or not isinstance(cfg, dict):
-                continue
-            out[m.group(1)] = _config_dict(cfg)
-    return out
-
-
 def _config_dict(cfg):
-    """A triton.Config (or the dict of a .best_config file) as {block sizes, num_warps,
-    num_stages, found_by_coordesc}."""
-    if isinstance(cfg, dict):
-        items, extra = cfg.items(), cfg
-    else:
-        items = dict(getattr(cfg, "kwargs", {}) or {}).items()
-        extra = {k: getattr(cfg, k) for k in ("num_warps", "num_stages", "found_by_coordesc") if hasattr(cfg, k)}
-    out = {k: v for k, v in items if k.isupper()}
+    """A triton.Config as {block sizes, num_warps, num_stages, found_by_coordesc}."""
+    out = {k: v for k, v in (getattr(cfg, "kwargs", None) or {}).items() if k.isupper()}
     for k in ("num_warps", "num_stages", "found_by_coordesc"):
-        if k in extra:
-            out[k] = extra[k]
+        if hasattr(cfg, k):
+            out[k] = getattr(cfg, k)
     return out
 
 
 def loaded_kernel_configs(objects=None):
     """The launch configs of the Triton kernels Inductor compiled and autotuned in this
     process, read off its kernel objects (CachingAutotuner: one launcher left after
-    autotuning, its .config): {kernel name: config}. Newer torch names its .best_config
-    files by a hash of the key, not after the kernel's source, so the files alone do not
-    say which kernel a config belongs to. objects: what to search (default: every object
-    the garbage collector tracks)."""
+    autotuning, its .config): {kernel name: config}. Not from the .best_config files of
+    TORCHINDUCTOR_CACHE_DIR: torch 2.11 and later name them by a hash of the key, so they
+    do not say which kernel a config belongs to. Between two runs of one configuration whose
+    times differ, a kernel whose config changed is where to look. objects: what to search
+    (default: every object the garbage collector tracks)."""
     import gc
 
     out = {}
@@ -679,8 +645,7 @@ def decode_config(torch, model, calls, a, state, cfg, batch):
         if a.profile and cuda:
             row["profile"] = kernel_profile(torch, d, step, a.profile)
             if mode:
-                row["inductor_configs"] = {**inductor_configs(os.environ.get("TORCHINDUCTOR_CACHE_DIR")),
-                                           **loaded_kernel_configs()}
+                row["inductor_configs"] = loaded_kernel_configs()
         if r is not None:
             row["routing"] = r.stats()
             row["misses"] = r.misses()

@@ -111,30 +111,9 @@ def test_repeat_every_run_died(e2e, tmp_path, monkeypatch):
     assert len(data["errors"]) == 2
 
 
-def test_inductor_configs_and_report(e2e, tmp_path):
-    d = tmp_path / "ic" / "ab"
-    d.mkdir(parents=True)
-    (d / "cabc.py").write_text("import triton\n@triton.jit\ndef triton_red_fused_rsqrt_14(in_ptr0, XBLOCK):\n  pass\n")
-    (d / "cabc.best_config").write_text(json.dumps({"XBLOCK": 1, "R0_BLOCK": 64, "num_warps": 2, "num_stages": 1,
-                                                     "configs_hash": "x", "found_by_coordesc": True}))
-    (d / "corphan.best_config").write_text("{}")  # no source beside it: skipped
-    cfgs = e2e.inductor_configs(str(tmp_path / "ic"))
-    assert cfgs == {"triton_red_fused_rsqrt_14": {"XBLOCK": 1, "R0_BLOCK": 64, "num_warps": 2, "num_stages": 1,
-                                                  "found_by_coordesc": True}}
-    assert e2e.inductor_configs(str(tmp_path / "none")) == {}
-    st = e2e.State(str(tmp_path / "st"))
-    st.put("device", value={"name": "H", "gemmtune_native": {"loaded": False, "reason": "not built"}})
-    st.put("decode", "gemmtune_compile", "b8", value={
-        "batch": 8, "ms": 9.0, "tokens_per_s": 888, "inductor_configs": cfgs,
-        "profile": {"steps": 4, "kernel_us": 900, "gemm_us": 500, "kernels": 10,
-                    "top": [{"name": "triton_red_fused_rsqrt_14", "us": 749, "calls": 15}]}})
-    out = e2e.report(st)
-    assert "triton_red_fused_rsqrt_14 749 us x15 [R0_BLOCK=64,XBLOCK=1,w2,cd]" in out
-    assert "gemmtune's ops: the Python router (extension not loaded: not built)" in out
-
-
-def test_loaded_kernel_configs(e2e):
-    """Newer torch names .best_config files by a hash: the configs come off the kernel objects."""
+def test_loaded_kernel_configs(e2e, tmp_path):
+    """torch 2.11+ names .best_config files by a hash: the configs come off the kernel objects,
+    and the report shows them beside the profiled kernels."""
 
     class Cfg:  # triton.Config's shape
         def __init__(self, kwargs, num_warps, num_stages):
@@ -151,7 +130,10 @@ def test_loaded_kernel_configs(e2e):
             self.inductor_meta = {"kernel_name": name} if meta else {}
 
     Autotuner = CachingAutotuner
+    coordesc = Cfg({"XBLOCK": 1, "R0_BLOCK": 64}, 2, 1)
+    coordesc.found_by_coordesc = True
     objs = [Autotuner("triton_red_fused_rsqrt_13", [Launcher(Cfg({"XBLOCK": 1, "R0_BLOCK": 2048}, 8, 1))]),
+            Autotuner("triton_red_fused_rsqrt_14", [Launcher(coordesc)]),
             Autotuner("triton_poi_fused_silu_8", [Launcher(Cfg({"XBLOCK": 256}, 4, 1))], meta=False),
             Autotuner("triton_poi_fused_cat_2", [Launcher(Cfg({"XBLOCK": 64}, 4, 1))] * 2),  # not yet tuned
             Autotuner("gt_gemv", [Launcher(Cfg({}, 4, 1))]),  # not Inductor's
@@ -159,9 +141,22 @@ def test_loaded_kernel_configs(e2e):
             object()]
     got = e2e.loaded_kernel_configs(objs)
     assert got == {"triton_red_fused_rsqrt_13": {"XBLOCK": 1, "R0_BLOCK": 2048, "num_warps": 8, "num_stages": 1},
+                   "triton_red_fused_rsqrt_14": {"XBLOCK": 1, "R0_BLOCK": 64, "num_warps": 2, "num_stages": 1,
+                                                 "found_by_coordesc": True},
                    "triton_poi_fused_silu_8": {"XBLOCK": 256, "num_warps": 4, "num_stages": 1}}
     assert e2e._cfg_text(got["triton_red_fused_rsqrt_13"]) == "R0_BLOCK=2048,XBLOCK=1,w8"
     assert isinstance(e2e.loaded_kernel_configs(), dict)  # the whole heap: no error
+
+    # the report puts each profiled kernel's config beside it
+    st = e2e.State(str(tmp_path / "st"))
+    st.put("device", value={"name": "H", "gemmtune_native": {"loaded": False, "reason": "not built"}})
+    st.put("decode", "gemmtune_compile", "b8", value={
+        "batch": 8, "ms": 9.0, "tokens_per_s": 888, "inductor_configs": got,
+        "profile": {"steps": 4, "kernel_us": 900, "gemm_us": 500, "kernels": 10,
+                    "top": [{"name": "triton_red_fused_rsqrt_14", "us": 749, "calls": 15}]}})
+    out = e2e.report(st)
+    assert "triton_red_fused_rsqrt_14 749 us x15 [R0_BLOCK=64,XBLOCK=1,w2,cd]" in out
+    assert "gemmtune's ops: the Python router (extension not loaded: not built)" in out
 
 
 def test_repeat_two_runs_reports_the_slower(e2e, tmp_path, monkeypatch):
