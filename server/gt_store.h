@@ -70,9 +70,6 @@ int gt_store_checkpoint(gt_store *s);
  * was behind. */
 #define GT_STORE_AUTOCHECKPOINT 10000
 #define GT_STORE_BUSY_MS 5000
-/* bytes of the database file the HTTP views' reader maps (PRAGMA mmap_size):
- * address space, not memory; pages past it are read as before */
-#define GT_STORE_READER_MMAP "1073741824"
 typedef struct gt_store_ckpt gt_store_ckpt;
 gt_store_ckpt *gt_store_ckpt_start(gt_store *s, char *err, size_t errlen);
 void gt_store_ckpt_stats(const gt_store_ckpt *c, long long *runs, long long *copied, long long *inline_runs);

@@ -660,6 +660,10 @@ fail:
     return NULL;
 }
 
+/* bytes of the database file a reader maps (PRAGMA mmap_size): address
+ * space, not memory; pages past it are read as before */
+#define GT_STORE_READER_MMAP "1073741824"
+
 gt_store *gt_store_open_reader(gt_store *w, char *err, size_t errlen)
 {
     const char *path = sqlite3_db_filename(w->db, "main");

@@ -746,11 +746,18 @@ static int load_job(gt_store *s, int64_t job_id, job_row *j, char *err, size_t e
     return 0;
 }
 
+/* The phase a job's results are stored under: a final job's are "final",
+ * every other kind's "screen" (what the run's screen counts add up). */
+static int job_is_final(const job_row *j)
+{
+    return !strcmp(j->kind, "final");
+}
+
 static int insert_result(gt_store *s, const job_row *j, int64_t job_id, int64_t worker_id,
                          const char *model, const gt_report_result *r, int64_t now_ms, char *err,
                          size_t errlen)
 {
-    const char *phase = strcmp(j->kind, "final") ? "screen" : "final";
+    const char *phase = job_is_final(j) ? "final" : "screen";
     if (!s->ins_result)
         s->ins_result = gt_store_prep(
             s,
@@ -1017,7 +1024,7 @@ static int report_tx(gt_store *s, int64_t worker_id, const gt_report *rep, int64
     /* the run's screen progress (runs.screen_done / screen_valid, schema 012):
      * the rows this message inserted, a duplicate (INSERT OR IGNORE) not */
     int64_t screen_done = 0, screen_valid = 0;
-    int screen = strcmp(j.kind, "final") != 0;
+    int screen = !job_is_final(&j);
     for (size_t i = 0; i < rep->nresults; i++) {
         gt_report_result r = rep->results[i];
         if (r.valid && r.time_us > 0 && r.time_us < min_us) {
