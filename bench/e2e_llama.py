@@ -419,6 +419,24 @@ def loaded_kernel_configs(objects=None):
     return out
 
 
+def _profile_lines(p, cfg, pr, ic, unit, what):
+    """The report's lines for one profile_calls result: per `unit` (a decode step, a prefill)."""
+    p(f"kernels of {cfg} (per {unit}, {pr['steps']} {what} profiled): {pr['kernel_us']:.0f} us in "
+      f"{pr['kernels']:.0f} kernels, GEMM-named {pr['gemm_us']:.0f} us, other "
+      f"{pr['kernel_us'] - pr['gemm_us']:.0f} us; top: "
+      + "; ".join(f"{t['name'][:60]} {t['us']:.0f} us x{t['calls']:g}"
+                  + (f" [{_cfg_text(ic[t['name']])}]" if t["name"] in ic else "")
+                  for t in pr["top"][:8]))
+    tl = pr.get("timeline")
+    if tl and "error" in tl:
+        p(f"  kernel timeline not read: {tl['error']}")
+    elif tl:
+        p(f"  between kernels per {unit}: {tl['gap_us_gemm_side']:.0f} us next to a GEMM, "
+          f"{tl['gap_us_other']:.0f} us elsewhere, {tl['overlapping_boundaries']:g} boundaries "
+          "overlapped; one layer in order (us, gap before): "
+          + "; ".join(f"{k['name'][:40]} {k['us']:.1f} ({k['gap_us']:+.1f})" for k in tl["sequence"]))
+
+
 def _cfg_text(c):
     """XBLOCK=1024,w4 style: the block sizes, then warps and stages."""
     if not c:
@@ -434,11 +452,7 @@ def _cfg_text(c):
 
 def kernel_profile(torch, d, step, n):
     """Kernel time per decode step over n steps of step from a fresh prefill, each fed its
-    next token as the timed loop does (torch.profiler, CUDA activity): the total, the part in
-    kernels named as GEMMs (_GEMM_NAMES), the kernel count per step and the 12 kernels with
-    the most time, so a configuration's gap can be put on its kernels."""
-    from torch.profiler import ProfilerActivity, profile
-
+    next token as the timed loop does (profile_calls)."""
     n = max(1, min(n, d.a.steps - 1))  # the positions stay inside the static cache
     d.prefill()
 
@@ -447,11 +461,21 @@ def kernel_profile(torch, d, step, n):
         d.tok.copy_(out.argmax(-1)[:, None])
         d.pos.add_(1)
 
-    fed()
+    return profile_calls(torch, fed, n)
+
+
+def profile_calls(torch, fn, n):
+    """Kernel time per call of fn over n calls after one unprofiled call (torch.profiler, CUDA
+    activity): the total, the part in kernels named as GEMMs (_GEMM_NAMES), the kernel count
+    per call, the 12 kernels with the most time and the timeline, so a configuration's gap can
+    be put on its kernels: its GEMMs, or every kernel (clocks)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(n):
-            fed()
+            fn()
         torch.cuda.synchronize()
     per = {}
     for e in prof.key_averages():
@@ -711,6 +735,11 @@ def prefill_config(torch, model, calls, a, state, cfg):
             ms.append(t.ms)
         row["ms"] = statistics.median(ms)
         row["ms_reps"] = ms
+        if a.profile and a.device.startswith("cuda"):
+            # where a prefill's time goes: its GEMMs, or every kernel (the GPU's clocks)
+            row["profile"] = profile_calls(torch, call, a.profile)
+            if mode:
+                row["inductor_configs"] = loaded_kernel_configs()
         if r is not None:
             row["routing"] = r.stats()
             row["misses"] = r.misses()
@@ -926,20 +955,7 @@ def report(state):
             pr = dec.get(cfg, {}).get(key, {}).get("profile")
             ic = dec.get(cfg, {}).get(key, {}).get("inductor_configs") or {}
             if pr:
-                p(f"kernels of {cfg} (per step, {pr['steps']} replays profiled): {pr['kernel_us']:.0f} us in "
-                  f"{pr['kernels']:.0f} kernels, GEMM-named {pr['gemm_us']:.0f} us, other "
-                  f"{pr['kernel_us'] - pr['gemm_us']:.0f} us; top: "
-                  + "; ".join(f"{t['name'][:60]} {t['us']:.0f} us x{t['calls']:g}"
-                              + (f" [{_cfg_text(ic[t['name']])}]" if t["name"] in ic else "")
-                              for t in pr["top"][:8]))
-                tl = pr.get("timeline")
-                if tl and "error" in tl:
-                    p(f"  kernel timeline not read: {tl['error']}")
-                elif tl:
-                    p(f"  between kernels per step: {tl['gap_us_gemm_side']:.0f} us next to a GEMM, "
-                      f"{tl['gap_us_other']:.0f} us elsewhere, {tl['overlapping_boundaries']:g} boundaries "
-                      "overlapped; one layer in order (us, gap before): "
-                      + "; ".join(f"{k['name'][:40]} {k['us']:.1f} ({k['gap_us']:+.1f})" for k in tl["sequence"]))
+                _profile_lines(p, cfg, pr, ic, "step", "replays")
     pre = d.get("prefill", {})
     if pre:
         p(f"\n## prefill, batch 1, {next(iter(pre.values())).get('tokens')} tokens (last token's logits)")
@@ -952,6 +968,10 @@ def report(state):
                 reps = r.get("ms_reps") or [r["ms"]]
                 p(f"| {cfg} | {_ms_runs(r, 2)} | {min(reps):.2f}..{max(reps):.2f} | {r.get('compile_s', '-')} | {err} | "
                   f"{r.get('argmax_agrees', '-')} |")
+        for cfg in CONFIGS:  # --profile: the kernels of one prefill
+            pr = (pre.get(cfg) or {}).get("profile")
+            if pr:
+                _profile_lines(p, cfg, pr, (pre.get(cfg) or {}).get("inductor_configs") or {}, "prefill", "prefills")
     errs = d.get("errors")
     if errs:
         p(f"\nerrors: {json.dumps(errs)}")
@@ -1008,8 +1028,9 @@ def main(argv=None):
                     help="gemmtune.torch.fuse_linears on the model before anything runs: q/k/v and "
                          "gate/up as one GEMM each, in every configuration (record it with the same flag)")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
-                    help="also profile N replays of each decode step (torch.profiler): kernel time per "
-                         "step, the GEMMs' part, the top kernels (in e2e.json and the report)")
+                    help="also profile N replays of each decode step and N prefills (torch.profiler): "
+                         "kernel time per step or prefill, the GEMMs' part, the top kernels (in e2e.json "
+                         "and the report)")
     ap.add_argument("--in-process", action="store_true",
                     help="every phase and measurement in this process (default: each measurement "
                          "in a fresh process, see Isolation above)")

@@ -154,9 +154,16 @@ def test_loaded_kernel_configs(e2e, tmp_path):
         "batch": 8, "ms": 9.0, "tokens_per_s": 888, "inductor_configs": got,
         "profile": {"steps": 4, "kernel_us": 900, "gemm_us": 500, "kernels": 10,
                     "top": [{"name": "triton_red_fused_rsqrt_14", "us": 749, "calls": 15}]}})
+    # a prefill's profile (per prefill, not per step), its configs beside its kernels
+    st.put("prefill", "gemmtune_compile", value={
+        "tokens": 2048, "ms": 56.2, "ms_reps": [56.2], "inductor_configs": got,
+        "profile": {"steps": 2, "kernel_us": 55000, "gemm_us": 41000, "kernels": 700,
+                    "top": [{"name": "triton_poi_fused_silu_8", "us": 1200, "calls": 32}]}})
     out = e2e.report(st)
     assert "triton_red_fused_rsqrt_14 749 us x15 [R0_BLOCK=64,XBLOCK=1,w2,cd]" in out
     assert "gemmtune's ops: the Python router (extension not loaded: not built)" in out
+    assert ("kernels of gemmtune_compile (per prefill, 2 prefills profiled): 55000 us in 700 kernels, "
+            "GEMM-named 41000 us, other 14000 us; top: triton_poi_fused_silu_8 1200 us x32 [XBLOCK=256,w4]") in out
 
 
 def test_repeat_two_runs_reports_the_slower(e2e, tmp_path, monkeypatch):
