@@ -219,8 +219,12 @@ int gt_store_evo_step(gt_store *s, int64_t problem_id, int64_t now_ms, int *queu
     "(SELECT x.reason FROM results x WHERE x.problem_id = " pid " AND x.is_baseline = 1"          \
     " AND x.valid = 0 AND x.reason IS NOT NULL ORDER BY x.id LIMIT 1)"
 #define GT_STORE_SUBSTITUTE_SQL(pid)                                                               \
-    "(" GT_STORE_FINAL_BASE_SQL(pid) " IS NOT NULL AND json(" GT_STORE_FINAL_BASE_SQL(pid)         \
-    ") IS NOT json(COALESCE(" GT_STORE_SCREEN_BASE_SQL(pid) ", " GT_STORE_FINAL_BASE_SQL(pid) ")))"
+    GT_STORE_SUBSTITUTE_OF(GT_STORE_FINAL_BASE_SQL(pid), GT_STORE_SCREEN_BASE_SQL(pid))
+/* The same rule over the two baselines already read (SQL expressions): a
+ * view of many problems reads each once per problem (gt_store_add_best),
+ * where GT_STORE_SUBSTITUTE_SQL's text runs the final's lookup three times. */
+#define GT_STORE_SUBSTITUTE_OF(fb, sb)                                                             \
+    "(" fb " IS NOT NULL AND json(" fb ") IS NOT json(COALESCE(" sb ", " fb ")))"
 
 /* The substitute baseline of problem pid (store_substitute.c): when its
  * default failed in the screen (a screen job reported the baseline invalid)

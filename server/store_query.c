@@ -269,7 +269,12 @@ int gt_store_add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_
     sqlite3_stmt *st = gt_store_prep(
         s,
         /* The problem_best view, inlined so the problems of this run drive it
-         * (one indexed lookup each) and problems without results stay in. */
+         * (one indexed lookup each) and problems without results stay in.
+         * The CTE reads each problem's two baselines once (materialized: a
+         * flattened one would run each lookup again wherever it is named). */
+        "WITH pb AS MATERIALIZED (SELECT p.id, p.label, p.call_count, p.weight, p.state, p.error,"
+        "  p.flops, " GT_STORE_FINAL_BASE_SQL("p.id") " AS fb, " GT_STORE_SCREEN_BASE_SQL("p.id") " AS sb"
+        "  FROM problems p WHERE p.run_id = ?)"
         "SELECT p.id, p.label, p.call_count, p.weight, p.state, r.phase, r.config, r.time_us,"
         " CASE WHEN r.phase = 'final' THEN"
         "  (SELECT b.time_us FROM results b WHERE b.problem_id = p.id AND b.phase = 'final'"
@@ -287,13 +292,13 @@ int gt_store_add_best(gt_store *s, cJSON *root, int64_t run_id, char *err, size_
         /* what the uplift is against (the final's baseline, else the
          * screens' default), whether that is a substitute, and why the
          * default could not run (store_priv.h) */
-        " COALESCE(" GT_STORE_FINAL_BASE_SQL("p.id") ", " GT_STORE_SCREEN_BASE_SQL("p.id") "),"
-        " " GT_STORE_SUBSTITUTE_SQL("p.id") ","
+        " COALESCE(p.fb, p.sb),"
+        " " GT_STORE_SUBSTITUTE_OF("p.fb", "p.sb") ","
         " " GT_STORE_DEFAULT_FAILED_SQL("p.id") ","
         /* how the entry was timed when not as the run said (schema 011) */
         " r.launch"
-        " FROM problems p LEFT JOIN results r ON r.id = " GT_STORE_BEST_SQL("p.id")
-        " WHERE p.run_id = ? ORDER BY p.weight DESC, p.id",
+        " FROM pb p LEFT JOIN results r ON r.id = " GT_STORE_BEST_SQL("p.id")
+        " ORDER BY p.weight DESC, p.id",
         err, errlen);
     if (!st)
         return -1;

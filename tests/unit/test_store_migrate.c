@@ -5,7 +5,7 @@
  * worker keeps its row, its gen_device is NULL (GET /v1/workers: null) and
  * a worker registering afterwards stores one; opening again applies
  * nothing more. A version-11 database with results gets each run's screen
- * counts (012). */
+ * counts (012). The run view's per-problem lookups seek 013's indexes. */
 #include <cjson/cJSON.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 
 #include "gt_store.h"
 #include "gt_test.h"
+#include "store_priv.h"
 
 /* The embedded schema files (build/gt_schema_sql.c, cmake/embed_sql.cmake). */
 struct gt_schema_file {
@@ -88,7 +89,7 @@ static void upgrades_v3(void)
     CHECK_MSG(s, "%s", err);
     if (!s)
         return;
-    CHECK(user_version(gt_store_db(s)) == 12);
+    CHECK(user_version(gt_store_db(s)) == 13);
     /* 011: results say how a launch-bound final was timed, and problem_best
      * carries the winner's */
     {
@@ -101,14 +102,15 @@ static void upgrades_v3(void)
     }
     /* 010: results keep three indexes besides the unique key: results_by_run
      * (a prefix of results_by_run_phase) and results_by_problem_time (the
-     * timeline's) are gone */
+     * timeline's) are gone; 013 adds a partial one that holds only the rows
+     * of defaults that could not run, nothing a normal result writes */
     {
         char v[2][128];
         CHECK(row_text(gt_store_db(s),
                        "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master"
                        " WHERE type = 'index' AND tbl_name = 'results' AND sql IS NOT NULL ORDER BY name)",
                        v, 1) == 0 &&
-              !strcmp(v[0], "results_by_problem,results_by_run_phase"));
+              !strcmp(v[0], "results_by_problem,results_by_run_phase,results_failed_default"));
     }
     /* 009: jobs carry their shard, the lease's index orders by shard > 0 (an
      * expression: pragma_index_info gives it no name) before id */
@@ -167,7 +169,7 @@ static void upgrades_v3(void)
     s = gt_store_open(path, err, sizeof err);
     CHECK_MSG(s, "%s", err);
     if (s) {
-        CHECK(user_version(gt_store_db(s)) == 12);
+        CHECK(user_version(gt_store_db(s)) == 13);
         ws = gt_store_workers_json(s, 10, err, sizeof err);
         CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ws, "workers")) == 2);
         cJSON_Delete(ws);
@@ -206,7 +208,7 @@ static void backfills_run_counts(void)
     CHECK_MSG(s, "%s", err);
     if (s) {
         char v[1][128];
-        CHECK(user_version(gt_store_db(s)) == 12);
+        CHECK(user_version(gt_store_db(s)) == 13);
         CHECK(row_text(gt_store_db(s),
                        "SELECT group_concat(id || ':' || screen_done || '/' || screen_valid, ' ')"
                        " FROM (SELECT * FROM runs ORDER BY id)",
@@ -218,9 +220,54 @@ static void backfills_run_counts(void)
     CHECK(system(path) == 0);
 }
 
+/* The query plan of "SELECT <sub>" on db, its details joined: "" on error. */
+static void plan_of(sqlite3 *db, const char *sub, char *out, size_t len)
+{
+    char sql[1024];
+    sqlite3_stmt *st = NULL;
+    out[0] = 0;
+    snprintf(sql, sizeof sql, "EXPLAIN QUERY PLAN SELECT %s", sub);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return;
+    size_t n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW && n < len)
+        n += (size_t)snprintf(out + n, len - n, "%s; ", (const char *)sqlite3_column_text(st, 3));
+    sqlite3_finalize(st);
+}
+
+/* 013: the run view asks each problem whether its default failed and which
+ * baselines its jobs timed; each is a seek of one of 013's indexes, never a
+ * walk of the problem's results (28 of 72 ms of a 1000-problem view before)
+ * or a sort of its jobs. */
+static void view_lookups_seek_indexes(void)
+{
+    char dir[] = "/tmp/gt-migrate13.XXXXXX", path[256], err[512], plan[1024];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/c.db", dir);
+    gt_store *s = gt_store_open(path, err, sizeof err);
+    CHECK_MSG(s, "%s", err);
+    if (s) {
+        sqlite3 *db = gt_store_db(s);
+        CHECK(user_version(db) == 13);
+        plan_of(db, GT_STORE_DEFAULT_FAILED_SQL("1"), plan, sizeof plan);
+        CHECK_MSG(strstr(plan, "USING INDEX results_failed_default") && !strstr(plan, "TEMP B-TREE"),
+                  "default failed: %s", plan);
+        plan_of(db, GT_STORE_FINAL_BASE_SQL("1"), plan, sizeof plan);
+        CHECK_MSG(strstr(plan, "USING INDEX jobs_baseline") && !strstr(plan, "TEMP B-TREE"),
+                  "final baseline: %s", plan);
+        plan_of(db, GT_STORE_SCREEN_BASE_SQL("1"), plan, sizeof plan);
+        CHECK_MSG(strstr(plan, "USING INDEX jobs_baseline") && !strstr(plan, "TEMP B-TREE"),
+                  "screen baseline: %s", plan);
+        gt_store_close(s);
+    }
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    CHECK(system(path) == 0);
+}
+
 int main(void)
 {
     RUN(upgrades_v3);
     RUN(backfills_run_counts);
+    RUN(view_lookups_seek_indexes);
     return gt_test_done();
 }
