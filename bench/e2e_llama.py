@@ -257,7 +257,9 @@ def agreement(torch, toks, ref_toks, ref_logits, logits):
 
 def check_phase(torch, a, state):
     """Each tuned bf16 GEMM of the log as the model calls it (F.linear of x [n, k] and W [m, k]),
-    against a float64 reference: PyTorch's own result and the routed one, side by side."""
+    against a float64 reference: PyTorch's own result and the routed one, side by side. On a
+    GPU also their times (torch_timing): the tuner's baseline is cuBLASLt's default, and what
+    a routed call must beat in the model is PyTorch's own call."""
     import torch.nn.functional as F
 
     rows = []
@@ -271,6 +273,11 @@ def check_phase(torch, a, state):
         log("check: no bf16 TN GEMMs in the tune results (run tune first, or carry STATE/e2e.json)")
         return
     g = torch.Generator(device="cpu").manual_seed(7)
+    claimed = {}
+    for b in best:
+        parts = (b.get("label") or "").split()
+        if len(parts) >= 3:
+            claimed[parts[2]] = b.get("uplift")
     for m, n, k in shapes:
         w = (torch.randn(m, k, generator=g) * 0.02).to(a.device, a.dtype)
         x = torch.randn(n, k, generator=g).to(a.device, a.dtype)
@@ -282,11 +289,46 @@ def check_phase(torch, a, state):
                 st = r.stats()
         e_d, e_t = compare(torch, dflt, ref)[0], compare(torch, tuned, ref)[0]
         e_dt = compare(torch, tuned, dflt)[0]
-        rows.append({"m": m, "n": n, "k": k, "default_err": e_d, "tuned_err": e_t, "tuned_vs_default": e_dt,
-                     "routed": st.get("tuned_run", 0) > 0})
+        row = {"m": m, "n": n, "k": k, "default_err": e_d, "tuned_err": e_t, "tuned_vs_default": e_dt,
+               "routed": st.get("tuned_run", 0) > 0}
+        if a.device.startswith("cuda") and row["routed"]:
+            row.update(torch_timing(torch, a, state, w, x))
+            row["claimed_uplift"] = claimed.get(f"{m}x{n}x{k}")
+        rows.append(row)
         log(f"check {m}x{n}x{k}: default {e_d:.2e}, tuned {e_t:.2e} (vs default {e_dt:.2e}), "
-            f"routed {st.get('tuned_run', 0) > 0}")
+            f"routed {row['routed']}"
+            + (f"; PyTorch {row['torch_us']:.2f} us, routed {row['routed_us']:.2f} us: "
+               f"{row['torch_us'] / row['routed_us']:.3f}x (tuned against cuBLASLt's default: "
+               f"{_fmt(row['claimed_uplift'], '.3f')}x)" if "torch_us" in row else ""))
     state.put("check", value=rows)
+
+
+def torch_timing(torch, a, state, w, x, rounds=7):
+    """PyTorch's F.linear against the routed one on copies of w and x (enough copies that the
+    weights of one pass exceed 100 MB, twice an H100's L2), in interleaved rounds of CUDA-event
+    timed blocks (about 2 ms each): the median us per call of each."""
+    import torch.nn.functional as F
+
+    sets = max(1, min(8, -(-100 * 2**20 // (w.numel() * w.element_size()))))
+    ws = [w.clone() for _ in range(sets)]
+    xs = [x.clone() for _ in range(sets)]
+
+    def block(reps):
+        with Timer(torch, a.device) as t:
+            for i in range(reps):
+                F.linear(xs[i % sets], ws[i % sets])
+        return t.ms * 1e3 / reps
+
+    with torch.no_grad():
+        block(3)
+        reps = max(5, min(400, int(2000 / max(block(5), 1.0))))
+        d, r = [], []
+        for _ in range(rounds):
+            d.append(block(reps))
+            with routing(a, "gemmtune", state):
+                r.append(block(reps))
+    return {"torch_us": statistics.median(d), "routed_us": statistics.median(r), "timing_rounds": rounds,
+            "timing_reps": reps, "timing_sets": sets}
 
 
 # ---------------------------------------------------------------- decode ---
@@ -893,10 +935,15 @@ def report(state):
           ("GEMM (m x n x k)", "baseline us", "tuned us", "uplift", "winner"),
           [(b["label"], _fmt(b["baseline_us"], ".2f"), _fmt(b["time_us"], ".2f"), _fmt(b["uplift"], ".3f"),
             b["family"]) for b in tun.get("best") or []])
-    table("per-GEMM accuracy (F.linear as the model calls it, against float64)",
-          ("GEMM (m x n x k)", "PyTorch rel err", "routed rel err", "routed vs PyTorch", "routed"),
+    table("per-GEMM accuracy (F.linear as the model calls it, against float64) and, on a GPU, time "
+          "(PyTorch's call against the routed one, interleaved rounds, medians)",
+          ("GEMM (m x n x k)", "PyTorch rel err", "routed rel err", "routed vs PyTorch", "routed",
+           "PyTorch us", "routed us", "over PyTorch", "tuned over cuBLASLt default"),
           [(f"{c['m']}x{c['n']}x{c['k']}", f"{c['default_err']:.2e}", f"{c['tuned_err']:.2e}",
-            f"{c['tuned_vs_default']:.2e}", str(c["routed"])) for c in d.get("check") or []])
+            f"{c['tuned_vs_default']:.2e}", str(c["routed"]), _fmt(c.get("torch_us"), ".2f"),
+            _fmt(c.get("routed_us"), ".2f"),
+            _fmt(c["torch_us"] / c["routed_us"] if c.get("torch_us") and c.get("routed_us") else None, ".3f"),
+            _fmt(c.get("claimed_uplift"), ".3f")) for c in d.get("check") or []])
     dec = d.get("decode", {})
     batches = sorted({int(k[1:]) for c in dec.values() for k in c})
     for b in batches:

@@ -213,3 +213,4 @@ def test_run_child_status_and_stop(e2e, monkeypatch):
     except SystemExit as e:
         assert e.code == 143
     assert seen == ["terminate", ("waited", 20)]
+
