@@ -33,6 +33,14 @@ static const char *built_lib(void)
     return access(lib_path, R_OK) == 0 ? lib_path : "";
 }
 
+/* opens the library at p (checked): 1 when open */
+static int open_built(gt_cu_cutlass *c, const char *p)
+{
+    char err[512];
+    CHECK_MSG(gt_cu_cutlass_open(c, p, err, sizeof err) == 0, "%s", err);
+    return c->dl != NULL;
+}
+
 static void loader_refusals(void)
 {
     gt_cu_cutlass c;
@@ -64,8 +72,7 @@ static void table_and_checks(void)
     }
     gt_cu_cutlass c;
     char err[512];
-    CHECK_MSG(gt_cu_cutlass_open(&c, p, err, sizeof err) == 0, "%s", err);
-    if (!c.dl)
+    if (!open_built(&c, p))
         return;
     int n = c.count();
     CHECK_MSG(n >= 12, "%d kernels", n);
@@ -215,8 +222,7 @@ static void kernels_on_gpu(void)
     }
     gt_cu_cutlass c;
     char err[512];
-    CHECK_MSG(gt_cu_cutlass_open(&c, p, err, sizeof err) == 0, "%s", err);
-    if (!c.dl)
+    if (!open_built(&c, p))
         return;
     /* partial tiles in m and n; k over several stages */
     static const int shapes[][3] = {{392, 136, 520}, {1024, 264, 2048}};
