@@ -5,7 +5,7 @@
 # scripts/gpu-bundle built here (BUNDLE/bin, BUNDLE/lib).
 #
 #   bench/gpu_checks.sh BUNDLE [OUT] [STEPS]
-#     STEPS: a comma list of pip, verify, e2e, e2e_compile, pytest, gputests, fp8, mix
+#     STEPS: a comma list of pip, verify, e2e, e2e_compile, pytest, gputests, fp8, mix, cutlass
 #            (default pip,verify,e2e,pytest; e2e_compile is the slow one: max-autotune
 #            compiles 100-180 s per batch size)
 #   env: BATCHES (1,8,32: e2e decode batches), E2E_STATE (a folder with an earlier
@@ -31,6 +31,8 @@
 #                host reference, issue 19)
 #   fp8          bench/llama3_8b_fp8_decode.log through the service, then verify (issue 18)
 #   mix          tests/data/hipblaslt_cuda_mix.log through the service (issue 18)
+#   cutlass      gt-cutlass-probe: libgemmtune_cutlass's kernels against cuBLASLt on the
+#                15 Llama shapes with n >= 128, each configuration checked first (issue 19)
 # OUT/all.tgz holds every small output file (the device tool returns a limited number)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -119,6 +121,12 @@ if has mix; then
   timeout 200 python3 bench/cuda_service.py --build "$B/bin" --log tests/data/hipblaslt_cuda_mix.log \
     --budget 120 --export --out "$OUT/mix" >"$OUT/mix/service.txt" 2>&1
   step "mix rc=$?"
+fi
+if has cutlass; then
+  step "cutlass: gt-cutlass-probe, the 15 Llama shapes with n >= 128"
+  timeout "${CUTLASS_TIMEOUT:-480}" "$B/bin/gt-cutlass-probe" --lib "$B/lib/libgemmtune_cutlass.so" \
+    >"$OUT/cutlass_probe.txt" 2>&1
+  step "cutlass rc=$?"
 fi
 if has pytest; then
   # the tests find gemmtuned, gemmtune-worker, gemmtune and libgemmtune through one folder

@@ -7,7 +7,7 @@
  *
  * Why: on the H100 these kernels reached 0.96-1.08 of cuBLASLt's best at n = 2048 and
  * 0.97-1.00 at n = 8192 on the Llama-3-8B shapes, ahead of the "mma" family on 7 of those 10
- * (bench/results/h100_39_cutlass_probe.txt).
+ * (bench/results/h100_39_cutlass_probe.txt; build/bench/gt-cutlass-probe re-measures).
  *
  * The GEMM, in BLAS terms "TN" (the Linear layers' shape): D (m x n, column-major, ldd) =
  * alpha * op(A) * B with op(A) = A^T, A stored k x m column-major (each of op(A)'s rows
