@@ -247,10 +247,7 @@ static enum MHD_Result get_runs(gt_req *q)
         ok = !strcmp(rq.backend, backends[i]);
     if (!ok)
         return gt_http_send_error(q, MHD_HTTP_BAD_REQUEST, NULL, "backend: expected cpu, cuda or hip");
-    /* a name filter is not cached (a key that does not fit is neither found nor kept) */
-    int n = snprintf(key, sizeof key, "runs?%d&%lld&%s&%s%s", rq.limit, before,
-                     rq.state ? rq.state : "", rq.backend ? rq.backend : "", rq.name ? "&name" : "");
-    int cache = n > 0 && (size_t)n < sizeof key && !rq.name;
+    int cache = gt_http_runs_key(key, sizeof key, &rq) == 0;
     char *hit = cache ? gt_http_cache_get(&q->h->views, key, GT_HTTP_VIEW_TTL_MS) : NULL;
     if (hit)
         return gt_http_send_text(q, MHD_HTTP_OK, "application/json", hit);
@@ -474,8 +471,25 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     }
 }
 
+/* The cached views' keys, written here beside render_view, which reads them
+ * back: "run/<id>" and "runs?<limit>&<before>&<state>&<backend>". */
+void gt_http_run_key(char *key, size_t len, int64_t id)
+{
+    snprintf(key, len, "run/%lld", (long long)id);
+}
+
+int gt_http_runs_key(char *key, size_t len, const gt_runs_query *rq)
+{
+    /* a name filter is not cached (a key that does not fit is neither found nor kept) */
+    if (rq->name)
+        return -1;
+    int n = snprintf(key, len, "runs?%d&%lld&%s&%s", rq->limit, (long long)rq->before,
+                     rq->state ? rq->state : "", rq->backend ? rq->backend : "");
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
 /* The refresher's renderer (http_cache.c): a cached view again, from its key
- * alone ("run/<id>", or get_runs's "runs?<limit>&<before>&<state>&<backend>"). */
+ * alone (gt_http_run_key's or gt_http_runs_key's). */
 static char *render_view(void *ctx, const char *key)
 {
     gt_http *h = ctx;
@@ -491,7 +505,7 @@ static char *render_view(void *ctx, const char *key)
         const char *p = key + n, *amp = strchr(p, '&');
         if (!amp || (size_t)(amp - p) >= sizeof state || strlen(amp + 1) >= sizeof backend ||
             strchr(amp + 1, '&'))
-            return NULL; /* a name filter: never cached */
+            return NULL; /* not a key gt_http_runs_key writes */
         memcpy(state, p, (size_t)(amp - p));
         strcpy(backend, amp + 1);
         gt_runs_query rq = {.limit = limit, .before = before, .state = state[0] ? state : NULL,

@@ -93,6 +93,11 @@ enum MHD_Result gt_http_send_no_problem(gt_req *q, int rc, int64_t run_id, const
 /* http_runs.c */
 enum MHD_Result gt_http_post_run(gt_req *q);
 enum MHD_Result gt_http_run_routes(gt_req *q, const char *method, int64_t id, const char *sub);
+/* http.c: the cache keys of the run view and of a page of the run list (the
+ * refresher renders a view again from its key alone). gt_http_runs_key: 0,
+ * or -1 when the page is not cached (a name filter, a key too long). */
+void gt_http_run_key(char *key, size_t len, int64_t id);
+int gt_http_runs_key(char *key, size_t len, const gt_runs_query *rq);
 
 /* http_kernels.c: GET /v1/runs/{id}/kernels/{problem}[.cuh]; rest is what
  * follows "kernels/". */

@@ -382,7 +382,7 @@ enum MHD_Result gt_http_run_routes(gt_req *q, const char *method, int64_t id, co
         if (strcmp(method, "GET"))
             return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use GET");
         char key[48];
-        snprintf(key, sizeof key, "run/%lld", (long long)id);
+        gt_http_run_key(key, sizeof key, id);
         char *hit = gt_http_cache_get(&h->views, key, GT_HTTP_VIEW_TTL_MS);
         if (hit)
             return gt_http_send_text(q, MHD_HTTP_OK, "application/json", hit);
