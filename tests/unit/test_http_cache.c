@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "gt_test.h"
+#include "gt_util.h"
 #include "http_priv.h"
 
 static void sleep_ms(long ms)
@@ -99,13 +100,6 @@ static int calls(void)
     return n;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static void test_refresher(void)
 {
     gt_http_cache c;
@@ -116,10 +110,10 @@ static void test_refresher(void)
     CHECK(got(&c, "run/1", ttl, NULL) == 0); /* never rendered: the request renders */
     gt_http_cache_put(&c, "run/1", "v1");
     sleep_ms(60);
-    double t0 = now_ms();
+    double t0 = gt_mono_ms();
     for (int i = 0; i < 5; i++)
         CHECK(got(&c, "run/1", ttl, "v1") == 1); /* expired: the previous text, at once */
-    CHECK(now_ms() - t0 < 150);                   /* nobody waited for the 300 ms render */
+    CHECK(gt_mono_ms() - t0 < 150);                  /* nobody waited for the 300 ms render */
     const double peek = 1e9; /* a TTL under which nothing expires: looks, asks no render */
     for (int i = 0; i < 1000 && got(&c, "run/1", peek, "r1") != 1; i++)
         sleep_ms(2);
