@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gt_bk_cpu.h"
 #include "gt_cu_cutlass.h"
 
 #define SETS_MAX 4
@@ -44,32 +45,13 @@ static int ck(cudaError_t e, const char *what)
     return -1;
 }
 
-static uint16_t bf16_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-}
-
-static float float_of(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* n random bf16 values in [-1, 1) into device memory at p */
+/* n random bf16 values in [-1, 1] into device memory at p */
 static int fill(void *p, size_t n, uint64_t seed)
 {
     uint16_t *h = malloc(n * 2);
     if (!h)
         return -1;
-    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        h[i] = bf16_of((float)(x >> 40) / (float)(1ull << 24) * 2.0f - 1.0f);
-    }
+    gt_cpu_fill_random(h, GT_DT_BF16, (int64_t)n, &seed);
     int rc = ck(cudaMemcpy(p, h, n * 2, cudaMemcpyHostToDevice), "copy inputs");
     free(h);
     return rc;
@@ -118,7 +100,7 @@ static double rel_err(const uint16_t *got, const uint16_t *ref, size_t n)
 {
     double num = 0, den = 0;
     for (size_t i = 0; i < n; i++) {
-        double g = float_of(got[i]), r = float_of(ref[i]);
+        double g = gt_cpu_bf16_to_f32(got[i]), r = gt_cpu_bf16_to_f32(ref[i]);
         if (isnan(g))
             return NAN;
         num += (g - r) * (g - r), den += r * r;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gt_bk_cpu.h"
 #include "gt_cu_cutlass.h"
 #include "gt_test.h"
 
@@ -130,21 +131,6 @@ out:
 }
 
 #ifdef GT_WITH_CUDA
-static uint16_t bf16_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16); /* round to nearest even */
-}
-
-static float float_of(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 /* kernel i on m x n x k (TN, packed) at the given knobs against the host's reference: the
  * relative error, or -1 when it did not run (err), NAN when an element stayed poisoned */
 static double run_one(const gt_cu_cutlass *c, int i, int m, int n, int k, int swizzle, int raster, int splits,
@@ -156,10 +142,9 @@ static double run_one(const gt_cu_cutlass *c, int i, int m, int n, int k, int sw
     double rel = -1;
     if (!ha || !hb || !hd)
         goto out;
-    for (size_t j = 0; j < na; j++)
-        ha[j] = bf16_of((float)((j * 2654435761u >> 7) % 1000) / 500.0f - 1.0f);
-    for (size_t j = 0; j < nb; j++)
-        hb[j] = bf16_of((float)((j * 40503u >> 3) % 1000) / 500.0f - 1.0f);
+    uint64_t seed = 7;
+    gt_cpu_fill_random(ha, GT_DT_BF16, (int64_t)na, &seed);
+    gt_cpu_fill_random(hb, GT_DT_BF16, (int64_t)nb, &seed);
     gt_cutlass_args a = args_of(m, n, k);
     a.swizzle = swizzle, a.raster = raster, a.splits = splits, a.alpha = 0.5f;
     a.sms = 0; /* the device's, as the worker leaves it */
@@ -186,9 +171,10 @@ static double run_one(const gt_cu_cutlass *c, int i, int m, int n, int k, int sw
         for (int row = 0; row < m; row++) {
             double r = 0;
             for (int x = 0; x < k; x++) /* op(A)[row][x] = A[x + row*lda], B[x + col*ldb] */
-                r += (double)float_of(ha[(size_t)row * k + x]) * float_of(hb[(size_t)col * k + x]);
+                r += (double)gt_cpu_bf16_to_f32(ha[(size_t)row * k + x]) *
+                     gt_cpu_bf16_to_f32(hb[(size_t)col * k + x]);
             r *= 0.5;
-            double v = float_of(hd[(size_t)col * m + row]);
+            double v = gt_cpu_bf16_to_f32(hd[(size_t)col * m + row]);
             if (isnan(v)) {
                 rel = NAN;
                 goto out;
