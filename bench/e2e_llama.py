@@ -264,21 +264,16 @@ def check_phase(torch, a, state):
 
     rows = []
     best = state.get("tune", "best") or []
-    shapes = []
+    shapes = []  # (m, n, k, the tuner's uplift over cuBLASLt's default)
     for b in best:
         parts = (b.get("label") or "").split()
         if len(parts) >= 3 and parts[0] == ("bf16" if a.dtype == torch.bfloat16 else "f32") and parts[1] == "TN":
-            shapes.append(tuple(int(x) for x in parts[2].split("x")))
+            shapes.append((*(int(x) for x in parts[2].split("x")), b.get("uplift")))
     if not shapes:
         log("check: no bf16 TN GEMMs in the tune results (run tune first, or carry STATE/e2e.json)")
         return
     g = torch.Generator(device="cpu").manual_seed(7)
-    claimed = {}
-    for b in best:
-        parts = (b.get("label") or "").split()
-        if len(parts) >= 3:
-            claimed[parts[2]] = b.get("uplift")
-    for m, n, k in shapes:
+    for m, n, k, claimed in shapes:
         w = (torch.randn(m, k, generator=g) * 0.02).to(a.device, a.dtype)
         x = torch.randn(n, k, generator=g).to(a.device, a.dtype)
         ref = x.double() @ w.double().t()
@@ -293,7 +288,7 @@ def check_phase(torch, a, state):
                "routed": st.get("tuned_run", 0) > 0}
         if a.device.startswith("cuda") and row["routed"]:
             row.update(torch_timing(torch, a, state, w, x))
-            row["claimed_uplift"] = claimed.get(f"{m}x{n}x{k}")
+            row["claimed_uplift"] = claimed
         rows.append(row)
         log(f"check {m}x{n}x{k}: default {e_d:.2e}, tuned {e_t:.2e} (vs default {e_dt:.2e}), "
             f"routed {row['routed']}"
