@@ -3,14 +3,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gt_cu_cutlass.h"
+
+/* GT_CU_CUTLASS_SONAME in the folder of the program or library this code is part of (the
+ * worker and gemmtune in a build folder, libgemmtune in the Python package's _lib), when
+ * there is one; else 0. */
+static int beside_me(char *out, size_t len)
+{
+    Dl_info info;
+    if (!dladdr((void *)beside_me, &info) || !info.dli_fname || !strchr(info.dli_fname, '/'))
+        return 0;
+    const char *slash = strrchr(info.dli_fname, '/');
+    int n = snprintf(out, len, "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname, GT_CU_CUTLASS_SONAME);
+    return n > 0 && (size_t)n < len && access(out, R_OK) == 0;
+}
 
 int gt_cu_cutlass_open(gt_cu_cutlass *c, const char *path, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
     const char *env = getenv("GT_CUTLASS_LIB");
-    const char *p = path && *path ? path : env && *env ? env : GT_CU_CUTLASS_SONAME;
+    char near[4096];
+    const char *p = path && *path  ? path
+                    : env && *env  ? env
+                    : beside_me(near, sizeof near) ? near
+                                                   : GT_CU_CUTLASS_SONAME;
     /* RTLD_LOCAL: its C++ and CUTLASS symbols stay its own */
     void *dl = dlopen(p, RTLD_NOW | RTLD_LOCAL);
     if (!dl) {
