@@ -70,6 +70,8 @@ int gt_gen_family(const cJSON *cfg)
         return GT_FAM_FAULT;
     if (!strcmp(f->valuestring, "mma"))
         return GT_FAM_MMA;
+    if (!strcmp(f->valuestring, "cutlass"))
+        return GT_FAM_CUTLASS;
     return GT_FAM_UNKNOWN;
 }
 

@@ -387,6 +387,10 @@ int gt_gen_kernel_make(const gt_problem *p, const cJSON *cfg, int sm, gt_gen_ker
         snprintf(err, errlen, "a cuBLASLt configuration, not a generated kernel: there is no "
                               "source (use the export database and cublasLtMatmul)");
         return GT_GEN_EXPORT_LIBRARY;
+    case GT_FAM_CUTLASS:
+        snprintf(err, errlen, "a kernel of libgemmtune_cutlass, built ahead of time: there is no "
+                              "source (gt_db_plan_create runs it, with that library installed)");
+        return GT_GEN_EXPORT_LIBRARY;
     case GT_FAM_FAULT:
         snprintf(err, errlen, "family \"fault\" is test-only fault injection: nothing to export");
         return GT_GEN_EXPORT_BAD;

@@ -107,7 +107,8 @@ typedef struct gt_gen_kernel {
 /* Results of gt_gen_kernel_make. */
 enum {
     GT_GEN_EXPORT_OK = 0,
-    GT_GEN_EXPORT_LIBRARY = 1, /* a cuBLASLt configuration: no source to export */
+    GT_GEN_EXPORT_LIBRARY = 1, /* a cuBLASLt configuration or a libgemmtune_cutlass kernel
+                                  (built ahead of time): no source to export */
     GT_GEN_EXPORT_BAD = -1,    /* unknown or test-only family, malformed config, or a
                                   config that cannot run this problem */
     GT_GEN_EXPORT_NOMEM = -2,

@@ -65,6 +65,8 @@ typedef enum {
     GT_FAM_GEMV = 1,     /* "family":"gemv" */
     GT_FAM_FAULT = 2,    /* "family":"fault": test-only fault injection */
     GT_FAM_MMA = 3,      /* "family":"mma": tensor-core tiled GEMMs (gen_mma.h) */
+    GT_FAM_CUTLASS = 4,  /* "family":"cutlass": a prebuilt kernel of libgemmtune_cutlass
+                            (cuda/gt_cu_cutlass.h): no source here, nothing to generate */
 } gt_gen_family_t;
 
 /* Family of a config object; GT_FAM_UNKNOWN for a family name we do not know

@@ -211,7 +211,9 @@ enum MHD_Result gt_http_kernel(gt_req *q, const char *method, int64_t run_id, co
         ret = gt_http_send_error(q, MHD_HTTP_CONFLICT, d,
                                  "%s is a %s configuration, not a generated kernel: there is no "
                                  "source; use the export database (GET /v1/runs/%lld/export)",
-                                 what, library_name(r.backend), (long long)run_id);
+                                 what, gt_gen_family(cfg) == GT_FAM_CUTLASS ? "libgemmtune_cutlass"
+                                                                            : library_name(r.backend),
+                                 (long long)run_id);
         goto out;
     }
     if (rc == GT_GEN_EXPORT_OK && strcmp(r.backend, "cuda")) {

@@ -285,13 +285,15 @@ int gt_spview_add_verdict(cJSON *obj, const gt_problem *p, const gt_gen_dev *d, 
         snprintf(err, errlen, "config: a JSON object expected");
         return 1;
     }
-    if (id == GT_FAM_CUBLASLT || id == GT_FAM_FAULT || id == GT_FAM_UNKNOWN) {
+    if (id == GT_FAM_CUBLASLT || id == GT_FAM_FAULT || id == GT_FAM_CUTLASS || id == GT_FAM_UNKNOWN) {
         snprintf(err, errlen,
                  "config: %s: only the generated families gemv and mma are pruned by rules "
                  "(give \"family\":\"gemv\" or \"mma\")",
-                 id == GT_FAM_CUBLASLT   ? "a cuBLASLt config (its space is the library's)"
-                 : id == GT_FAM_FAULT ? "a test-only fault config"
-                                      : "unknown family");
+                 id == GT_FAM_CUBLASLT  ? "a cuBLASLt config (its space is the library's)"
+                 : id == GT_FAM_FAULT   ? "a test-only fault config"
+                 : id == GT_FAM_CUTLASS ? "a libgemmtune_cutlass config (its space is the worker's: "
+                                          "the library's kernels, each checked by CUTLASS)"
+                                        : "unknown family");
         return 1;
     }
     if (id == GT_FAM_GEMV ? gt_gen_cfg_from_json(cfg, &gc, err, errlen)

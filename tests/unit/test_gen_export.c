@@ -249,7 +249,10 @@ static void test_refused(void)
     expect_refused(&p, k_lt, GT_GEN_EXPORT_LIBRARY, "cuBLASLt");
     expect_refused(&p, "{\"family\":\"cublaslt\",\"algo_id\":1}", GT_GEN_EXPORT_LIBRARY, "cuBLASLt");
     expect_refused(&p, "{\"family\":\"fault\",\"kind\":\"oob\"}", GT_GEN_EXPORT_BAD, "test-only");
-    expect_refused(&p, "{\"family\":\"cutlass\"}", GT_GEN_EXPORT_BAD, "\"cutlass\"");
+    expect_refused(&p, "{\"family\":\"triton\"}", GT_GEN_EXPORT_BAD, "\"triton\"");
+    /* a libgemmtune_cutlass kernel is built ahead of time: a library's, no source */
+    expect_refused(&p, "{\"family\":\"cutlass\",\"kernel\":\"coop_128x128_c1x1\"}", GT_GEN_EXPORT_LIBRARY,
+                   "libgemmtune_cutlass");
     expect_refused(&p, "{\"family\":\"gemv\",\"warps\":4}", GT_GEN_EXPORT_BAD, "gemv");
     /* kwarps 3 does not divide 4 warps */
     char bad[512];

@@ -14,8 +14,12 @@
  *   GT_CUDA_EXIT_ON_STICKY   0: keep the process after a sticky error (default 1: exit
  *                            with GT_CUDA_STICKY_EXIT so the supervisor restarts it)
  *
- * Configs with "family":"gemv", "mma" or "fault" are generated kernels (gen_run.c);
- * anything else is a cuBLASLt config. */
+ *   GT_CUDA_CUTLASS_MAX      "cutlass" configs per problem (default 24, 0 = off; the
+ *                            family needs libgemmtune_cutlass: GT_CUTLASS_LIB or the
+ *                            library beside the program or on the loader's path)
+ *
+ * Configs with "family":"gemv", "mma", "cutlass" or "fault" are the families' kernels
+ * (gen_run.c; cutlass_run.c); anything else is a cuBLASLt config. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +150,7 @@ static void cuda_close(gt_bk_ctx *ctx)
     if (ctx->lt)
         (void)cublasLtDestroy(ctx->lt);
     gt_cuda_gen_close(ctx);
+    gt_cuda_cutlass_close(ctx);
     gt_cuda_kernels_unload(ctx->kern);
     gt_cuda_nvml_close(ctx->nvml);
     free(ctx);
@@ -246,7 +251,7 @@ static int cuda_build(gt_bk_prob *pp, const cJSON *cfg, gt_bk_cand **out, char *
         return -1;
     int fam = gt_gen_family(cfg);
     if (fam == GT_FAM_UNKNOWN) {
-        snprintf(err, errlen, "cuda: config family unknown (cublaslt, gemv, mma or fault)");
+        snprintf(err, errlen, "cuda: config family unknown (cublaslt, gemv, mma, cutlass or fault)");
         return -1;
     }
     gt_bk_cand *c = calloc(1, sizeof *c);

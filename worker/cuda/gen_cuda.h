@@ -11,9 +11,28 @@
 
 #include "gen_gemv.h"
 #include "gen_mma.h"
+#include "gt_cu_cutlass.h"
 #include "gt_cuda.h"
 
 struct cJSON;
+
+/* ---- the "cutlass" family (cutlass_run.c): libgemmtune_cutlass's kernels, dispatched to
+ * by the functions below like a family of their own ---- */
+typedef struct gt_cuda_cutlass_cand gt_cuda_cutlass_cand;
+void gt_cuda_cutlass_close(gt_bk_ctx *ctx);
+/* The family's configs for p (cuda/cutlass_cfg.c's space on this device), at most cap;
+ * empty with the reason in s->why where it has none (no library, not sm_90, a problem its
+ * kernels cannot run). 0, or -1 out of memory. */
+int gt_cuda_cutlass_space(gt_bk_ctx *ctx, const gt_problem *p, int cap, gt_cu_cutlass_space *s);
+/* A config's kernel checked for the prepared problem, its workspace allocated. */
+int gt_cuda_cutlass_build(gt_bk_prob *pp, const struct cJSON *cfg, gt_cuda_cutlass_cand **out, char *err,
+                          size_t errlen);
+void gt_cuda_cutlass_release(gt_cuda_cutlass_cand *c);
+/* Enqueues one call on set s on the backend's stream. */
+int gt_cuda_cutlass_run(gt_bk_prob *pp, gt_cuda_cutlass_cand *c, const gt_cuda_set *s, char *err,
+                        size_t errlen);
+/* Adds tile, cluster, schedule, scheduler and ws_bytes to a candidate's info object. */
+void gt_cuda_cutlass_info(const gt_cuda_cutlass_cand *c, struct cJSON *j);
 
 /* The target to request for an "mma" config: wgmma needs the arch-specific
  * sm_90a (ctx->sm | GT_CU_SM_A), mma.sync the device's sm. */
@@ -23,11 +42,12 @@ void gt_cuda_gen_close(gt_bk_ctx *ctx);
 /* The device as the pruning rules see it (queried once per context). */
 int gt_cuda_gen_device(gt_bk_ctx *ctx, gt_gen_dev *d, char *err, size_t errlen);
 /* The families' kept configs for p on ctx's device as a new JSON array
- * (empty when none applies): "gemv" and "mma" alternate, each best first;
- * their compiles start in the background. *pruned: how many configs of the
- * raw spaces were pruned. Caps: GT_CUDA_GEN_MAX for gemv (default
- * GT_GEN_DEFAULT_CAP; 0 turns every family off), GT_CUDA_MMA_MAX for mma
- * (default GT_MMA_DEFAULT_CAP; 0 turns it off). */
+ * (empty when none applies): "gemv", "mma" and "cutlass" alternate, each best
+ * first; the generated ones' compiles start in the background. *pruned: how
+ * many configs of the raw spaces were pruned or refused. Caps:
+ * GT_CUDA_GEN_MAX for gemv (default GT_GEN_DEFAULT_CAP; 0 turns every family
+ * off), GT_CUDA_MMA_MAX for mma (default GT_MMA_DEFAULT_CAP; 0 turns it off),
+ * GT_CUDA_CUTLASS_MAX for cutlass (default 24; 0 turns it off). */
 int gt_cuda_gen_enumerate(gt_bk_ctx *ctx, const gt_problem *p, struct cJSON **arr, int *pruned,
                           char *err, size_t errlen);
 /* prepare: starts the compiles of the problem's family configs (never fails

@@ -1,5 +1,6 @@
 /* gen_run.c: the cuda backend's generated-kernel candidates ("gemv", "mma",
- * and the test-only "fault" family): their place in enumeration, their build
+ * and the test-only "fault" family; "cutlass", libgemmtune_cutlass's prebuilt kernels,
+ * through cutlass_run.c): their place in enumeration, their build
  * (NVRTC image from cuda/'s compile cache, module loaded once per device
  * context, launched through cuda/'s driver table like the helper kernels),
  * and validate / run exactly like a cuBLASLt candidate: the same poisoned D,
@@ -66,6 +67,7 @@ struct gt_cuda_gen_cand {
     int timed_chained;        /* timed with chained launches */
     int nochain;              /* built with -DGT_NOCHAIN: never launched chained */
     int spill_st, spill_ld;
+    gt_cuda_cutlass_cand *cl;  /* "cutlass" (cutlass_run.c) */
 };
 
 /* ---- context --------------------------------------------------------------------- */
@@ -152,6 +154,10 @@ static int env_cap(const char *name, int dflt)
  * GT_CUDA_MMA_MAX caps "mma" (0 turns it alone off). */
 static int gen_cap(void) { return env_cap("GT_CUDA_GEN_MAX", GT_GEN_DEFAULT_CAP); }
 static int mma_cap(void) { return gen_cap() ? env_cap("GT_CUDA_MMA_MAX", GT_MMA_DEFAULT_CAP) : 0; }
+/* GT_CUDA_CUTLASS_MAX caps "cutlass" (0 turns it alone off): every kept kernel of the
+ * library at its scheduler's defaults (12 today) and the knobs of the best of them */
+#define GT_CUTLASS_DEFAULT_CAP 24
+static int cutlass_cap(void) { return gen_cap() ? env_cap("GT_CUDA_CUTLASS_MAX", GT_CUTLASS_DEFAULT_CAP) : 0; }
 
 /* ---- compiling ------------------------------------------------------------------------ */
 
@@ -322,13 +328,24 @@ int gt_cuda_gen_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **arr, int 
     if (space_of(ctx, p, &s, &ms, err, errlen) != 0)
         return -1;
     /* the families alternate, each best first, so that the coordinator's
-     * first `budget` entries hold the best guesses of both */
+     * first `budget` entries hold the best guesses of each (the cutlass family's kernels
+     * are built ahead of time: nothing to precompile) */
+    gt_cu_cutlass_space *cs = malloc(sizeof *cs);
+    if (!cs) {
+        gt_gen_space_free(&s);
+        gt_mma_space_free(&ms);
+        snprintf(err, errlen, "cuda: out of host memory");
+        return -1;
+    }
+    (void)gt_cuda_cutlass_space(ctx, p, cutlass_cap(), cs); /* empty where it has none */
     cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && (i < s.nkeep || i < ms.nkeep); i++)
-        for (int f = 0; a && f < 2; f++) {
-            if (f == 0 ? i >= s.nkeep : i >= ms.nkeep)
+    for (int i = 0; a && (i < s.nkeep || i < ms.nkeep || i < cs->n); i++)
+        for (int f = 0; a && f < 3; f++) {
+            if (i >= (f == 0 ? s.nkeep : f == 1 ? ms.nkeep : cs->n))
                 continue;
-            cJSON *j = f == 0 ? gt_gen_cfg_to_json(&s.keep[i]) : gt_mma_cfg_to_json(&ms.keep[i]);
+            cJSON *j = f == 0   ? gt_gen_cfg_to_json(&s.keep[i])
+                       : f == 1 ? gt_mma_cfg_to_json(&ms.keep[i])
+                                : gt_cu_cutlass_cfg_to_json(&cs->cfg[i]);
             if (!j || !cJSON_AddItemToArray(a, j)) {
                 cJSON_Delete(j);
                 cJSON_Delete(a);
@@ -338,13 +355,15 @@ int gt_cuda_gen_enumerate(gt_bk_ctx *ctx, const gt_problem *p, cJSON **arr, int 
     if (!a) {
         gt_gen_space_free(&s);
         gt_mma_space_free(&ms);
+        free(cs);
         snprintf(err, errlen, "cuda: out of host memory");
         return -1;
     }
     precompile(ctx, p, &s, &ms);
-    *pruned = s.npruned + ms.npruned;
+    *pruned = s.npruned + ms.npruned + cs->pruned + cs->refused;
     gt_gen_space_free(&s);
     gt_mma_space_free(&ms);
+    free(cs);
     *arr = a;
     return 0;
 }
@@ -553,6 +572,10 @@ int gt_cuda_gen_build(gt_bk_prob *pp, const cJSON *cfg, int family, gt_bk_cand *
         rc = build_mma(pp, cfg, gc, err, errlen);
         goto out;
     }
+    if (family == GT_FAM_CUTLASS) {
+        rc = gt_cuda_cutlass_build(pp, cfg, &gc->cl, err, errlen);
+        goto out;
+    }
     if (gt_cuda_gen_device(ctx, &d, err, errlen) != 0 || gemv_cfg_for(&pp->p, &d, cfg, &gc->cfg, err, errlen) != 0)
         goto out;
     gt_gen_geometry(&pp->p, &gc->cfg, 32, &gc->geom);
@@ -580,8 +603,10 @@ out:
 
 void gt_cuda_gen_release(gt_bk_cand *c)
 {
-    if (c->gen)
+    if (c->gen) {
         free(c->gen->sets);
+        gt_cuda_cutlass_release(c->gen->cl);
+    }
     free(c->gen); /* modules stay loaded for the context: the next build of the key is free */
     c->gen = NULL;
 }
@@ -618,6 +643,8 @@ int gt_cuda_gen_run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *e
     gt_cuda_gen_cand *gc = c->gen;
     CUstream st = (CUstream)ctx->stream;
     static const unsigned one[3] = {1, 1, 1};
+    if (gc->family == GT_FAM_CUTLASS)
+        return gt_cuda_cutlass_run(pp, gc->cl, s, err, errlen);
     if (gc->family == GT_FAM_FAULT) {
         long long off = 1LL << 37; /* 1 TiB past D, in 8-byte words */
         void *d = s->d, *f = g->flag;
@@ -811,6 +838,13 @@ cJSON *gt_cuda_gen_cand_info(const gt_bk_cand *c)
     cJSON *j = cJSON_CreateObject();
     if (!j)
         return NULL;
+    if (gc->family == GT_FAM_CUTLASS) {
+        /* prebuilt: no compile, module or registers of ours to report */
+        cJSON_AddStringToObject(j, "family", "cutlass");
+        cJSON_AddNumberToObject(j, "build_ms", gc->build_ms);
+        gt_cuda_cutlass_info(gc->cl, j);
+        return j;
+    }
     cJSON_AddStringToObject(j, "family", gc->family == GT_FAM_FAULT ? "fault"
                                          : gc->family == GT_FAM_MMA ? "mma"
                                                                     : "gemv");

@@ -178,6 +178,8 @@ struct gt_bk_ctx {
     char dead[320];           /* sticky error: the context is unusable */
     int exit_on_sticky;       /* end the process at a sticky error (GT_CUDA_EXIT_ON_STICKY) */
     gt_cuda_gen_ctx *gen;     /* generated kernels: modules, device limits (lazy) */
+    struct gt_cuda_cutlass_ctx *cutlass; /* libgemmtune_cutlass, opened at the first use
+                                            (cutlass_run.c) */
     struct gt_cuda_nvml *nvml; /* the device's state through NVML (cuda_nvml.h); opened at
                                   the first state read, NULL when it cannot be */
     int nvml_tried;
