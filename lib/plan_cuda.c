@@ -4,12 +4,16 @@
  * this device's compute capability, gt_cu_desc_create) and the algo
  * re-created and checked against them (gt_cu_lt_algo_make), so the call run
  * is the call that was timed; a generated winner keeps its kernel compiled
- * and loaded (kernel_cuda.c). */
+ * and loaded (kernel_cuda.c); a "cutlass" winner keeps its kernel of
+ * libgemmtune_cutlass and the arguments the worker's cutlass_run.c timed it
+ * with (cuda/cutlass_cfg.c maps both). */
 #define GEMMTUNE_CUBLASLT 1
 #include "gemmtune.h"
 #include "gt_cu.h"
+#include "gt_cu_cutlass.h"
 #include "gt_lib.h"
 
+#include <cjson/cJSON.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +41,102 @@ struct gt_db_plan {
     /* generated */
     gt_db_kernel *k;
     gt_db_module mod;
+    /* cutlass: the kernel's index in the library, its arguments (pointers set per run) */
+    int cutlass, cl_index;
+    gt_cutlass_args cl_args;
+    size_t cl_ws;
 };
+
+/* Whether pointer x (operand `what`) has the algo's minimum alignment. */
+static int aligned(const void *x, uint32_t align, const char *what, char *err, size_t errlen)
+{
+    if (!x || !align || align > 256 || ((uintptr_t)x % align) == 0)
+        return 1;
+    snprintf(err, errlen, "%s at %p: the tuned algo needs %u-byte alignment", what, x, align);
+    return 0;
+}
+
+/* libgemmtune_cutlass, opened once per process at the first plan that needs it and kept
+ * (plans of any thread share it; its functions are reentrant) */
+static pthread_once_t cl_once = PTHREAD_ONCE_INIT;
+static gt_cu_cutlass cl_lib;
+static char cl_why[320];
+static void cl_open(void) { (void)gt_cu_cutlass_open(&cl_lib, NULL, cl_why, sizeof cl_why); }
+
+/* The cutlass half: the config's kernel checked for this problem on the current device.
+ * Without the library, or on another device than the kernels' sm_90, the plan is
+ * GT_DB_REJECTED (the caller falls back to its own GEMM, as for a cuBLASLt config this
+ * device refuses). */
+/* Whether a generated winner's config is the cutlass family's (no source: a library's). */
+static int is_cutlass(const char *config)
+{
+    cJSON *j = cJSON_Parse(config);
+    int yes = gt_gen_family(j) == GT_FAM_CUTLASS;
+    cJSON_Delete(j);
+    return yes;
+}
+
+static int make_cutlass(gt_db_plan *p, const gt_problem *prob, const char *config, char *err, size_t errlen)
+{
+    gt_cu_cutlass_cfg cfg;
+    cJSON *j = cJSON_Parse(config);
+    int rc = gt_cu_cutlass_cfg_from_json(j, &cfg, err, errlen);
+    cJSON_Delete(j);
+    if (rc != 0)
+        return GT_DB_REJECTED;
+    int sm, sms = 0;
+    const gt_cu_drv *d = gt_cu_drv_get(err, errlen);
+    if (!d || gt_cu_current_sm(&sm, err, errlen) != 0)
+        return GT_DB_EINVAL;
+    if (sm != 90) {
+        snprintf(err, errlen, "the cutlass kernel %s is sm_90a; this device is sm_%d", cfg.kernel, sm);
+        return GT_DB_REJECTED;
+    }
+    CUresult r = d->device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, (CUdevice)p->device);
+    if (r != CUDA_SUCCESS) {
+        gt_cu_drv_err(d, r, "cuDeviceGetAttribute(multiprocessors)", err, errlen);
+        return GT_DB_EINVAL;
+    }
+    if (pthread_once(&cl_once, cl_open) != 0 || !cl_lib.dl) {
+        snprintf(err, errlen, "%s", cl_why[0] ? cl_why : "libgemmtune_cutlass did not open");
+        return GT_DB_REJECTED;
+    }
+    if ((p->cl_index = gt_cu_cutlass_find(&cl_lib, cfg.kernel)) < 0) {
+        snprintf(err, errlen, "libgemmtune_cutlass has no kernel %s (another build of it?)", cfg.kernel);
+        return GT_DB_REJECTED;
+    }
+    char why[256];
+    if (gt_cu_cutlass_args_for(prob, &cfg, sms, &p->cl_args, err, errlen) != 0)
+        return GT_DB_REJECTED;
+    if (cl_lib.check(p->cl_index, &p->cl_args, &p->cl_ws, why, sizeof why) != 0) {
+        snprintf(err, errlen, "cutlass %s: %s", cfg.kernel, why);
+        return GT_DB_REJECTED;
+    }
+    p->cutlass = 1;
+    return GT_DB_OK;
+}
+
+static int run_cutlass(gt_db_plan *p, void *stream, const void *a, const void *b, void *d, void *ws,
+                       char *err, size_t errlen)
+{
+    char why[256];
+    if (!a || !b || !d || (p->cl_ws && !ws)) {
+        snprintf(err, errlen, "a pointer the GEMM needs is NULL (A, B, D%s)", p->cl_ws ? ", workspace" : "");
+        return GT_DB_EINVAL;
+    }
+    /* TMA reads and writes 16-byte aligned rows from 16-byte aligned bases */
+    if (!aligned(a, 16, "A", err, errlen) || !aligned(b, 16, "B", err, errlen) || !aligned(d, 16, "D", err, errlen))
+        return GT_DB_EINVAL;
+    gt_cutlass_args x = p->cl_args;
+    x.a = a;
+    x.b = b;
+    x.d = d;
+    if (cl_lib.run(p->cl_index, &x, ws, p->cl_ws, stream, why, sizeof why) != 0) {
+        snprintf(err, errlen, "cutlass: %s", why);
+        return GT_DB_EINVAL;
+    }
+    return GT_DB_OK;
+}
 
 /* The cuBLASLt half of gt_db_plan_create: key is tuned with a cuBLASLt config. */
 static int make_lt(gt_db_plan *p, const gt_db *db, const gt_problem *prob, const char *key,
@@ -131,8 +230,11 @@ int gt_db_plan_create(gt_db *db, const gt_gemm_desc *d, const char *device_model
         rc = GT_DB_EINVAL;
         goto fail;
     }
-    rc = rc == GT_DB_GENERATED ? make_gen(p, db, d, device_model, err, errlen)
-                               : make_lt(p, db, &prob, key, device_model, err, errlen);
+    if (rc == GT_DB_GENERATED && is_cutlass(r.config))
+        rc = make_cutlass(p, &prob, r.config, err, errlen);
+    else
+        rc = rc == GT_DB_GENERATED ? make_gen(p, db, d, device_model, err, errlen)
+                                   : make_lt(p, db, &prob, key, device_model, err, errlen);
     if (rc != GT_DB_OK)
         goto fail;
     *out = p;
@@ -146,7 +248,9 @@ void gt_db_plan_workspace(const gt_db_plan *p, size_t *bytes, int *zero_once)
 {
     size_t b = 0;
     int z = 0;
-    if (p && p->generated) {
+    if (p && p->cutlass) {
+        b = p->cl_ws; /* scratch: the library initialises what it needs at every run */
+    } else if (p && p->generated) {
         b = p->k->workspace_bytes;
         z = p->k->workspace_zero;
     } else if (p) {
@@ -158,14 +262,6 @@ void gt_db_plan_workspace(const gt_db_plan *p, size_t *bytes, int *zero_once)
         *zero_once = z;
 }
 
-/* Whether pointer x (operand `what`) has the algo's minimum alignment. */
-static int aligned(const void *x, uint32_t align, const char *what, char *err, size_t errlen)
-{
-    if (!x || !align || align > 256 || ((uintptr_t)x % align) == 0)
-        return 1;
-    snprintf(err, errlen, "%s at %p: the tuned algo needs %u-byte alignment", what, x, align);
-    return 0;
-}
 
 /* Writes one device pointer attribute of the matmul descriptor. */
 static int set_ptr(gt_db_plan *p, cublasLtMatmulDescAttributes_t attr, const void *v,
@@ -238,6 +334,8 @@ int gt_db_plan_run(gt_db_plan *p, void *stream, const void *a, const void *b, co
      * binds one lazily, at a runtime call this thread may never have made) */
     if (gt_cu_bind_device(p->device, err, errlen) != 0)
         return GT_DB_EINVAL;
+    if (p->cutlass)
+        return run_cutlass(p, stream, a, b, d, workspace, err, errlen);
     if (!p->generated)
         return run_lt(p, stream, a, b, c, bias, d, scale_a, scale_b, scale_d, workspace, err,
                       errlen);

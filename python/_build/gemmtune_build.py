@@ -9,7 +9,9 @@ when GEMMTUNE_LIB is not set): $GEMMTUNE_BUILD_DIR/lib/ (a relative path is
 taken from the folder pip was run in, else the repository root; named but
 holding no library, the build fails saying where it looked), else ../build/lib/
 next to this folder. Without one the wheel is built without a copy and says
-so on stderr.
+so on stderr. Where that build also made libgemmtune_cutlass.so (CUDA builds
+with the nvidia-cutlass headers: the "cutlass" family's kernels, which
+libgemmtune opens from its own folder), it goes beside it in gemmtune/_lib/.
 
 With torch importable in the build's environment (pip's
 --no-build-isolation), the wheel also holds the native fast path of
@@ -38,6 +40,7 @@ NAME = "gemmtune"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKG = os.path.join(ROOT, NAME)
 SONAME = "libgemmtune.so.0"
+CUTLASS_LIB = "libgemmtune_cutlass.so"
 EXT_NAME = "libgemmtune_torch.so"
 EXT_SRC = os.path.join(ROOT, "csrc", "gemmtune_torch.cpp")
 SUMMARY = "Python layer over gemmtune: coordinator client, libgemmtune lookups, PyTorch GEMM recording and routing"
@@ -68,6 +71,17 @@ def _built_lib():
             f"GEMMTUNE_BUILD_DIR={env}: no lib/{SONAME} in " + ", ".join(os.path.abspath(d) for d in dirs)
             + " (build the project first: cmake -S . -B build && cmake --build build)"
         )
+    return None
+
+
+def _cutlass_lib(lib):
+    """libgemmtune_cutlass.so of the build that made lib: beside it (a bundle's lib/) or in
+    the build folder above its lib/; None where that build has none."""
+    here = os.path.dirname(lib)
+    for d in (here, os.path.dirname(here)):
+        p = os.path.join(d, CUTLASS_LIB)
+        if os.path.exists(p):
+            return os.path.realpath(p)
     return None
 
 
@@ -229,6 +243,11 @@ def _build_wheel(wheel_directory, version, lib, tmp):
             w.add(f"{NAME}/_lib/{SONAME}", f.read(), mode=0o755)
         w.add(f"{NAME}/_lib/SOURCE", lib + "\n")
         sys.stderr.write(f"gemmtune: bundled {lib}\n")
+        cut = _cutlass_lib(lib)
+        if cut is not None:
+            with open(cut, "rb") as f:
+                w.add(f"{NAME}/_lib/{CUTLASS_LIB}", f.read(), mode=0o755)
+            sys.stderr.write(f"gemmtune: bundled {cut} (the cutlass family's kernels)\n")
     else:
         sys.stderr.write(
             "gemmtune: WARNING: no libgemmtune found to bundle (set GEMMTUNE_BUILD_DIR to the CMake build "

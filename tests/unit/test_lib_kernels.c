@@ -481,12 +481,15 @@ out:
     return rc;
 }
 
-/* An export whose one GEMM (m x n x k bf16 TN) has the cuBLASLt winner cfg
- * on model, made as make_export makes its file; the path. */
-static const char *make_lt_export(const char *model, const char *cfg, int64_t m, int64_t n, int64_t k)
+/* An export whose one GEMM (m x n x k bf16 TN) has the winner cfg on model,
+ * made as make_export makes its file (tag names its files); the path. */
+static const char *make_lt_export(const char *tag, const char *model, const char *cfg, int64_t m, int64_t n,
+                                  int64_t k)
 {
-    char err[512], sql[4096], log[128];
-    gt_store *s = gt_store_open(tpath("lt.db"), err, sizeof err);
+    char err[512], sql[4096], log[128], name[64], out[64];
+    snprintf(name, sizeof name, "%s.db", tag);
+    snprintf(out, sizeof out, "%s-export.db", tag);
+    gt_store *s = gt_store_open(tpath(name), err, sizeof err);
     CHECK_MSG(s, "%s", err);
     if (!s)
         return NULL;
@@ -507,19 +510,18 @@ static const char *make_lt_export(const char *model, const char *cfg, int64_t m,
              cfg, model);
     gt_store_lock(s);
     ok = ok && gt_test_sql(gt_store_db(s), sql) == 0 &&
-         gt_export_run(gt_store_db(s), cr.id, "test/run/lt", tpath("lt-export.db"), err, sizeof err) == 0;
+         gt_export_run(gt_store_db(s), cr.id, "test/run/lt", tpath(out), err, sizeof err) == 0;
     gt_store_unlock(s);
     CHECK_MSG(ok, "%s", err);
     gt_store_close(s);
-    return ok ? tpath("lt-export.db") : NULL;
+    return ok ? tpath(out) : NULL;
 }
 
-/* A cuBLASLt winner through the plan API on this device: created, run twice
- * on the default stream with its workspace, D compared with a host
+/* A winner (cfg, NULL: cuBLASLt's heuristic pick) through the plan API on this device:
+ * created, run twice on the default stream with its workspace, D compared with a host
  * reference (exact bf16 inputs). */
-static void test_plan_gpu(void)
+static void plan_gpu_one(const char *tag, const char *winner, int64_t m, int64_t n, int64_t kk)
 {
-    const int64_t m = 256, n = 64, kk = 512;
     char err[512], cfg[512];
     struct cudaDeviceProp prop;
     gt_db *db = NULL;
@@ -528,10 +530,12 @@ static void test_plan_gpu(void)
     uint16_t *ha = malloc(na * 2), *hb = malloc(nb * 2), *hd = malloc(nd * 2);
     void *da = NULL, *dbuf = NULL, *dd = NULL, *ws = NULL;
     int zero = 0;
+    if (winner)
+        snprintf(cfg, sizeof cfg, "%s", winner);
     int ok = ha && hb && hd && cudaGetDeviceProperties(&prop, 0) == cudaSuccess &&
-             heuristic_cfg(m, n, kk, cfg, sizeof cfg) == 0;
+             (winner || heuristic_cfg(m, n, kk, cfg, sizeof cfg) == 0);
     CHECK_MSG(ok, "device properties or cuBLASLt heuristic");
-    const char *path = ok ? make_lt_export(prop.name, cfg, m, n, kk) : NULL;
+    const char *path = ok ? make_lt_export(tag, prop.name, cfg, m, n, kk) : NULL;
     if (!path)
         goto out;
     CHECK_MSG(db = gt_db_open(path, err, sizeof err), "%s", err);
@@ -540,7 +544,8 @@ static void test_plan_gpu(void)
     gt_gemm_desc d;
     desc_of(&d, m, n, kk);
     gt_db_result r;
-    CHECK(gt_db_lookup(db, &d, "cuda", prop.name, &r) == GT_DB_OK && !strcmp(r.config, cfg));
+    CHECK(gt_db_lookup(db, &d, "cuda", prop.name, &r) == (winner ? GT_DB_GENERATED : GT_DB_OK) &&
+          !strcmp(r.config, cfg));
     int rc = gt_db_plan_create(db, &d, prop.name, &plan, err, sizeof err);
     CHECK_MSG(rc == GT_DB_OK && plan, "plan of %s: %d %s", cfg, rc, err);
     if (!plan)
@@ -581,8 +586,8 @@ static void test_plan_gpu(void)
                 bad += !(fabs(got - ref) <= fabs(ref) / 128 + 1e-6);
             }
         CHECK_MSG(bad == 0, "%s: %ld elements of D wrong", cfg, bad);
-        fprintf(stderr, "     GPU: plan of cuBLASLt winner %s (%zu B workspace): D matches the host reference\n",
-                cfg, wsb);
+        fprintf(stderr, "     GPU: plan of %s winner %s (%zu B workspace): D matches the host reference\n",
+                winner ? "cutlass" : "cuBLASLt", cfg, wsb);
     }
 out:
     gt_db_plan_free(plan);
@@ -594,6 +599,28 @@ out:
     free(ha);
     free(hb);
     free(hd);
+}
+
+static void test_plan_gpu(void)
+{
+    plan_gpu_one("lt", NULL, 256, 64, 512);
+    /* a libgemmtune_cutlass winner (sm_90 only, with the library this build made): the
+     * plan maps it with the worker's code (cuda/cutlass_cfg.c) and runs it on the stream;
+     * a stream-K kernel with split-K, so its workspace is used too */
+    char lib[4096];
+    const char *b = getenv("GT_BUILD_DIR");
+    struct cudaDeviceProp prop;
+    snprintf(lib, sizeof lib, "%s/libgemmtune_cutlass.so", b ? b : ".");
+    if (access(lib, R_OK) != 0 || cudaGetDeviceProperties(&prop, 0) != cudaSuccess ||
+        prop.major * 10 + prop.minor != 90) {
+        fprintf(stderr, "     GPU: no cutlass plan here (no libgemmtune_cutlass or not sm_90)\n");
+        return;
+    }
+    setenv("GT_CUTLASS_LIB", lib, 1);
+    plan_gpu_one("cl", "{\"family\":\"cutlass\",\"kernel\":\"pp_128x128_c1x1\",\"raster\":1,\"splits\":1,"
+                       "\"swizzle\":2}", 384, 192, 512);
+    plan_gpu_one("clsk", "{\"family\":\"cutlass\",\"kernel\":\"sk_coop_128x128_c1x1\",\"raster\":0,"
+                         "\"splits\":2,\"swizzle\":1}", 256, 128, 1024);
 }
 
 static void test_cuda(void)
