@@ -618,8 +618,8 @@ def routing(a, cfg, state):
         kw["launch"] = a.gt_launch
     if a.gt_min_uplift != 1.0:
         kw["min_uplift"] = a.gt_min_uplift
-    if a.gt_no_trace:
-        kw["trace"] = False
+    if a.gt_no_trace or a.gt_trace:
+        kw["trace"] = bool(a.gt_trace)
     with gt.use(db, **kw) as r:
         r.reset_stats()
         yield r
@@ -905,6 +905,7 @@ def report(state):
       + (", q/k/v and gate/up fused (fuse_linears) in every configuration" if dev.get("fused") else "")
       + (f", use(min_uplift={dev['gt_min_uplift']})" if dev.get("gt_min_uplift", 1.0) != 1.0 else "")
       + (", use(trace=False): compiled graphs hold aten GEMMs" if dev.get("gt_trace") is False else "")
+      + (", use(trace=True): a TorchFunctionMode places gemmtune ops" if dev.get("gt_trace") is True else "")
       + (f", gemmtune_compile with Inductor's tuning of its own kernels {dev['gt_pointwise_tuning']}"
          if dev.get("gt_pointwise_tuning") else ""))
     nat = dev.get("gemmtune_native")
@@ -1060,7 +1061,12 @@ def main(argv=None):
                     help="gemmtune.torch.use(trace=False) (native path): compiled graphs hold aten GEMMs, "
                          "which reach the tuned kernels through the extension's override; under "
                          "max-autotune (gemmtune_autotune) Inductor then benchmarks them, as its aten "
-                         "choice, against its own templates and fusions and keeps the faster per GEMM")
+                         "choice, against its own templates and fusions and keeps the faster per GEMM "
+                         "(the default of the native path since h100_40_e2e_prefill.txt)")
+    ap.add_argument("--gt-trace", action="store_true",
+                    help="gemmtune.torch.use(trace=True): a TorchFunctionMode places gemmtune:: ops in "
+                         "compiled graphs where a GEMM has a tuned gain (with the native path too); in "
+                         "eager mode it costs a Python call on every torch function")
     ap.add_argument("--gt-pointwise-tuning", action="store_true",
                     help="compile gemmtune_compile (and compile) with what max-autotune turns on "
                          "for Inductor's own kernels (more launch configs benchmarked per pointwise "
@@ -1105,6 +1111,8 @@ def main(argv=None):
 
     if a.repeat < 1 or (a.repeat > 1 and a.in_process):
         ap.error("--repeat N: N >= 1, and only with each measurement in its own process (not --in-process)")
+    if a.gt_trace and a.gt_no_trace:
+        ap.error("--gt-trace and --gt-no-trace: one or the other")
     if not (a.in_process or a.child):
         return run_isolated(a, argv, state, phases, parts)
 
@@ -1130,7 +1138,7 @@ def main(argv=None):
                                "layers": 2 if a.tiny else a.layers, "prompt": a.prompt, "steps": a.steps,
                                "tiny": a.tiny, "dtype": str(a.dtype), "gt_launch": a.gt_launch,
                                "fused": a.fuse, "gt_min_uplift": a.gt_min_uplift,
-                               "gt_trace": not a.gt_no_trace,
+                               "gt_trace": True if a.gt_trace else False if a.gt_no_trace else None,
                                "gt_pointwise_tuning": POINTWISE_TUNING if a.gt_pointwise_tuning else None})
     log(f"{name}, torch {torch.__version__}, transformers {transformers.__version__}, phases {phases}")
     native = None

@@ -271,7 +271,9 @@ def test_disable_uninstalls_and_the_ops_still_work(tuned, torch_ext):
     assert torch.equal(torch.ops.gemmtune.mm(a, b), torch.mm(a, b))
 
 
-def test_compiled_graph_holds_gemmtune_ops_with_native(native_cpu):
+def compiled_targets(r):
+    """The call_function targets of Small compiled (backend "eager") under routing r, after
+    checking its outputs against the uncompiled model's."""
     torch._dynamo.reset()
     from torch._dynamo.testing import CompileCounterWithBackend
 
@@ -279,13 +281,31 @@ def test_compiled_graph_holds_gemmtune_ops_with_native(native_cpu):
     m = Small()
     f = torch.compile(lambda *a: m(*a), backend=cnt, fullgraph=True)
     with torch.no_grad():
-        native_cpu.reset_stats()
+        r.reset_stats()
         for g, w in zip(f(*small_args()), m(*small_args())):
             torch.testing.assert_close(g, w)
-    targets = [str(n.target) for g in cnt.graphs for n in g.graph.nodes if n.op == "call_function"]
-    # the tuned GEMMs (down, the matmul, the bmm) as gemmtune:: ops; up is not tuned
-    assert sum("gemmtune" in t for t in targets) == 3, targets
-    assert native_cpu.stats().get("gemms", 0) >= 1  # the op's aten GEMM went through the override
+    return [str(n.target) for g in cnt.graphs for n in g.graph.nodes if n.op == "call_function"]
+
+
+def test_compiled_graph_holds_gemmtune_ops_with_native_and_trace(tuned, torch_ext):
+    path, model, _, _ = tuned
+    with gt.use(path, device="cpu", device_model=model, backend="cpu", native=True, trace=True) as r:
+        assert r.trace and torch.overrides._get_current_function_mode_stack()
+        targets = compiled_targets(r)
+        # the tuned GEMMs (down, the matmul, the bmm) as gemmtune:: ops; up is not tuned
+        assert sum("gemmtune" in t for t in targets) == 3, targets
+        assert r.stats().get("gemms", 0) >= 1  # the op's aten GEMM went through the override
+
+
+def test_native_default_enters_no_mode_and_routes_compiled_aten_gemms(native_cpu):
+    """use()'s default with the native path: no TorchFunctionMode (its Python call on every
+    torch function cost an eager prefill 0.2-1.3 %, h100_40_e2e_prefill.txt); a compiled
+    graph holds aten GEMMs, and running it routes each through the overrides as eager does."""
+    assert native_cpu.trace is False and not torch.overrides._get_current_function_mode_stack()
+    targets = compiled_targets(native_cpu)
+    assert not any("gemmtune" in t for t in targets), targets
+    # the compiled graph's four GEMMs and the uncompiled reference's four, routed alike
+    assert folded(native_cpu.stats()) == {"gemms": 8, "not_tuned": 2, "tuned_no_runner": 6}
 
 
 def test_trace_false_routes_without_a_mode(tuned, torch_ext):
@@ -297,6 +317,9 @@ def test_trace_false_routes_without_a_mode(tuned, torch_ext):
         assert folded(r.stats()) == {"gemms": 4, "not_tuned": 1, "tuned_no_runner": 3}
     with pytest.raises(ValueError, match="trace=False"):
         gt.use(path, device="cpu", device_model=model, backend="cpu", native=False, trace=False)
+    # the Python router routes through the mode: its default enters one
+    with gt.use(path, device="cpu", device_model=model, backend="cpu", native=False) as r:
+        assert r.trace is True and torch.overrides._get_current_function_mode_stack()
 
 
 def test_rows_whose_fold_pytorch_refuses_route_as_one_gemm(native_cpu, monkeypatch):

@@ -53,7 +53,9 @@ static void test_family(void)
         {"{\"family\":\"cublaslt\",\"algo_id\":1}", GT_FAM_CUBLASLT},
         {"{\"family\":\"gemv\"}", GT_FAM_GEMV},
         {"{\"family\":\"fault\",\"kind\":\"oob\"}", GT_FAM_FAULT},
-        {"{\"family\":\"cutlass\"}", GT_FAM_UNKNOWN},
+        {"{\"family\":\"mma\"}", GT_FAM_MMA},
+        {"{\"family\":\"cutlass\",\"kernel\":\"pp_128x128_c1x1\"}", GT_FAM_CUTLASS},
+        {"{\"family\":\"triton\"}", GT_FAM_UNKNOWN},
         {"{\"family\":3}", GT_FAM_UNKNOWN},
         {"[1]", GT_FAM_UNKNOWN},
     };

@@ -3,7 +3,10 @@
     with gemmtune.torch.use("tuned.db"):            # or h = use(...); ...; disable()
         y = model(x)                                # eager or torch.compile'd
 
-While in effect, a TorchFunctionMode on the calling thread (other threads:
+With the native path (the C++ extension's aten overrides) eager and compiled
+calls are routed by the overrides, and no mode is entered unless
+use(trace=True) asks. Otherwise (the Python router, or trace=True), while in
+effect, a TorchFunctionMode on the calling thread (other threads:
 `with routing.thread():`) replaces F.linear, torch.matmul / @, mm, bmm, addmm
 and baddbmm (functions and Tensor methods) by the gemmtune:: custom ops
 (ops.py) when their tensors are on the routed device type, have a float dtype
@@ -158,7 +161,7 @@ class Routing:
     def __init__(self, router, owns_db):
         self.router = router
         self.on = True
-        self.trace = True  # a TorchFunctionMode per routed thread (use(trace=False): none)
+        self.trace = True  # a TorchFunctionMode per routed thread (use(): the Python router's only)
         self._owns_db = owns_db
         self._mode = _RouteMode(self)
 
@@ -231,7 +234,7 @@ def native_status():
     return _native.status()
 
 
-def use(db, device=None, *, device_model=None, backend=None, native=None, trace=True, launch="plain",
+def use(db, device=None, *, device_model=None, backend=None, native=None, trace=None, launch="plain",
         min_uplift=1.0):
     """Routes every GEMM whose full problem key is tuned in db (a path to an
     export, or a gemmtune.Database) for this GPU model to the tuned
@@ -245,10 +248,19 @@ def use(db, device=None, *, device_model=None, backend=None, native=None, trace=
     native: None (default: CUDA routing goes through the C++ extension's
     aten overrides when it loads, see native_status()), False (the Python
     router), True (the extension or an error; on "cpu" too, for tests).
-    trace: False (native path only) enters no TorchFunctionMode: eager
-    calls skip its Python call (about 1.3 us on every torch function, GEMM
-    or not), but a function torch.compile'd meanwhile holds aten ops, not
-    the gemmtune:: ops.
+    trace: whether a TorchFunctionMode places gemmtune:: ops (where a GEMM
+    has a tuned gain, decided at trace time) in functions torch.compile'd
+    meanwhile. None (default): only for the Python router, which routes
+    through it. The native path routes eager and compiled calls alike
+    through its aten overrides (a compiled graph's aten GEMMs reach them),
+    and in eager mode the mode only passes calls on, at a Python call on
+    every torch function (about 1.3 us, GEMM or not): that cost an eager
+    2048-token Llama-3-8B prefill 0.2-1.3 % on an H100, the mode-less path
+    was 0.2-1.1 % faster than PyTorch's, and under torch.compile the two
+    measured level (bench/results/h100_40_e2e_prefill.txt). True: the mode
+    with the native path too (compiled graphs hold gemmtune:: ops, which
+    Inductor cannot replace by its own templates); False: no mode (native
+    path only).
     launch: "plain" (default) or "chained": tuned generated kernels that can
     (the "gemv" family on sm_90+) launch with programmatic dependent launch,
     so their launch and first loads overlap the end of the kernel before,
@@ -283,6 +295,8 @@ def use(db, device=None, *, device_model=None, backend=None, native=None, trace=
         if owns:
             database.close()
         raise
+    if trace is None:
+        trace = router.native is None
     if not trace and router.native is None:
         if owns:
             database.close()
