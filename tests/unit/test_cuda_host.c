@@ -901,6 +901,33 @@ static void keep_check(const gt_backend *bk, gt_bk_ctx *ctx, gt_problem p, int k
     CHECK_MSG(sh.sampled == (sh.live_pairs > keep - fixed), "%lld live pairs, room %d, sampled %d",
               sh.live_pairs, keep - fixed, sh.sampled);
     CHECK_MSG(!sh.sampled || n == keep, "%d entries for keep %d", n, keep);
+    /* a sample gives the heuristic's algo ids (cuBLASLt's own kernels for the problem)
+     * three quarters of the room, where their pairs can fill it: the enumerated entries of
+     * those ids are the ones drawn from them */
+    {
+        int ids[64], nids = 0, lt = 0, mine = 0;
+        for (int i = 0; i < n; i++) {
+            const cJSON *c = cJSON_GetArrayItem(head, i);
+            if (cJSON_GetObjectItemCaseSensitive(c, "family"))
+                continue;
+            int id = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "algo_id"));
+            if (lt++ < sh.heuristic) {
+                if (nids < 64)
+                    ids[nids++] = id;
+                continue;
+            }
+            int hit = 0;
+            for (int j = 0; j < nids && !hit; j++)
+                hit = ids[j] == id;
+            mine += hit;
+        }
+        fprintf(stderr, "  %s keep %d: %d enumerated entries of the heuristic's algo ids (%lld drawn so)\n", label,
+                keep, mine, sh.preferred);
+        CHECK_MSG(!sh.sampled || mine == sh.preferred, "%d entries of the heuristic's ids, %lld drawn from them",
+                  mine, sh.preferred);
+        CHECK_MSG(!sh.sampled || sh.heuristic == 0 || sh.preferred >= (keep - fixed) / 2,
+                  "%lld of a room of %d to the heuristic's ids", sh.preferred, keep - fixed);
+    }
     if (bk->prepare(ctx, &p, &pp, err, sizeof err) != 0) {
         CHECK_MSG(0, "%s: prepare: %s", label, err);
         goto out;

@@ -23,8 +23,11 @@
  * strategy, gt_plan_enum_keep): the list holds at most keep entries, and
  * the enumerated configs only the room the heuristic's and the families'
  * leave. No room: no AlgoCheck pass at all. Less room than tile/stages
- * pairs: one config from each of that many pairs, evenly strided over the
- * pairs (enum_configs), instead of checking every config of every pair.
+ * pairs: three quarters of the room to the pairs of the algo ids the
+ * heuristic returned (several configs of each pair where they are fewer),
+ * a quarter to the other ids' pairs, each part evenly strided over its
+ * pairs (enum_configs, draw_strided), instead of checking every config of
+ * every pair.
  * A problem whose output tiles fill the GPU gets no split-K configs in a
  * keep-limited list (fills_gpu), and no pairs that need more than twice the
  * waves of the heuristic's pick (far smaller tiles: MAX_WAVES_RATIO).
@@ -434,6 +437,55 @@ static int draw_pair(enum_state *e, const gt_cu_map *m, const gt_problem *p, con
  * ids, tiles and stages; within a pair the config is drawn at random
  * (seeded by the pair's position), so cluster shape, swizzle and split-K
  * vary across it. */
+/* Appends up to want configs drawn from the live pairs idx[0..n) to keep: evenly strided
+ * over the pairs, one config of each (a pair that gives none passes its turn on); with
+ * more room than pairs, several distinct configs of each (other cluster shapes, swizzles,
+ * custom options), the room shared evenly. */
+#define OTHER_IDS_SHARE 4 /* the other algo ids' part of the room: a quarter */
+static int draw_strided(enum_state *e, const gt_cu_map *m, const gt_problem *p, const pairvec *pv,
+                        const size_t *idx, size_t n, size_t want, cfgvec *keep)
+{
+    if (n == 0 || want == 0)
+        return 0;
+    size_t slots = want < n ? want : n, target = keep->n + want;
+    size_t owed = 0; /* turns of earlier strides whose pairs gave nothing */
+    for (size_t i = 0; i < slots && !e->stop && keep->n < target; i++) {
+        /* this stride's share of the room, plus what earlier ones could not use */
+        size_t need = want / slots + (i < want % slots) + owed;
+        size_t t = (size_t)((double)i * (double)n / (double)slots);
+        size_t end = (size_t)((double)(i + 1) * (double)n / (double)slots);
+        for (; t < end && t < n && need > 0 && !e->stop; t++) {
+            uint64_t h = gt_mix64((uint64_t)idx[t]);
+            /* up to need distinct configs of this pair: a few draws more than that, since
+             * a draw may repeat one already kept */
+            for (size_t d = 0; d < need * 2 + 2 && need > 0 && !e->stop; d++) {
+                size_t before = e->found.n;
+                uint64_t hd = h + d * 0x9e3779b97f4a7c15ULL;
+                int r = draw_pair(e, m, p, &pv->v[idx[t]], hd);
+                if (r < 0 || (r == 0 && d == 0 && enum_pair(e, m, p, &pv->v[idx[t]]) != 0))
+                    return -1;
+                size_t got = e->found.n - before;
+                if (got > 0) {
+                    const gt_cu_lt_cfg *c = &e->found.v[before + (size_t)(hd % got)];
+                    int dup = 0;
+                    for (size_t k = 0; k < keep->n && !dup; k++)
+                        dup = gt_cu_lt_cfg_equal(&keep->v[k], c);
+                    if (!dup) {
+                        if (vec_push(keep, c) != 0)
+                            return -1;
+                        need--;
+                    }
+                }
+                e->found.n = before;
+                if (r == 0 && got == 0)
+                    break; /* the pair has nothing to give */
+            }
+        }
+        owed = need;
+    }
+    return 0;
+}
+
 static int enum_configs(enum_state *e, const gt_cu_map *m, const gt_problem *p, const pairvec *pv,
                         size_t want)
 {
@@ -459,27 +511,38 @@ static int enum_configs(enum_state *e, const gt_cu_map *m, const gt_problem *p, 
         return 0;
     }
     e->st->sampled = 1;
-    size_t owed = 0; /* turns of earlier strides whose pairs gave nothing */
-    for (size_t i = 0; i < want && !e->stop; i++) {
-        size_t need = 1 + owed;
-        size_t t = (size_t)((double)i * (double)nlive / (double)want);
-        size_t end = (size_t)((double)(i + 1) * (double)nlive / (double)want);
-        for (; t < end && t < nlive && need > 0 && !e->stop; t++) {
-            size_t before = e->found.n;
-            uint64_t h = gt_mix64((uint64_t)live[t]);
-            int r = draw_pair(e, m, p, &pv->v[live[t]], h);
-            if (r < 0 || (r == 0 && enum_pair(e, m, p, &pv->v[live[t]]) != 0))
-                goto oom;
-            size_t got = e->found.n - before;
-            if (got > 0) {
-                if (vec_push(&keep, &e->found.v[before + (size_t)(h % got)]) != 0)
-                    goto oom;
-                need--;
-            }
-            e->found.n = before;
-        }
-        owed = need;
+    /* The room goes first to the pairs of the algo ids the heuristic returned (cuBLASLt's
+     * own kernels for this problem on this device), the rest strided over the other ids, so
+     * every id stays represented. Measured on an H100 (bf16, the 25 Llama shapes,
+     * bench/results/h100_40_cutlass_family_service.txt): the heuristic's id (66, the sm90
+     * kernels) won every GEMM; the other ids' best were 1.04-1.85x slower, their median
+     * 3-7x on the compute-bound shapes, where they held 300 of the 352 enumerated slots
+     * and, since every candidate's validation is one full call, most of the screen's time. */
+    size_t *pref = malloc(nlive * sizeof *pref), npref = 0, nother = 0;
+    if (!pref)
+        goto oom;
+    for (size_t i = 0; i < nlive; i++) {
+        int mine = 0;
+        for (size_t j = 0; j < e->heur->n && !mine; j++)
+            mine = e->heur->v[j].algo_id == pv->v[live[i]].id;
+        if (mine)
+            pref[npref++] = live[i];
+        else
+            live[nother++] = live[i];
     }
+    size_t want_other = npref == 0 ? want : want / OTHER_IDS_SHARE;
+    want_other = want_other < nother ? want_other : nother;
+    size_t want_pref = want - want_other;
+    int rc = draw_strided(e, m, p, pv, pref, npref, want_pref, &keep);
+    e->st->preferred = (long long)keep.n;
+    if (rc == 0) {
+        /* what the preferred pairs could not fill goes to the others */
+        size_t left = want - keep.n;
+        rc = draw_strided(e, m, p, pv, live, nother, left < nother ? left : nother, &keep);
+    }
+    free(pref);
+    if (rc != 0)
+        goto oom;
     free(live);
     free(e->found.v);
     e->found = keep;
@@ -693,9 +756,11 @@ out:
     ctx->last_enum = st;
     if (rc == 0)
         gt_info("enumerate: %d entries (keep %d): %d heuristic, %d generated, %lld accepted of %lld"
-                " tile/stages pairs (%lld live; %lld checks%s%s), %.3f s",
+                " tile/stages pairs (%lld live; %lld checks%s, %lld of the room to the heuristic's algo ids%s),"
+                " %.3f s",
                 st.returned, keep, st.heuristic, st.gen, st.found - st.heuristic, st.pairs, st.live_pairs, st.checks,
-                st.sampled ? ", sampled" : "", st.no_splitk ? ", no split-K: the tiles fill the GPU" : "", st.seconds);
+                st.sampled ? ", sampled" : "", st.preferred,
+                st.no_splitk ? ", no split-K: the tiles fill the GPU" : "", st.seconds);
     if (rc == 0 && st.small_tiles > 0)
         gt_info("enumerate: %d tile/stages pairs left out: more than %.0fx the waves of the heuristic's pick",
                 st.small_tiles, (double)MAX_WAVES_RATIO);

@@ -142,6 +142,8 @@ typedef struct gt_cuda_enum_stats {
     long long pairs;          /* algo id x tile x stages pairs listed */
     long long live_pairs;     /* keep-limited: the pairs that exist for the problem */
     int sampled;              /* 1: a sample of the pairs was checked (enum_configs) */
+    long long preferred;      /* a sample's configs drawn from the pairs of the heuristic's
+                                 algo ids (three quarters of the room where they can fill it) */
     int no_splitk;            /* 1: keep-limited and the output tiles fill the GPU: no split-K */
     int small_tiles;          /* pairs left out then: more than MAX_WAVES_RATIO x the heuristic pick's waves */
     long long found;          /* distinct accepted configs, before the cap (sampled: in the sample) */
