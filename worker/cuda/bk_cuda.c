@@ -14,7 +14,7 @@
  *   GT_CUDA_EXIT_ON_STICKY   0: keep the process after a sticky error (default 1: exit
  *                            with GT_CUDA_STICKY_EXIT so the supervisor restarts it)
  *
- *   GT_CUDA_CUTLASS_MAX      "cutlass" configs per problem (default 24, 0 = off; the
+ *   GT_CUDA_CUTLASS_MAX      "cutlass" configs per problem (default 0 = off, 24 a good value; the
  *                            family needs libgemmtune_cutlass: GT_CUTLASS_LIB or the
  *                            library beside the program or on the loader's path)
  *

@@ -70,7 +70,7 @@ int gt_cuda_cutlass_space(gt_bk_ctx *ctx, const gt_problem *p, int cap, gt_cu_cu
     char err[320];
     memset(s, 0, sizeof *s);
     if (cap <= 0) {
-        snprintf(s->why, sizeof s->why, "GT_CUDA_CUTLASS_MAX=0: the cutlass family is off");
+        snprintf(s->why, sizeof s->why, "the cutlass family is off (GT_CUDA_CUTLASS_MAX=0, the default; 24 turns it on)");
         return 0;
     }
     /* its kernels are SM90 (wgmma, TMA): nothing to offer another device */

@@ -47,7 +47,7 @@ int gt_cuda_gen_device(gt_bk_ctx *ctx, gt_gen_dev *d, char *err, size_t errlen);
  * many configs of the raw spaces were pruned or refused. Caps:
  * GT_CUDA_GEN_MAX for gemv (default GT_GEN_DEFAULT_CAP; 0 turns every family
  * off), GT_CUDA_MMA_MAX for mma (default GT_MMA_DEFAULT_CAP; 0 turns it off),
- * GT_CUDA_CUTLASS_MAX for cutlass (default 24; 0 turns it off). */
+ * GT_CUDA_CUTLASS_MAX for cutlass (default 0: off until asked for). */
 int gt_cuda_gen_enumerate(gt_bk_ctx *ctx, const gt_problem *p, struct cJSON **arr, int *pruned,
                           char *err, size_t errlen);
 /* prepare: starts the compiles of the problem's family configs (never fails

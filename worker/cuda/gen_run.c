@@ -154,9 +154,13 @@ static int env_cap(const char *name, int dflt)
  * GT_CUDA_MMA_MAX caps "mma" (0 turns it alone off). */
 static int gen_cap(void) { return env_cap("GT_CUDA_GEN_MAX", GT_GEN_DEFAULT_CAP); }
 static int mma_cap(void) { return gen_cap() ? env_cap("GT_CUDA_MMA_MAX", GT_MMA_DEFAULT_CAP) : 0; }
-/* GT_CUDA_CUTLASS_MAX caps "cutlass" (0 turns it alone off): every kept kernel of the
- * library at its scheduler's defaults (12 today) and the knobs of the best of them */
-#define GT_CUTLASS_DEFAULT_CAP 24
+/* GT_CUDA_CUTLASS_MAX caps "cutlass": every kept kernel of the library at its
+ * scheduler's defaults (12 today) and the knobs of the best of them (24 is a good value).
+ * Off by default: on the H100 it won no GEMM in four runs of the 25 Llama shapes (its best at
+ * 0.61-1.00 of cuBLASLt's best configs), and in a fixed budget its configs take the place
+ * of cuBLASLt's: budget 250, exhaustive, one start, 60.0 s and geomean 1.0607 with 24 of
+ * them against 56.5 s and 1.0664 without (bench/results/h100_40_service_strategies.txt). */
+#define GT_CUTLASS_DEFAULT_CAP 0
 static int cutlass_cap(void) { return gen_cap() ? env_cap("GT_CUDA_CUTLASS_MAX", GT_CUTLASS_DEFAULT_CAP) : 0; }
 
 /* ---- compiling ------------------------------------------------------------------------ */
