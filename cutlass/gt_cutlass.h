@@ -5,9 +5,12 @@
  * nvidia-cutlass package on the Python package index: cutlass/CMakeLists.txt); nothing of
  * CUTLASS is in this repository.
  *
- * Why: on the H100 these kernels reached 0.96-1.08 of cuBLASLt's best at n = 2048 and
- * 0.97-1.00 at n = 8192 on the Llama-3-8B shapes, ahead of the "mma" family on 7 of those 10
- * (bench/results/h100_39_cutlass_probe.txt; build/bench/gt-cutlass-probe re-measures).
+ * Why: a road to compute-bound (prefill) GEMMs beside the "mma" family. Measured on the H100
+ * (Llama-3-8B shapes): 0.93-0.99 of cuBLASLt's best at n = 2048 and 8192 in a probe that
+ * checked every output (bench/results/h100_40_cutlass_probe_checked.txt; the first probe's
+ * 0.96-1.08 met slow cuBLASLt runs), and as the worker's "cutlass" family no win in four runs
+ * of the 25 shapes (h100_40_service_strategies.txt): it is searched only where asked for
+ * (GT_CUDA_CUTLASS_MAX).
  *
  * The GEMM, in BLAS terms "TN" (the Linear layers' shape): D (m x n, column-major, ldd) =
  * alpha * op(A) * B with op(A) = A^T, A stored k x m column-major (each of op(A)'s rows
