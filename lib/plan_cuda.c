@@ -63,10 +63,6 @@ static gt_cu_cutlass cl_lib;
 static char cl_why[320];
 static void cl_open(void) { (void)gt_cu_cutlass_open(&cl_lib, NULL, cl_why, sizeof cl_why); }
 
-/* The cutlass half: the config's kernel checked for this problem on the current device.
- * Without the library, or on another device than the kernels' sm_90, the plan is
- * GT_DB_REJECTED (the caller falls back to its own GEMM, as for a cuBLASLt config this
- * device refuses). */
 /* Whether a generated winner's config is the cutlass family's (no source: a library's). */
 static int is_cutlass(const char *config)
 {
@@ -76,6 +72,10 @@ static int is_cutlass(const char *config)
     return yes;
 }
 
+/* The cutlass half: the config's kernel checked for this problem on the current device.
+ * Without the library, or on another device than the kernels' sm_90, the plan is
+ * GT_DB_REJECTED (the caller falls back to its own GEMM, as for a cuBLASLt config this
+ * device refuses). */
 static int make_cutlass(gt_db_plan *p, const gt_problem *prob, const char *config, char *err, size_t errlen)
 {
     gt_cu_cutlass_cfg cfg;
