@@ -483,9 +483,24 @@ int gt_http_runs_key(char *key, size_t len, const gt_runs_query *rq)
     /* a name filter is not cached (a key that does not fit is neither found nor kept) */
     if (rq->name)
         return -1;
-    int n = snprintf(key, len, "runs?%d&%lld&%s&%s", rq->limit, (long long)rq->before,
+    int n = snprintf(key, len, GT_HTTP_RUNS_KEY_PREFIX "%d&%lld&%s&%s", rq->limit, (long long)rq->before,
                      rq->state ? rq->state : "", rq->backend ? rq->backend : "");
     return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+void gt_http_renew_views(gt_http *h, int64_t id)
+{
+    char run[48], list[48];
+    const char *also[2];
+    size_t n = 0;
+    gt_runs_query rq = {.limit = GT_RUNS_LIMIT_DEFAULT};
+    if (id > 0) {
+        gt_http_run_key(run, sizeof run, id);
+        also[n++] = run;
+    }
+    if (gt_http_runs_key(list, sizeof list, &rq) == 0)
+        also[n++] = list;
+    gt_http_cache_renew(&h->views, also, n, GT_HTTP_RUNS_KEY_PREFIX);
 }
 
 /* The refresher's renderer (http_cache.c): a cached view again, from its key
@@ -500,7 +515,7 @@ static char *render_view(void *ctx, const char *key)
         int found = 0;
         return gt_http_view_text(gt_store_run_json(h->rstore, id, gt_wall_ms(), &found, err, sizeof err));
     }
-    if (sscanf(key, "runs?%d&%lld&%n", &limit, &before, &n) == 2 && n > 0) {
+    if (sscanf(key, GT_HTTP_RUNS_KEY_PREFIX "%d&%lld&%n", &limit, &before, &n) == 2 && n > 0) {
         char state[16] = "", backend[16] = "";
         const char *p = key + n, *amp = strchr(p, '&');
         if (!amp || (size_t)(amp - p) >= sizeof state || strlen(amp + 1) >= sizeof backend ||

@@ -138,6 +138,19 @@ char *gt_http_cache_get(gt_http_cache *c, const char *key, double ttl_ms)
     return copy;
 }
 
+/* Puts text (taken) under key, in its slot or the next one; caller holds mu. */
+static void put_key_locked(gt_http_cache *c, const char *key, char *text)
+{
+    size_t slot = c->next;
+    for (size_t i = 0; i < GT_HTTP_CACHE_SLOTS; i++)
+        if (c->e[i].text && !strcmp(c->e[i].key, key))
+            slot = i;
+    if (slot == c->next)
+        c->next = (c->next + 1) % GT_HTTP_CACHE_SLOTS;
+    put_locked(c, slot, text);
+    strcpy(c->e[slot].key, key);
+}
+
 void gt_http_cache_put(gt_http_cache *c, const char *key, const char *text)
 {
     if (strlen(key) >= sizeof c->e[0].key)
@@ -146,27 +159,67 @@ void gt_http_cache_put(gt_http_cache *c, const char *key, const char *text)
     if (!copy)
         return; /* a cache that cannot grow is just a miss next time */
     pthread_mutex_lock(&c->mu);
-    size_t slot = c->next;
-    for (size_t i = 0; i < GT_HTTP_CACHE_SLOTS; i++)
-        if (c->e[i].text && !strcmp(c->e[i].key, key))
-            slot = i;
-    if (slot == c->next)
-        c->next = (c->next + 1) % GT_HTTP_CACHE_SLOTS;
-    put_locked(c, slot, copy);
-    strcpy(c->e[slot].key, key);
+    put_key_locked(c, key, copy);
     pthread_mutex_unlock(&c->mu);
 }
 
-void gt_http_cache_clear(gt_http_cache *c)
+/* Drops every text; caller holds mu. */
+static void clear_locked(gt_http_cache *c)
 {
-    pthread_mutex_lock(&c->mu);
     for (size_t i = 0; i < GT_HTTP_CACHE_SLOTS; i++) {
         free(c->e[i].text);
         c->e[i].text = NULL;
         c->e[i].queued = 0;
     }
     c->gen++;
+}
+
+void gt_http_cache_clear(gt_http_cache *c)
+{
+    pthread_mutex_lock(&c->mu);
+    clear_locked(c);
     pthread_mutex_unlock(&c->mu);
+}
+
+/* Whether key is among keys[0..n). */
+static int has_key(char (*keys)[48], size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(keys[i], key))
+            return 1;
+    return 0;
+}
+
+void gt_http_cache_renew(gt_http_cache *c, const char *const *also, size_t nalso, const char *prefix)
+{
+    _Static_assert(sizeof c->e[0].key == 48, "has_key's key size");
+    char keys[GT_HTTP_CACHE_SLOTS + GT_HTTP_RENEW_MAX][48];
+    size_t n = 0;
+    for (size_t i = 0; i < nalso && i < GT_HTTP_RENEW_MAX; i++)
+        if (also[i] && strlen(also[i]) < sizeof keys[0] && !has_key(keys, n, also[i]))
+            strcpy(keys[n++], also[i]);
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < GT_HTTP_CACHE_SLOTS; i++)
+        if (c->e[i].text && prefix && !strncmp(c->e[i].key, prefix, strlen(prefix)) &&
+            !has_key(keys, n, c->e[i].key))
+            memcpy(keys[n++], c->e[i].key, sizeof keys[0]);
+    clear_locked(c);
+    unsigned long gen = c->gen;
+    gt_http_render_fn render = c->render;
+    void *ctx = c->render_ctx;
+    pthread_mutex_unlock(&c->mu);
+    for (size_t k = 0; render && k < n; k++) {
+        char *text = render(ctx, keys[k]); /* the store's work, unlocked */
+        if (!text)
+            continue; /* the next GET renders it, as after a clear */
+        pthread_mutex_lock(&c->mu);
+        if (gen == c->gen) { /* nothing cleared since: this text saw the POST's change */
+            put_key_locked(c, keys[k], text);
+            text = NULL;
+        }
+        pthread_mutex_unlock(&c->mu);
+        free(text);
+    }
 }
 
 char *gt_http_view_text(cJSON *j)

@@ -97,6 +97,8 @@ enum MHD_Result gt_http_run_routes(gt_req *q, const char *method, int64_t id, co
  * refresher renders a view again from its key alone). gt_http_runs_key: 0,
  * or -1 when the page is not cached (a name filter, a key too long). */
 void gt_http_run_key(char *key, size_t len, int64_t id);
+/* what every key of gt_http_runs_key begins with (the run lists a POST changes) */
+#define GT_HTTP_RUNS_KEY_PREFIX "runs?"
 int gt_http_runs_key(char *key, size_t len, const gt_runs_query *rq);
 
 /* http_kernels.c: GET /v1/runs/{id}/kernels/{problem}[.cuh]; rest is what
@@ -135,6 +137,21 @@ void gt_http_cache_fini(gt_http_cache *c);
 char *gt_http_cache_get(gt_http_cache *c, const char *key, double ttl_ms);
 void gt_http_cache_put(gt_http_cache *c, const char *key, const char *text);
 void gt_http_cache_clear(gt_http_cache *c);
+/* What a POST that changed the runs calls instead of clear: drops every view, then renders
+ * again, in the caller's thread, the keys also[0..nalso) (at most GT_HTTP_RENEW_MAX: the
+ * run the POST created or changed, which its client polls next, and the default page of
+ * the run list) and the dropped views whose keys start with prefix (NULL: none; the run
+ * lists clients poll), each put back unless another clear came meanwhile.
+ * Without it the first GET of each rendered it in the request, under whatever the POST
+ * started: with a new run's 256 workers registering at once on 2 cores, those were the
+ * API's p99 (28-138 ms; 5-7 ms with the views rendered before; docs/coord_bench.md). Other
+ * views are dropped as by clear (their next GET renders them). Needs the renderer
+ * (gt_http_cache_start); without it, it is clear. */
+#define GT_HTTP_RENEW_MAX 4
+void gt_http_cache_renew(gt_http_cache *c, const char *const *also, size_t nalso, const char *prefix);
+/* gt_http_cache_renew after a POST that created or changed run id (0: none): that run's
+ * view, the run list's default page and every cached page of it (http.c). */
+void gt_http_renew_views(gt_http *h, int64_t id);
 /* j (taken) as a view's text: compact JSON and a newline; NULL when j is. */
 char *gt_http_view_text(cJSON *j);
 /* Sends j (taken) as 200 JSON and keeps its text under key. */

@@ -201,13 +201,16 @@ enum MHD_Result gt_http_post_run(gt_req *q)
         created = gt_store_create_run(h->store, &o, &res, &plan, &cr, err, sizeof err);
         gt_plan_free(&plan);
     }
-    gt_http_cache_clear(&h->views); /* the submitter's next GET sees the new run */
     if (created) {
+        gt_http_cache_clear(&h->views);
         gt_err("create run: %s", err);
         ret = gt_http_send_error(q, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL,
                                  "cannot create the run: %s", err);
         goto out;
     }
+    /* the submitter's next GET sees the new run, rendered here rather than in that GET
+     * (the run's workers may be registering by then) */
+    gt_http_renew_views(h, cr.id);
     gt_info("run %lld created: %zu problems, %zu jobs, %zu candidates (%s, backend %s)",
             (long long)cr.id, cr.problems, cr.jobs, cr.candidates, gt_log_format_name(res.format),
             o.backend);
@@ -344,7 +347,10 @@ static enum MHD_Result post_verify(gt_req *q, int64_t id)
     }
     gt_verify_created vc;
     int rc = gt_store_create_verify(h->store, id, tol, &vc, err, sizeof err);
-    gt_http_cache_clear(&h->views); /* the submitter's next GET sees the new run */
+    if (rc == 0)
+        gt_http_renew_views(h, vc.id); /* the submitter's next GET sees the new run, rendered here */
+    else
+        gt_http_cache_clear(&h->views);
     if (rc == GT_STORE_NO_RUN)
         return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found", (long long)id);
     if (rc == GT_STORE_VERIFY_NOT_DONE)
@@ -427,7 +433,7 @@ enum MHD_Result gt_http_run_routes(gt_req *q, const char *method, int64_t id, co
         if (strcmp(method, "POST"))
             return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use POST");
         int r = gt_store_cancel_run(h->store, id, err, sizeof err);
-        gt_http_cache_clear(&h->views);
+        gt_http_renew_views(h, r == 0 ? id : 0);
         if (r == 1)
             return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
                                       (long long)id);

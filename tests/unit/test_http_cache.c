@@ -5,7 +5,10 @@
  * stale text is not served past GT_HTTP_VIEW_STALE_MS; clear drops all.
  * With the refresher: an expired view is answered with its previous text at
  * once and re-rendered on the cache's thread, once for many requests; a
- * render begun before a clear is not put back; fini waits for a render. */
+ * render begun before a clear is not put back; fini waits for a render.
+ * renew (a POST): the run it names and the cached run lists are rendered again
+ * at once, in the caller, so their next GET renders nothing; other views are
+ * dropped; a renew without a renderer is a clear. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,9 +150,41 @@ static void test_refresher(void)
     CHECK(calls() == 3);
 }
 
+static void test_renew(void)
+{
+    gt_http_cache c;
+    CHECK(gt_http_cache_init(&c) == 0);
+    const double ttl = 60000, peek = 1e9;
+    /* without a renderer: a clear */
+    gt_http_cache_put(&c, "runs?50&0&&", "l0");
+    const char *also9[] = {"run/9"};
+    gt_http_cache_renew(&c, also9, 1, GT_HTTP_RUNS_KEY_PREFIX);
+    CHECK(got(&c, "runs?50&0&&", peek, NULL) == 0 && got(&c, "run/9", peek, NULL) == 0);
+    CHECK(gt_http_cache_start(&c, fake_render, NULL) == 0);
+    g_r.sleep_ms = 0;
+    int before = calls();
+    gt_http_cache_put(&c, "runs?50&0&&", "l1");
+    gt_http_cache_put(&c, "runs?10&0&done&", "l2");
+    gt_http_cache_put(&c, "run/1", "v1");
+    /* run 2 created: its view and the list's default page (not cached yet) asked for */
+    const char *also2[] = {"run/2", "runs?50&0&&", "run/2"};
+    gt_http_cache_renew(&c, also2, 3, GT_HTTP_RUNS_KEY_PREFIX);
+    CHECK(calls() == before + 3); /* run/2 and the two lists, each rendered once, in the call */
+    char *a = gt_http_cache_get(&c, "run/2", ttl), *b = gt_http_cache_get(&c, "runs?50&0&&", ttl),
+         *d = gt_http_cache_get(&c, "runs?10&0&done&", ttl);
+    CHECK(a && b && d && a[0] == 'r' && b[0] == 'r' && d[0] == 'r'); /* fresh renders, not l1/l2 */
+    free(a);
+    free(b);
+    free(d);
+    CHECK(got(&c, "run/1", ttl, NULL) == 0); /* another run's view: dropped, as by clear */
+    CHECK(calls() == before + 3);            /* and no GET above rendered */
+    gt_http_cache_fini(&c);
+}
+
 int main(void)
 {
     RUN(test_single_flight);
     RUN(test_refresher);
+    RUN(test_renew);
     return gt_test_done();
 }
