@@ -155,29 +155,33 @@ static int by_cost(const void *x, const void *y)
     return a->cost < b->cost ? -1 : a->cost > b->cost ? 1 : a->index - b->index;
 }
 
-/* Appends config c when the library accepts it for p; *refused counts the others. */
-static int push(const gt_cu_cutlass *lib, const gt_problem *p, int index, int sms, int swizzle, int raster,
-                int splits, gt_cu_cutlass_space *s, int cap)
+/* Whether a stream-K kernel's tiles leave SMs idle on p: then split-K 2 and 4 are tried too. */
+static int splits_help(const gt_cutlass_kernel *k, const gt_problem *p, int sms)
+{
+    double tiles = ceil((double)p->m / k->tile_m) * ceil((double)p->n / k->tile_n);
+    return strcmp(k->scheduler, "streamk") == 0 && tiles < sms;
+}
+
+/* Appends kernel index at these knobs (base: the problem's arguments) when the library
+ * accepts it; s->refused counts the others, s->why keeps the first refusal. */
+static void push(const gt_cu_cutlass *lib, const gt_cutlass_args *base, int index, int swizzle, int raster,
+                 int splits, gt_cu_cutlass_space *s, int cap)
 {
     if (s->n >= cap || s->n >= GT_CU_CUTLASS_SPACE_MAX)
-        return 0;
-    gt_cu_cutlass_cfg c;
-    gt_cutlass_args a;
+        return;
+    gt_cu_cutlass_cfg c = {.swizzle = swizzle, .raster = raster, .splits = splits};
+    gt_cutlass_args a = *base;
     char why[200];
     size_t ws = 0;
-    memset(&c, 0, sizeof c);
     snprintf(c.kernel, sizeof c.kernel, "%s", lib->kernel_at(index)->name);
-    c.swizzle = swizzle;
-    c.raster = raster;
-    c.splits = splits;
-    if (gt_cu_cutlass_args_for(p, &c, sms, &a, why, sizeof why) != 0 || lib->check(index, &a, &ws, why, sizeof why)) {
+    a.swizzle = swizzle, a.raster = raster, a.splits = splits;
+    if (lib->check(index, &a, &ws, why, sizeof why)) {
         s->refused++;
         if (!s->why[0])
             snprintf(s->why, sizeof s->why, "%s: %s", c.kernel, why);
-        return 0;
+        return;
     }
     s->cfg[s->n++] = c;
-    return 0;
 }
 
 int gt_cu_cutlass_space_for(const gt_cu_cutlass *lib, const gt_problem *p, int sms, int cap,
@@ -217,24 +221,29 @@ int gt_cu_cutlass_space_for(const gt_cu_cutlass *lib, const gt_problem *p, int s
     int kept = 0;
     while (kept < nr && r[kept].cost <= r[0].cost * PRUNE_RATIO)
         kept++;
-    s->pruned = (nr - kept) * 8;
+    /* what the kernels left out would have offered (the loops below) */
+    for (int i = kept; i < nr; i++)
+        s->pruned += 9 + 2 * splits_help(lib->kernel_at(r[i].index), p, sms);
+    /* the problem's arguments once; each config only sets its knobs */
+    gt_cu_cutlass_cfg defaults = {.swizzle = 1, .raster = 0, .splits = 1};
+    gt_cutlass_args base;
+    if (gt_cu_cutlass_args_for(p, &defaults, sms, &base, s->why, sizeof s->why) != 0)
+        return 0;
     /* Every kept kernel first with the scheduler's own choices (swizzle 1, raster by its
      * heuristic), best guess first, so a small budget times every tile shape; then the knobs
      * of the best kernels: swizzle 2/4/8 and both rasters (the probe's winners used all of
      * them, worth 1-4 % per shape); a stream-K kernel whose tiles leave SMs idle also with
      * split-K 2 and 4. */
     for (int i = 0; i < kept; i++)
-        push(lib, p, r[i].index, sms, 1, 0, 1, s, cap);
+        push(lib, &base, r[i].index, 1, 0, 1, s, cap);
     for (int i = 0; i < kept; i++) {
-        const gt_cutlass_kernel *k = lib->kernel_at(r[i].index);
         static const int sw[] = {1, 2, 4, 8};
         for (int ro = 1; ro <= 2; ro++)
             for (int w = 0; w < 4; w++)
-                push(lib, p, r[i].index, sms, sw[w], ro, 1, s, cap);
-        double tiles = ceil((double)p->m / k->tile_m) * ceil((double)p->n / k->tile_n);
-        if (strcmp(k->scheduler, "streamk") == 0 && tiles < sms)
+                push(lib, &base, r[i].index, sw[w], ro, 1, s, cap);
+        if (splits_help(lib->kernel_at(r[i].index), p, sms))
             for (int sp = 2; sp <= 4; sp += 2)
-                push(lib, p, r[i].index, sms, 1, 0, sp, s, cap);
+                push(lib, &base, r[i].index, 1, 0, sp, s, cap);
     }
     return 0;
 }
