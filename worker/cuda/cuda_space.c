@@ -477,8 +477,8 @@ static int draw_strided(enum_state *e, const gt_cu_map *m, const gt_problem *p, 
                     }
                 }
                 e->found.n = before;
-                if (r == 0 && got == 0)
-                    break; /* the pair has nothing to give */
+                if (r == 0)
+                    break; /* random draws find nothing here: its enumeration gave the one */
             }
         }
         owed = need;
