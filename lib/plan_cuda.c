@@ -63,26 +63,14 @@ static gt_cu_cutlass cl_lib;
 static char cl_why[320];
 static void cl_open(void) { (void)gt_cu_cutlass_open(&cl_lib, NULL, cl_why, sizeof cl_why); }
 
-/* Whether a generated winner's config is the cutlass family's (no source: a library's). */
-static int is_cutlass(const char *config)
-{
-    cJSON *j = cJSON_Parse(config);
-    int yes = gt_gen_family(j) == GT_FAM_CUTLASS;
-    cJSON_Delete(j);
-    return yes;
-}
-
 /* The cutlass half: the config's kernel checked for this problem on the current device.
  * Without the library, or on another device than the kernels' sm_90, the plan is
  * GT_DB_REJECTED (the caller falls back to its own GEMM, as for a cuBLASLt config this
  * device refuses). */
-static int make_cutlass(gt_db_plan *p, const gt_problem *prob, const char *config, char *err, size_t errlen)
+static int make_cutlass(gt_db_plan *p, const gt_problem *prob, const cJSON *config, char *err, size_t errlen)
 {
     gt_cu_cutlass_cfg cfg;
-    cJSON *j = cJSON_Parse(config);
-    int rc = gt_cu_cutlass_cfg_from_json(j, &cfg, err, errlen);
-    cJSON_Delete(j);
-    if (rc != 0)
+    if (gt_cu_cutlass_cfg_from_json(config, &cfg, err, errlen) != 0)
         return GT_DB_REJECTED;
     int sm, sms = 0;
     const gt_cu_drv *d = gt_cu_drv_get(err, errlen);
@@ -230,11 +218,14 @@ int gt_db_plan_create(gt_db *db, const gt_gemm_desc *d, const char *device_model
         rc = GT_DB_EINVAL;
         goto fail;
     }
-    if (rc == GT_DB_GENERATED && is_cutlass(r.config))
-        rc = make_cutlass(p, &prob, r.config, err, errlen);
+    /* a generated winner of the cutlass family has no source: the library runs it */
+    cJSON *gen = rc == GT_DB_GENERATED ? cJSON_Parse(r.config) : NULL;
+    if (gen && gt_gen_family(gen) == GT_FAM_CUTLASS)
+        rc = make_cutlass(p, &prob, gen, err, errlen);
     else
         rc = rc == GT_DB_GENERATED ? make_gen(p, db, d, device_model, err, errlen)
                                    : make_lt(p, db, &prob, key, device_model, err, errlen);
+    cJSON_Delete(gen);
     if (rc != GT_DB_OK)
         goto fail;
     *out = p;
