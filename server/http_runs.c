@@ -433,7 +433,10 @@ enum MHD_Result gt_http_run_routes(gt_req *q, const char *method, int64_t id, co
         if (strcmp(method, "POST"))
             return gt_http_send_error(q, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "use POST");
         int r = gt_store_cancel_run(h->store, id, err, sizeof err);
-        gt_http_renew_views(h, r == 0 ? id : 0);
+        if (r == 0)
+            gt_http_renew_views(h, id);
+        else
+            gt_http_cache_clear(&h->views);
         if (r == 1)
             return gt_http_send_error(q, MHD_HTTP_NOT_FOUND, NULL, "run %lld not found",
                                       (long long)id);
