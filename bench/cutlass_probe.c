@@ -229,6 +229,14 @@ static int probe(const gt_cu_cutlass *lib, cublasLtHandle_t h, const shape *s, v
     lc.algo = &hr[lt_bi].algo;
     if (lt_run(&lc, 0) || ck(cudaDeviceSynchronize(), "reference") || sample(b.d[0], s, ref))
         goto out;
+    /* the GEMM as the tuner sees it: its arguments come from the worker's own mapping */
+    gt_problem prob;
+    gt_problem_init(&prob, s->m, s->n, s->k);
+    prob.trans_a = 'T', prob.trans_b = 'N';
+    prob.a_type = prob.b_type = prob.c_type = prob.d_type = GT_DT_BF16;
+    prob.beta = 0;
+    gt_problem_default_ld(&prob);
+    gt_problem_finish(&prob);
     double cl_best = 1e30;
     char best_name[64] = "-";
     int bsw = 0, bra = 0, bsp = 0, bad = 0;
@@ -241,12 +249,12 @@ static int probe(const gt_cu_cutlass *lib, cublasLtHandle_t h, const shape *s, v
             for (int ra = 1; ra <= 2; ra++)
                 for (int sp = 1; sp <= (sk ? 4 : 1); sp++) {
                     cl_call cc = {lib, kk, {0}, ws, ws_bytes, &b};
-                    cc.args = (gt_cutlass_args){.m = s->m, .n = s->n, .k = s->k, .lda = s->k, .ldb = s->k,
-                                                .ldd = s->m, .alpha = 1.0f, .swizzle = sw, .raster = ra,
-                                                .splits = sp};
+                    gt_cu_cutlass_cfg cfg = {.swizzle = sw, .raster = ra, .splits = sp};
+                    snprintf(cfg.kernel, sizeof cfg.kernel, "%s", kd->name);
                     size_t need = 0;
                     char err[256];
-                    if (lib->check(kk, &cc.args, &need, err, sizeof err) || need > ws_bytes)
+                    if (gt_cu_cutlass_args_for(&prob, &cfg, 0, &cc.args, err, sizeof err) ||
+                        lib->check(kk, &cc.args, &need, err, sizeof err) || need > ws_bytes)
                         continue;
                     /* checked before timed: poisoned D, one run, the sampled columns */
                     if (ck(cudaMemset(b.d[0], 0xff, (size_t)s->m * s->n * 2), "poison") || cl_run(&cc, 0) ||
