@@ -29,7 +29,7 @@ import sys
 import time
 import urllib.request
 
-from gt_service import Service, get, post, where_time_went, worker_costs
+from gt_service import Service, get, post, screen_by_gemm, where_time_went, worker_costs
 
 
 def roofline():
@@ -152,6 +152,7 @@ def main():
         # and inside the jobs (the worker's cost lines): compile, check, timing, pruned
         where_time_went(os.path.join(a.out, "svc", "gemmtune.db"))
         worker_costs(os.path.join(a.out, "svc", "worker.log"))
+        screen_by_gemm(os.path.join(a.out, "svc", "gemmtune.db"), os.path.join(a.out, "svc", "worker.log"))
 
 
 # element bytes of the type names labels use (gt_dtype_name)

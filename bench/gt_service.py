@@ -141,6 +141,68 @@ def worker_costs(logpath):
     return kinds
 
 
+# a screen result's time against its GEMM's best screen time: the bins screen_by_gemm counts
+SCREEN_BINS = (1.02, 1.05, 1.10, 1.25, 1.5)
+
+
+def screen_by_gemm(db, logpath, show=True):
+    """Per GEMM, largest default time first: its screen jobs' costs (the worker's 'job N
+    cost' lines joined to the jobs' problems: build, check, time, pruned, in seconds) and
+    how its fully timed screen results sit against the GEMM's best valid screen time (the
+    counts within 2, 5, 10, 25, 50 % and beyond): what a tighter early exit would have
+    spared, and what the validation runs cost (one full call per candidate). Returns
+    {label: {...}}."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        job_label = dict(con.execute("SELECT j.id, p.label FROM jobs j JOIN problems p ON p.id = j.problem_id"))
+        base = dict(con.execute("SELECT p.label, MIN(b.time_us) FROM baselines b JOIN problems p"
+                                " ON p.id = b.problem_id GROUP BY p.id"))
+        rows = con.execute("SELECT p.label, r.time_us, r.valid, r.reason FROM results r JOIN problems p"
+                           " ON p.id = r.problem_id WHERE r.phase = 'screen'").fetchall()
+        con.close()
+        text = open(logpath, errors="replace").read()
+    except (sqlite3.Error, OSError) as e:
+        print(f"screen by GEMM: {e}")
+        return {}
+    out = {}
+    for label, t, valid, reason in rows:
+        g = out.setdefault(label, {"base_us": base.get(label) or 0.0, "results": 0, "valid": 0, "times": [],
+                                   "build": 0.0, "check": 0.0, "time": 0.0, "pruned": 0, "jobs": 0})
+        g["results"] += 1
+        if valid and t and t > 0:
+            g["valid"] += 1
+            if not (reason or "").startswith("pruned"):
+                g["times"].append(t)
+            g.setdefault("best", t)
+            g["best"] = min(g["best"], t)
+    for m in _COST.finditer(text):
+        if m.group(2) != "screen":
+            continue
+        g = out.get(job_label.get(int(m.group(1))))
+        if g is None:
+            continue
+        g["jobs"] += 1
+        g["build"] += int(m.group(6)) / 1e3
+        g["check"] += int(m.group(7)) / 1e3
+        g["time"] += int(m.group(8)) / 1e3
+        g["pruned"] += int(m.group(10))
+    for g in out.values():
+        bins = [0] * (len(SCREEN_BINS) + 1)
+        for t in g.pop("times"):
+            x = t / g["best"]
+            bins[next((i for i, b in enumerate(SCREEN_BINS) if x <= b), len(SCREEN_BINS))] += 1
+        g["timed_fully"] = bins
+    if show and out:
+        print("\nthe screen per GEMM (seconds from the workers' cost lines; fully timed results against the "
+              "GEMM's best screen time):")
+        heads = "".join(f"{'<=' + format(b, 'g'):>7}" for b in SCREEN_BINS) + f"{'>' + format(SCREEN_BINS[-1], 'g'):>7}"
+        print(f"  {'GEMM':<28}{'base us':>10}{'check':>7}{'time':>7}{'build':>7}{'pruned':>7}{'valid':>6} |{heads}")
+        for label, g in sorted(out.items(), key=lambda kv: -kv[1]["base_us"]):
+            print(f"  {label:<28}{g['base_us']:10.1f}{g['check']:7.1f}{g['time']:7.1f}{g['build']:7.1f}"
+                  f"{g['pruned']:7d}{g['valid']:6d} |" + "".join(f"{c:7d}" for c in g["timed_fully"]))
+    return out
+
+
 
 class Service:
     def __init__(self, build, folder, backend="cuda", device="0", batch=32, lease_timeout=120):
