@@ -4,6 +4,7 @@
  * installed), the preload shim and the worker all reach the driver here. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "gt_cu.h"
@@ -50,6 +51,7 @@ static void drv_open(void)
     } t[] = {{"cuCtxGetDevice", (void **)&d->ctx_get_device},
              {"cuCtxGetCurrent", (void **)&d->ctx_get_current},
              {"cuCtxSetCurrent", (void **)&d->ctx_set_current},
+             {"cuStreamGetCtx", (void **)&d->stream_get_ctx},
              {"cuDeviceGet", (void **)&d->device_get},
              {"cuDevicePrimaryCtxRetain", (void **)&d->primary_ctx_retain},
              {"cuDeviceGetAttribute", (void **)&d->device_get_attribute},
@@ -151,4 +153,74 @@ int gt_cu_current_device(int *ordinal, char *err, size_t errlen)
     }
     *ordinal = (int)dev; /* a CUdevice is its ordinal */
     return 0;
+}
+
+int gt_cu_current_ctx(CUcontext *ctx, int *ordinal, char *err, size_t errlen)
+{
+    CUcontext c = NULL;
+    CUresult r;
+    const gt_cu_drv *d = gt_cu_drv_get(err, errlen);
+    if (!d)
+        return -1;
+    if ((r = d->ctx_get_current(&c)) != CUDA_SUCCESS) {
+        gt_cu_drv_err(d, r, "cuCtxGetCurrent", err, errlen);
+        return -1;
+    }
+    if (!c) {
+        snprintf(err, errlen, "cuda: no current CUDA context");
+        return -1;
+    }
+    *ctx = c;
+    return gt_cu_current_device(ordinal, err, errlen);
+}
+
+int gt_cu_ctx_enter(CUcontext ctx, CUcontext *prev, char *err, size_t errlen)
+{
+    CUcontext cur = NULL;
+    CUresult r;
+    const gt_cu_drv *d = gt_cu_drv_get(err, errlen);
+    *prev = ctx;
+    if (!d)
+        return -1;
+    if ((r = d->ctx_get_current(&cur)) != CUDA_SUCCESS) {
+        gt_cu_drv_err(d, r, "cuCtxGetCurrent", err, errlen);
+        return -1;
+    }
+    if (cur == ctx)
+        return 0; /* the common case: one driver call */
+    if ((r = d->ctx_set_current(ctx)) != CUDA_SUCCESS) {
+        gt_cu_drv_err(d, r, "making the plan's context current (cuCtxSetCurrent)", err, errlen);
+        return -1;
+    }
+    /* a thread that had none keeps ctx, as the runtime would have bound one */
+    if (cur)
+        *prev = cur;
+    return 0;
+}
+
+void gt_cu_ctx_leave(CUcontext ctx, CUcontext prev)
+{
+    char err[256];
+    const gt_cu_drv *d = prev != ctx ? gt_cu_drv_get(err, sizeof err) : NULL;
+    /* nothing to report: prev was current a moment ago, setting it back can
+     * only fail with the driver itself gone */
+    if (d)
+        (void)d->ctx_set_current(prev);
+}
+
+int gt_cu_stream_in_ctx(CUstream stream, CUcontext ctx, int ordinal, char *err, size_t errlen)
+{
+    CUcontext s = NULL;
+    /* NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD: the current context's */
+    if ((uintptr_t)stream <= 2)
+        return 0;
+    char why[256];
+    const gt_cu_drv *d = gt_cu_drv_get(why, sizeof why);
+    if (!d || d->stream_get_ctx(stream, &s) != CUDA_SUCCESS || !s || s == ctx)
+        return 0;
+    snprintf(err, errlen,
+             "cuda: the stream belongs to another CUDA context than this plan's (made on device %d): "
+             "a stream of another GPU?",
+             ordinal);
+    return -1;
 }

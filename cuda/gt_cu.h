@@ -178,6 +178,7 @@ typedef struct gt_cu_drv {
     CUresult(CUDAAPI *ctx_get_device)(CUdevice *);
     CUresult(CUDAAPI *ctx_get_current)(CUcontext *);
     CUresult(CUDAAPI *ctx_set_current)(CUcontext);
+    CUresult(CUDAAPI *stream_get_ctx)(CUstream, CUcontext *);
     CUresult(CUDAAPI *device_get)(CUdevice *, int);
     CUresult(CUDAAPI *primary_ctx_retain)(CUcontext *, CUdevice);
     CUresult(CUDAAPI *device_get_attribute)(int *, CUdevice_attribute, CUdevice);
@@ -218,6 +219,27 @@ int gt_cu_current_sm(int *sm, char *err, size_t errlen);
 int gt_cu_bind_device(int ordinal, char *err, size_t errlen);
 /* The ordinal of the current context's device in *ordinal; 0, or -1 with err. */
 int gt_cu_current_device(int *ordinal, char *err, size_t errlen);
+/* The calling thread's current context and its device's ordinal; 0, or -1
+ * with err (no driver, no current context). */
+int gt_cu_current_ctx(CUcontext *ctx, int *ordinal, char *err, size_t errlen);
+/* Makes ctx (the one a plan or module was made in) current for a call that
+ * uses it: on a thread with no context it stays current, as
+ * gt_cu_bind_device does; on a thread whose current context is another (a
+ * second GPU's: PyTorch switches devices per tensor, not per library call)
+ * the previous one is kept in *prev for gt_cu_ctx_leave. Launching a
+ * function of one context, or cuBLASLt's kernels for a handle of one device,
+ * while another is current fails with CUDA_ERROR_INVALID_HANDLE at best and
+ * runs on the wrong GPU at worst. 0, or -1 with err. */
+int gt_cu_ctx_enter(CUcontext ctx, CUcontext *prev, char *err, size_t errlen);
+/* Puts back what gt_cu_ctx_enter replaced (nothing when it replaced none). */
+void gt_cu_ctx_leave(CUcontext ctx, CUcontext prev);
+/* Whether stream belongs to ctx: 0 when it does, when it is one of the
+ * default streams (NULL, legacy, per-thread: the current context's, which
+ * gt_cu_ctx_enter made ctx), or when the driver cannot say (a stream handle
+ * it does not answer for is left to the launch to refuse); -1 with err naming
+ * ordinal when the driver says it is another context's stream (a stream of
+ * another GPU: the kernels would be queued behind that GPU's work). */
+int gt_cu_stream_in_ctx(CUstream stream, CUcontext ctx, int ordinal, char *err, size_t errlen);
 
 /* ---- modules and launches (module.c) ------------------------------------------------ */
 

@@ -270,7 +270,10 @@ GT_DB_API int gt_db_kernel_cuda_load(const gt_db_kernel *k, gt_db_module *m, cha
 GT_DB_API void gt_db_kernel_cuda_unload(gt_db_module *m);
 /* Enqueues k's launches on stream (a CUstream or cudaStream_t; NULL: the
  * default stream) with these device pointers, as gt_db_kernel_args
- * describes them. No synchronisation. 0, or -1 with the driver's error. */
+ * describes them. The context m was loaded in must be current on the
+ * calling thread (in a multi-GPU program, its device's: cudaSetDevice); a
+ * plan (gt_db_plan_run) makes its own current by itself. No
+ * synchronisation. 0, or -1 with the driver's error. */
 GT_DB_API int gt_db_kernel_cuda_launch(const gt_db_kernel *k, const gt_db_module *m,
                                        struct CUstream_st *stream, const void *a, const void *b,
                                        const void *c, const void *bias, void *d, void *workspace,
@@ -311,7 +314,10 @@ GT_DB_API int gt_db_kernel_cuda_launch_scaled(const gt_db_kernel *k, const gt_db
  * for a generated winner the kernel (gt_db_kernel_get) compiled with NVRTC
  * and loaded (gt_db_kernel_cuda_load). Plans are made in the calling
  * thread's current CUDA context (the device's primary context of a CUDA
- * runtime program, once the runtime has touched it) and run there.
+ * runtime program, once the runtime has touched it) and run there:
+ * gt_db_plan_run makes that context current for the call whichever one the
+ * thread has (a multi-GPU program's other device, or none) and puts the
+ * caller's back.
  * Builds without CUDA define these functions too: they return GT_DB_EINVAL
  * with "built without CUDA". */
 typedef struct gt_db_plan gt_db_plan;
@@ -335,7 +341,9 @@ GT_DB_API void gt_db_plan_workspace(const gt_db_plan *p, size_t *bytes, int *zer
  * gt_db_plan_workspace says. A, B, C and D must be aligned as the tuned algo
  * requires (checked here: an error, never a cuBLASLt fault). flags:
  * GT_DB_LAUNCH_* (1 = chained) for a generated kernel, ignored for cuBLASLt.
- * No synchronisation. GT_DB_OK, or GT_DB_EINVAL with the reason in err.
+ * No synchronisation. The stream must be one of the plan's context (its
+ * device's): another context's stream is refused (GT_DB_EINVAL). GT_DB_OK,
+ * or GT_DB_EINVAL with the reason in err.
  * Thread safety: any number of threads may run one plan; the per-call
  * pointers written into the cuBLASLt descriptor are guarded by the plan's
  * mutex up to the enqueue. */

@@ -28,8 +28,9 @@
 
 struct gt_db_plan {
     int generated;
-    int device; /* the ordinal of the device it was made on: gt_db_plan_run binds its primary
-                 * context on a thread that has none */
+    int device;    /* the ordinal of the device it was made on, for messages */
+    CUcontext ctx; /* the context it was made in (its module, cuBLASLt handle, workspace
+                    * checks): gt_db_plan_run makes it current for the call */
     /* cuBLASLt */
     cublasLtHandle_t lt;
     gt_cu_map map;
@@ -214,7 +215,7 @@ int gt_db_plan_create(gt_db *db, const gt_gemm_desc *d, const char *device_model
         snprintf(err, errlen, "out of memory");
         return GT_DB_EINVAL;
     }
-    if (gt_cu_current_device(&p->device, err, errlen) != 0) {
+    if (gt_cu_current_ctx(&p->ctx, &p->device, err, errlen) != 0) {
         rc = GT_DB_EINVAL;
         goto fail;
     }
@@ -321,21 +322,32 @@ int gt_db_plan_run(gt_db_plan *p, void *stream, const void *a, const void *b, co
         snprintf(err, errlen, "invalid argument");
         return GT_DB_EINVAL;
     }
-    /* a thread whose only GPU work is this call has no current context (the runtime
-     * binds one lazily, at a runtime call this thread may never have made) */
-    if (gt_cu_bind_device(p->device, err, errlen) != 0)
+    /* The plan's own context for the call: a thread whose only GPU work is this call has
+     * none (the runtime binds one lazily, at a runtime call this thread may never have
+     * made), and a thread of a multi-GPU program may have another GPU's current (PyTorch
+     * sets the device per tensor, around its own kernels, and a call on cuda:1 may come
+     * while cuda:0 is current): a function of this plan's module, or cuBLASLt's kernels
+     * for its handle, launched then fail or run on the wrong GPU. The previous context is
+     * current again on return. */
+    CUcontext prev;
+    if (gt_cu_ctx_enter(p->ctx, &prev, err, errlen) != 0)
         return GT_DB_EINVAL;
-    if (p->cutlass)
-        return run_cutlass(p, stream, a, b, d, workspace, err, errlen);
-    if (!p->generated)
-        return run_lt(p, stream, a, b, c, bias, d, scale_a, scale_b, scale_d, workspace, err,
-                      errlen);
+    int rc;
+    if (gt_cu_stream_in_ctx((CUstream)stream, p->ctx, p->device, err, errlen) != 0)
+        rc = GT_DB_EINVAL;
+    else if (p->cutlass)
+        rc = run_cutlass(p, stream, a, b, d, workspace, err, errlen);
+    else if (!p->generated)
+        rc = run_lt(p, stream, a, b, c, bias, d, scale_a, scale_b, scale_d, workspace, err, errlen);
     /* an fp8 kernel takes the scales as cuBLASLt does (scale_d: no fp8 D yet) */
-    if (gt_db_kernel_cuda_launch_scaled(p->k, &p->mod, (struct CUstream_st *)stream, a, b, c, bias,
-                                        d, scale_a, scale_b, workspace, (unsigned)flags, err,
-                                        errlen) != 0)
-        return GT_DB_EINVAL;
-    return GT_DB_OK;
+    else
+        rc = gt_db_kernel_cuda_launch_scaled(p->k, &p->mod, (struct CUstream_st *)stream, a, b, c,
+                                             bias, d, scale_a, scale_b, workspace, (unsigned)flags,
+                                             err, errlen) != 0
+                 ? GT_DB_EINVAL
+                 : GT_DB_OK;
+    gt_cu_ctx_leave(p->ctx, prev);
+    return rc;
 }
 
 void gt_db_plan_free(gt_db_plan *p)

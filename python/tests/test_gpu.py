@@ -383,17 +383,51 @@ def test_native_two_threads(tuned_db, torch_ext):
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
-def test_native_second_device(gemv_db, torch_ext):
-    path, _, _ = gemv_db
-    outs = {}
-    with torch.no_grad(), gt.use(path, native=True) as r:
+@pytest.mark.parametrize("native", [False, True], ids=["python", "native"])
+def test_second_device(tuned_db, native, request):
+    """Per-device modules and plans: the same tuned entry on cuda:0 and cuda:1, each
+    device's answer PyTorch's, eagerly, on a side stream of cuda:1, captured in a CUDA
+    graph on cuda:1 and replayed, and under torch.compile on cuda:1."""
+    if native:
+        request.getfixturevalue("torch_ext")
+    kind, path = tuned_db
+    outs, wants, mods = {}, {}, {}
+    torch._dynamo.reset()
+    with torch.no_grad():
         for dev in ("cuda:0", "cuda:1"):
             torch.manual_seed(0)
-            lin = torch.nn.Linear(4096, 4096, bias=False, device=dev, dtype=torch.bfloat16)
-            x = torch.randn(1, 4096, device=dev, dtype=torch.bfloat16)
-            outs[dev] = (lin(x), lin(x))
+            mods[dev] = (torch.nn.Linear(4096, 4096, bias=False, device=dev, dtype=torch.bfloat16),
+                         torch.randn(1, 4096, device=dev, dtype=torch.bfloat16))
+            wants[dev] = mods[dev][0](mods[dev][1])  # PyTorch's own answer, before use()
+    with torch.no_grad(), gt.use(path, native=native) as r:
+        assert (r.router.native is not None) == native, gt.native_status()
+        for dev in ("cuda:0", "cuda:1"):
+            lin, x = mods[dev]
+            outs[dev] = [lin(x)]
+            if dev == "cuda:1":
+                with torch.cuda.device(1):
+                    s = torch.cuda.Stream()
+                    s.wait_stream(torch.cuda.current_stream())
+                    with torch.cuda.stream(s):
+                        outs[dev].append(lin(x))
+                    torch.cuda.current_stream().wait_stream(s)
+                    # a capture stream of cuda:1's own: torch.cuda.graph's default one is made
+                    # once per process, on the device current then (cuda:0 after the tests
+                    # before), and its capture would see none of cuda:1's work
+                    g = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(g, stream=torch.cuda.Stream(device=1)):
+                        y = lin(x)
+                    y.zero_()
+                    g.replay()
+                    outs[dev].append(y)
+                    outs[dev].append(torch.compile(lambda t: lin(t))(x))
             torch.cuda.synchronize(dev)
         st = r.stats()
-    assert st == {"gemms": 4, "tuned_run": 4}, st
-    assert outs["cuda:1"][0].device.index == 1
+    # cuda:0 once; cuda:1 eager, on the side stream, the graph's capture (its replay is the
+    # GPU's) and the compiled call
+    assert st.get("tuned_run") == 5 and st.get("gemms") == 5, f"{kind}: {st}"
+    for dev, got in outs.items():
+        for i, o in enumerate(got):
+            assert o.device == torch.device(dev), (dev, i, o.device)
+            _close(o, wants[dev])
     _same(outs["cuda:1"][0].cpu(), outs["cuda:0"][0].cpu(), "cuda:1 vs cuda:0")

@@ -520,6 +520,73 @@ static const char *make_lt_export(const char *tag, const char *model, const char
 /* A winner (cfg, NULL: cuBLASLt's heuristic pick) through the plan API on this device:
  * created, run twice on the default stream with its workspace, D compared with a host
  * reference (exact bf16 inputs). */
+/* The driver calls the foreign-context check needs and libgemmtune does not
+ * (a second context, a stream of its own), from libcuda.so.1 as the library
+ * takes its own. */
+typedef int (*drv_ctx_create)(void **, unsigned, int);
+typedef int (*drv_ctx_ptr)(void *);
+typedef int (*drv_ctx_get)(void **);
+typedef int (*drv_stream_create)(void **, unsigned);
+static struct {
+    drv_ctx_create ctx_create;
+    drv_ctx_ptr ctx_destroy, ctx_set, stream_destroy;
+    drv_ctx_get ctx_get;
+    drv_stream_create stream_create;
+} g_drv;
+
+static int drv_load(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return -1;
+    g_drv.ctx_create = (drv_ctx_create)dlsym(h, "cuCtxCreate_v2");
+    g_drv.ctx_destroy = (drv_ctx_ptr)dlsym(h, "cuCtxDestroy_v2");
+    g_drv.ctx_set = (drv_ctx_ptr)dlsym(h, "cuCtxSetCurrent");
+    g_drv.ctx_get = (drv_ctx_get)dlsym(h, "cuCtxGetCurrent");
+    g_drv.stream_create = (drv_stream_create)dlsym(h, "cuStreamCreate");
+    g_drv.stream_destroy = (drv_ctx_ptr)dlsym(h, "cuStreamDestroy_v2");
+    return g_drv.ctx_create && g_drv.ctx_destroy && g_drv.ctx_set && g_drv.ctx_get && g_drv.stream_create &&
+                   g_drv.stream_destroy
+               ? 0
+               : -1;
+}
+
+/* A plan made in the primary context, run while another context of the same
+ * GPU is current (what a call on cuda:1 meets while PyTorch has cuda:0
+ * current): it runs in its own context, writes D (poisoned first; the caller
+ * checks it against the host reference), and leaves the caller's context
+ * current; a stream of that other context is refused with the reason rather
+ * than queued there. 0 when D was written by the run here. */
+static int plan_foreign_ctx(gt_db_plan *plan, void *da, void *dbuf, void *dd, size_t nd, void *ws)
+{
+    char err[512];
+    void *primary = NULL, *other = NULL, *cur = NULL, *s2 = NULL;
+    int ok = drv_load() == 0 && g_drv.ctx_get(&primary) == 0 && primary &&
+             cudaMemset(dd, 0xff, nd * 2) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess &&
+             g_drv.ctx_create(&other, 0, 0) == 0 && other;
+    CHECK_MSG(ok, "a second context on device 0");
+    if (!ok)
+        return -1;
+    int rc = gt_db_plan_run(plan, NULL, da, dbuf, NULL, NULL, dd, NULL, NULL, NULL, ws, 0, err, sizeof err);
+    CHECK_MSG(rc == GT_DB_OK, "run while another context is current: %s", err);
+    CHECK(g_drv.ctx_get(&cur) == 0 && cur == other);
+    int written = rc == GT_DB_OK;
+    if (g_drv.stream_create(&s2, 0) == 0) {
+        rc = gt_db_plan_run(plan, s2, da, dbuf, NULL, NULL, dd, NULL, NULL, NULL, ws, 0, err, sizeof err);
+        CHECK_MSG(rc == GT_DB_EINVAL && strstr(err, "another CUDA context"),
+                  "a stream of another context: rc %d, %s", rc, err);
+        CHECK(g_drv.ctx_get(&cur) == 0 && cur == other);
+        g_drv.stream_destroy(s2);
+    } else {
+        CHECK_MSG(0, "cuStreamCreate in the second context");
+    }
+    CHECK(g_drv.ctx_destroy(other) == 0);
+    CHECK(g_drv.ctx_set(primary) == 0);
+    fprintf(stderr, "     GPU: the plan ran in its own context while another was current, and refused "
+                    "that context's stream\n");
+    return written ? 0 : -1;
+}
+
 static void plan_gpu_one(const char *tag, const char *winner, int64_t m, int64_t n, int64_t kk)
 {
     char err[512], cfg[512];
@@ -572,6 +639,8 @@ static void plan_gpu_one(const char *tag, const char *winner, int64_t m, int64_t
     if (ok && wsb)
         CHECK(gt_db_plan_run(plan, NULL, da, dbuf, NULL, NULL, dd, NULL, NULL, NULL, NULL, 0, err,
                              sizeof err) == GT_DB_EINVAL && err[0]);
+    /* the last run, the D checked below: while another context is current */
+    ok = ok && plan_foreign_ctx(plan, da, dbuf, dd, nd, ws) == 0;
     ok = ok && cudaDeviceSynchronize() == cudaSuccess &&
          cudaMemcpy(hd, dd, nd * 2, cudaMemcpyDeviceToHost) == cudaSuccess;
     CHECK(ok);

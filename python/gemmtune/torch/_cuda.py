@@ -87,9 +87,12 @@ class _KernelPlan:
         lib = _lib.load()
         err = ctypes.create_string_buffer(512)
         ws = self.workspace(stream)
-        rc = lib.gt_db_kernel_cuda_launch_ex(
-            self.k, ctypes.byref(self.mod), stream, a, b, c, bias, d, ws, flags, err, len(err)
-        )
+        # the module's functions launch only in its context: this device's, which a call on
+        # another GPU's tensors need not find current (a plan switches by itself)
+        with torch.cuda.device(self.device):
+            rc = lib.gt_db_kernel_cuda_launch_ex(
+                self.k, ctypes.byref(self.mod), stream, a, b, c, bias, d, ws, flags, err, len(err)
+            )
         if rc != 0:
             raise RuntimeError(f"gt_db_kernel_cuda_launch: {err.value.decode(errors='replace')}")
 
