@@ -354,6 +354,11 @@ void gt_db_plan_free(gt_db_plan *p)
 {
     if (!p)
         return;
+    /* the module is unloaded from, and the handle's resources freed in, the plan's own
+     * context: a multi-GPU program frees a cuda:1 plan with whichever device current */
+    char why[256];
+    CUcontext prev = NULL;
+    int entered = p->ctx && gt_cu_ctx_enter(p->ctx, &prev, why, sizeof why) == 0;
     if (p->generated) {
         gt_db_kernel_cuda_unload(&p->mod);
         gt_db_kernel_free(p->k);
@@ -364,6 +369,8 @@ void gt_db_plan_free(gt_db_plan *p)
         gt_cu_desc_destroy(&p->desc);
     if (p->lt)
         (void)cublasLtDestroy(p->lt); /* teardown: nothing to undo on failure */
+    if (entered)
+        gt_cu_ctx_leave(p->ctx, prev);
     if (p->have_lock)
         (void)pthread_mutex_destroy(&p->lock);
     free(p);
