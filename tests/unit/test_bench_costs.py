@@ -7,19 +7,11 @@ worker/runner.c writes."""
 
 import os
 import sqlite3
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from _bench_check import check, done  # bench/ on the import path first
+
 import gt_service  # noqa: E402
-
-fails = 0
-
-
-def check(what, ok):
-    global fails
-    print(("ok   " if ok else "FAIL ") + what)
-    fails += not ok
 
 
 with tempfile.TemporaryDirectory() as d:
@@ -64,4 +56,4 @@ with tempfile.TemporaryDirectory() as d:
     check("a GEMM's bins: 10900 / 10000 is within 10 %", b.get("timed_fully") == [1, 0, 1, 0, 0, 0])
     check("a missing database: an empty answer", gt_service.screen_by_gemm(os.path.join(d, "none.db"), log) == {})
 
-sys.exit(1 if fails else 0)
+done()

@@ -4,20 +4,9 @@ names, batched GEMMs' work counted per batch times the batch. Issue 18: an fp8 l
 crashed the script (int('f8e4m3')), and a batched GEMM's TFLOP/s and % of roofline left
 out its batch count."""
 
-import os
-import sys
+from _bench_check import check, done  # bench/ on the import path first
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 import cuda_service  # noqa: E402
-
-fails = 0
-
-
-def check(what, ok):
-    global fails
-    print(("ok   " if ok else "FAIL ") + what)
-    fails += not ok
-
 
 lab, m, n, k, b, flops, byts = cuda_service.label_work("bf16 TN 4096x1x4096")
 check("bf16: short label", lab == "4096x1x4096")
@@ -47,4 +36,4 @@ check("family: not JSON", cuda_service.family("{") == "?")
 lab, m, n, k, b, flops, byts = cuda_service.label_work("f32 NN 2048x64x1")
 check("f32: 4-byte elements", byts == 4.0 * (2048 + 64 + 2048 * 64))
 
-sys.exit(1 if fails else 0)
+done()
