@@ -423,20 +423,6 @@ static int draw_pair(enum_state *e, const gt_cu_map *m, const gt_problem *p, con
     return 0;
 }
 
-/* The enumerated configs into e->found: every pair's, in order, when want
- * is unbounded; else, after a first pass that finds the pairs that exist
- * for the problem (one or two checks each), every config of those when
- * they are no more than `want`, or else one config from each of `want` of
- * them, evenly strided over them, drawn by draw_pair (a pair whose configs
- * are all refused, by the workspace limit or as the heuristic's own,
- * passes its turn to the next). A run with the exhaustive strategy screens only its budget's head
- * of the list (gt_plan_enum_keep), tens of enumerated configs: checking all
- * ~10^5 configs to keep an evenly strided few cost 0.1-1 s of CPU per
- * problem, a fifth of a 25-GEMM run's enumeration time, and jobs that ran
- * several per host slower still. The sample keeps the spread over algo
- * ids, tiles and stages; within a pair the config is drawn at random
- * (seeded by the pair's position), so cluster shape, swizzle and split-K
- * vary across it. */
 /* Appends up to want configs drawn from the live pairs idx[0..n) to keep: evenly strided
  * over the pairs, one config of each (a pair that gives none passes its turn on); with
  * more room than pairs, several distinct configs of each (other cluster shapes, swizzles,
@@ -486,6 +472,20 @@ static int draw_strided(enum_state *e, const gt_cu_map *m, const gt_problem *p, 
     return 0;
 }
 
+/* The enumerated configs into e->found: every pair's, in order, when want
+ * is unbounded; else, after a first pass that finds the pairs that exist
+ * for the problem (one or two checks each), every config of those when
+ * they are no more than `want`, or else a sample of `want` configs: three
+ * quarters of it from the pairs of the heuristic's algo ids, the rest from
+ * the others, each part evenly strided over its pairs by draw_strided. A
+ * run with the exhaustive strategy screens only its budget's head of the
+ * list (gt_plan_enum_keep), tens of enumerated configs: checking all
+ * ~10^5 configs to keep an evenly strided few cost 0.1-1 s of CPU per
+ * problem, a fifth of a 25-GEMM run's enumeration time, and jobs that ran
+ * several per host slower still. The sample keeps the spread over algo
+ * ids, tiles and stages; within a pair the config is drawn at random
+ * (seeded by the pair's position), so cluster shape, swizzle and split-K
+ * vary across it. */
 static int enum_configs(enum_state *e, const gt_cu_map *m, const gt_problem *p, const pairvec *pv,
                         size_t want)
 {
