@@ -114,18 +114,29 @@ int gt_cu_current_sm(int *sm, char *err, size_t errlen)
     return 0;
 }
 
-int gt_cu_bind_device(int ordinal, char *err, size_t errlen)
+/* The driver table and the calling thread's current context (NULL: none) in
+ * *d and *ctx; 0, or -1 with err. */
+static int current(const gt_cu_drv **d, CUcontext *ctx, char *err, size_t errlen)
 {
-    CUcontext ctx = NULL;
-    CUdevice dev;
     CUresult r;
-    const gt_cu_drv *d = gt_cu_drv_get(err, errlen);
-    if (!d)
+    *ctx = NULL;
+    if (!(*d = gt_cu_drv_get(err, errlen)))
         return -1;
-    if ((r = d->ctx_get_current(&ctx)) != CUDA_SUCCESS) {
-        gt_cu_drv_err(d, r, "cuCtxGetCurrent", err, errlen);
+    if ((r = (*d)->ctx_get_current(ctx)) != CUDA_SUCCESS) {
+        gt_cu_drv_err(*d, r, "cuCtxGetCurrent", err, errlen);
         return -1;
     }
+    return 0;
+}
+
+int gt_cu_bind_device(int ordinal, char *err, size_t errlen)
+{
+    CUcontext ctx;
+    CUdevice dev;
+    CUresult r;
+    const gt_cu_drv *d;
+    if (current(&d, &ctx, err, errlen) != 0)
+        return -1;
     if (ctx)
         return 0;
     /* The retained reference is never released: the runtime keeps the
@@ -157,15 +168,10 @@ int gt_cu_current_device(int *ordinal, char *err, size_t errlen)
 
 int gt_cu_current_ctx(CUcontext *ctx, int *ordinal, char *err, size_t errlen)
 {
-    CUcontext c = NULL;
-    CUresult r;
-    const gt_cu_drv *d = gt_cu_drv_get(err, errlen);
-    if (!d)
+    CUcontext c;
+    const gt_cu_drv *d;
+    if (current(&d, &c, err, errlen) != 0)
         return -1;
-    if ((r = d->ctx_get_current(&c)) != CUDA_SUCCESS) {
-        gt_cu_drv_err(d, r, "cuCtxGetCurrent", err, errlen);
-        return -1;
-    }
     if (!c) {
         snprintf(err, errlen, "cuda: no current CUDA context");
         return -1;
@@ -176,16 +182,12 @@ int gt_cu_current_ctx(CUcontext *ctx, int *ordinal, char *err, size_t errlen)
 
 int gt_cu_ctx_enter(CUcontext ctx, CUcontext *prev, char *err, size_t errlen)
 {
-    CUcontext cur = NULL;
+    CUcontext cur;
     CUresult r;
-    const gt_cu_drv *d = gt_cu_drv_get(err, errlen);
+    const gt_cu_drv *d;
     *prev = ctx;
-    if (!d)
+    if (current(&d, &cur, err, errlen) != 0)
         return -1;
-    if ((r = d->ctx_get_current(&cur)) != CUDA_SUCCESS) {
-        gt_cu_drv_err(d, r, "cuCtxGetCurrent", err, errlen);
-        return -1;
-    }
     if (cur == ctx)
         return 0; /* the common case: one driver call */
     if ((r = d->ctx_set_current(ctx)) != CUDA_SUCCESS) {
