@@ -111,6 +111,14 @@
  * on the H100: the lm_head GEMM's first result 3.2 s after its job began). */
 #define GT_RESULT_FLUSH_MS 1000.0
 
+/* A cuda final job whose baseline the screens timed under this many us runs
+ * in a fresh bench child (worker/gt_sup.h, fresh finals): a context that
+ * loaded seven modules or more launches 0.15-0.35 us slower per kernel, a
+ * share of the time that counts below about 100 us (0.35 %), and the final's
+ * uplift must hold where the export is re-timed. A longer final stays in the
+ * screening child, which saves the fresh one's prepare. */
+#define GT_FRESH_FINAL_MAX_US 100.0
+
 /* `gemmtune verify`: a re-timed uplift passes when it is within this
  * fraction of the stored one (|retimed / stored - 1| <= tolerance). */
 #define GT_VERIFY_TOLERANCE 0.02

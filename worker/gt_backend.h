@@ -96,6 +96,11 @@ typedef struct gt_backend {
     /* Returns -1 (with reason) when the backend cannot run p at all. */
     int (*prepare)(gt_bk_ctx *ctx, const gt_problem *p, gt_bk_prob **pp, char *err, size_t errlen);
     void (*unprepare)(gt_bk_prob *pp);
+    /* Optional: run once in a process opened ahead of its first job (the
+     * worker's spare, gt_sup.h), so that job does not pay the device's
+     * first-use costs (modules, libraries, the first queries) inside it.
+     * Loads no candidate; a failure is left to the job that meets it. */
+    void (*warm)(gt_bk_ctx *ctx);
     /* Optional: the job's configs (JSON array) are about to be built in
      * order: start what their builds will wait for (compiles). */
     void (*prefetch)(gt_bk_prob *pp, const struct cJSON *cands);

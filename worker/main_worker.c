@@ -236,6 +236,7 @@ static int serve(worker *w)
             idle_since = gt_mono_ms();
         } else if (!strcmp(type, GT_MSG_NONE)) {
             int ms = (int)gt_proto_int_or(r, "retry_ms", 10, 10000, 500);
+            gt_sup_idle(&w->sup);
             if (w->idle_exit_s > 0 && gt_mono_ms() - idle_since > w->idle_exit_s * 1000) {
                 gt_info("idle for %.0f s: exiting", w->idle_exit_s);
                 cJSON_Delete(r);
@@ -338,9 +339,9 @@ int main(int argc, char **argv)
     const char *backend = "cpu", *device = "0";
     gt_log_set_name("gemmtune-worker");
     enum { O_SERVER = 1, O_BACKEND, O_DEVICE, O_BATCH, O_TOKEN, O_IDLE, O_LEVEL, O_VERSION, O_HELP,
-           O_CTIMEOUT, O_CHILD, O_TLSCA };
+           O_CTIMEOUT, O_CHILD, O_TLSCA, O_WARM };
     const char *level = NULL;
-    int child_fd = -1;
+    int child_fd = -1, child_warm = 0;
     double cand_timeout = 60;
     static const struct option opts[] = {
         {"server", required_argument, 0, O_SERVER}, {"backend", required_argument, 0, O_BACKEND},
@@ -350,6 +351,7 @@ int main(int argc, char **argv)
         {"help", no_argument, 0, O_HELP},
         {"candidate-timeout", required_argument, 0, O_CTIMEOUT},
         {"bench-child", required_argument, 0, O_CHILD}, /* internal: the bench process */
+        {"bench-warm", no_argument, 0, O_WARM},         /* internal: a spare (gt_sup.h) */
         {"tls-ca", required_argument, 0, O_TLSCA},
         {0, 0, 0, 0}};
     int c;
@@ -363,6 +365,7 @@ int main(int argc, char **argv)
         case O_IDLE: w.idle_exit_s = atof(optarg); break;
         case O_CTIMEOUT: cand_timeout = atof(optarg); break;
         case O_CHILD: child_fd = atoi(optarg); break;
+        case O_WARM: child_warm = 1; break;
         case O_TLSCA: w.tls_ca = optarg; break;
         case O_LEVEL:
             level = optarg;
@@ -412,7 +415,7 @@ int main(int argc, char **argv)
          * (or kills it); SIGINT from a terminal goes to the supervisor. */
         signal(SIGINT, SIG_IGN);
         gt_log_set_name("gemmtune-bench");
-        return gt_sup_child_main(child_fd, w.bk, w.device);
+        return gt_sup_child_main(child_fd, w.bk, w.device, child_warm);
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -427,6 +430,13 @@ int main(int argc, char **argv)
     w.sup.cand_timeout_s = cand_timeout;
     w.sup.prep_timeout_s = cand_timeout * 10 > 600 ? cand_timeout * 10 : 600;
     w.sup.fd = -1;
+    w.sup.spare_fd = -1;
+    gt_str_init(&w.sup.spare_in);
+    /* fresh finals (gt_sup.h): on for cuda, where they were measured;
+     * GT_WORKER_FRESH_FINAL=0 turns them off, =all gives every final of
+     * any backend a fresh child (whatever its baseline's time) */
+    const char *ff = getenv("GT_WORKER_FRESH_FINAL");
+    w.sup.fresh_finals = !ff || !*ff ? !strcmp(w.bk->name, "cuda") : !strcmp(ff, "all") ? 2 : strcmp(ff, "0") != 0;
     gt_str_init(&w.sup.in);
     if (gt_sup_start(&w.sup, err, sizeof err)) {
         gt_err("cannot open %s device %d: %s", backend, w.device, err);

@@ -140,7 +140,7 @@ static cJSON *device_json(const gt_bk_device *d)
     return j;
 }
 
-int gt_sup_child_main(int fd, const gt_backend *bk, int device)
+int gt_sup_child_main(int fd, const gt_backend *bk, int device, int warm)
 {
     char err[256];
     gt_bk_ctx *ctx = NULL;
@@ -162,6 +162,10 @@ int gt_sup_child_main(int fd, const gt_backend *bk, int device)
     if (!dj)
         return 1;
     cJSON_AddItemToObject(hello, "device", dj);
+    /* a spare warms up before its hello: the supervisor reads that when
+     * the final comes, and a spare still warming is still starting */
+    if (warm && bk->warm)
+        bk->warm(ctx);
     int rc = write_msg(fd, hello);
     cJSON_Delete(hello);
     gt_runner r = {.bk = bk, .ctx = ctx, .emit = child_emit, .emit_ctx = &fd};
@@ -215,7 +219,9 @@ static void close_child(gt_sup *s, int *status)
         s->in.s[0] = '\0';
 }
 
-int gt_sup_start(gt_sup *s, char *err, size_t errlen)
+/* Forks and execs the bench child into s->pid and s->fd; its hello is read
+ * by hello(). warm: a spare, which warms its device up before its hello. */
+static int spawn(gt_sup *s, int warm, char *err, size_t errlen)
 {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -247,13 +253,20 @@ int gt_sup_start(gt_sup *s, char *err, size_t errlen)
         snprintf(devarg, sizeof devarg, "%d", s->device);
         char *argv[] = {"gemmtune-worker", "--bench-child", fdarg, "--backend", s->backend,
                         "--device", devarg, "--log-level",
-                        (char *)(s->log_level ? s->log_level : "info"), NULL};
+                        (char *)(s->log_level ? s->log_level : "info"),
+                        warm ? "--bench-warm" : NULL, NULL};
         execv("/proc/self/exe", argv);
         _exit(127);
     }
     close(sv[1]);
     s->pid = pid;
     s->fd = sv[0];
+    return 0;
+}
+
+/* Reads the child's hello and takes the device from it. */
+static int hello(gt_sup *s, char *err, size_t errlen)
+{
     int why = 0, status;
     cJSON *hello = read_msg(s->fd, &s->in, (int)(s->prep_timeout_s * 1000), NULL, &why);
     const cJSON *dev = hello ? cJSON_GetObjectItemCaseSensitive(hello, "device") : NULL;
@@ -291,11 +304,151 @@ int gt_sup_start(gt_sup *s, char *err, size_t errlen)
     return 0;
 }
 
+int gt_sup_start(gt_sup *s, char *err, size_t errlen)
+{
+    return spawn(s, 0, err, errlen) != 0 ? -1 : hello(s, err, errlen);
+}
+
+/* The spare and the child change places (the spare's slots are the main
+ * child's fields while it is used or started). */
+static void swap_spare(gt_sup *s)
+{
+    pid_t p = s->pid;
+    s->pid = s->spare_pid;
+    s->spare_pid = p;
+    int f = s->fd;
+    s->fd = s->spare_fd;
+    s->spare_fd = f;
+    gt_str t = s->in;
+    s->in = s->spare_in;
+    s->spare_in = t;
+}
+
+/* Starts a spare when fresh finals are on and none is there: it opens its
+ * device while the screening child works, so a final does not wait for it. */
+static void spare_start(gt_sup *s)
+{
+    char err[256];
+    if (!s->fresh_finals || s->spare_pid > 0)
+        return;
+    swap_spare(s);
+    if (spawn(s, 1, err, sizeof err) != 0)
+        gt_warn("spare bench process: %s (finals run in the screening one)", err);
+    swap_spare(s);
+}
+
+/* Reaps the used spare if it has ended (block 0), or waits for it to (1:
+ * killed after a grace time, as it may hang in a GPU gone bad). */
+static void reap_dying(gt_sup *s, int block)
+{
+    int status;
+    for (int i = 0; s->dying_pid > 0; i++) {
+        if (waitpid(s->dying_pid, &status, WNOHANG) != 0) {
+            s->dying_pid = 0; /* ended (or, -1, no child of ours any more) */
+            return;
+        }
+        if (!block)
+            return;
+        if (i == 100) { /* 2 s */
+            kill(s->dying_pid, SIGKILL);
+            waitpid(s->dying_pid, &status, 0);
+            s->dying_pid = 0;
+            return;
+        }
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void gt_sup_idle(gt_sup *s) { reap_dying(s, 0); }
+
+static void spare_stop(gt_sup *s)
+{
+    int status;
+    swap_spare(s);
+    close_child(s, &status);
+    swap_spare(s);
+    s->spare_ready = 0;
+}
+
 void gt_sup_stop(gt_sup *s)
 {
     int status;
     close_child(s, &status);
     gt_str_free(&s->in);
+    spare_stop(s);
+    gt_str_free(&s->spare_in);
+    reap_dying(s, 1);
+}
+
+/* Whether a final job runs in a fresh child: its baseline as the screens
+ * timed it is short enough for the per-launch cost to count (none known:
+ * yes). */
+static int wants_fresh(const gt_sup *s, const cJSON *job)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(job, "timing");
+    const cJSON *b = t ? cJSON_GetObjectItemCaseSensitive(t, "baseline_ref_us") : NULL;
+    return s->fresh_finals == 2 ||
+           (s->fresh_finals && (!cJSON_IsNumber(b) || b->valuedouble < GT_FRESH_FINAL_MAX_US));
+}
+
+/* Waits for the spare's hello: its warm-up is over and it sits idle until
+ * its job. A spare that fails is closed (finals then run in the screening
+ * child until the next one starts). */
+static void spare_wait(gt_sup *s, long long job_id)
+{
+    char err[256];
+    if (s->spare_pid <= 0 || s->spare_ready)
+        return;
+    swap_spare(s);
+    int rc = hello(s, err, sizeof err); /* on failure it closed it */
+    swap_spare(s);
+    if (rc != 0)
+        gt_warn("job %lld: spare bench process: %s (the final runs in the screening one)", job_id, err);
+    s->spare_ready = rc == 0;
+}
+
+/* Before a final: no other process of ours works the GPU during its rounds
+ * (the last used spare ended, the spare idle); then, for a fresh final, the
+ * spare takes the child's place: 1 when it did (the screening child waits
+ * in the spare's), 0 when the final runs in the screening child. */
+static int final_begin(gt_sup *s, int fresh, long long job_id)
+{
+    double t0 = gt_mono_ms();
+    if (fresh)
+        spare_start(s); /* the first final, or the last spare failed */
+    reap_dying(s, 1);
+    spare_wait(s, job_id);
+    if (!fresh || !s->spare_ready)
+        return 0;
+    swap_spare(s);
+    s->spare_ready = 0;
+    gt_info("job %lld: final phase in a fresh bench process (waited %.0f ms for it)", job_id, gt_mono_ms() - t0);
+    return 1;
+}
+
+/* After a final in the spare: it ends (its context goes with it), the
+ * screening child is the child again, and the next spare starts (again: 0
+ * when the worker is stopping). */
+static void end_spare(gt_sup *s, int again)
+{
+    /* its input closed, it logs the job's cost line and leaves by itself,
+     * not waited for: the next job does not wait for its context's
+     * teardown (reaped while the worker idles, or before the next final) */
+    reap_dying(s, 1);
+    if (s->fd >= 0)
+        close(s->fd);
+    s->fd = -1;
+    s->dying_pid = s->pid;
+    s->pid = 0;
+    gt_str_free(&s->in);
+    swap_spare(s);
+    gt_str_init(&s->spare_in);
+    s->spare_fd = -1;
+    s->spare_pid = 0;
+    s->spare_ready = 0;
+    if (again)
+        spare_start(s);
 }
 
 /* Why the child is gone, for the failed candidate's reason. */
@@ -417,10 +570,14 @@ int gt_sup_run_job(gt_sup *s, const cJSON *job, gt_client *cl, int64_t worker_id
                  .job_id = cJSON_IsNumber(idj) ? gt_proto_int_or(job, "id", 0, 1LL << 53, -1) : -1,
                  .pending = cJSON_CreateArray()};
     cJSON *work = cJSON_Duplicate(job, 1);
-    int rc = -1, restarts = 0;
+    int rc = -1, restarts = 0, fresh = 0;
     const char *kind = cJSON_IsString(kj) ? kj->valuestring : "screen";
     if (!jr.pending || !work)
         goto out;
+    int final = !strcmp(kind, "final");
+    reap_dying(s, 0);
+    if (final)
+        fresh = final_begin(s, wants_fresh(s, job), jr.job_id);
     if (s->pid <= 0 && gt_sup_start(s, err, sizeof err)) {
         gt_err("%s", err);
         rc = flush(&jr, 1, err) < 0 ? -1 : 0;
@@ -428,6 +585,8 @@ int gt_sup_run_job(gt_sup *s, const cJSON *job, gt_client *cl, int64_t worker_id
     }
     if (send_job(s, work))
         goto child_died;
+    if (!final)
+        spare_start(s); /* opens its device while this screen runs */
     int inflight = -2; /* -2: preparing, -1: baseline, >= 0: candidate index */
     for (;;) {
         int why;
@@ -533,6 +692,8 @@ child_died : {
     rc = flush(&jr, 0, NULL) < 0 ? -1 : 1;
 }
 out:
+    if (fresh)
+        end_spare(s, !(stop && *stop));
     cJSON_Delete(jr.pending);
     cJSON_Delete(jr.baseline);
     cJSON_Delete(jr.extra);

@@ -378,7 +378,7 @@ void gt_cuda_gen_prepare(gt_bk_prob *pp)
     gt_gen_space s;
     gt_mma_space ms;
     pp->gen = calloc(1, sizeof *pp->gen);
-    if (pp->gen && space_of(pp->ctx, &pp->p, &s, &ms, err, sizeof err) == 0) {
+    if (pp->gen && !pp->ctx->warming && space_of(pp->ctx, &pp->p, &s, &ms, err, sizeof err) == 0) {
         precompile(pp->ctx, &pp->p, &s, &ms);
         gt_gen_space_free(&s);
         gt_mma_space_free(&ms);

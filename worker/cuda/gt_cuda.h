@@ -186,6 +186,7 @@ struct gt_bk_ctx {
                                   the first state read, NULL when it cannot be */
     int nvml_tried;
     char nvml_why[200];       /* why there is no NVML */
+    int warming;              /* cuda_warm's prepare: no generated-kernel compiles */
 };
 
 /* Exit status of a process ended by a sticky CUDA error (the bench child:
