@@ -178,14 +178,8 @@ int main(int argc, char **argv)
     if (argc - i < 4 || repeats < 1 || rounds < 1 || load < 0 || (strcmp(type, "bf16") && strcmp(type, "e4m3")))
         return usage();
     gt_problem p;
-    gt_problem_init(&p, atoll(argv[i]), atoll(argv[i + 1]), atoll(argv[i + 2]));
-    p.trans_a = 'T';
-    p.trans_b = 'N';
-    p.a_type = p.b_type = strcmp(type, "bf16") ? GT_DT_F8E4M3 : GT_DT_BF16;
-    p.c_type = p.d_type = GT_DT_BF16;
-    p.compute_type = p.scale_type = GT_DT_F32;
-    gt_problem_default_ld(&p);
-    gt_problem_finish(&p);
+    gt_problem_init_tn(&p, atoll(argv[i]), atoll(argv[i + 1]), atoll(argv[i + 2]),
+                       strcmp(type, "bf16") ? GT_DT_F8E4M3 : GT_DT_BF16, GT_DT_BF16);
 
     const gt_backend *bk = gt_bk_find("cuda");
     gt_bk_ctx *ctx = NULL;

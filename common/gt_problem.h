@@ -92,6 +92,10 @@ typedef struct gt_problem {
 /* Fills a problem with the defaults of a plain f32 NN GEMM of m x n x k with
  * tight leading dimensions; the parsers start from this. */
 void gt_problem_init(gt_problem *p, int64_t m, int64_t n, int64_t k);
+/* The decode layout of the benchmarks and warm-ups: TN (A stored k x m, B
+ * k x n), A and B of type ab, C and D of type cd, f32 compute and scale,
+ * tight leading dimensions, finished. */
+void gt_problem_init_tn(gt_problem *p, int64_t m, int64_t n, int64_t k, gt_dtype ab, gt_dtype cd);
 /* Sets tight leading dimensions (and batch strides) for the current sizes and
  * transposes, for logs that do not carry them. */
 void gt_problem_default_ld(gt_problem *p);

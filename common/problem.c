@@ -136,6 +136,16 @@ void gt_problem_init(gt_problem *p, int64_t m, int64_t n, int64_t k)
     gt_problem_default_ld(p);
 }
 
+void gt_problem_init_tn(gt_problem *p, int64_t m, int64_t n, int64_t k, gt_dtype ab, gt_dtype cd)
+{
+    gt_problem_init(p, m, n, k);
+    p->trans_a = 'T';
+    p->a_type = p->b_type = ab;
+    p->c_type = p->d_type = cd;
+    gt_problem_default_ld(p);
+    gt_problem_finish(p);
+}
+
 void gt_problem_default_ld(gt_problem *p)
 {
     /* Column-major: A is stored m x k (N) or k x m (T); B is k x n or n x k. */

@@ -27,13 +27,7 @@ double gt_st_mid(double *v, int n)
 static gt_problem shape(int64_t m, int64_t n, int64_t k)
 {
     gt_problem p;
-    gt_problem_init(&p, m, n, k);
-    p.trans_a = 'T';
-    p.trans_b = 'N';
-    p.a_type = p.b_type = p.c_type = p.d_type = GT_DT_BF16;
-    p.compute_type = p.scale_type = GT_DT_F32;
-    gt_problem_default_ld(&p);
-    gt_problem_finish(&p);
+    gt_problem_init_tn(&p, m, n, k, GT_DT_BF16, GT_DT_BF16);
     return p;
 }
 

@@ -227,9 +227,26 @@ static void test_fnuz_refused(void)
     CHECK(gt_gen_types_reason(&p, 1, err, sizeof err) == -1 && strstr(err, "f8e5m2fnuz"));
 }
 
+/* gt_problem_init_tn: the decode layout, leading dimensions and flops of
+ * the shape it was given; its JSON round trip keeps its key. */
+static void test_init_tn(void)
+{
+    gt_problem p;
+    gt_problem_init_tn(&p, 4096, 16, 1024, GT_DT_F8E4M3, GT_DT_BF16);
+    CHECK(p.trans_a == 'T' && p.trans_b == 'N');
+    CHECK(p.a_type == GT_DT_F8E4M3 && p.b_type == GT_DT_F8E4M3);
+    CHECK(p.c_type == GT_DT_BF16 && p.d_type == GT_DT_BF16);
+    CHECK(p.compute_type == GT_DT_F32 && p.scale_type == GT_DT_F32);
+    CHECK(p.lda == 1024 && p.ldb == 1024 && p.ldc == 4096 && p.ldd == 4096);
+    CHECK(p.flops == 2.0 * 4096 * 16 * 1024);
+    CHECK(p.alpha == 1.0 && p.beta == 0.0 && p.batch == 1 && p.call_count == 1);
+    roundtrip(&p);
+}
+
 int main(void)
 {
     RUN(test_roundtrips);
+    RUN(test_init_tn);
     RUN(test_hostile);
     RUN(test_fp8_types);
     RUN(test_key_unchanged);

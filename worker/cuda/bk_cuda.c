@@ -352,13 +352,7 @@ static void cuda_warm(gt_bk_ctx *ctx)
     gt_bk_prob *pp = NULL;
     gt_gpu_sample s;
     char err[256];
-    gt_problem_init(&p, 256, 16, 256);
-    p.trans_a = 'T';
-    p.trans_b = 'N';
-    p.a_type = p.b_type = p.c_type = p.d_type = GT_DT_BF16;
-    p.compute_type = p.scale_type = GT_DT_F32;
-    gt_problem_default_ld(&p);
-    gt_problem_finish(&p);
+    gt_problem_init_tn(&p, 256, 16, 256, GT_DT_BF16, GT_DT_BF16);
     ctx->warming = 1;
     int rc = gt_cuda_prepare(ctx, &p, &pp, err, sizeof err);
     ctx->warming = 0;
