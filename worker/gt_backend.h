@@ -42,6 +42,10 @@ typedef struct gt_bk_device {
      * (cpu) or could not read them. */
     int has_gen;
     gt_gen_dev gen;
+    /* 1: the device holds one process's context at a time (a GPU in
+     * exclusive-process or prohibited compute mode): the worker keeps no
+     * spare bench process on it (gt_sup.h) */
+    int one_context;
 } gt_bk_device;
 
 typedef struct gt_timing_opts {

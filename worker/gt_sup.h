@@ -47,7 +47,8 @@ typedef struct gt_sup {
      * runs while a spare starts or a used one ends: their GPU work (the
      * warm-up, a context's teardown) would share the GPU with its rounds
      * (a 448 us GEMM's uplift stored 2.5 % high when it did); the screens
-     * may overlap them. 0 (GT_WORKER_FRESH_FINAL=0
+     * may overlap them. None on a GPU that holds one context at a time
+     * (gt_bk_device.one_context). 0 (GT_WORKER_FRESH_FINAL=0
      * or another backend): finals in the screening child; 2
      * (GT_WORKER_FRESH_FINAL=all): every final in a fresh child. */
     int fresh_finals;
@@ -55,6 +56,7 @@ typedef struct gt_sup {
     int spare_fd;
     gt_str spare_in;
     int spare_ready;                /* its hello read: warmed up, idle until its job */
+    int spare_fails;                /* spares in a row that did not start (3: fresh finals off) */
     pid_t dying_pid;                /* a used spare that is ending, reaped later */
 } gt_sup;
 

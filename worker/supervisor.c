@@ -129,6 +129,10 @@ static cJSON *device_json(const gt_bk_device *d)
         cJSON_Delete(j);
         return NULL;
     }
+    if (j && d->one_context && !cJSON_AddTrueToObject(j, "one_context")) {
+        cJSON_Delete(j);
+        return NULL;
+    }
     if (j && d->has_gen) {
         cJSON *g = gt_gen_dev_to_json(&d->gen);
         if (!g || !cJSON_AddItemToObject(j, "gen_device", g)) {
@@ -151,6 +155,9 @@ int gt_sup_child_main(int fd, const gt_backend *bk, int device, int warm)
         return 1;
     cJSON *hello = cJSON_CreateObject();
     if (!hello || !cJSON_AddStringToObject(hello, "ev", "hello"))
+        return 1;
+    /* test-only: a spare that cannot start (tests/integration/test_fresh_finals.sh) */
+    if (warm && getenv("GT_TEST_SPARE_FAIL"))
         return 1;
     if (bk->open(device, &ctx, &dev, err, sizeof err)) {
         cJSON_AddStringToObject(hello, "error", err);
@@ -291,6 +298,7 @@ static int hello(gt_sup *s, char *err, size_t errlen)
         s->dev.mem_bytes = gt_proto_int_or(dev, "mem_bytes", 0, 1LL << 53, 0);
     if ((v = cJSON_GetObjectItemCaseSensitive(dev, "units")) && cJSON_IsNumber(v))
         s->dev.units = (int)gt_proto_int_or(dev, "units", 0, 1 << 30, 0);
+    s->dev.one_context = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dev, "one_context"));
     /* Our own child wrote it with gt_gen_dev_to_json: a refusal is a bug,
      * said in the log; the worker still serves, registering without it. */
     s->dev.has_gen = 0;
@@ -324,12 +332,17 @@ static void swap_spare(gt_sup *s)
     s->spare_in = t;
 }
 
+/* Spares that fail to start in a row before the worker stops starting them. */
+#define SPARE_FAILS_MAX 3
+
 /* Starts a spare when fresh finals are on and none is there: it opens its
  * device while the screening child works, so a final does not wait for it. */
 static void spare_start(gt_sup *s)
 {
     char err[256];
-    if (!s->fresh_finals || s->spare_pid > 0)
+    /* a GPU that holds one context at a time: a spare would hold the device
+     * the screening child needs when it restarts after a crash */
+    if (!s->fresh_finals || s->spare_pid > 0 || s->dev.one_context)
         return;
     swap_spare(s);
     if (spawn(s, 1, err, sizeof err) != 0)
@@ -401,11 +414,17 @@ static void spare_wait(gt_sup *s, long long job_id)
     if (s->spare_pid <= 0 || s->spare_ready)
         return;
     swap_spare(s);
+    gt_bk_device d = s->dev; /* hello takes the device from the spare's */
     int rc = hello(s, err, sizeof err); /* on failure it closed it */
+    s->dev = d;
     swap_spare(s);
-    if (rc != 0)
-        gt_warn("job %lld: spare bench process: %s (the final runs in the screening one)", job_id, err);
     s->spare_ready = rc == 0;
+    s->spare_fails = rc == 0 ? 0 : s->spare_fails + 1;
+    if (rc != 0)
+        gt_warn("job %lld: spare bench process: %s (the final runs in the screening one%s)", job_id, err,
+                s->spare_fails >= SPARE_FAILS_MAX ? "; fresh finals off after three spares in a row failed" : "");
+    if (s->spare_fails >= SPARE_FAILS_MAX)
+        s->fresh_finals = 0;
 }
 
 /* Before a final: no other process of ours works the GPU during its rounds

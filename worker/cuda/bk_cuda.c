@@ -217,6 +217,9 @@ static int cuda_open(int index, gt_bk_ctx **out, gt_bk_device *dev, char *err, s
     snprintf(dev->arch, sizeof dev->arch, "sm_%d%d", prop.major, prop.minor);
     dev->mem_bytes = (int64_t)prop.totalGlobalMem;
     dev->units = prop.multiProcessorCount;
+    int mode = cudaComputeModeDefault;
+    dev->one_context = cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, index) == cudaSuccess &&
+                       mode != cudaComputeModeDefault;
     /* Peak clocks (kHz) go with the versions: two GPUs of one model but other
      * clocks (power caps, SKUs) give other timings. */
     int sm_khz = 0, mem_khz = 0;
