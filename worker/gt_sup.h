@@ -39,8 +39,9 @@ typedef struct gt_sup {
      * started ahead (the spare) while the screening child works, and
      * ended after the job; the screening child, warm, takes the next one.
      * A CUDA context that has loaded seven modules or more launches every
-     * kernel 0.15-0.35 us slower from then on, unloaded or not (cuBLASLt's
-     * calls more than the generated kernels), so a final in the child that
+     * kernel 0.15-0.35 us slower from then on (cuBLASLt's calls more than
+     * the generated kernels; unloading the modules did not reliably undo
+     * it, a new process does), so a final in the child that
      * screened overstated the uplift of kernels of a few us by 2-4 %
      * against the process that re-times the export
      * (bench/results/h100_42_module_state.txt). No final, fresh or not,
