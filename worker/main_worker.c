@@ -65,7 +65,9 @@ static void usage(FILE *f)
             "  --exit-when-idle S  exit after S seconds without a job (default: run forever)\n"
             "  --candidate-timeout S  a candidate silent for S seconds is killed (default 60)\n"
             "  --log-level LEVEL   debug, info, warn, error\n"
-            "  --version, --help\n",
+            "  --version, --help\n"
+            "environment: GT_WORKER_FRESH_FINAL=0 runs cuda finals in the screening bench\n"
+            "  process (default: a short GEMM's final in a fresh one; all: every final)\n",
             GT_DEFAULT_WORKER_URL);
 }
 
