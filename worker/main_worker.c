@@ -67,7 +67,8 @@ static void usage(FILE *f)
             "  --log-level LEVEL   debug, info, warn, error\n"
             "  --version, --help\n"
             "environment: GT_WORKER_FRESH_FINAL=0 runs cuda finals in the screening bench\n"
-            "  process (default: a short GEMM's final in a fresh one; all: every final)\n",
+            "  process (default: a short GEMM's final in a fresh one, on cuda; 1: that on any\n"
+            "  backend; all: every final)\n",
             GT_DEFAULT_WORKER_URL);
 }
 
@@ -435,8 +436,9 @@ int main(int argc, char **argv)
     w.sup.spare_fd = -1;
     gt_str_init(&w.sup.spare_in);
     /* fresh finals (gt_sup.h): on for cuda, where they were measured;
-     * GT_WORKER_FRESH_FINAL=0 turns them off, =all gives every final of
-     * any backend a fresh child (whatever its baseline's time) */
+     * GT_WORKER_FRESH_FINAL=0 turns them off, =1 applies cuda's rule on
+     * any backend, =all gives every final a fresh child (whatever its
+     * baseline's time) */
     const char *ff = getenv("GT_WORKER_FRESH_FINAL");
     w.sup.fresh_finals = !ff || !*ff ? !strcmp(w.bk->name, "cuda") : !strcmp(ff, "all") ? 2 : strcmp(ff, "0") != 0;
     gt_str_init(&w.sup.in);

@@ -7,6 +7,7 @@
 # default gives the finals of short GEMMs a fresh process: a CUDA context that has loaded
 # many modules launches slower, which overstated small kernels' uplifts.) Then spares that
 # cannot start: the finals run in the screening process, and the worker gives up on spares.
+# Then cuda's rule (a fresh process for a final whose baseline is under 100 us) on the CPU.
 source "$(dirname "$0")/lib.sh"
 
 start_coordinator --lease-timeout 20
@@ -56,5 +57,26 @@ check "three spares failed, said so, and no final ran in one" \
   [ "$(grep -c 'final phase in a fresh bench process' "$T/w2.log")" = 0 ]
 check "then the worker turned fresh finals off, once" \
   [ "$(grep -c 'fresh finals off' "$T/w2.log")" = 1 ]
+kill -TERM "$WPID"
+for _ in $(seq 50); do kill -0 "$WPID" 2>/dev/null || break; sleep 0.2; done
+
+# GT_WORKER_FRESH_FINAL=1: cuda's default rule on any backend: a final gets a fresh process
+# exactly when the screens timed its GEMM's baseline under GT_FRESH_FINAL_MAX_US (100 us).
+# one GEMM of a few us and one of about a millisecond, on any machine
+cat >"$T/rule.log" <<'EOF_LOG'
+- {function: matmul, M: 128, N: 1, K: 128, lda: 128, ldb: 128, ldc: 128, ldd: 128, transA: T, transB: N, batch_count: 1, a_type: f32_r, b_type: f32_r, c_type: f32_r, d_type: f32_r, scale_type: f32_r, compute_type: c_f32_r, call_count: 10}
+- {function: matmul, M: 320, N: 256, K: 320, lda: 320, ldb: 320, ldc: 320, ldd: 320, transA: T, transB: N, batch_count: 1, a_type: f32_r, b_type: f32_r, c_type: f32_r, d_type: f32_r, scale_type: f32_r, compute_type: c_f32_r, call_count: 10}
+EOF_LOG
+GT_WORKER_FRESH_FINAL=1 start_worker w3
+submit "$T/rule.log" "name=rule&budget=4&shard_size=2&min_time_ms=1&repeats=3&ncpu=1"
+state=$(wait_run "$RUN" 400)
+check "the third run finished (state=$state)" [ "$state" = done ]
+want=$(jsonq "$T/run.json" "SELECT COALESCE(group_concat(l, ','), '') FROM (SELECT json_extract(e.value, '\$.label') l
+       FROM j, json_each(json_extract(j.x, '\$.best')) e WHERE json_extract(e.value, '\$.baseline_screen_us') < 100 ORDER BY l);")
+ids=$(sed -n 's/.*job \([0-9]*\): final phase in a fresh bench process.*/\1/p' "$T/w3.log" | paste -sd, -)
+got=$(sqlite3 "$DB" "SELECT COALESCE(group_concat(l, ','), '') FROM (SELECT p.label l FROM jobs j JOIN problems p ON p.id = j.problem_id
+       WHERE j.id IN (${ids:-0}) AND j.run_id = $RUN ORDER BY l)")
+check "fresh finals exactly for the GEMMs whose screen baseline is under 100 us ([$got] = [$want])" [ "$got" = "$want" ]
+check "of the two, the small GEMM's final was fresh and the large one's was not" [ "$got" = "f32 TN 128x1x128" ]
 
 finish
