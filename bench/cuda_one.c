@@ -141,7 +141,7 @@ static int usage(void)
 int main(int argc, char **argv)
 {
     const char *type = "bf16";
-    int repeats = 15, i = 1, graph = 0, rounds = 1, load = 0, nloads = 0, loads[32], touch = 0, ch_total = 0, ch_alive = 0;
+    int repeats = 15, i = 1, graph = 0, rounds = 1, nloads = 0, loads[32], touch = 0, ch_total = 0, ch_alive = 0;
     double min_ms = 2.0;
     for (; i < argc && !strncmp(argv[i], "--", 2); i += 2) {
         if (!strcmp(argv[i], "--graph")) {
@@ -170,12 +170,11 @@ int main(int argc, char **argv)
             for (const char *q = argv[i + 1]; *q && nloads < 32; q = strchr(q, ',') ? strchr(q, ',') + 1 : "")
                 if ((loads[nloads++] = atoi(q)) <= 0)
                     return usage();
-            load = nloads > 0;
         }
         else
             return usage();
     }
-    if (argc - i < 4 || repeats < 1 || rounds < 1 || load < 0 || (strcmp(type, "bf16") && strcmp(type, "e4m3")))
+    if (argc - i < 4 || repeats < 1 || rounds < 1 || (strcmp(type, "bf16") && strcmp(type, "e4m3")))
         return usage();
     gt_problem p;
     gt_problem_init_tn(&p, atoll(argv[i]), atoll(argv[i + 1]), atoll(argv[i + 2]),
@@ -229,7 +228,7 @@ int main(int argc, char **argv)
         cJSON_Delete(cfg);
     }
     /* rounds 0..rounds-1, then one after unloading what --load-modules loaded */
-    for (int r = 0; r < rounds + (load > 0 || ch_total > 0); r++) {
+    for (int r = 0; r < rounds + (nloads > 0 || ch_total > 0); r++) {
         if (r == rounds)
             unload_all(&xm);
         printf("round %d, %d extra modules loaded\n", r + 1, xm.n);
@@ -255,7 +254,7 @@ int main(int argc, char **argv)
             }
             int ok = 0, tried = 0;
             for (cJSON *e = cands ? cands->child : NULL; e && tried < touch; e = e->next) {
-                cJSON *cfg = cJSON_IsObject(e) && cJSON_GetObjectItem(e, "config") ? cJSON_GetObjectItem(e, "config") : e;
+                const cJSON *cfg = e; /* the enumeration's array holds the configs themselves */
                 gt_bk_cand *c = NULL;
                 double rel = -1;
                 if (gt_gen_family(cfg) != GT_FAM_CUBLASLT)
@@ -273,8 +272,8 @@ int main(int argc, char **argv)
             bad = 1;
             break;
         }
-        int want = load ? loads[r < nloads ? r : nloads - 1] : 0;
-        if (load && r < rounds - 1 && want > xm.n && load_more(&xm, want - xm.n, err, sizeof err) != 0) {
+        int want = nloads ? loads[r < nloads ? r : nloads - 1] : 0;
+        if (nloads && r < rounds - 1 && want > xm.n && load_more(&xm, want - xm.n, err, sizeof err) != 0) {
             fprintf(stderr, "gt-cuda-one: --load-modules: %s\n", err);
             bad = 1;
             break;
