@@ -461,10 +461,8 @@ static void end_spare(gt_sup *s, int again)
     s->dying_pid = s->pid;
     s->pid = 0;
     gt_str_free(&s->in);
-    swap_spare(s);
+    swap_spare(s); /* the spare's slots now hold the closed child's: fd -1, pid 0 */
     gt_str_init(&s->spare_in);
-    s->spare_fd = -1;
-    s->spare_pid = 0;
     s->spare_ready = 0;
     if (again)
         spare_start(s);
