@@ -13,6 +13,10 @@
 #        latencies at)
 #        MAX_TIME (120) STRACE (1: strace -c the coordinator for 5 s after the window)
 #        WRK_PATHS, WRK_DELAY_MS (0: wrk floods; D: each connection pauses D ms, a polling load), NO_WRK
+#        KEEP_DB, KEEP_LOG (files to copy the coordinator's database and log to at the end)
+#        TRACE (a file: every round trip of the window, gt-coord-bench --trace)
+#        ASYNC (0: a thread per simulated worker; 1: the workers stepped by nng's callbacks,
+#        a few threads in all: the load of remote workers without 256 threads on these cores)
 # --save writes what it prints to bench/results/coord_bench.txt.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,7 +35,7 @@ if [ "$SAVE" = 1 ]; then
   exec > >(tee "$ROOT/bench/results/coord_bench.txt") 2>&1
 fi
 WORKERS=${WORKERS:-4} BATCH=${BATCH:-16} DURATION=${DURATION:-20} GEMMS=${GEMMS:-200} RATE=${RATE:-0}
-BUDGET=${BUDGET:-256} SHARD=${SHARD:-64} MAX_TIME=${MAX_TIME:-120} STRACE=${STRACE:-1}
+BUDGET=${BUDGET:-256} SHARD=${SHARD:-64} MAX_TIME=${MAX_TIME:-120} STRACE=${STRACE:-1} ASYNC=${ASYNC:-0}
 
 if ! command -v wrk >/dev/null; then
   echo "installing wrk (Debian package)"
@@ -51,6 +55,7 @@ cleanup() {
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   if [ -n "${KEEP_DB:-}" ] && [ -f "$T/coord.db" ]; then cp "$T/coord.db" "$KEEP_DB"; fi
+  if [ -n "${KEEP_LOG:-}" ] && [ -f "$T/gemmtuned.log" ]; then cp "$T/gemmtuned.log" "$KEEP_LOG"; fi
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -72,7 +77,11 @@ WURL=$(sed -n 's/^worker=//p' "$T/ports")
 
 echo "# gt-coord-bench $(date -u +%Y-%m-%dT%H:%MZ), $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo "machine: $(nproc) CPU cores ($(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
-echo "NOTE: gemmtuned, $WORKERS simulated worker threads and wrk (2 threads) all share these $(nproc) cores;"
+if [ "$ASYNC" = 1 ]; then
+  echo "NOTE: gemmtuned, $WORKERS simulated workers (stepped by nng's callback threads) and wrk (2 threads) all share these $(nproc) cores;"
+else
+  echo "NOTE: gemmtuned, $WORKERS simulated worker threads and wrk (2 threads) all share these $(nproc) cores;"
+fi
 echo "      the numbers are what the coordinator achieves while competing with its own load generators."
 t0=$(date +%s.%N)
 code=$(curl -s -o "$T/submit.json" -w '%{http_code}' -X POST --data-binary @"$T/gemms.csv" \
@@ -106,8 +115,9 @@ if [ "${NO_WRK:-0}" != 1 ]; then
   WRK=$!
   PIDS+=("$WRK")
 fi
-"$BUILD/bench/gt-coord-bench" --server "$WURL" --db "$T/coord.db" --run "$RUN" --workers "$WORKERS" \
-  --batch "$BATCH" --duration "$DURATION" --max-time "$MAX_TIME" --rate "$RATE" &
+${LOAD_CPUS:+taskset -c $LOAD_CPUS} ${LOAD_NICE:+nice -n $LOAD_NICE} "$BUILD/bench/gt-coord-bench" --server "$WURL" --db "$T/coord.db" --run "$RUN" --workers "$WORKERS" \
+  --batch "$BATCH" --duration "$DURATION" --max-time "$MAX_TIME" --rate "$RATE" \
+  $([ "$ASYNC" = 1 ] && echo --async) ${TRACE:+--trace "$TRACE"} &
 BENCH=$!
 PIDS+=("$BENCH")
 # After the window: strace -c the coordinator for 5 s while the workers go on
