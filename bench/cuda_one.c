@@ -5,7 +5,8 @@
  *
  *   gt-cuda-one [--type bf16|e4m3] [--repeats N] [--min-ms T] [--graph]
  *               [--rounds R] [--load-modules L[,L2...]] [--lt-touch T]
- *               [--churn TOTAL,ALIVE] [--dummy-unroll U] M N K CONFIG...
+ *               [--churn TOTAL,ALIVE] [--dummy-unroll U] [--shift-mb S[,S2...]]
+ *               [--rotating-mb R] [--paired R] M N K CONFIG...
  *   ncu --kernel-name gt_mma --launch-skip 20 --launch-count 1 gt-cuda-one ...
  *
  * The problem is TN (A k x m, B k x n, column-major D), D bf16, f32
@@ -29,7 +30,15 @@
  *       and lazily loads) the first T cuBLASLt configs of the enumeration,
  *       as a screen does;
  *   --dummy-unroll U  the loaded kernel's loop steps (default 512: a 28 KB
- *       image on sm_90; 8192: 266 KB). */
+ *       image on sm_90; 8192: 266 KB).
+ * And one of where the buffers lie:
+ *   --shift-mb S[,S2...]  after the rounds, for each S: holds S MiB of device
+ *       memory, prepares the problem's buffers anew (so they land after it),
+ *       builds and times the list once, frees both.
+ * --rotating-mb R: the rotating input sets' total, as a log's "rotating"
+ * field asks (default: twice L2).
+ * --paired R: after the rounds, the list timed in R paired rounds as a final
+ * phase times its finalists against the baseline (the first config). */
 #include <cjson/cJSON.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -38,6 +47,7 @@
 #include <string.h>
 
 #include "gt_backend.h"
+#include "gt_bk_paired.h"
 #include "gt_cu.h"
 #include "gen_gemv.h"
 #include "gt_problem.h"
@@ -130,11 +140,148 @@ static void unload_all(extra_mods *x)
     x->n = 0;
 }
 
+/* Builds and validates each config of the list (argument "lib": the
+ * backend's baseline) into cs[]; prints one line each. 0, or 1 when any
+ * failed (its cs[] NULL). */
+static int build_list(const gt_backend *bk, gt_bk_ctx *ctx, gt_bk_prob *pp, const gt_problem *p,
+                      const char *const *args, int ncfg, gt_bk_cand **cs, cJSON **cands, cJSON **base)
+{
+    char err[512] = "";
+    int bad = 0;
+    for (int a = 0; a < ncfg; a++) {
+        cJSON *cfg = NULL;
+        double rel = -1;
+        if (!strcmp(args[a], "lib")) {
+            if (!*base && bk->enumerate(ctx, p, 0, cands, base, err, sizeof err) != 0) {
+                fprintf(stderr, "gt-cuda-one: enumerate: %s\n", err);
+                bad = 1;
+                continue;
+            }
+            cfg = cJSON_Duplicate(*base, 1);
+        } else {
+            cfg = cJSON_Parse(args[a]);
+        }
+        if (!cfg)
+            snprintf(err, sizeof err, "not JSON");
+        if (!cfg || bk->build(pp, cfg, &cs[a], err, sizeof err) != 0 ||
+            bk->validate(pp, cs[a], &rel, err, sizeof err) != 0) {
+            printf("FAIL %s: %s\n", args[a], err);
+            bad = 1;
+        } else {
+            printf("valid, err %.2e: %s\n", rel, args[a]);
+        }
+        cJSON_Delete(cfg);
+    }
+    return bad;
+}
+
+/* Times each built config of the list once (repeats x at least min_ms);
+ * prints one line each. 0, or 1 when any failed. */
+static int time_list(const gt_backend *bk, gt_bk_prob *pp, const gt_problem *p, const char *const *args,
+                     int ncfg, gt_bk_cand **cs, double min_ms, int repeats, int graph)
+{
+    char err[512] = "";
+    int bad = 0;
+    for (int a = 0; a < ncfg; a++) {
+        gt_timing t = {0};
+        gt_timing_opts o = {.min_time_ms = min_ms, .warmup = 3, .repeats = repeats, .graph = graph};
+        if (!cs[a])
+            continue;
+        if (bk->time(pp, cs[a], &o, &t, err, sizeof err) != 0) {
+            printf("FAIL %s: %s\n", args[a], err);
+            bad = 1;
+            continue;
+        }
+        printf("%10.3f us (min %.3f, spread %.3f, %d x %d calls)  %7.1f TFLOP/s  %s\n", t.median_us, t.min_us,
+               t.spread, t.repeats, t.iters, p->flops / (t.median_us * 1e-6) / 1e12, args[a]);
+    }
+    return bad;
+}
+
+/* --shift-mb: the list built and timed again in a fresh set of buffers
+ * allocated after a held block of `mb` MiB, so that they land elsewhere in
+ * the device's memory (another process's allocation history does the same). */
+static int shifted(const gt_backend *bk, gt_bk_ctx *ctx, const gt_problem *p, const char *const *args,
+                   int ncfg, int mb, double min_ms, int repeats, int graph, cJSON **cands, cJSON **base)
+{
+    char err[512] = "";
+    void *hold = NULL;
+    gt_bk_prob *pp = NULL;
+    int bad = 1;
+    gt_bk_cand **cs = calloc((size_t)ncfg, sizeof *cs);
+    if (!cs)
+        return 1;
+    if (mb > 0 && cudaMalloc(&hold, (size_t)mb << 20) != cudaSuccess) {
+        fprintf(stderr, "gt-cuda-one: --shift-mb %d: cudaMalloc failed\n", mb);
+        goto fail;
+    }
+    if (bk->prepare(ctx, p, &pp, err, sizeof err) != 0) {
+        fprintf(stderr, "gt-cuda-one: prepare after %d MiB: %s\n", mb, err);
+        goto fail;
+    }
+    printf("buffers after a held block of %d MiB\n", mb);
+    bad = build_list(bk, ctx, pp, p, args, ncfg, cs, cands, base);
+    bad |= time_list(bk, pp, p, args, ncfg, cs, min_ms, repeats, graph);
+    fflush(stdout);
+fail:
+    for (int a = 0; a < ncfg; a++)
+        if (cs[a])
+            bk->release(cs[a]);
+    free(cs);
+    if (pp)
+        bk->unprepare(pp);
+    if (hold)
+        (void)cudaFree(hold);
+    return bad;
+}
+
+/* --paired R: the list timed as the final phase and `gemmtune verify` time
+ * (worker/gt_bk_paired.h: R paired rounds in a shuffled order, one timing
+ * of at least 8 ms and 2 warm-up calls per entry per round), the first
+ * entry the baseline; prints each entry's median time over the rounds and
+ * its paired uplift against the first. */
+static int paired(const gt_backend *bk, gt_bk_prob *pp, const char *const *args, int ncfg,
+                  gt_bk_cand **cs, int rounds, int graph)
+{
+    gt_bk_paired bp = {.bk = bk, .pp = pp, .cands = cs, .n = ncfg,
+                       .timing = {.min_time_ms = 8, .warmup = 2, .repeats = 1, .graph = graph}};
+    gt_paired_opts po;
+    gt_paired_opts_init(&po, rounds, 0);
+    double *times = calloc((size_t)ncfg * (size_t)rounds, sizeof *times), *col = calloc((size_t)rounds, sizeof *col);
+    gt_paired_stat *st = calloc((size_t)ncfg, sizeof *st);
+    int done = 0, bad = 1;
+    if (!times || !col || !st || gt_bk_paired_run(&bp, &po, times, &done, st) != 0)
+        goto out;
+    printf("paired rounds: %d (%d entries)\n", done, ncfg);
+    for (int a = 0; a < ncfg; a++) {
+        int k = 0;
+        for (int r = 0; r < done; r++)
+            if (times[(size_t)a * (size_t)rounds + (size_t)r] > 0)
+                col[k++] = times[(size_t)a * (size_t)rounds + (size_t)r];
+        for (int x = 1; x < k; x++) /* insertion sort: a few dozen rounds */
+            for (int y = x; y > 0 && col[y] < col[y - 1]; y--) {
+                double t = col[y];
+                col[y] = col[y - 1];
+                col[y - 1] = t;
+            }
+        printf("%10.3f us median over %d rounds, uplift %.4f [%.4f, %.4f]  %s\n", k ? col[k / 2] : 0, k,
+               a ? st[a].uplift : 1.0, a ? st[a].lo : 1.0, a ? st[a].hi : 1.0, args[a]);
+    }
+    bad = 0;
+out:
+    free(times);
+    free(col);
+    free(st);
+    return bad;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: gt-cuda-one [--type bf16|e4m3] [--repeats N] [--min-ms T] [--graph] [--rounds R]\n"
                     "                   [--load-modules L[,L2...]] [--lt-touch T] [--churn TOTAL,ALIVE]\n"
-                    "                   [--dummy-unroll U] M N K CONFIG...\n");
+                    "                   [--dummy-unroll U] [--shift-mb S[,S2...]] [--rotating-mb R]\n"
+                    "                   [--paired R]\n"
+                    "                   M N K CONFIG...\n");
     return 2;
 }
 
@@ -142,6 +289,7 @@ int main(int argc, char **argv)
 {
     const char *type = "bf16";
     int repeats = 15, i = 1, graph = 0, rounds = 1, nloads = 0, loads[32], touch = 0, ch_total = 0, ch_alive = 0;
+    int nshifts = 0, shifts[32], rot_mb = 0, npaired = 0;
     double min_ms = 2.0;
     for (; i < argc && !strncmp(argv[i], "--", 2); i += 2) {
         if (!strcmp(argv[i], "--graph")) {
@@ -166,6 +314,15 @@ int main(int argc, char **argv)
             touch = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--rounds"))
             rounds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--paired"))
+            npaired = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--rotating-mb"))
+            rot_mb = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--shift-mb")) {
+            for (const char *q = argv[i + 1]; *q && nshifts < 32; q = strchr(q, ',') ? strchr(q, ',') + 1 : "")
+                if ((shifts[nshifts++] = atoi(q)) < 0)
+                    return usage();
+        }
         else if (!strcmp(argv[i], "--load-modules")) {
             for (const char *q = argv[i + 1]; *q && nloads < 32; q = strchr(q, ',') ? strchr(q, ',') + 1 : "")
                 if ((loads[nloads++] = atoi(q)) <= 0)
@@ -179,6 +336,7 @@ int main(int argc, char **argv)
     gt_problem p;
     gt_problem_init_tn(&p, atoll(argv[i]), atoll(argv[i + 1]), atoll(argv[i + 2]),
                        strcmp(type, "bf16") ? GT_DT_F8E4M3 : GT_DT_BF16, GT_DT_BF16);
+    p.rotating_mb = rot_mb;
 
     const gt_backend *bk = gt_bk_find("cuda");
     gt_bk_ctx *ctx = NULL;
@@ -202,49 +360,15 @@ int main(int argc, char **argv)
         bad = 1;
         goto out;
     }
-    for (int a = 0; a < ncfg; a++) {
-        const char *arg = argv[i + 3 + a];
-        cJSON *cfg = NULL;
-        double rel = -1;
-        if (!strcmp(arg, "lib")) {
-            if (!base && bk->enumerate(ctx, &p, 0, &cands, &base, err, sizeof err) != 0) {
-                fprintf(stderr, "gt-cuda-one: enumerate: %s\n", err);
-                bad = 1;
-                continue;
-            }
-            cfg = cJSON_Duplicate(base, 1);
-        } else {
-            cfg = cJSON_Parse(arg);
-        }
-        if (!cfg)
-            snprintf(err, sizeof err, "not JSON");
-        if (!cfg || bk->build(pp, cfg, &cs[a], err, sizeof err) != 0 ||
-            bk->validate(pp, cs[a], &rel, err, sizeof err) != 0) {
-            printf("FAIL %s: %s\n", arg, err);
-            bad = 1;
-        } else {
-            printf("valid, err %.2e: %s\n", rel, arg);
-        }
-        cJSON_Delete(cfg);
-    }
+    if (build_list(bk, ctx, pp, &p, (const char *const *)argv + i + 3, ncfg, cs, &cands, &base))
+        bad = 1;
     /* rounds 0..rounds-1, then one after unloading what --load-modules loaded */
     for (int r = 0; r < rounds + (nloads > 0 || ch_total > 0); r++) {
         if (r == rounds)
             unload_all(&xm);
         printf("round %d, %d extra modules loaded\n", r + 1, xm.n);
-        for (int a = 0; a < ncfg; a++) {
-            gt_timing t = {0};
-            gt_timing_opts o = {.min_time_ms = min_ms, .warmup = 3, .repeats = repeats, .graph = graph};
-            if (!cs[a])
-                continue;
-            if (bk->time(pp, cs[a], &o, &t, err, sizeof err) != 0) {
-                printf("FAIL %s: %s\n", argv[i + 3 + a], err);
-                bad = 1;
-                continue;
-            }
-            printf("%10.3f us (min %.3f, spread %.3f, %d x %d calls)  %7.1f TFLOP/s  %s\n", t.median_us, t.min_us,
-                   t.spread, t.repeats, t.iters, p.flops / (t.median_us * 1e-6) / 1e12, argv[i + 3 + a]);
-        }
+        if (time_list(bk, pp, &p, (const char *const *)argv + i + 3, ncfg, cs, min_ms, repeats, graph))
+            bad = 1;
         fflush(stdout);
         if (r == 0 && touch > 0 && rounds > 1) {
             if (!base && bk->enumerate(ctx, &p, 0, &cands, &base, err, sizeof err) != 0) {
@@ -279,10 +403,15 @@ int main(int argc, char **argv)
             break;
         }
     }
+    if (npaired > 0)
+        bad |= paired(bk, pp, (const char *const *)argv + i + 3, ncfg, cs, npaired, graph);
     for (int a = 0; a < ncfg; a++)
         if (cs[a])
             bk->release(cs[a]);
     free(cs);
+    for (int sh = 0; sh < nshifts; sh++)
+        bad |= shifted(bk, ctx, &p, (const char *const *)argv + i + 3, ncfg, shifts[sh], min_ms, repeats,
+                       graph, &cands, &base);
 out:
     if (xm.drv)
         unload_all(&xm);
