@@ -92,7 +92,7 @@ static const gt_gen_int_attr k_int[] = {
     {"bm", 16, 256, offsetof(gt_mma_cfg, bm)},
     {"bn", 16, 256, offsetof(gt_mma_cfg, bn)},
     {"splitk", 1, 64, offsetof(gt_mma_cfg, splitk)},
-    {"stages", 2, 8, offsetof(gt_mma_cfg, stages)},
+    {"stages", 2, 16, offsetof(gt_mma_cfg, stages)},
     {"swizzle", 1, 64, offsetof(gt_mma_cfg, swizzle)},
     {"warps_m", 1, 8, offsetof(gt_mma_cfg, warps_m)},
     {"warps_n", 1, 8, offsetof(gt_mma_cfg, warps_n)},
@@ -221,7 +221,7 @@ int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen
          (c->bn != 16 && c->bn != 32 && c->bn != 64 && c->bn != 128 && c->bn != 256) ||
          (c->bk != 64 && c->bk != 128) || c->warps_m != c->bm / 16 || c->warps_n != 1 || c->stages < 3)) {
         snprintf(err, errlen, "mma: config inst wgmma: needs bm 64 or 128 with warps_m = bm/16, bn 16, 32, "
-                              "64, 128 or 256 with warps_n 1, bk 64 (16-bit) or 128 (fp8) and stages 3 to 8 "
+                              "64, 128 or 256 with warps_n 1, bk 64 (16-bit) or 128 (fp8) and stages 3 to 16 "
                               "(got bm=%d bn=%d bk=%d "
                               "warps %dx%d stages %d)", c->bm, c->bn, c->bk, c->warps_m, c->warps_n, c->stages);
         return -1;
@@ -576,7 +576,17 @@ double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cf
     double waves = ceil((double)x.ctas / W);
     double a_tot = (double)p->m * (double)p->k * es * batch, b_tot = (double)p->n * (double)p->k * es * batch;
     double kshare = (double)x.g.kper;
-    double dram = operand_bytes(a_tot, a_pan, c->bm * kshare * es, waves, (double)x.npn, l2) +
+    /* wgmma, a one-wave grid in raster 1 (m fastest) with several tile
+     * columns: the CTAs that share a panel of A start a whole tile column
+     * apart, and A came from DRAM once per column. On the H100 (bench/results/h100_43_wgmma_stages.txt,
+     * 600 configs each of 4096x128x4096 and 6144x128x4096) raster 1 was
+     * 10-30 % slower than raster 4 for every such tile at 6-8 stages, and up
+     * to 6x at 3-4; the one-wave count above does not see it */
+    double a_bytes = c->inst == GT_MMA_INST_WGMMA && c->swizzle == 1 && x.npn > 1 && waves <= 1 &&
+                             a_tot > 0.5 * l2
+                         ? a_tot * (double)x.npn
+                         : operand_bytes(a_tot, a_pan, c->bm * kshare * es, waves, (double)x.npn, l2);
+    double dram = a_bytes +
                   operand_bytes(b_tot, b_pan, c->bn * kshare * es, waves, (double)x.npm, l2) +
                   (double)p->m * (double)p->n * batch * (p->beta != 0 ? 4.0 : 2.0);
     /* Little's law: the copies in flight per SM (stages - 1 tiles ahead per
@@ -598,6 +608,12 @@ double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cf
     if (c->splitk > 1)
         t += c->reduction == GT_GEN_RED_ATOMIC ? c->splitk * mn * 2 / (0.5 * bw) + 0.5e-6
                                                : c->splitk * mn * 2 / bw + 2.5e-6;
+    /* rasters the count above cannot tell apart (every g > 1 of a one-wave
+     * grid) keep the measured order: g 4 before 8 before 16 (on the H100's
+     * n = 128 shapes g 16 was up to 30 % slower than g 4, h100_43); a
+     * nanosecond per doubling decides ties only */
+    if (c->swizzle > 4)
+        t += 1e-9 * log2((double)c->swizzle / 4.0);
     return t * 1e6 + 3.0;
 }
 
@@ -616,10 +632,15 @@ static const int k_bks[] = {32, 64}, k_wgs[] = {1, 2, 4}, k_sks[] = {1, 2, 4, 8,
 #define NT_ 5
 #define NRAW_SYNC (NT_ * NT_ * 2 * 3 * 3 * 4 * 9 * 4)
 /* inst wgmma: grid (a CTA per tile, or persistent) x bm x bn x stages x
- * split x raster */
-static const int k_wg_bm[] = {64, 128}, k_wg_bn[] = {16, 32, 64, 128, 256}, k_wg_st[] = {3, 4, 6, 8};
+ * split x raster. 12 stages: a ring of 192 KB on a 64 x 64 tile (deeper
+ * rings do not fit larger tiles: the shared-memory rule prunes them), which
+ * the memory-bound n = 128 shapes want: on the H100, 4096x128x14336 bf16
+ * took 47.2 us at 12 stages against 49.8 at 8, 4096x128x4096 16.9 against
+ * 17.4 (bench/results/h100_43_wgmma_stages.txt) */
+static const int k_wg_bm[] = {64, 128}, k_wg_bn[] = {16, 32, 64, 128, 256}, k_wg_st[] = {3, 4, 6, 8, 12};
 #define NWG_BN 5
-#define NWG_ONE (2 * NWG_BN * 4 * 9 * 4)
+#define NWG_ST 5
+#define NWG_ONE (2 * NWG_BN * NWG_ST * 9 * 4)
 #define NRAW_WG (3 * NWG_ONE) /* a CTA per tile, persistent, persistent with clusters of 2 */
 #define NRAW (NRAW_SYNC + NRAW_WG)
 
@@ -644,7 +665,7 @@ static int interleave(gt_gen_ranked *ok, int nok)
 {
     /* per combination: rasters seen so far; per (tile shape, raster round):
      * configs seen so far */
-    enum { NCOMB_SYNC = NT_ * NT_ * 2 * 3 * 3 * 4 * 9, NCOMB = NCOMB_SYNC + 3 * 2 * NWG_BN * 4 * 9 };
+    enum { NCOMB_SYNC = NT_ * NT_ * 2 * 3 * 3 * 4 * 9, NCOMB = NCOMB_SYNC + 3 * 2 * NWG_BN * NWG_ST * 9 };
     unsigned short *comb = calloc(NCOMB, sizeof *comb);
     int cls[NT_][NT_][4] = {{{0}}};
     double best_of[NT_][NT_];
@@ -662,7 +683,8 @@ static int interleave(gt_gen_ranked *ok, int nok)
         int sk = c->splitk == 1 ? 0 : 1 + 2 * index_of(k_sks + 1, 4, c->splitk) + (c->reduction - 1);
         int code = c->inst == GT_MMA_INST_WGMMA
                        ? NCOMB_SYNC + ((((c->ctas > 0) + (c->cluster == 2)) * 2 + index_of(k_wg_bm, 2, c->bm)) * NWG_BN +
-                                       index_of(k_wg_bn, NWG_BN, c->bn)) * 36 + index_of(k_wg_st, 4, c->stages) * 9 + sk
+                                       index_of(k_wg_bn, NWG_BN, c->bn)) * (NWG_ST * 9) +
+                                      index_of(k_wg_st, NWG_ST, c->stages) * 9 + sk
                        : ((((a * NT_ + b) * 2 + index_of(k_bks, 2, c->bk)) * 3 + index_of(k_wgs, 3, c->warps_m)) * 3 +
                           index_of(k_wgs, 3, c->warps_n)) * 36 + (c->stages - 2) * 9 + sk;
         int v = comb[code]++;
@@ -696,8 +718,8 @@ static int raw_cfg(const gt_problem *p, const gt_gen_dev *d, int i, gt_gen_anycf
         int pers = (i - NRAW_SYNC) / NWG_ONE, j = (i - NRAW_SYNC) % NWG_ONE;
         if (pers && (j / 4 % 9 != 0 || d->sms < 1))
             return 0;
-        int sw = j % 4, skr = j / 4 % 9, st = j / 36 % 4, bn = j / 144 % NWG_BN,
-            bm = j / (144 * NWG_BN) % 2;
+        int sw = j % 4, skr = j / 4 % 9, st = j / 36 % NWG_ST, bn = j / (36 * NWG_ST) % NWG_BN,
+            bm = j / (36 * NWG_ST * NWG_BN) % 2;
         int sk = skr ? 1 + (skr - 1) / 2 : 0, red = skr ? 1 + (skr - 1) % 2 : GT_GEN_RED_NONE;
         /* one 128-byte row of k per stage: 64 16-bit values, 128 fp8 ones */
         out->mma = (gt_mma_cfg){.bm = k_wg_bm[bm], .bn = k_wg_bn[bn], .bk = 128 / gt_gen_elem_size(p),
