@@ -608,10 +608,10 @@ double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cf
     if (c->splitk > 1)
         t += c->reduction == GT_GEN_RED_ATOMIC ? c->splitk * mn * 2 / (0.5 * bw) + 0.5e-6
                                                : c->splitk * mn * 2 / bw + 2.5e-6;
-    /* rasters the count above cannot tell apart (every g > 1 of a one-wave
-     * grid) keep the measured order: g 4 before 8 before 16 (on the H100's
-     * n = 128 shapes g 16 was up to 30 % slower than g 4, h100_43); a
-     * nanosecond per doubling decides ties only */
+    /* rasters the count above rates alike (every g > 1 of a one-wave grid,
+     * for one) keep the measured order: g 4 before 8 before 16 (on the
+     * H100's n = 128 shapes g 16 was up to 30 % slower than g 4, h100_43);
+     * a nanosecond per doubling decides ties only */
     if (c->swizzle > 4)
         t += 1e-9 * log2((double)c->swizzle / 4.0);
     return t * 1e6 + 3.0;
@@ -632,7 +632,7 @@ static const int k_bks[] = {32, 64}, k_wgs[] = {1, 2, 4}, k_sks[] = {1, 2, 4, 8,
 #define NT_ 5
 #define NRAW_SYNC (NT_ * NT_ * 2 * 3 * 3 * 4 * 9 * 4)
 /* inst wgmma: grid (a CTA per tile, or persistent) x bm x bn x stages x
- * split x raster. 12 stages: a ring of 192 KB on a 64 x 64 tile (deeper
+ * split x raster. 12 stages: a ring of 192 KiB on a 64 x 64 tile (deeper
  * rings do not fit larger tiles: the shared-memory rule prunes them), which
  * the memory-bound n = 128 shapes want: on the H100, 4096x128x14336 bf16
  * took 47.2 us at 12 stages against 49.8 at 8, 4096x128x4096 16.9 against
