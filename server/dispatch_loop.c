@@ -23,6 +23,15 @@
  * carries many (a commit per message rewrites the same index pages for a
  * few results). */
 #define HEAVY_MIN_MS 0.5
+/* ... and at most this long whatever waits. Under 256 saturating workers no
+ * lease arrives during a results transaction (every worker that would ask
+ * for one is waiting for its own results' answer, in that transaction), so
+ * the yield above never came: transactions ran to BATCH_MAX messages,
+ * 40-60 ms, then answered 64 workers at once, whose 64 leases then queued
+ * together. Committing every 8 ms keeps answers and leases flowing: the
+ * leases' p99 after the start went from 51-69 ms to 13-19 ms at 40-44k
+ * results/s against 43-47k (docs/coord_bench.md, 2026-11-28). */
+#define HEAVY_MAX_MS 8.0
 /* Requests received and waiting to be served; past it the receiver waits
  * (and nng holds the rest in its pipes). */
 #define QUEUE_MAX 2048
@@ -150,8 +159,9 @@ static nng_msg *next_req(queues *q, int heavy, double *t)
 
 /* Serves requests of one queue in one store transaction, commits, then
  * hands their answers to the sender thread: light ones while any wait (at
- * most BATCH_MAX); results messages until BATCH_MAX, or until a lighter
- * request waits and the transaction has run HEAVY_MIN_MS, so that a lease
+ * most BATCH_MAX); results messages until BATCH_MAX, for HEAVY_MAX_MS at
+ * most, or until a lighter request waits and the transaction has run
+ * HEAVY_MIN_MS, so that a lease
  * waits for a few results messages, not for a whole batch of them (at
  * ~15 us per result on the 2-core development machine, 64 messages of 64
  * results took ~60 ms). Nothing is answered before it is durable: a batch
@@ -170,6 +180,8 @@ static void serve(gt_dispatch *d, int heavy)
     double t0 = gt_mono_ms();
     while (n < BATCH_MAX) {
         if (heavy && n > 0 && atomic_load(&d->q->nlight) > 0 && gt_mono_ms() - t0 >= HEAVY_MIN_MS)
+            break;
+        if (heavy && n > 0 && gt_mono_ms() - t0 >= HEAVY_MAX_MS)
             break;
         nng_msg *m = next_req(d->q, heavy, &arrived[n]);
         if (!m)
