@@ -208,16 +208,8 @@ int main(int argc, char **argv)
         ws[i].rate = rate;
         ws[i].rng = 0x9e3779b97f4a7c15ULL ^ (seed * 1000003ULL + (unsigned long long)i);
     }
-    if (async) {
-        if (cb_async_start(ws, nworkers))
-            return 1;
-    } else {
-        for (int i = 0; i < nworkers; i++)
-            if (pthread_create(&ws[i].th, NULL, cb_thread_main, &ws[i])) {
-                fprintf(stderr, "cannot start worker thread %d\n", i);
-                return 1;
-            }
-    }
+    if (async ? cb_async_start(ws, nworkers) : cb_thread_start(ws, nworkers))
+        return 1;
     /* Sample the store every second; close the window after duration_s. */
     long long c_close = -1, prev = c_start;
     double t_close = 0, peak = 0;
@@ -250,24 +242,10 @@ int main(int argc, char **argv)
         c_close = probe_count(&pr);
     }
     g_stop = 1;
-    if (async) {
+    if (async)
         cb_async_stop(ws, nworkers, 5000);
-    } else {
-        for (int i = 0; i < nworkers; i++)
-            pthread_join(ws[i].th, NULL);
-        /* bye from every worker (fresh calls: g_stop only limits retries) */
-        for (int i = 0; i < nworkers; i++) {
-            cJSON *m = gt_proto_new(GT_MSG_BYE);
-            cJSON_AddNumberToObject(m, "worker_id", (double)ws[i].wid);
-            cJSON_AddStringToObject(m, "session", ws[i].session);
-            const char *type;
-            char err[256];
-            cJSON *r = gt_client_call(&ws[i].c, m, &type, 2000, err, sizeof err);
-            cJSON_Delete(m);
-            cJSON_Delete(r);
-            gt_client_close(&ws[i].c);
-        }
-    }
+    else
+        cb_thread_stop(ws, nworkers);
     probe_run(&pr, &ri);
     long long c_end = probe_count(&pr);
     /* The per-second count above is too coarse to see a 10 % change (a run of

@@ -98,6 +98,7 @@ struct cJSON *cb_register_msg(cb_worker *w);
 /* 0 registered (wid and session set), -1 refused. */
 int cb_on_registered(cb_worker *w, const struct cJSON *r, const char *type);
 struct cJSON *cb_lease_msg(cb_worker *w);
+struct cJSON *cb_bye_msg(cb_worker *w);
 /* Starts answering the job of lease reply r (takes r). */
 void cb_job_start(cb_worker *w, struct cJSON *r);
 /* The next results message of the job; *done set when it is the last. */
@@ -112,8 +113,11 @@ void cb_job_end(cb_worker *w);
 /* Counts a round trip of type t sent at t0 that took dt ms. */
 void cb_record(cb_worker *w, int t, double t0, double dt);
 
-/* Thread driver: one thread per worker, gt_client's blocking calls. */
-void *cb_thread_main(void *arg);
+/* Thread driver: one thread per worker, gt_client's blocking calls. Start:
+ * 0 or -1 (a thread could not start); stop, after g_stop: joins them, says
+ * goodbye and closes the sockets. */
+int cb_thread_start(cb_worker *ws, int n);
+void cb_thread_stop(cb_worker *ws, int n);
 
 /* Event driver: every worker's socket opened and its first request sent;
  * the steps run in nng's completion callbacks. 0 or -1. */

@@ -64,6 +64,17 @@ static void go(cb_worker *w, cJSON *m, int rq, double delay_ms)
     send_now(w, m, rq);
 }
 
+/* The worker asks anew, after delay_ms: to register (AS_REGISTER) or for a
+ * job (AS_LEASE); the state says which message. */
+static void ask(cb_worker *w, cb_astate state, double delay_ms)
+{
+    w->state = state;
+    if (state == AS_REGISTER)
+        go(w, cb_register_msg(w), RQ_REGISTER, delay_ms);
+    else
+        go(w, cb_lease_msg(w), RQ_LEASE_JOB, delay_ms);
+}
+
 static void next_results(cb_worker *w)
 {
     double t0 = cb_now_ms();
@@ -82,13 +93,12 @@ static void on_fail(cb_worker *w, int rv)
         fprintf(stderr, "worker %d: request failed: %s\n", w->idx, nng_strerror(rv));
     w->st.errors++;
     if (w->state == AS_LEASE) {
-        go(w, cb_lease_msg(w), RQ_LEASE_JOB, 200);
+        ask(w, AS_LEASE, 200);
         return;
     }
     if (w->job.msg)
         cb_job_end(w);
-    w->state = AS_REGISTER;
-    go(w, cb_register_msg(w), RQ_REGISTER, 200);
+    ask(w, AS_REGISTER, 200);
 }
 
 static void on_reply(cb_worker *w, cJSON *r, const char *type, double dt)
@@ -96,12 +106,10 @@ static void on_reply(cb_worker *w, cJSON *r, const char *type, double dt)
     switch (w->state) {
     case AS_REGISTER:
         cb_record(w, RQ_REGISTER, w->t_sent, dt);
-        if (cb_on_registered(w, r, type) == 0) {
-            w->state = AS_LEASE;
-            go(w, cb_lease_msg(w), RQ_LEASE_JOB, 0);
-        } else {
-            go(w, cb_register_msg(w), RQ_REGISTER, 200);
-        }
+        if (cb_on_registered(w, r, type) == 0)
+            ask(w, AS_LEASE, 0);
+        else
+            ask(w, AS_REGISTER, 200);
         cJSON_Delete(r);
         return;
     case AS_LEASE:
@@ -114,15 +122,13 @@ static void on_reply(cb_worker *w, cJSON *r, const char *type, double dt)
         }
         if (!strcmp(type, GT_MSG_NONE)) {
             cb_record(w, RQ_LEASE_NONE, w->t_sent, dt);
-            go(w, cb_lease_msg(w), RQ_LEASE_JOB, 50); /* as the thread driver polls */
+            ask(w, AS_LEASE, 50); /* as the thread driver polls */
         } else {
             cb_record(w, RQ_LEASE_JOB, w->t_sent, dt);
-            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "reregister"))) {
-                w->state = AS_REGISTER;
-                go(w, cb_register_msg(w), RQ_REGISTER, 0);
-            } else {
-                go(w, cb_lease_msg(w), RQ_LEASE_JOB, 100);
-            }
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "reregister")))
+                ask(w, AS_REGISTER, 0);
+            else
+                ask(w, AS_LEASE, 100);
         }
         cJSON_Delete(r);
         return;
@@ -135,13 +141,7 @@ static void on_reply(cb_worker *w, cJSON *r, const char *type, double dt)
             return;
         }
         cb_job_end(w);
-        if (st > 0) {
-            w->state = AS_LEASE;
-            go(w, cb_lease_msg(w), RQ_LEASE_JOB, 0);
-        } else {
-            w->state = AS_REGISTER;
-            go(w, cb_register_msg(w), RQ_REGISTER, 0);
-        }
+        ask(w, st > 0 ? AS_LEASE : AS_REGISTER, 0);
         return;
     }
     }
@@ -231,9 +231,8 @@ int cb_async_start(cb_worker *ws, int n)
         if (open_worker(&ws[i]))
             return -1;
     for (int i = 0; i < n; i++) {
-        ws[i].state = AS_REGISTER;
         atomic_fetch_add(&g_active, 1);
-        go(&ws[i], cb_register_msg(&ws[i]), RQ_REGISTER, 0);
+        ask(&ws[i], AS_REGISTER, 0);
     }
     return 0;
 }
@@ -280,9 +279,7 @@ void cb_async_stop(cb_worker *ws, int n, int wait_ms)
             cb_job_end(w);
         cJSON_Delete(w->pending);
         w->pending = NULL;
-        cJSON *m = gt_proto_new(GT_MSG_BYE);
-        cJSON_AddNumberToObject(m, "worker_id", (double)w->wid);
-        cJSON_AddStringToObject(m, "session", w->session);
+        cJSON *m = cb_bye_msg(w);
         call_sync(w, m, 2000);
         cJSON_Delete(m);
         nng_ctx_close(w->ctx);

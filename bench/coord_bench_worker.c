@@ -110,6 +110,14 @@ cJSON *cb_lease_msg(cb_worker *w)
     return m;
 }
 
+cJSON *cb_bye_msg(cb_worker *w)
+{
+    cJSON *m = gt_proto_new(GT_MSG_BYE);
+    cJSON_AddNumberToObject(m, "worker_id", (double)w->wid);
+    cJSON_AddStringToObject(m, "session", w->session);
+    return m;
+}
+
 /* A fake, valid measurement of cfg. */
 static cJSON *fake_result(cb_worker *w, const cJSON *cfg, int is_baseline, double flops,
                           double *t_out)
@@ -298,7 +306,7 @@ static int do_job(cb_worker *w, cJSON *r)
     return rc;
 }
 
-void *cb_thread_main(void *arg)
+static void *thread_main(void *arg)
 {
     cb_worker *w = arg;
     char err[256];
@@ -333,4 +341,30 @@ void *cb_thread_main(void *arg)
         cJSON_Delete(r);
     }
     return NULL; /* main sends bye for every worker */
+}
+
+int cb_thread_start(cb_worker *ws, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (pthread_create(&ws[i].th, NULL, thread_main, &ws[i])) {
+            fprintf(stderr, "cannot start worker thread %d\n", i);
+            return -1;
+        }
+    return 0;
+}
+
+void cb_thread_stop(cb_worker *ws, int n)
+{
+    for (int i = 0; i < n; i++)
+        pthread_join(ws[i].th, NULL);
+    /* bye from every worker (fresh calls: g_stop only limits retries) */
+    for (int i = 0; i < n; i++) {
+        cJSON *m = cb_bye_msg(&ws[i]);
+        const char *type;
+        char err[256];
+        cJSON *r = gt_client_call(&ws[i].c, m, &type, 2000, err, sizeof err);
+        cJSON_Delete(m);
+        cJSON_Delete(r);
+        gt_client_close(&ws[i].c);
+    }
 }
