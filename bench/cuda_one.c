@@ -238,8 +238,9 @@ fail:
 /* --paired R: the list timed as the final phase and `gemmtune verify` time
  * (worker/gt_bk_paired.h: R paired rounds in a shuffled order, one timing
  * of at least 8 ms and 2 warm-up calls per entry per round), the first
- * entry the baseline; prints each entry's median time over the rounds and
- * its paired uplift against the first. */
+ * entry the baseline; prints each entry's median time over the rounds (as a
+ * final reports it: gt_paired_median_time) and its paired uplift against the
+ * first. */
 static int paired(const gt_backend *bk, gt_bk_prob *pp, const char *const *args, int ncfg,
                   gt_bk_cand **cs, int rounds, int graph)
 {
@@ -247,30 +248,23 @@ static int paired(const gt_backend *bk, gt_bk_prob *pp, const char *const *args,
                        .timing = {.min_time_ms = 8, .warmup = 2, .repeats = 1, .graph = graph}};
     gt_paired_opts po;
     gt_paired_opts_init(&po, rounds, 0);
-    double *times = calloc((size_t)ncfg * (size_t)rounds, sizeof *times), *col = calloc((size_t)rounds, sizeof *col);
+    double *times = calloc((size_t)ncfg * (size_t)rounds, sizeof *times);
     gt_paired_stat *st = calloc((size_t)ncfg, sizeof *st);
     int done = 0, bad = 1;
-    if (!times || !col || !st || gt_bk_paired_run(&bp, &po, times, &done, st) != 0)
+    if (!times || !st || gt_bk_paired_run(&bp, &po, times, &done, st) != 0)
         goto out;
     printf("paired rounds: %d (%d entries)\n", done, ncfg);
     for (int a = 0; a < ncfg; a++) {
         int k = 0;
         for (int r = 0; r < done; r++)
-            if (times[(size_t)a * (size_t)rounds + (size_t)r] > 0)
-                col[k++] = times[(size_t)a * (size_t)rounds + (size_t)r];
-        for (int x = 1; x < k; x++) /* insertion sort: a few dozen rounds */
-            for (int y = x; y > 0 && col[y] < col[y - 1]; y--) {
-                double t = col[y];
-                col[y] = col[y - 1];
-                col[y - 1] = t;
-            }
-        printf("%10.3f us median over %d rounds, uplift %.4f [%.4f, %.4f]  %s\n", k ? col[k / 2] : 0, k,
-               a ? st[a].uplift : 1.0, a ? st[a].lo : 1.0, a ? st[a].hi : 1.0, args[a]);
+            k += times[(size_t)a * (size_t)rounds + (size_t)r] > 0;
+        printf("%10.3f us median over %d rounds, uplift %.4f [%.4f, %.4f]  %s\n",
+               gt_paired_median_time(times, rounds, a, done), k, a ? st[a].uplift : 1.0, a ? st[a].lo : 1.0,
+               a ? st[a].hi : 1.0, args[a]);
     }
     bad = 0;
 out:
     free(times);
-    free(col);
     free(st);
     return bad;
 }
