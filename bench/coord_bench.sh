@@ -115,7 +115,7 @@ if [ "${NO_WRK:-0}" != 1 ]; then
   WRK=$!
   PIDS+=("$WRK")
 fi
-${LOAD_CPUS:+taskset -c $LOAD_CPUS} ${LOAD_NICE:+nice -n $LOAD_NICE} "$BUILD/bench/gt-coord-bench" --server "$WURL" --db "$T/coord.db" --run "$RUN" --workers "$WORKERS" \
+"$BUILD/bench/gt-coord-bench" --server "$WURL" --db "$T/coord.db" --run "$RUN" --workers "$WORKERS" \
   --batch "$BATCH" --duration "$DURATION" --max-time "$MAX_TIME" --rate "$RATE" \
   $([ "$ASYNC" = 1 ] && echo --async) ${TRACE:+--trace "$TRACE"} &
 BENCH=$!
