@@ -64,6 +64,7 @@ void gt_dispatch_stats_get(const gt_dispatch *d, gt_dispatch_stats *out)
     for (int i = 0; i < GT_DISPATCH_REFUSALS; i++)
         out->refused[i] = atomic_load(&d->refused[i]);
     out->implausible = atomic_load(&d->implausible);
+    out->early_leases = atomic_load(&d->early_leases);
     out->sessions = gt_session_count(d->sessions);
     pthread_mutex_lock((pthread_mutex_t *)&d->hmu);
     memcpy(out->answer, d->answer, sizeof out->answer);

@@ -1,7 +1,8 @@
 /* dispatch_loop.c: the dispatcher's threads. A receiver takes requests
  * off the raw REP socket as they come into two queues; the store's writer
  * (loop) serves them in store transactions, leases ahead of results
- * messages; a sender answers what was committed. dispatch.c serves each
+ * messages; a sender answers what was committed, light requests' answers
+ * first, and the leases served inside a results transaction at once. dispatch.c serves each
  * request (gt_dispatch_handle). */
 #include <cjson/cJSON.h>
 #include <nng/nng.h>
@@ -19,19 +20,27 @@
 /* Requests served in one store transaction at most (gt_store_batch_begin). */
 #define BATCH_MAX 64
 /* A transaction of results messages runs at least this long before a
- * waiting lease ends it (serve): ~35 results, so that each commit still
- * carries many (a commit per message rewrites the same index pages for a
- * few results). */
+ * request that must be durable before its answer (a registration, a
+ * heartbeat, a goodbye) ends it (serve): ~35 results, so that each commit
+ * still carries many (a commit per message rewrites the same index pages
+ * for a few results). */
 #define HEAVY_MIN_MS 0.5
-/* ... and at most this long whatever waits. Under 256 saturating workers no
- * lease arrives during a results transaction (every worker that would ask
- * for one is waiting for its own results' answer, in that transaction), so
- * the yield above never came: transactions ran to BATCH_MAX messages,
- * 40-60 ms, then answered 64 workers at once, whose 64 leases then queued
- * together. Committing every 8 ms keeps answers and leases flowing: the
- * leases' p99 after the start went from 51-69 ms to 13-19 ms at 40-44k
- * results/s against 43-47k (docs/coord_bench.md, 2026-11-28). */
-#define HEAVY_MAX_MS 8.0
+/* ... and at most this long whatever waits. Leases do not wait for it:
+ * those that arrive during a results transaction are served inside it and
+ * answered at once (serve_leases). What a lease can still wait for is a
+ * commit in progress, and a commit's length grows with its transaction (a
+ * 50 ms transaction's commit took 6 ms at p90, 20 at p99). Before leases
+ * were served so, under 256 saturating workers no lease arrived during a
+ * results transaction (every worker that would ask for one waited for its
+ * own results' answer, in that transaction): transactions ran to BATCH_MAX
+ * messages, 40-60 ms, then answered 64 workers at once, whose leases queued
+ * together (p99 37-69 ms), and an 8 ms cap bought a p99 of 12-20 ms for
+ * 5-7x as many commits. With leases answered inside (same bench, one day,
+ * alternated): 8 ms 45.0-47.9k results/s, lease p99 past the first second
+ * 10.9-11.5 ms; 16 ms 48.2-50.1k, 14.7-16.4 ms; 25 ms 47.8-49.0k,
+ * 19.4-20.7 ms; the 8 ms cap without them 41.4-44.2k, 12.7-15.1 ms
+ * (docs/coord_bench.md). */
+#define HEAVY_MAX_MS 16.0
 /* Requests received and waiting to be served; past it the receiver waits
  * (and nng holds the rest in its pipes). */
 #define QUEUE_MAX 2048
@@ -80,22 +89,33 @@ typedef struct answer {
     int heavy;
 } answer;
 
+/* A FIFO of answers. */
+typedef struct ansq {
+    answer a[QUEUE_MAX];
+    int head, n;
+} ansq;
+
+/* The answers waiting for the sender: those of light requests (leases,
+ * registrations, heartbeats, goodbyes) go ahead of the acknowledgements of
+ * results messages, whose round trip a worker does not wait on with an idle
+ * GPU. Behind the 64 acknowledgements of a commit, still being sent, a
+ * lease answered inside the next transaction (serve_leases) waited 10-30 ms
+ * more. */
 typedef struct outq {
     pthread_mutex_t mu;
     pthread_cond_t ready, room;
-    answer a[QUEUE_MAX];
-    int head, n;
+    ansq lease, rest; /* the light requests' answers; the results' */
     int stop; /* the dispatcher is done: send what is left and end */
 } outq;
 
-/* 1 when a request is a results message, by its "type" (the second key of
- * every message gt_proto_new makes; looked for in its first bytes only).
- * Only the order of service depends on it: a message it misreads is served
- * all the same, in the other queue. */
-static int is_results(const nng_msg *m)
+/* 1 when a request is a message of a type (GT_MSG_*), by its "type" (the
+ * second key of every message gt_proto_new makes; looked for in its first
+ * bytes only). Only the order of service depends on it: a message it
+ * misreads is served all the same, in the other queue or at a commit. */
+static int is_type(const nng_msg *m, const char *type)
 {
     const char *b = nng_msg_body((nng_msg *)m);
-    size_t len = nng_msg_len(m), lim = len < 96 ? len : 96;
+    size_t len = nng_msg_len(m), lim = len < 96 ? len : 96, tl = strlen(type);
     static const char key[] = "\"type\"";
     for (size_t i = 0; i + sizeof key - 1 <= lim; i++) {
         if (memcmp(b + i, key, sizeof key - 1))
@@ -103,8 +123,7 @@ static int is_results(const nng_msg *m)
         i += sizeof key - 1;
         while (i < len && (b[i] == ' ' || b[i] == ':'))
             i++;
-        static const char res[] = "\"" GT_MSG_RESULTS "\"";
-        return i + sizeof res - 1 <= len && !memcmp(b + i, res, sizeof res - 1);
+        return i + tl + 2 <= len && b[i] == '"' && !memcmp(b + i + 1, type, tl) && b[i + 1 + tl] == '"';
     }
     return 0;
 }
@@ -127,7 +146,7 @@ static void *receive(void *arg)
                 gt_warn("dispatch receive: %s", nng_strerror(rv));
             continue;
         }
-        int heavy = is_results(m);
+        int heavy = is_type(m, GT_MSG_RESULTS);
         double t = gt_mono_ms();
         pthread_mutex_lock(&q->mu);
         while (q->light.n + q->heavy.n >= QUEUE_MAX && !atomic_load(&d->stop))
@@ -157,16 +176,80 @@ static nng_msg *next_req(queues *q, int heavy, double *t)
     return m;
 }
 
+/* Hands answers to the sender thread, in order: sending one took
+ * 0.1-0.25 ms (nng's hand-off to its I/O thread), and a lease batch of ~50
+ * then waited 5-14 ms for its own replies before the next transaction. */
+static void hand_over(gt_dispatch *d, nng_msg *const *req, cJSON *const *reply, const double *arrived, int n,
+                      int heavy, int first)
+{
+    outq *o = d->out;
+    ansq *q = first ? &o->lease : &o->rest;
+    pthread_mutex_lock(&o->mu);
+    for (int i = 0; i < n; i++) {
+        while (q->n >= QUEUE_MAX)
+            pthread_cond_wait(&o->room, &o->mu);
+        q->a[(q->head + q->n) % QUEUE_MAX] = (answer){req[i], reply[i], arrived[i], heavy};
+        q->n++;
+    }
+    pthread_cond_signal(&o->ready);
+    pthread_mutex_unlock(&o->mu);
+}
+
+/* Serves one request inside the open batch (beginning it first if none is:
+ * *batched as serve keeps it). */
+static cJSON *handle(gt_dispatch *d, nng_msg *m, int *batched)
+{
+    char err[256];
+    if (*batched < 0)
+        *batched = gt_store_batch_begin(d->store, err, sizeof err) == 0;
+    /* The connection the request came on: sessions are bound to it. */
+    uint32_t pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(m));
+    return gt_dispatch_handle(d, nng_msg_body(m), nng_msg_len(m), pipe);
+}
+
+/* Serves the leases at the head of the light queue inside the open results
+ * transaction, and answers each at once, before that transaction commits.
+ * A lease is the one request a worker waits on with an idle GPU, and under
+ * a saturating fleet it arrives while results are being written (its
+ * worker's own results were just answered). A lease is soft state, so it
+ * need not be durable first: lost in a crash or a failed commit, its job is
+ * pending again (or, if the same transaction made it, gone), another worker
+ * takes it, and this worker's heartbeats and results for it are refused as
+ * not leased (GT_REFUSED_NOT_LEASED): the job is run twice, nothing in the
+ * store is wrong. Everything else that changes the store is answered after
+ * its commit. 1 when another kind of light request waits (to be served
+ * after this transaction), 0 when none. */
+static int serve_leases(gt_dispatch *d, int *batched)
+{
+    queues *q = d->q;
+    for (;;) {
+        pthread_mutex_lock(&q->mu);
+        if (q->light.n == 0 || !is_type(q->light.m[q->light.head], GT_MSG_LEASE)) {
+            int other = q->light.n > 0;
+            pthread_mutex_unlock(&q->mu);
+            return other;
+        }
+        double t;
+        nng_msg *m = reqq_pop(&q->light, &t);
+        atomic_store(&q->nlight, q->light.n);
+        pthread_cond_signal(&q->room);
+        pthread_mutex_unlock(&q->mu);
+        cJSON *reply = handle(d, m, batched);
+        atomic_fetch_add(&d->requests, 1);
+        atomic_fetch_add(&d->early_leases, 1);
+        hand_over(d, &m, &reply, &t, 1, 0, 1);
+    }
+}
+
 /* Serves requests of one queue in one store transaction, commits, then
  * hands their answers to the sender thread: light ones while any wait (at
  * most BATCH_MAX); results messages until BATCH_MAX, for HEAVY_MAX_MS at
- * most, or until a lighter request waits and the transaction has run
- * HEAVY_MIN_MS, so that a lease
- * waits for a few results messages, not for a whole batch of them (at
- * ~15 us per result on the 2-core development machine, 64 messages of 64
- * results took ~60 ms). Nothing is answered before it is durable: a batch
- * that does not commit answers every request of it with the error, and the
- * workers send again (results are idempotent). */
+ * most, or until a light request other than a lease waits and the
+ * transaction has run HEAVY_MIN_MS; leases that arrive meanwhile are served
+ * inside it and answered at once (serve_leases). Nothing else is answered
+ * before it is durable: a batch that does not commit answers every request
+ * of it with the error, and the workers send again (results are
+ * idempotent). */
 static void serve(gt_dispatch *d, int heavy)
 {
     char err[256];
@@ -179,19 +262,16 @@ static void serve(gt_dispatch *d, int heavy)
     int batched = -1;
     double t0 = gt_mono_ms();
     while (n < BATCH_MAX) {
-        if (heavy && n > 0 && atomic_load(&d->q->nlight) > 0 && gt_mono_ms() - t0 >= HEAVY_MIN_MS)
+        if (heavy && n > 0 && atomic_load(&d->q->nlight) > 0 && serve_leases(d, &batched) &&
+            gt_mono_ms() - t0 >= HEAVY_MIN_MS)
             break;
         if (heavy && n > 0 && gt_mono_ms() - t0 >= HEAVY_MAX_MS)
             break;
         nng_msg *m = next_req(d->q, heavy, &arrived[n]);
         if (!m)
             break;
-        if (batched < 0)
-            batched = gt_store_batch_begin(d->store, err, sizeof err) == 0;
         req[n] = m;
-        /* The connection the request came on: sessions are bound to it. */
-        uint32_t pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(m));
-        reply[n++] = gt_dispatch_handle(d, nng_msg_body(m), nng_msg_len(m), pipe);
+        reply[n++] = handle(d, m, &batched);
     }
     if (batched > 0 && gt_store_batch_end(d->store, err, sizeof err)) {
         gt_err("dispatch: %d requests not committed, answered with the error: %s", n, err);
@@ -201,19 +281,7 @@ static void serve(gt_dispatch *d, int heavy)
         }
     }
     atomic_fetch_add(&d->requests, (uint64_t)n);
-    /* the answers go to the sender thread: sending one took 0.1-0.25 ms
-     * (nng's hand-off to its I/O thread), and a lease batch of ~50 then
-     * waited 5-14 ms for its own replies before the next transaction */
-    outq *o = d->out;
-    pthread_mutex_lock(&o->mu);
-    for (int i = 0; i < n; i++) {
-        while (o->n >= QUEUE_MAX)
-            pthread_cond_wait(&o->room, &o->mu);
-        o->a[(o->head + o->n) % QUEUE_MAX] = (answer){req[i], reply[i], arrived[i], heavy};
-        o->n++;
-    }
-    pthread_cond_signal(&o->ready);
-    pthread_mutex_unlock(&o->mu);
+    hand_over(d, req, reply, arrived, n, heavy, !heavy);
 }
 
 /* The sender thread: sends the answers the dispatcher committed, in its
@@ -226,13 +294,14 @@ static void *send_answers(void *arg)
     outq *o = d->out;
     pthread_mutex_lock(&o->mu);
     for (;;) {
-        while (o->n == 0 && !o->stop)
+        while (o->lease.n + o->rest.n == 0 && !o->stop)
             pthread_cond_wait(&o->ready, &o->mu);
-        if (o->n == 0)
+        if (o->lease.n + o->rest.n == 0)
             break;
-        answer a = o->a[o->head];
-        o->head = (o->head + 1) % QUEUE_MAX;
-        o->n--;
+        ansq *q = o->lease.n > 0 ? &o->lease : &o->rest;
+        answer a = q->a[q->head];
+        q->head = (q->head + 1) % QUEUE_MAX;
+        q->n--;
         pthread_cond_signal(&o->room);
         pthread_mutex_unlock(&o->mu);
         if (a.reply) {
@@ -292,10 +361,12 @@ static void outq_free(outq *o)
 {
     if (!o)
         return;
-    for (; o->n > 0; o->n--, o->head = (o->head + 1) % QUEUE_MAX) {
-        cJSON_Delete(o->a[o->head].reply);
-        nng_msg_free(o->a[o->head].req);
-    }
+    ansq *qs[] = {&o->lease, &o->rest};
+    for (int i = 0; i < 2; i++)
+        for (ansq *q = qs[i]; q->n > 0; q->n--, q->head = (q->head + 1) % QUEUE_MAX) {
+            cJSON_Delete(q->a[q->head].reply);
+            nng_msg_free(q->a[q->head].req);
+        }
     sync_destroy(&o->mu, &o->ready, &o->room);
     free(o);
 }
@@ -317,7 +388,8 @@ static void stop_sender(gt_dispatch *d)
  * serves the light ones waiting (leases, registrations, heartbeats,
  * goodbyes: small and latency-bound, a worker waiting on a lease has an
  * idle GPU) in one store transaction, then results messages in another
- * (serve), committing each before answering it. On a raw REP socket
+ * (serve), committing each before answering it (but for the leases served
+ * inside a results transaction: serve_leases). On a raw REP socket
  * requests from many workers are in flight at once and each answer finds
  * its way back by the request's header; one commit serves many workers
  * (under 256 simulated workers a commit per request, its WAL append and the

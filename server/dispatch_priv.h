@@ -29,6 +29,7 @@ struct gt_dispatch {
      * invalid or dropped as physically impossible. */
     atomic_uint_least64_t refused[GT_DISPATCH_REFUSALS];
     atomic_uint_least64_t implausible;
+    atomic_uint_least64_t early_leases; /* answered before their commit (serve_leases) */
     atomic_int closed;          /* nng_close returned (gt_dispatch_stop) */
     struct queues *q;           /* between the receiver and the dispatcher (loop) */
     struct outq *out;           /* between the dispatcher and the sender */

@@ -63,6 +63,9 @@ const char *gt_dispatch_queue_name(gt_dispatch_queue q);
 typedef struct gt_dispatch_stats {
     uint64_t refused[GT_DISPATCH_REFUSALS];
     uint64_t implausible;
+    /* leases served inside a results transaction and answered before it
+     * committed (dispatch_loop.c, serve_leases) */
+    uint64_t early_leases;
     size_t sessions;
     /* seconds from a request's arrival at the coordinator to its answer,
      * per queue: the wait, the store transaction and its commit (a

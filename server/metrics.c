@@ -360,6 +360,11 @@ static int render_dispatch(gt_str *b, const gt_metrics_inputs *in)
     rc |= gt_metrics_family(b, "gemmtune_worker_sessions", "gauge",
                             "Worker connections bound to an authenticated session.");
     rc |= gt_metrics_sample(b, "gemmtune_worker_sessions", NULL, 0, (double)ds.sessions);
+    rc |= gt_metrics_family(b, "gemmtune_worker_leases_before_commit_total", "counter",
+                            "Leases that arrived while results were being written, served in"
+                            " that transaction and answered before its commit (a lease is soft"
+                            " state: lost, its job is leased again).");
+    rc |= gt_metrics_sample(b, "gemmtune_worker_leases_before_commit_total", NULL, 0, (double)ds.early_leases);
     rc |= gt_metrics_family(b, "gemmtune_worker_answer_seconds", "histogram",
                             "Seconds from a worker request's arrival at the coordinator to its"
                             " answer (queueing, the store transaction, its commit), per queue:"

@@ -206,6 +206,7 @@ static void fake_stats(void *ctx, gt_dispatch_stats *out)
     out->refused[GT_REFUSED_TOKEN] = 2;
     out->implausible = 3;
     out->sessions = 4;
+    out->early_leases = 6;
     gt_hist_observe(&out->answer[GT_DISPATCH_Q_LEASE], 0.004);
     gt_hist_observe(&out->answer[GT_DISPATCH_Q_LEASE], 0.03);
     gt_hist_observe(&out->answer[GT_DISPATCH_Q_RESULTS], 0.2);
@@ -267,6 +268,8 @@ static void test_page(void)
         CHECK(strstr(t, "gemmtune_worker_refused_total{reason=\"not_leased\"} 0\n"));
         CHECK(strstr(t, "gemmtune_results_rejected_total 3\n"));
         CHECK(strstr(t, "gemmtune_worker_sessions 4\n"));
+        CHECK(strstr(t, "# TYPE gemmtune_worker_leases_before_commit_total counter\n"));
+        CHECK(strstr(t, "gemmtune_worker_leases_before_commit_total 6\n"));
         /* the dispatcher's answer times per queue, cumulative buckets */
         CHECK(strstr(t, "# TYPE gemmtune_worker_answer_seconds histogram\n"));
         CHECK(strstr(t, "gemmtune_worker_answer_seconds_bucket{queue=\"lease\",le=\"0.005\"} 1\n"));
