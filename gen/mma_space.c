@@ -597,13 +597,30 @@ double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cf
     double inflight = res * (c->stages - 1) * (double)(c->bm + c->bn) * c->bk * es;
     double sat = c->inst == GT_MMA_INST_WGMMA ? 98304.0 : 32768.0;
     double t_mem = dram / (bw * fmax(0.05, fmin(1.0, inflight / sat)));
+    /* ... and past that a TMA ring still gains from depth, a little: on the
+     * H100's memory-bound n = 128 shapes a 64 x 64 tile took 17.59 us at 8
+     * stages (112 KiB ahead), 17.20 at 10, 17.06 at 12 (176 KiB), paired
+     * rounds (bench/results/h100_44_cutlass_union.txt); 4096x128x14336 47.2
+     * against 49.8 (h100_43). t = t0 (1 + 10 KiB / ahead) fits the first
+     * within 0.4 %. Only for a grid of one wave: with several, resident
+     * CTAs and the next generation hide the latency too (on 128256x128x4096,
+     * 1002 tiles, two CTAs of a 3-stage 128 x 128 ring per SM ran 2 % ahead
+     * of one of 6 stages). */
+    int deep = c->inst == GT_MMA_INST_WGMMA && waves <= 1;
+    if (deep)
+        t_mem *= 1.0 + 10240.0 / inflight;
     /* a cluster of two multicasts B: each CTA fetches half of it */
     double t_l2 = (double)x.ctas * (c->bm + c->bn / (c->cluster == 2 ? 2.0 : 1.0)) * kshare * es / (3.0 * bw);
     double t = fmax(t_comp, fmax(t_mem, t_l2)) + 0.15 * fmin(t_comp, t_mem);
     /* pipeline fill per CTA generation on an SM (a persistent grid fills
      * its ring once: the loads of a CTA's next tile start while it stores
-     * this one), split-K reductions, launch */
-    t += (c->ctas > 0 ? 1.0 : ceil((double)x.ctas / (sms * x.res))) * (c->stages - 1) * 0.4e-6;
+     * this one), split-K reductions, launch. In a one-wave grid a TMA
+     * ring's stages are all issued at once by one thread, so its fill is a
+     * load's latency and not one per stage: counted per stage, 12 stages of
+     * a 64 x 64 tile ranked 1.6 us behind 8 on 4096x128x4096 (out of the
+     * screen's cap), where they ran 0.5 us ahead (h100_44). */
+    double fill = deep ? 2 * 0.4e-6 : (c->stages - 1) * 0.4e-6;
+    t += (c->ctas > 0 ? 1.0 : ceil((double)x.ctas / (sms * x.res))) * fill;
     double mn = (double)p->m * (double)p->n * batch * 4;
     if (c->splitk > 1)
         t += c->reduction == GT_GEN_RED_ATOMIC ? c->splitk * mn * 2 / (0.5 * bw) + 0.5e-6

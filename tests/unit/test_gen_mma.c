@@ -312,6 +312,24 @@ static void test_wgmma(void)
                       gt_mma_model_us(&n128, &d, &r16) < t4 + 0.01,
                   "raster 1 %.2f, 4 %.2f, 16 %.2f us", gt_mma_model_us(&n128, &d, &r1), t4,
                   gt_mma_model_us(&n128, &d, &r16));
+        /* a one-wave grid's TMA ring fills once, whatever its depth: 12
+         * stages no slower than 8 (the H100: 17.06 against 17.59 us in paired
+         * rounds, h100_44_wgmma_model); with many waves, two resident CTAs of
+         * a 3-stage 128 x 128 ring ahead of one of 6 stages (128256x128x4096:
+         * 2 % faster there) */
+        {
+            gt_mma_cfg s8 = deep, s12 = deep;
+            s8.stages = 8, s12.stages = 12;
+            CHECK_MSG(gt_mma_model_us(&n128, &d, &s12) <= gt_mma_model_us(&n128, &d, &s8) + 1e-9,
+                      "12 stages %.3f us, 8 stages %.3f", gt_mma_model_us(&n128, &d, &s12),
+                      gt_mma_model_us(&n128, &d, &s8));
+            gt_problem tall = gen_test_prob(128256, 128, 4096, GT_DT_BF16, GT_DT_BF16);
+            gt_mma_cfg t3 = k_wg, t6;
+            t3.bm = 128, t3.bn = 128, t3.warps_m = 8, t3.stages = 3, t3.swizzle = 1;
+            t6 = t3, t6.stages = 6;
+            CHECK_MSG(gt_mma_model_us(&tall, &d, &t3) < gt_mma_model_us(&tall, &d, &t6), "3 stages %.2f us, 6 %.2f",
+                      gt_mma_model_us(&tall, &d, &t3), gt_mma_model_us(&tall, &d, &t6));
+        }
         /* and the default cap keeps a 64 x 64 tile in raster 4 at 8 and 12 stages,
          * the best of 600 configs measured on the H100 (h100_43) */
         gt_mma_space sp;
