@@ -284,8 +284,9 @@ static void serve(gt_dispatch *d, int heavy)
     hand_over(d, req, reply, arrived, n, heavy, !heavy);
 }
 
-/* The sender thread: sends the answers the dispatcher committed, in its
- * order, and times each from its request's arrival
+/* The sender thread: sends the answers the dispatcher hands over (those of
+ * light requests first, each queue in its order), and times each from its
+ * request's arrival
  * (gemmtune_worker_answer_seconds). Ends when the dispatcher is done and
  * nothing is left. */
 static void *send_answers(void *arg)
