@@ -2,8 +2,8 @@
  * off the raw REP socket as they come into two queues; the store's writer
  * (loop) serves them in store transactions, leases ahead of results
  * messages; a sender answers what was committed, light requests' answers
- * first, and the leases served inside a results transaction at once. dispatch.c serves each
- * request (gt_dispatch_handle). */
+ * first, and the leases served inside a results transaction at once.
+ * dispatch.c serves each request (gt_dispatch_handle). */
 #include <cjson/cJSON.h>
 #include <nng/nng.h>
 #include <pthread.h>
@@ -104,7 +104,7 @@ typedef struct ansq {
 typedef struct outq {
     pthread_mutex_t mu;
     pthread_cond_t ready, room;
-    ansq lease, rest; /* the light requests' answers; the results' */
+    ansq light, heavy; /* the light requests' answers; the results messages' */
     int stop; /* the dispatcher is done: send what is left and end */
 } outq;
 
@@ -180,10 +180,10 @@ static nng_msg *next_req(queues *q, int heavy, double *t)
  * 0.1-0.25 ms (nng's hand-off to its I/O thread), and a lease batch of ~50
  * then waited 5-14 ms for its own replies before the next transaction. */
 static void hand_over(gt_dispatch *d, nng_msg *const *req, cJSON *const *reply, const double *arrived, int n,
-                      int heavy, int first)
+                      int heavy)
 {
     outq *o = d->out;
-    ansq *q = first ? &o->lease : &o->rest;
+    ansq *q = heavy ? &o->heavy : &o->light;
     pthread_mutex_lock(&o->mu);
     for (int i = 0; i < n; i++) {
         while (q->n >= QUEUE_MAX)
@@ -237,7 +237,7 @@ static int serve_leases(gt_dispatch *d, int *batched)
         cJSON *reply = handle(d, m, batched);
         atomic_fetch_add(&d->requests, 1);
         atomic_fetch_add(&d->early_leases, 1);
-        hand_over(d, &m, &reply, &t, 1, 0, 1);
+        hand_over(d, &m, &reply, &t, 1, 0);
     }
 }
 
@@ -281,7 +281,7 @@ static void serve(gt_dispatch *d, int heavy)
         }
     }
     atomic_fetch_add(&d->requests, (uint64_t)n);
-    hand_over(d, req, reply, arrived, n, heavy, !heavy);
+    hand_over(d, req, reply, arrived, n, heavy);
 }
 
 /* The sender thread: sends the answers the dispatcher hands over (those of
@@ -295,11 +295,11 @@ static void *send_answers(void *arg)
     outq *o = d->out;
     pthread_mutex_lock(&o->mu);
     for (;;) {
-        while (o->lease.n + o->rest.n == 0 && !o->stop)
+        while (o->light.n + o->heavy.n == 0 && !o->stop)
             pthread_cond_wait(&o->ready, &o->mu);
-        if (o->lease.n + o->rest.n == 0)
+        if (o->light.n + o->heavy.n == 0)
             break;
-        ansq *q = o->lease.n > 0 ? &o->lease : &o->rest;
+        ansq *q = o->light.n > 0 ? &o->light : &o->heavy;
         answer a = q->a[q->head];
         q->head = (q->head + 1) % QUEUE_MAX;
         q->n--;
@@ -362,7 +362,7 @@ static void outq_free(outq *o)
 {
     if (!o)
         return;
-    ansq *qs[] = {&o->lease, &o->rest};
+    ansq *qs[] = {&o->light, &o->heavy};
     for (int i = 0; i < 2; i++)
         for (ansq *q = qs[i]; q->n > 0; q->n--, q->head = (q->head + 1) % QUEUE_MAX) {
             cJSON_Delete(q->a[q->head].reply);
