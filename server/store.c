@@ -645,23 +645,12 @@ gt_store *gt_store_open(const char *path, char *err, size_t errlen)
      * simulated workers, the CPU per result unchanged (bench/coord_bench.sh,
      * 4 runs each in turn). gemmtuned moves it off the commit altogether
      * (gt_store_ckpt_start). */
-    /* temp_store=MEMORY (set after the migrations, whose backfills may sort
-     * a whole table): every request of a dispatcher batch runs in its own
-     * savepoint (gt_store_batch_begin), and a savepoint keeps the first
-     * image of each page it changes in a sub-journal so that it can roll
-     * back alone. In the default temp store that is a temporary file
-     * (/var/tmp/etilqs_*): under 256 simulated workers, 12,027 pwrites of a
-     * page in 2 s against the WAL's 8,717 (strace), kernel time of the
-     * writer's thread. In memory it is a copy: 44.6-50.7k -> 50.0-55.6k
-     * results/s, the CPU per result 20.1-22.4 -> 18.9-19.7 us
-     * (bench/coord_bench.sh, alternated). The writer's sorts are small (a
-     * problem's rows); the readers that serve the API keep the default. */
     if (gt_store_exec(s, "PRAGMA journal_mode=WAL", err, errlen) ||
         gt_store_exec(s, "PRAGMA synchronous=NORMAL", err, errlen) ||
         gt_store_exec(s, "PRAGMA wal_autocheckpoint=" AUTOCKPT_TXT, err, errlen) ||
         gt_store_exec(s, "PRAGMA foreign_keys=ON", err, errlen))
         goto fail;
-    if (migrate(s, err, errlen) || gt_store_exec(s, "PRAGMA temp_store=MEMORY", err, errlen))
+    if (migrate(s, err, errlen))
         goto fail;
     if (files_init(s, err, errlen))
         goto fail;

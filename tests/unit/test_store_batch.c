@@ -54,9 +54,6 @@ static void test_batch(void)
     CHECK_MSG(s != NULL, "%s", err);
     if (!s)
         return;
-    /* the writer's savepoints keep their sub-journals in memory, not in
-     * a temporary file per batch (store.c, gt_store_open) */
-    CHECK(gt_test_int(s, "PRAGMA temp_store") == 2);
     gt_worker_info a, b;
     worker_info(&a, "a");
     worker_info(&b, "b");
