@@ -179,8 +179,8 @@ static nng_msg *next_req(queues *q, int heavy, double *t)
 /* Hands answers to the sender thread, in order: sending one took
  * 0.1-0.25 ms (nng's hand-off to its I/O thread), and a lease batch of ~50
  * then waited 5-14 ms for its own replies before the next transaction. */
-static void hand_over(gt_dispatch *d, nng_msg *const *req, cJSON *const *reply, const double *arrived, int n,
-                      int heavy)
+static void hand_over(gt_dispatch *d, nng_msg *const *req, cJSON *const *reply,
+                      const double *arrived, int n, int heavy)
 {
     outq *o = d->out;
     ansq *q = heavy ? &o->heavy : &o->light;

@@ -327,8 +327,9 @@ static void test_wgmma(void)
             gt_mma_cfg t3 = k_wg, t6;
             t3.bm = 128, t3.bn = 128, t3.warps_m = 8, t3.stages = 3, t3.swizzle = 1;
             t6 = t3, t6.stages = 6;
-            CHECK_MSG(gt_mma_model_us(&tall, &d, &t3) < gt_mma_model_us(&tall, &d, &t6), "3 stages %.2f us, 6 %.2f",
-                      gt_mma_model_us(&tall, &d, &t3), gt_mma_model_us(&tall, &d, &t6));
+            CHECK_MSG(gt_mma_model_us(&tall, &d, &t3) < gt_mma_model_us(&tall, &d, &t6),
+                      "3 stages %.2f us, 6 %.2f", gt_mma_model_us(&tall, &d, &t3),
+                      gt_mma_model_us(&tall, &d, &t6));
         }
         /* and the default cap keeps a 64 x 64 tile in raster 4 at 8 and 12 stages,
          * the best of 600 configs measured on the H100 (h100_43) */
