@@ -65,6 +65,7 @@ void gt_dispatch_stats_get(const gt_dispatch *d, gt_dispatch_stats *out)
         out->refused[i] = atomic_load(&d->refused[i]);
     out->implausible = atomic_load(&d->implausible);
     out->early_leases = atomic_load(&d->early_leases);
+    out->replays = atomic_load(&d->replays);
     out->sessions = gt_session_count(d->sessions);
     pthread_mutex_lock((pthread_mutex_t *)&d->hmu);
     memcpy(out->answer, d->answer, sizeof out->answer);
@@ -88,7 +89,7 @@ static cJSON *refuse(gt_dispatch *d, gt_dispatch_refusal why, int reregister, co
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    atomic_fetch_add(&d->refused[why], 1);
+    d->tally->refused[why]++;
     gt_warn("dispatch: refused (%s): %s", gt_dispatch_refusal_name(why), msg);
     cJSON *r = gt_proto_error("%s", msg);
     if (r && (!cJSON_AddStringToObject(r, "refused", gt_dispatch_refusal_name(why)) ||
@@ -486,7 +487,7 @@ static cJSON *on_results(gt_dispatch *d, const cJSON *m, long long wid)
         gt_warn("results from worker %lld refused: %s", wid, err);
         return gt_proto_error("results: %s", err);
     }
-    atomic_fetch_add(&d->implausible, rejected);
+    d->tally->implausible += rejected;
     cJSON *r = gt_proto_new(GT_MSG_ACK);
     if (r && (!cJSON_AddNumberToObject(r, "accepted", (double)accepted) ||
               !cJSON_AddBoolToObject(r, "cancelled", cancelled))) {
@@ -506,7 +507,8 @@ static cJSON *on_bye(gt_dispatch *d, long long wid)
     return gt_proto_new(GT_MSG_ACK);
 }
 
-cJSON *gt_dispatch_handle(gt_dispatch *d, const void *buf, size_t len, uint32_t pipe)
+/* gt_dispatch_handle's request, counting into d->tally. */
+static cJSON *serve_request(gt_dispatch *d, const void *buf, size_t len, uint32_t pipe)
 {
     char err[256];
     const char *type = NULL;
@@ -560,6 +562,25 @@ cJSON *gt_dispatch_handle(gt_dispatch *d, const void *buf, size_t len, uint32_t 
     }
     cJSON_Delete(m);
     return reply ? reply : gt_proto_error("out of memory");
+}
+
+void gt_dispatch_tally_add(gt_dispatch *d, const gt_dispatch_tally *t)
+{
+    for (int i = 0; i < GT_DISPATCH_REFUSALS; i++)
+        if (t->refused[i])
+            atomic_fetch_add(&d->refused[i], t->refused[i]);
+    if (t->implausible)
+        atomic_fetch_add(&d->implausible, t->implausible);
+}
+
+cJSON *gt_dispatch_handle(gt_dispatch *d, const void *buf, size_t len, uint32_t pipe,
+                          gt_dispatch_tally *t)
+{
+    memset(t, 0, sizeof *t);
+    d->tally = t;
+    cJSON *reply = serve_request(d, buf, len, pipe);
+    d->tally = NULL;
+    return reply;
 }
 
 /* nng calls this on its own thread when a connection closes. */

@@ -195,16 +195,17 @@ static void hand_over(gt_dispatch *d, nng_msg *const *req, cJSON *const *reply,
     pthread_mutex_unlock(&o->mu);
 }
 
-/* Serves one request inside the open batch (beginning it first if none is:
- * *batched as serve keeps it). */
-static cJSON *handle(gt_dispatch *d, nng_msg *m, int *batched)
+/* Serves one request inside the open batch, beginning one in mode first if
+ * none is open (*batched as serve keeps it); what it counted in *t. */
+static cJSON *handle(gt_dispatch *d, nng_msg *m, int *batched, gt_store_batch_mode mode,
+                     gt_dispatch_tally *t)
 {
     char err[256];
     if (*batched < 0)
-        *batched = gt_store_batch_begin(d->store, err, sizeof err) == 0;
+        *batched = gt_store_batch_begin(d->store, mode, err, sizeof err) == 0;
     /* The connection the request came on: sessions are bound to it. */
     uint32_t pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(m));
-    return gt_dispatch_handle(d, nng_msg_body(m), nng_msg_len(m), pipe);
+    return gt_dispatch_handle(d, nng_msg_body(m), nng_msg_len(m), pipe, t);
 }
 
 /* Serves the leases at the head of the light queue inside the open results
@@ -212,13 +213,14 @@ static cJSON *handle(gt_dispatch *d, nng_msg *m, int *batched)
  * A lease is the one request a worker waits on with an idle GPU, and under
  * a saturating fleet it arrives while results are being written (its
  * worker's own results were just answered). A lease is soft state, so it
- * need not be durable first: lost in a crash or a failed commit, its job is
- * pending again (or, if the same transaction made it, gone), another worker
- * takes it, and this worker's heartbeats and results for it are refused as
- * not leased (GT_REFUSED_NOT_LEASED): the job is run twice, nothing in the
- * store is wrong. Everything else that changes the store is answered after
- * its commit. 1 when another kind of light request waits (to be served
- * after this transaction), 0 when none. */
+ * need not be durable first: lost in a crash, a failed commit or a batch
+ * rolled back (serve), its job is pending again (or, if the same
+ * transaction made it, gone), another worker takes it, and this worker's
+ * heartbeats and results for it are refused as not leased
+ * (GT_REFUSED_NOT_LEASED): the job is run twice, nothing in the store is
+ * wrong. Everything else that changes the store is answered after its
+ * commit. 1 when another kind of light request waits (to be served after
+ * this transaction), 0 when none; stops at a lease that broke the batch. */
 static int serve_leases(gt_dispatch *d, int *batched)
 {
     queues *q = d->q;
@@ -234,10 +236,14 @@ static int serve_leases(gt_dispatch *d, int *batched)
         atomic_store(&q->nlight, q->light.n);
         pthread_cond_signal(&q->room);
         pthread_mutex_unlock(&q->mu);
-        cJSON *reply = handle(d, m, batched);
+        gt_dispatch_tally tally;
+        cJSON *reply = handle(d, m, batched, GT_STORE_BATCH_UNGUARDED, &tally);
+        gt_dispatch_tally_add(d, &tally);
         atomic_fetch_add(&d->requests, 1);
         atomic_fetch_add(&d->early_leases, 1);
         hand_over(d, &m, &reply, &t, 1, 0);
+        if (*batched > 0 && gt_store_batch_broken(d->store))
+            return 0;
     }
 }
 
@@ -249,14 +255,29 @@ static int serve_leases(gt_dispatch *d, int *batched)
  * inside it and answered at once (serve_leases). Nothing else is answered
  * before it is durable: a batch that does not commit answers every request
  * of it with the error, and the workers send again (results are
- * idempotent). */
+ * idempotent).
+ *
+ * Light requests run in a savepoint each (GT_STORE_BATCH_GUARDED): they
+ * change a few pages, and serving one again is not always the same (a
+ * goodbye ends its session). Results transactions run without
+ * (GT_STORE_BATCH_UNGUARDED: the savepoints' sub-journals were a sixth of
+ * the coordinator's CPU per result). When a request fails there after it
+ * wrote (a constraint, a full disk), the transaction cannot undo only that
+ * request: it is rolled back whole and the results messages of it served
+ * again, each in a savepoint of its own, so the failing one fails alone and
+ * the others are stored (a worker gives up a job whose results were
+ * refused). The leases answered inside it are lost as in a failed commit
+ * (serve_leases). What each request counted is added once, after its last
+ * serving. */
 static void serve(gt_dispatch *d, int heavy)
 {
     char err[256];
     nng_msg *req[BATCH_MAX];
     cJSON *reply[BATCH_MAX];
     double arrived[BATCH_MAX];
+    gt_dispatch_tally tally[BATCH_MAX];
     int n = 0;
+    gt_store_batch_mode mode = heavy ? GT_STORE_BATCH_UNGUARDED : GT_STORE_BATCH_GUARDED;
     /* Without a batch (the store refuses to begin one: lost files, a
      * full disk) each request runs in its own transaction and says why. */
     int batched = -1;
@@ -267,11 +288,25 @@ static void serve(gt_dispatch *d, int heavy)
             break;
         if (heavy && n > 0 && gt_mono_ms() - t0 >= HEAVY_MAX_MS)
             break;
+        if (batched > 0 && gt_store_batch_broken(d->store))
+            break;
         nng_msg *m = next_req(d->q, heavy, &arrived[n]);
         if (!m)
             break;
         req[n] = m;
-        reply[n++] = handle(d, m, &batched);
+        reply[n] = handle(d, m, &batched, mode, &tally[n]);
+        n++;
+    }
+    if (batched > 0 && gt_store_batch_broken(d->store)) {
+        gt_store_batch_abort(d->store);
+        atomic_fetch_add(&d->replays, 1);
+        gt_warn("dispatch: a request failed after writing in a transaction of %d results messages:"
+                " rolled back, each served again in a savepoint of its own", n);
+        batched = -1;
+        for (int i = 0; i < n; i++) {
+            cJSON_Delete(reply[i]);
+            reply[i] = handle(d, req[i], &batched, GT_STORE_BATCH_GUARDED, &tally[i]);
+        }
     }
     if (batched > 0 && gt_store_batch_end(d->store, err, sizeof err)) {
         gt_err("dispatch: %d requests not committed, answered with the error: %s", n, err);
@@ -280,6 +315,8 @@ static void serve(gt_dispatch *d, int heavy)
             reply[i] = gt_proto_error("store: %s", err);
         }
     }
+    for (int i = 0; i < n; i++)
+        gt_dispatch_tally_add(d, &tally[i]);
     atomic_fetch_add(&d->requests, (uint64_t)n);
     hand_over(d, req, reply, arrived, n, heavy);
 }

@@ -15,6 +15,16 @@
 #include "gt_dispatch.h"
 #include "gt_session.h"
 
+/* What serving one request counted: refusals by reason, results stored
+ * invalid as physically impossible. Added to the dispatcher's counters
+ * (gt_dispatch_tally_add) once the request's answer is final, so a request
+ * served again after its batch was rolled back (dispatch_loop.c) counts
+ * once. */
+typedef struct gt_dispatch_tally {
+    uint64_t refused[GT_DISPATCH_REFUSALS];
+    uint64_t implausible;
+} gt_dispatch_tally;
+
 struct gt_dispatch {
     gt_store *store;
     gt_dispatch_opts o;
@@ -30,6 +40,8 @@ struct gt_dispatch {
     atomic_uint_least64_t refused[GT_DISPATCH_REFUSALS];
     atomic_uint_least64_t implausible;
     atomic_uint_least64_t early_leases; /* answered before their commit (serve_leases) */
+    atomic_uint_least64_t replays; /* results transactions rolled back and served again */
+    gt_dispatch_tally *tally;   /* the request in gt_dispatch_handle counts here */
     atomic_int closed;          /* nng_close returned (gt_dispatch_stop) */
     struct queues *q;           /* between the receiver and the dispatcher (loop) */
     struct outq *out;           /* between the dispatcher and the sender */
@@ -43,8 +55,11 @@ struct gt_dispatch {
 
 /* One request served: decoded (in the calling thread's arena), checked
  * against its connection's session, run through the store; the answer
- * (never NULL). */
-cJSON *gt_dispatch_handle(gt_dispatch *d, const void *buf, size_t len, uint32_t pipe);
+ * (never NULL). What it counted goes into *t (zeroed first), for
+ * gt_dispatch_tally_add. */
+cJSON *gt_dispatch_handle(gt_dispatch *d, const void *buf, size_t len, uint32_t pipe,
+                          gt_dispatch_tally *t);
+void gt_dispatch_tally_add(gt_dispatch *d, const gt_dispatch_tally *t);
 /* The calling thread's parse arena for gt_dispatch_handle (without one it
  * parses into malloc'd nodes). */
 void gt_dispatch_arena_open(void);

@@ -66,6 +66,10 @@ typedef struct gt_dispatch_stats {
     /* leases served inside a results transaction and answered before it
      * committed (dispatch_loop.c, serve_leases) */
     uint64_t early_leases;
+    /* results transactions in which a request failed after writing,
+     * rolled back whole and served again, each request in a savepoint of
+     * its own (dispatch_loop.c, serve) */
+    uint64_t replays;
     size_t sessions;
     /* seconds from a request's arrival at the coordinator to its answer,
      * per queue: the wait, the store transaction and its commit (a

@@ -75,15 +75,38 @@ gt_store_ckpt *gt_store_ckpt_start(gt_store *s, char *err, size_t errlen);
 void gt_store_ckpt_stats(const gt_store_ckpt *c, long long *runs, long long *copied, long long *inline_runs);
 void gt_store_ckpt_stop(gt_store_ckpt *c);
 /* Group commit: between gt_store_batch_begin and gt_store_batch_end every
- * store call of this thread runs inside one transaction, each of its own
- * transactions a savepoint (a failed one undoes only itself), and nothing
- * is durable before gt_store_batch_end commits: answer the requests a batch
+ * store call of this thread runs inside one transaction, and nothing is
+ * durable before gt_store_batch_end commits: answer the requests a batch
  * served only after it returned 0. The store's lock is held in between;
  * other threads' store calls wait. One commit (WAL append, fsync at
- * checkpoints) for many workers' messages instead of one each. 0, or -1
- * with err (batch_end: the batch's writes are rolled back). */
-int gt_store_batch_begin(gt_store *s, char *err, size_t errlen);
+ * checkpoints) for many workers' messages instead of one each.
+ *
+ * GUARDED: each of the calls' own transactions is a savepoint, so a failed
+ * one undoes only itself and the others of the batch commit together.
+ * UNGUARDED: they run straight in the batch's transaction. A savepoint
+ * keeps the first image of every page it changes in a sub-journal, which
+ * SQLite spills to a temporary file past 64 KiB, and a results message's
+ * savepoint always did (12k page writes in 2 s against the WAL's 8.7k):
+ * without them the dispatcher ingests 14-25 % more at 14-22 % less CPU per
+ * result (docs/coord_bench.md).
+ * A call that fails there having changed nothing (a refusal: unknown
+ * worker, job not leased) leaves the batch as it was; one that fails after
+ * it changed rows, or whose failure ended the transaction, cannot undo only
+ * itself: it breaks the batch (gt_store_batch_broken). A broken batch
+ * commits nothing: end it with gt_store_batch_abort, which rolls all of it
+ * back, and serve its requests again in a GUARDED batch.
+ *
+ * 0, or -1 with err (batch_end: the batch's writes are rolled back). */
+typedef enum {
+    GT_STORE_BATCH_GUARDED = 1,
+    GT_STORE_BATCH_UNGUARDED = 2,
+} gt_store_batch_mode;
+int gt_store_batch_begin(gt_store *s, gt_store_batch_mode mode, char *err, size_t errlen);
 int gt_store_batch_end(gt_store *s, char *err, size_t errlen);
+/* 1 when a call of the open UNGUARDED batch failed after writing. */
+int gt_store_batch_broken(const gt_store *s);
+/* Rolls the open batch back whole and ends it. */
+void gt_store_batch_abort(gt_store *s);
 
 /* ---- write health (/readyz, gemmtune_store_* on /metrics) ----
  *

@@ -365,6 +365,11 @@ static int render_dispatch(gt_str *b, const gt_metrics_inputs *in)
                             " that transaction and answered before its commit (a lease is soft"
                             " state: lost, its job is leased again).");
     rc |= gt_metrics_sample(b, "gemmtune_worker_leases_before_commit_total", NULL, 0, (double)ds.early_leases);
+    rc |= gt_metrics_family(b, "gemmtune_worker_results_replays_total", "counter",
+                            "Results transactions in which a message failed after writing:"
+                            " rolled back whole and served again, each message in a savepoint"
+                            " of its own (the leases answered inside them are lost).");
+    rc |= gt_metrics_sample(b, "gemmtune_worker_results_replays_total", NULL, 0, (double)ds.replays);
     rc |= gt_metrics_family(b, "gemmtune_worker_answer_seconds", "histogram",
                             "Seconds from a worker request's arrival at the coordinator to its"
                             " answer (queueing, the store transaction, its commit), per queue:"

@@ -358,10 +358,21 @@ int gt_store_exec(gt_store *s, const char *sql, char *err, size_t errlen)
         note_write(s, GT_STORE_ERR_LOST, NULL);
         return -1;
     }
-    /* Inside a batch (gt_store_batch_begin) a transaction is a savepoint of
-     * the batch's one transaction: its rollback undoes only itself, and
-     * nothing is durable before the batch commits. The batch accounts for
-     * the write (tx_account) at its own BEGIN and COMMIT. */
+    /* Inside a batch (gt_store_batch_begin) a transaction is part of the
+     * batch's one transaction, and nothing is durable before the batch
+     * commits; the batch accounts for the write (tx_account) at its own
+     * BEGIN and COMMIT. UNGUARDED, it runs straight in it: a rollback that
+     * would have to undo rows, or finds the transaction already ended by
+     * SQLite (a full disk, an I/O error), breaks the batch instead. */
+    if (s->batch == GT_STORE_BATCH_UNGUARDED && verb != TX_NONE) {
+        if (verb == TX_BEGIN)
+            s->batch_changes0 = sqlite3_total_changes64(s->db);
+        else if (verb == TX_ROLLBACK &&
+                 (sqlite3_total_changes64(s->db) != s->batch_changes0 || sqlite3_get_autocommit(s->db)))
+            s->batch_broken = 1;
+        return 0;
+    }
+    /* GUARDED, it is a savepoint: its rollback undoes only itself. */
     if (s->batch && verb != TX_NONE) {
         static const char *const nested[] = {
             [TX_BEGIN] = "SAVEPOINT gt_tx",
@@ -720,7 +731,7 @@ sqlite3 *gt_store_db(gt_store *s) { return s->db; }
 void gt_store_lock(gt_store *s) { pthread_mutex_lock(&s->mu); }
 void gt_store_unlock(gt_store *s) { pthread_mutex_unlock(&s->mu); }
 
-int gt_store_batch_begin(gt_store *s, char *err, size_t errlen)
+int gt_store_batch_begin(gt_store *s, gt_store_batch_mode mode, char *err, size_t errlen)
 {
     gt_store_lock(s);
     if (s->batch || gt_store_exec(s, "BEGIN IMMEDIATE", err, errlen)) {
@@ -729,19 +740,37 @@ int gt_store_batch_begin(gt_store *s, char *err, size_t errlen)
         gt_store_unlock(s);
         return -1;
     }
-    s->batch = 1;
+    s->batch = mode == GT_STORE_BATCH_UNGUARDED ? GT_STORE_BATCH_UNGUARDED : GT_STORE_BATCH_GUARDED;
+    s->batch_broken = 0;
     return 0;
 }
 
 int gt_store_batch_end(gt_store *s, char *err, size_t errlen)
 {
     char tmp[128];
+    int broken = s->batch_broken;
     s->batch = 0;
-    int rc = gt_store_exec(s, "COMMIT", err, errlen);
+    s->batch_broken = 0;
+    int rc = broken ? -1 : gt_store_exec(s, "COMMIT", err, errlen);
+    if (broken)
+        snprintf(err, errlen, "store: a transaction of the batch failed after writing: the batch is"
+                              " rolled back");
     if (rc)
         gt_store_exec(s, "ROLLBACK", tmp, sizeof tmp);
     gt_store_unlock(s);
     return rc ? -1 : 0;
+}
+
+int gt_store_batch_broken(const gt_store *s) { return s->batch_broken; }
+
+void gt_store_batch_abort(gt_store *s)
+{
+    char tmp[128];
+    s->batch = 0;
+    s->batch_broken = 0;
+    /* fails harmlessly when SQLite already ended the transaction */
+    gt_store_exec(s, "ROLLBACK", tmp, sizeof tmp);
+    gt_store_unlock(s);
 }
 
 int gt_store_checkpoint(gt_store *s)

@@ -38,7 +38,12 @@ struct gt_store {
      * disk) and its first SQLite error, so that the attempt counts once, at
      * its end. */
     int in_tx;
-    int batch;          /* a gt_store_batch_begin transaction is open (under mu) */
+    /* The open gt_store_batch_begin transaction's mode (0: none; under mu);
+     * in an UNGUARDED one, the rows changed before the call in progress
+     * began its transaction, and whether a call failed after writing. */
+    int batch;
+    int64_t batch_changes0;
+    int batch_broken;
     int64_t tx_changes0;
     int tx_err;
     char tx_msg[200];

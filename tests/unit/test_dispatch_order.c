@@ -11,7 +11,11 @@
  * progress and answered at once, before that transaction commits
  * (gt_dispatch_stats.early_leases counts it). Every
  * result of the burst is stored once, and the coordinator's answer times
- * (gemmtune_worker_answer_seconds) count both queues. */
+ * (gemmtune_worker_answer_seconds) count both queues. A results message
+ * that fails after it wrote in a transaction of many (results
+ * transactions have no savepoints) fails alone: the transaction is rolled
+ * back and served again, each message in a savepoint of its own, and what
+ * the messages counted is counted once. */
 #include <cjson/cJSON.h>
 #include <nng/nng.h>
 #include <pthread.h>
@@ -28,6 +32,7 @@
 #define FLOOD 24   /* workers whose results messages arrive first */
 #define GEMMS 32   /* one screen job each for them, and more for the lease */
 #define EXTRA 256  /* results per message beyond the job's candidates */
+#define NEW 8      /* results per message of the rolled-back transaction's phase */
 
 static const char *str(const cJSON *j, const char *k)
 {
@@ -109,6 +114,34 @@ static int start_worker(worker *w, const char *url, int pid)
     cJSON_Delete(m);
     cJSON_Delete(r);
     return w->results && w->nres > 0 ? 0 : -1;
+}
+
+/* A small results message of worker w for job: NEW results of configs
+ * {"kc": base + k}, the last one 0.001 us (physically impossible: stored
+ * invalid, counted implausible) when implausible, 666 us (refused by the
+ * test's trigger) when poison. malloc'd text. */
+static char *small_msg(const worker *w, long long job, int base, int implausible, int poison)
+{
+    cJSON *m = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+    cJSON_AddNumberToObject(m, "v", 1);
+    cJSON_AddStringToObject(m, "type", "results");
+    cJSON_AddStringToObject(m, "session", w->cred);
+    cJSON_AddNumberToObject(m, "job_id", (double)job);
+    cJSON_AddBoolToObject(m, "done", 0);
+    for (int k = 0; k < NEW; k++) {
+        cJSON *x = cJSON_CreateObject(), *cfg = cJSON_CreateObject();
+        cJSON_AddNumberToObject(cfg, "kc", base + k);
+        cJSON_AddItemToObject(x, "config", cfg);
+        cJSON_AddBoolToObject(x, "valid", 1);
+        int last = k == NEW - 1;
+        cJSON_AddNumberToObject(x, "time_us", last && poison ? 666 : last && implausible ? 0.001 : 700 + k);
+        cJSON_AddNumberToObject(x, "rel_err", 0);
+        cJSON_AddItemToArray(arr, x);
+    }
+    cJSON_AddItemToObject(m, "results", arr);
+    char *t = cJSON_PrintUnformatted(m);
+    cJSON_Delete(m);
+    return t;
 }
 
 static void *wait_ack(void *arg)
@@ -248,6 +281,69 @@ int main(void)
     }
     CHECK_MSG(early, "the lease was answered after its transaction's commit, three times");
     CHECK(gt_test_int(s, "SELECT COUNT(*) FROM results") - before == nres);
+
+    /* A results message that fails after it wrote, in a transaction of many:
+     * results transactions run without savepoints (GT_STORE_BATCH_UNGUARDED),
+     * so it is rolled back whole and its messages served again, each in a
+     * savepoint of its own. With the store held, every worker's small
+     * message of new results queues up, the poison last (a trigger on the
+     * store's connection refuses its last result, after its first were
+     * inserted), one for a job not leased to its sender, one with an
+     * implausible result. The poison alone is refused; every other message
+     * is acknowledged and stored once; the refusal and the implausible
+     * result are counted once though served twice; one replay. */
+    CHECK(gt_test_store_sql(s, "CREATE TEMP TRIGGER inject BEFORE INSERT ON results WHEN"
+                               " NEW.time_us = 666 BEGIN SELECT RAISE(ABORT, 'injected'); END") == 0);
+    memset(&st, 0, sizeof st);
+    gt_dispatch_stats_get(d, &st);
+    gt_dispatch_stats st0 = st;
+    long long before_poison = gt_test_int(s, "SELECT COUNT(*) FROM results");
+    enum { POISON = FLOOD - 1, THIEF = 3, DOUBTFUL = 5 };
+    char *msg[FLOOD];
+    gt_store_lock(s);
+    sent = 0;
+    for (int i = 0; i < FLOOD; i++) {
+        /* the thief reports for the next worker's job */
+        long long job = i == THIEF ? ws[i + 1].job : ws[i].job;
+        msg[i] = small_msg(&ws[i], job, 4096 + 16 * i, i == DOUBTFUL, i == POISON);
+        sent += msg[i] && gt_test_send(ws[i].s, msg[i]) == 0;
+        struct timespec gap = {0, 1000000L}; /* in this order, as far as the sockets go */
+        nanosleep(&gap, NULL);
+    }
+    struct timespec held = {0, 50 * 1000000L};
+    nanosleep(&held, NULL);
+    gt_store_unlock(s);
+    CHECK(sent == FLOOD);
+    int acks = 0, poison_refused = 0, thief_refused = 0;
+    for (int i = 0; i < FLOOD; i++) {
+        r = gt_test_recv(ws[i].s);
+        const char *e = str(r, "error");
+        if (i == POISON)
+            poison_refused = r && strstr(e, "injected") != NULL;
+        else if (i == THIEF)
+            thief_refused = r && !strcmp(str(r, "refused"), "not_leased");
+        else
+            acks += r && !strcmp(str(r, "type"), "ack") &&
+                    cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(r, "accepted")) == NEW;
+        cJSON_Delete(r);
+        free(msg[i]);
+    }
+    CHECK(poison_refused && thief_refused);
+    CHECK_MSG(acks == FLOOD - 2, "%d of %d messages acknowledged with all their results", acks, FLOOD - 2);
+    CHECK_MSG(gt_test_int(s, "SELECT COUNT(*) FROM results") - before_poison == (FLOOD - 2) * NEW,
+              "%lld new results stored, %d sent by the innocent",
+              gt_test_int(s, "SELECT COUNT(*) FROM results") - before_poison, (FLOOD - 2) * NEW);
+    CHECK(gt_test_int(s, "SELECT COUNT(DISTINCT problem_id || ':' || config_hash) FROM results") ==
+          gt_test_int(s, "SELECT COUNT(*) FROM results"));
+    memset(&st, 0, sizeof st);
+    gt_dispatch_stats_get(d, &st);
+    CHECK_MSG(st.replays - st0.replays == 1, "%llu replays",
+              (unsigned long long)(st.replays - st0.replays));
+    CHECK(st.refused[GT_REFUSED_NOT_LEASED] - st0.refused[GT_REFUSED_NOT_LEASED] == 1);
+    CHECK(st.implausible - st0.implausible == 1);
+    fprintf(stderr, "  a results transaction rolled back and served again: %d acknowledged, the"
+                    " poison refused alone\n", acks);
+    CHECK(gt_test_store_sql(s, "DROP TRIGGER inject") == 0);
 out:
     for (int i = 0; i < FLOOD; i++) {
         free(ws[i].results);

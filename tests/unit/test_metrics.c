@@ -207,6 +207,7 @@ static void fake_stats(void *ctx, gt_dispatch_stats *out)
     out->implausible = 3;
     out->sessions = 4;
     out->early_leases = 6;
+    out->replays = 2;
     gt_hist_observe(&out->answer[GT_DISPATCH_Q_LEASE], 0.004);
     gt_hist_observe(&out->answer[GT_DISPATCH_Q_LEASE], 0.03);
     gt_hist_observe(&out->answer[GT_DISPATCH_Q_RESULTS], 0.2);
@@ -270,6 +271,8 @@ static void test_page(void)
         CHECK(strstr(t, "gemmtune_worker_sessions 4\n"));
         CHECK(strstr(t, "# TYPE gemmtune_worker_leases_before_commit_total counter\n"));
         CHECK(strstr(t, "gemmtune_worker_leases_before_commit_total 6\n"));
+        CHECK(strstr(t, "# TYPE gemmtune_worker_results_replays_total counter\n"));
+        CHECK(strstr(t, "gemmtune_worker_results_replays_total 2\n"));
         /* the dispatcher's answer times per queue, cumulative buckets */
         CHECK(strstr(t, "# TYPE gemmtune_worker_answer_seconds histogram\n"));
         CHECK(strstr(t, "gemmtune_worker_answer_seconds_bucket{queue=\"lease\",le=\"0.005\"} 1\n"));

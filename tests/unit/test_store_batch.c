@@ -3,7 +3,9 @@
  * transaction is a savepoint, so a failed one undoes only itself while the
  * others of the batch commit together; nothing is visible to another
  * connection (nothing durable) before the batch ends; a second batch cannot
- * open inside one. And the lease's order (store_jobs.c next_job, by index
+ * open inside one. Unguarded (no savepoints, what results messages run in),
+ * a call refused before it wrote leaves the batch whole, and one that fails
+ * after writing breaks it, so that nothing of it commits. And the lease's order (store_jobs.c next_job, by index
  * seeks since 007_lease_index.sql): runs share the workers (the run with the
  * fewest jobs leased first, the oldest on a tie), inside a run final, then
  * enumerate, then screen jobs, each by (shard > 0, id): every problem's
@@ -11,6 +13,8 @@
  * problem (009_screen_shard.sql), so each GEMM gets a first result early
  * and its screen still ends early; runs bound to another device model are
  * skipped. */
+#include <cjson/cJSON.h>
+
 #include "gt_log.h"
 #include "gt_store.h"
 #include "gt_test.h"
@@ -58,9 +62,9 @@ static void test_batch(void)
     worker_info(&a, "a");
     worker_info(&b, "b");
     int64_t ida = 0, idb = 0;
-    CHECK_MSG(gt_store_batch_begin(s, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(gt_store_batch_begin(s, GT_STORE_BATCH_GUARDED, err, sizeof err) == 0, "%s", err);
     /* a second batch inside the first is refused, the first stays open */
-    CHECK(gt_store_batch_begin(s, err, sizeof err) == -1 && strstr(err, "already open"));
+    CHECK(gt_store_batch_begin(s, GT_STORE_BATCH_GUARDED, err, sizeof err) == -1 && strstr(err, "already open"));
     CHECK_MSG(gt_store_register_worker(s, &a, 1, &ida, err, sizeof err) == 0 && ida > 0, "%s", err);
     /* a request that fails inside the batch: its savepoint is rolled back,
      * the batch goes on (a heartbeat of an unknown worker writes nothing) */
@@ -78,7 +82,7 @@ static void test_batch(void)
     CHECK(committed_workers() == 3);
     /* a batch whose commit fails rolls back everything it did: a batch
      * ended after its transaction was rolled back underneath */
-    CHECK_MSG(gt_store_batch_begin(s, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(gt_store_batch_begin(s, GT_STORE_BATCH_GUARDED, err, sizeof err) == 0, "%s", err);
     worker_info(&c, "d");
     CHECK_MSG(gt_store_register_worker(s, &c, 5, &idc, err, sizeof err) == 0, "%s", err);
     gt_store_lock(s);
@@ -87,7 +91,7 @@ static void test_batch(void)
     CHECK(gt_store_batch_end(s, err, sizeof err) == -1);
     CHECK(committed_workers() == 3);
     /* and the store takes the next batch */
-    CHECK_MSG(gt_store_batch_begin(s, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(gt_store_batch_begin(s, GT_STORE_BATCH_GUARDED, err, sizeof err) == 0, "%s", err);
     CHECK_MSG(gt_store_register_worker(s, &c, 6, &idc, err, sizeof err) == 0, "%s", err);
     CHECK_MSG(gt_store_batch_end(s, err, sizeof err) == 0, "%s", err);
     CHECK(committed_workers() == 4);
@@ -119,6 +123,100 @@ static long long run_of(gt_store *s, long long job)
     char sql[128];
     snprintf(sql, sizeof sql, "SELECT run_id FROM jobs WHERE id = %lld", job);
     return gt_test_int(s, sql);
+}
+
+/* A results message for job with one result per time in us (configs
+ * {"mc": 8 * i + base}), as JSON. */
+static cJSON *results_msg(long long job, const double *us, int n, int base)
+{
+    cJSON *m = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(m, "results");
+    cJSON_AddNumberToObject(m, "job_id", (double)job);
+    for (int i = 0; arr && i < n; i++) {
+        cJSON *x = cJSON_CreateObject(), *cfg = cJSON_AddObjectToObject(x, "config");
+        cJSON_AddNumberToObject(cfg, "mc", 8 * i + base);
+        cJSON_AddBoolToObject(x, "valid", 1);
+        cJSON_AddNumberToObject(x, "time_us", us[i]);
+        cJSON_AddNumberToObject(x, "rel_err", 0);
+        cJSON_AddItemToArray(arr, x);
+    }
+    return m;
+}
+
+/* An UNGUARDED batch runs its calls without savepoints: a call refused
+ * before it wrote (a heartbeat of an unknown worker, results for a job not
+ * leased) leaves the batch whole, and it commits; a call that fails after
+ * it wrote (a result refused by a trigger, a fault injected on the store's
+ * connection, after the message's first result was inserted) breaks it:
+ * it cannot commit, and gt_store_batch_abort rolls back everything of it,
+ * the other calls' writes included. Served again GUARDED, the failing call
+ * fails alone. */
+static void test_batch_unguarded(void)
+{
+    char dir[64], err[512];
+    if (gt_test_tmpdir(dir, sizeof dir, "unguarded"))
+        return;
+    static const char *const opts[][2] = {{"budget", "8"}, {"shard_size", "8"}};
+    gt_store *s = gt_test_store_with_run(dir, "M,N,K\n64,64,64\n", opts, 2, NULL);
+    if (!s)
+        return;
+    int64_t wid = gt_test_sim_worker(s, "h", 2), other = gt_test_sim_worker(s, "o", 2);
+    char kind[16] = "";
+    long long job = lease_next(s, wid, kind);
+    CHECK(job > 0);
+    CHECK(gt_test_store_sql(s, "CREATE TEMP TRIGGER inject BEFORE INSERT ON results"
+                               " WHEN NEW.time_us = 666 BEGIN SELECT RAISE(ABORT, 'injected'); END") == 0);
+    static const double good[] = {10, 11}, bad[] = {12, 666};
+    /* the poison's first result is new (a duplicate would change nothing) */
+    cJSON *ok = results_msg(job, good, 2, 8), *poison = results_msg(job, bad, 2, 64);
+    int cancelled = 0;
+    size_t acc = 0, rej = 0;
+    long long results0 = gt_test_int(s, "SELECT COUNT(*) FROM results");
+
+    /* refusals before any write: the batch stays whole and commits */
+    CHECK_MSG(gt_store_batch_begin(s, GT_STORE_BATCH_UNGUARDED, err, sizeof err) == 0, "%s", err);
+    CHECK(gt_store_heartbeat(s, 999, 0, 2, 1000, err, sizeof err) != 0);
+    CHECK(gt_test_report(s, other, ok, 3, 30000, &cancelled, &acc, &rej, err, sizeof err) ==
+          GT_STORE_E_NOT_LEASED);
+    CHECK_MSG(gt_test_report(s, wid, ok, 4, 30000, &cancelled, &acc, &rej, err, sizeof err) == 0 &&
+                  acc == 2, "%s", err);
+    CHECK(!gt_store_batch_broken(s));
+    CHECK_MSG(gt_store_batch_end(s, err, sizeof err) == 0, "%s", err);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM results") == results0 + 2);
+
+    /* a call that fails after writing breaks the batch: nothing commits */
+    gt_worker_info w;
+    worker_info(&w, "new");
+    int64_t idw = 0;
+    CHECK_MSG(gt_store_batch_begin(s, GT_STORE_BATCH_UNGUARDED, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(gt_store_register_worker(s, &w, 5, &idw, err, sizeof err) == 0, "%s", err);
+    CHECK(gt_test_report(s, wid, poison, 6, 30000, &cancelled, &acc, &rej, err, sizeof err) != 0 &&
+          strstr(err, "injected"));
+    CHECK(gt_store_batch_broken(s));
+    CHECK(gt_store_batch_end(s, err, sizeof err) == -1 && strstr(err, "rolled back"));
+    CHECK(!gt_store_batch_broken(s));
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM workers WHERE host = 'new'") == 0);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM results") == results0 + 2);
+
+    /* the same calls: aborted, then served again guarded, the failing one
+     * alone undone (its first result too) */
+    CHECK_MSG(gt_store_batch_begin(s, GT_STORE_BATCH_UNGUARDED, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(gt_store_register_worker(s, &w, 7, &idw, err, sizeof err) == 0, "%s", err);
+    CHECK(gt_test_report(s, wid, poison, 8, 30000, &cancelled, &acc, &rej, err, sizeof err) != 0);
+    CHECK(gt_store_batch_broken(s));
+    gt_store_batch_abort(s);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM workers WHERE host = 'new'") == 0);
+    CHECK_MSG(gt_store_batch_begin(s, GT_STORE_BATCH_GUARDED, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(gt_store_register_worker(s, &w, 9, &idw, err, sizeof err) == 0, "%s", err);
+    CHECK(gt_test_report(s, wid, poison, 10, 30000, &cancelled, &acc, &rej, err, sizeof err) != 0);
+    CHECK(!gt_store_batch_broken(s));
+    CHECK_MSG(gt_store_batch_end(s, err, sizeof err) == 0, "%s", err);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM workers WHERE host = 'new'") == 1);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM results") == results0 + 2);
+    CHECK(gt_test_int(s, "SELECT COUNT(*) FROM results WHERE time_us = 12") == 0);
+    cJSON_Delete(ok);
+    cJSON_Delete(poison);
+    gt_store_close(s);
+    gt_test_rmdir(dir);
 }
 
 static void test_lease_order(void)
@@ -301,6 +399,7 @@ int main(void)
     snprintf(g_path, sizeof g_path, "%s/b.db", g_dir);
     gt_log_set_level(GT_LOG_ERR);
     RUN(test_batch);
+    RUN(test_batch_unguarded);
     RUN(test_lease_order);
     RUN(test_lease_shards);
     RUN(test_lease_turns);
