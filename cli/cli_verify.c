@@ -561,7 +561,7 @@ int gt_cli_cmd_verify(gt_cli *c0, int argc, char **argv)
     else if (have_launch && strcmp(run_launch, launch ? launch : "plain"))
         fprintf(stderr, "verify: %s was timed with launch=%s; re-timing with launch=%s (--launch %s to match)\n",
                 path, run_launch, launch ? launch : "plain", run_launch);
-    /* as the final phase times (server/store_jobs.c: 4x the run's default
+    /* as the final phase times (server/store_lease.c: 4x the run's default
      * min_time_ms, 2 warm-up calls), one repeat per round */
     vctx v = {.device = (int)device,
               .launch_given = launch_given,

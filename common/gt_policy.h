@@ -13,7 +13,7 @@
  * the final rounds once more (worker/runner.c), a result that still drifts
  * is flagged baseline_suspect in GET /v1/runs/{id} (server/store_query.c)
  * and the CLI says so; a screen baseline this far from at least two other
- * workers' (and near none) is dropped (server/store_jobs.c). On the H100,
+ * workers' (and near none) is dropped (server/store_report.c). On the H100,
  * runs agree within a few percent; a disturbed final once measured 2x. */
 #define GT_BASELINE_DRIFT_MAX 1.25
 

@@ -1,5 +1,5 @@
 -- 007_lease_index.sql: the lease picks the next job with index seeks
--- (server/store_jobs.c next_job): the running runs in their share order
+-- (server/store_lease.c next_job): the running runs in their share order
 -- (fewest jobs leased now, then the longest since their last lease), and in
 -- the first that has one, the first queued job of each kind in priority order. Before, one query sorted every
 -- queued job of every run by a computed key, the job's texts carried through

@@ -1,6 +1,6 @@
 -- 009_screen_shard.sql: every GEMM gets a first result early. A problem's
 -- screen candidates are cut into several jobs (server/plan.c gt_plan_shard),
--- written problem by problem, and the lease (server/store_jobs.c next_job)
+-- written problem by problem, and the lease (server/store_lease.c next_job)
 -- took a run's screen jobs oldest first: the last GEMM's first screen job
 -- waited for every earlier GEMM's shards (25 Llama shapes on a GPU: the last
 -- one's first result after minutes, big GEMMs' several shards ran first).

@@ -5,7 +5,7 @@
 -- 2-core machine, once per run in a page, and again whenever a view's cache
 -- expired (bench/coord_bench.sh with WRK_DELAY_MS: a page of 50 runs polled
 -- at 150 requests/s took 124 ms at p99 while 256 workers reported). The
--- report transaction (server/store_jobs.c, report_tx) adds the rows it
+-- report transaction (server/store_report.c, report_tx) adds the rows it
 -- inserted, one UPDATE per results message; results are never deleted or
 -- changed after their insert.
 --   screen_done:  screen rows, less a default that could not run (valid = 0

@@ -33,7 +33,7 @@ int gt_plan_shard(const cJSON *cands, int shard_size, gt_plan_job **jobs, size_t
         shard_size = 1;
     /* The first job of a large shard size is a fraction of it: the lease
      * takes every GEMM's first job before any GEMM's others
-     * (store_jobs.c next_job), and how soon the last GEMM gets its first
+     * (store_lease.c next_job), and how soon the last GEMM gets its first
      * result is the sum of those first jobs (25 Llama shapes on the H100,
      * shards of 50: 8.3 s for the lm_head GEMM's alone, every GEMM's first
      * result 16-30 s after submission). Small shard sizes are cut evenly. */

@@ -731,6 +731,27 @@ sqlite3 *gt_store_db(gt_store *s) { return s->db; }
 void gt_store_lock(gt_store *s) { pthread_mutex_lock(&s->mu); }
 void gt_store_unlock(gt_store *s) { pthread_mutex_unlock(&s->mu); }
 
+int gt_store_tx_begin(gt_store *s, char *err, size_t errlen)
+{
+    gt_store_lock(s);
+    if (gt_store_exec(s, "BEGIN IMMEDIATE", err, errlen)) {
+        gt_store_unlock(s);
+        return -1;
+    }
+    return 0;
+}
+
+int gt_store_tx_end(gt_store *s, int rc, char *err, size_t errlen)
+{
+    char tmp[128];
+    if (rc >= 0 && gt_store_exec(s, "COMMIT", err, errlen))
+        rc = -1;
+    if (rc < 0)
+        gt_store_exec(s, "ROLLBACK", tmp, sizeof tmp);
+    gt_store_unlock(s);
+    return rc;
+}
+
 int gt_store_batch_begin(gt_store *s, gt_store_batch_mode mode, char *err, size_t errlen)
 {
     gt_store_lock(s);

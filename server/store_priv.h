@@ -1,6 +1,7 @@
 /* store_priv.h: internals shared by the store's files (store.c: open,
- * migrations, writing a planned run, reading its options; store_jobs.c:
- * leases and results; store_evo.c: the evolutionary search's state;
+ * migrations, writing a planned run, reading its options; store_workers.c,
+ * store_lease.c, store_report.c, store_phases.c: workers, leases, results,
+ * a problem's phases; store_evo.c: the evolutionary search's state;
  * store_query.c: JSON views; store_progress.c: a run's progress). Not part
  * of the public interface. */
 #ifndef GT_STORE_PRIV_H
@@ -78,6 +79,21 @@ sqlite3_stmt *gt_store_prep(gt_store *s, const char *sql, char *err, size_t errl
  * NULL is a no-op. A reset statement holds no read snapshot, so cached ones
  * never stop a checkpoint. */
 void gt_store_finish(gt_store *s, sqlite3_stmt *st);
+/* A write transaction of its own (BEGIN IMMEDIATE, inside a batch a part of
+ * it: gt_store_batch_begin) under the store's lock: 0, or -1 with err and
+ * the lock released. gt_store_tx_end ends it: commits when rc >= 0 (a
+ * failed commit makes rc -1), else rolls back; releases the lock; returns
+ * rc. */
+int gt_store_tx_begin(gt_store *s, char *err, size_t errlen);
+int gt_store_tx_end(gt_store *s, int rc, char *err, size_t errlen);
+/* problems.state and .error of problem pid (store_phases.c); the caller's
+ * transaction. 0 or -1 with err. */
+int gt_store_set_problem_state(gt_store *s, int64_t pid, const char *state, const char *error,
+                               char *err, size_t errlen);
+/* Run run_id done (finished at now_ms) when no problem of it is still in
+ * a phase (store_phases.c); the caller's transaction. 0 or -1 with err. */
+int gt_store_finish_run_if_done(gt_store *s, int64_t run_id, int64_t now_ms, char *err,
+                                size_t errlen);
 /* Runs SQL without parameters (transactions, DDL). 0 or -1 with err. */
 int gt_store_exec(gt_store *s, const char *sql, char *err, size_t errlen);
 /* Steps a statement that returns no rows and finishes it. 0 or -1. */
@@ -152,7 +168,7 @@ int gt_store_advance_problem(gt_store *s, int64_t problem_id, int64_t now_ms, ch
 /* Writes the planned screen jobs of a problem, each beside baseline (JSON
  * object text), tagged with an evolutionary generation (< 0: none) and
  * with its index in jobs as its shard (the lease takes every problem's
- * shard 0 first: store_jobs.c next_job). Caller's transaction. */
+ * shard 0 first: store_lease.c next_job). Caller's transaction. */
 int gt_store_insert_jobs(gt_store *s, int64_t run_id, int64_t problem_id, const char *backend,
                          const gt_plan_job *jobs, size_t njobs, const char *baseline,
                          int generation, int64_t now_ms, char *err, size_t errlen);

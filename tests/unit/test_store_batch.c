@@ -5,7 +5,7 @@
  * connection (nothing durable) before the batch ends; a second batch cannot
  * open inside one. Unguarded (no savepoints, what results messages run in),
  * a call refused before it wrote leaves the batch whole, and one that fails
- * after writing breaks it, so that nothing of it commits. And the lease's order (store_jobs.c next_job, by index
+ * after writing breaks it, so that nothing of it commits. And the lease's order (store_lease.c next_job, by index
  * seeks since 007_lease_index.sql): runs share the workers (the run with the
  * fewest jobs leased first, the oldest on a tie), inside a run final, then
  * enumerate, then screen jobs, each by (shard > 0, id): every problem's
