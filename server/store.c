@@ -1036,18 +1036,9 @@ int gt_store_create_run(gt_store *s, const gt_run_opts *o, const gt_log_result *
 {
     memset(out, 0, sizeof *out);
     int64_t now = gt_wall_ms();
-    gt_store_lock(s);
-    int rc = gt_store_exec(s, "BEGIN IMMEDIATE", err, errlen);
-    if (rc == 0) {
-        rc = create_run_tx(s, o, log, plan, out, now, err, errlen);
-        char tmp[128];
-        if (rc == 0)
-            rc = gt_store_exec(s, "COMMIT", err, errlen);
-        if (rc != 0)
-            gt_store_exec(s, "ROLLBACK", tmp, sizeof tmp);
-    }
-    gt_store_unlock(s);
-    return rc;
+    if (gt_store_tx_begin(s, err, errlen))
+        return -1;
+    return gt_store_tx_end(s, create_run_tx(s, o, log, plan, out, now, err, errlen), err, errlen);
 }
 
 int gt_store_run_opts(gt_store *s, int64_t run_id, gt_run_opts *o, char *err, size_t errlen)
