@@ -367,8 +367,8 @@ int gt_store_exec(gt_store *s, const char *sql, char *err, size_t errlen)
     if (s->batch == GT_STORE_BATCH_UNGUARDED && verb != TX_NONE) {
         if (verb == TX_BEGIN)
             s->batch_changes0 = sqlite3_total_changes64(s->db);
-        else if (verb == TX_ROLLBACK &&
-                 (sqlite3_total_changes64(s->db) != s->batch_changes0 || sqlite3_get_autocommit(s->db)))
+        else if (verb == TX_ROLLBACK && (sqlite3_total_changes64(s->db) != s->batch_changes0 ||
+                                         sqlite3_get_autocommit(s->db)))
             s->batch_broken = 1;
         return 0;
     }
