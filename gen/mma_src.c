@@ -488,12 +488,16 @@ void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_g
         g->smem_bytes += (size_t)(c->bm / 64) * GT_MMA_WG_EPI_BYTES;
 }
 
-/* The producer warp takes 32 more threads, which lowers ptxas' register
- * limit under __launch_bounds__(threads, 1) from 255 to 224: the 128 f32
- * accumulators per thread of bn = 256 then spill (fp8 configs on the H100
- * did), so bn = 256 keeps thread 0 as its producer. Where it applies it was
- * never slower on the H100 and up to 1.18x faster at n = 128
- * (bench/results/h100_31_producer_warp.txt). */
+/* The producer warp takes 32 more threads: nine warps put three on one of
+ * the SM's four sub-partitions (16K registers each), so ptxas' limit under
+ * __launch_bounds__(threads, 1) falls from 255 to 168, and the 128 f32
+ * accumulators per thread of bn = 256 spill (fp8 configs on the H100 did)
+ * or cost 17 % more instructions (CUDA 13's ptxas); so bn = 256 keeps
+ * thread 0 as its producer. Where the producer warp applies it was never
+ * slower on the H100 and up to 1.18x faster at n = 128
+ * (bench/results/h100_31_producer_warp.txt). For bn = 256 a producer
+ * warpgroup that hands its registers to the consumers (setmaxnreg) measured
+ * no faster on the H200 (bench/results/h200_46_wgmma_producer_tiles.txt). */
 int gt_mma_wg_pw(const gt_mma_cfg *c)
 {
     return c->inst == GT_MMA_INST_WGMMA && c->bn <= 128;
