@@ -63,6 +63,10 @@ typedef struct gt_mma_cfg {
                              each loading its A and half of their shared B tile into both (TMA
                              multicast: a third less L2 traffic at bm 128, bn 256); 0 (the JSON
                              default, also "cluster":1): none */
+    int pingpong;         /* persistent, bm 64 (warps_m 4) only: 1, two consumer warpgroups
+                             that take the CTA's tiles in turn (each its own 64 x bn tile), so
+                             one's epilogue runs under the other's math; loads from a producer
+                             warpgroup; 0 (the JSON default): the warpgroups share each tile */
 } gt_mma_cfg;
 
 /* Strict parse of {"family":"mma", ...}: every attribute required; unknown
@@ -140,10 +144,14 @@ extern const char gt_gen_mma_hip_src[];
  * kernels and argument struct, the main kernel taking two tensor maps after
  * it (gt_mma_tmaps describes them). */
 extern const char gt_gen_mma_wg_src[];
-/* 1 when c's kernel (inst wgmma, bn <= 128) runs with a producer warp:
- * one warp past the consumer warpgroups issues every TMA load, so no
- * consumer waits for a free slot; the launch then has 32 more threads. */
+/* How c's kernel (inst wgmma) issues its TMA loads: 1, a producer warp
+ * past the consumer warpgroups (bn <= 128); 2, a producer warpgroup that
+ * gives its registers to the consumers (pingpong); 0, thread 0 of the
+ * consumers. With a producer no consumer waits for a free slot.
+ * gt_mma_wg_producer_threads: the threads it adds to the launch (32, 128
+ * or 0). */
 int gt_mma_wg_pw(const gt_mma_cfg *c);
+int gt_mma_wg_producer_threads(const gt_mma_cfg *c);
 /* The template of c (by inst). */
 const char *gt_mma_src_of(const gt_mma_cfg *c);
 
@@ -180,8 +188,8 @@ int gt_mma_defines(const gt_problem *p, const gt_mma_cfg *c,
 /* Launch geometry: gx = tiles of D (1-D, rastered by the kernel; a
  * persistent config's: at most ctas, each CTA looping over tiles), gz =
  * batch x splitk; threads = warps_m x warps_n x the warp size (32, HIP 64),
- * + 32 for the wgmma producer warp (gt_mma_wg_pw); smem_bytes is DYNAMIC
- * shared memory (CUDA: stages x (bm + bn) x bk x the element size, wgmma
+ * x 2 with pingpong, + the wgmma producer's (gt_mma_wg_producer_threads);
+ * smem_bytes is DYNAMIC shared memory (CUDA: stages x (bm + bn) x bk x the element size, wgmma
  * + 1024; HIP: 2 x (bm + bn) x bk x 2), fin_blocks the "twopass" second kernel's
  * blocks of 256. gt_mma_geometry is hip = 0. */
 void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_gen_geom *g);

@@ -48,6 +48,9 @@
  *              tiles) below 2^31, the kernel's int counters
  *   cluster    cluster 2 only with an even persistent grid and at least
  *              two tile rows (a cluster shares B between two of them)
+ *   pingpong   only persistent, with bm 64 (warps_m 4: each consumer
+ *              warpgroup's tile) and at least two tiles per CTA (else one
+ *              warpgroup has nothing to do)
  * and counts shared memory as stages x (bm + bn) x 128 bytes + 1024 (the
  * ring's 1024-byte alignment; + GT_MMA_WG_EPI_BYTES per warpgroup when
  * persistent), registers as bn / 2 accumulators + 40; the
@@ -119,8 +122,8 @@ static int enum_attr(const cJSON *it, const char *const *names, int n, int *seen
 }
 
 /* The grid's problem-free limits, which the parse and gt_mma_check (for
- * configs made in code) both apply: 0, or 1 (ctas) / 2 (cluster) with the
- * reason, led by the key, into why. */
+ * configs made in code) both apply: 0, or 1 (ctas) / 2 (cluster) / 3
+ * (pingpong) with the reason, led by the key, into why. */
 static int grid_reason(const gt_mma_cfg *c, char *why, size_t len)
 {
     if (c->ctas > 0 && (c->inst != GT_MMA_INST_WGMMA || c->splitk != 1)) {
@@ -132,12 +135,30 @@ static int grid_reason(const gt_mma_cfg *c, char *why, size_t len)
         snprintf(why, len, "cluster=2: needs a persistent grid of an even number of CTAs (got ctas %d)", c->ctas);
         return 2;
     }
+    if (c->pingpong && (c->ctas <= 0 || c->bm != 64 || c->warps_m != 4)) {
+        snprintf(why, len,
+                 "pingpong=1: needs a persistent grid and bm 64 with warps_m 4 "
+                 "(got ctas %d, bm %d, warps_m %d)", c->ctas, c->bm, c->warps_m);
+        return 3;
+    }
+    /* measured on the H200 (bench/results/h200_46_wgmma_pingpong.txt): with
+     * bn 128 a warpgroup alone keeps too little math in flight (0.56-0.75
+     * of cuBLASLt's default), in clusters of two the CTAs wait on each
+     * other's turns (0.78-0.82), and a ring of 3 stages cannot fill the
+     * next warpgroup's tile while this one finishes (0.62-0.70) */
+    if (c->pingpong && (c->bn != 256 || c->cluster || c->stages < 4)) {
+        snprintf(why, len,
+                 "pingpong=1: needs bn 256, no cluster and 4 stages or more "
+                 "(got bn %d, cluster %d, stages %d)", c->bn, c->cluster ? 2 : 1, c->stages);
+        return 3;
+    }
     return 0;
 }
 
 int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen)
 {
-    int seen_int[NINT] = {0}, seen_red = 0, seen_fam = 0, seen_inst = 0, seen_ctas = 0, seen_cl = 0;
+    int seen_int[NINT] = {0}, seen_red = 0, seen_fam = 0, seen_inst = 0, seen_ctas = 0, seen_cl = 0,
+        seen_pp = 0;
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(j)) {
         snprintf(err, errlen, "mma: config is not a JSON object");
@@ -183,6 +204,15 @@ int gt_mma_cfg_from_json(const cJSON *j, gt_mma_cfg *c, char *err, size_t errlen
                 return -1;
             }
             c->cluster = it->valuedouble == 2 ? 2 : 0;
+            continue;
+        }
+        if (!strcmp(k, "pingpong")) {
+            if (seen_pp++ || !cJSON_IsNumber(it) ||
+                (it->valuedouble != 0 && it->valuedouble != 1)) {
+                snprintf(err, errlen, "mma: config pingpong: must be 0 or 1, once");
+                return -1;
+            }
+            c->pingpong = it->valuedouble == 1;
             continue;
         }
         if (gt_gen_int_attr_set("mma", k_int, NINT, seen_int, it, c, err, errlen) != 0)
@@ -241,6 +271,7 @@ cJSON *gt_mma_cfg_to_json(const gt_mma_cfg *c)
         (c->inst != GT_MMA_INST_SYNC && !cJSON_AddStringToObject(j, "inst", k_inst[c->inst])) ||
         (c->ctas > 0 && !cJSON_AddNumberToObject(j, "ctas", c->ctas)) ||
         (c->cluster == 2 && !cJSON_AddNumberToObject(j, "cluster", 2)) ||
+        (c->pingpong && !cJSON_AddNumberToObject(j, "pingpong", 1)) ||
         !cJSON_AddStringToObject(j, "reduction", gt_gen_red_name(c->reduction)) ||
         gt_gen_int_attr_add(j, k_int, NINT, c) != 0) {
         cJSON_Delete(j);
@@ -249,7 +280,7 @@ cJSON *gt_mma_cfg_to_json(const gt_mma_cfg *c)
     return j;
 }
 
-/* "inst" and "ctas" only when they are not the default, so that the text
+/* "inst", "ctas", "cluster" and "pingpong" only when they are not the default, so that the text
  * (and every cache key and stored result built on it) of a config that
  * existed before them stays as it was */
 int gt_mma_cfg_text(const gt_mma_cfg *c, char *buf, size_t len)
@@ -259,10 +290,11 @@ int gt_mma_cfg_text(const gt_mma_cfg *c, char *buf, size_t len)
     if (c->ctas > 0)
         snprintf(ctas + strlen(ctas), sizeof ctas - strlen(ctas), "\"ctas\":%d,", c->ctas);
     return snprintf(buf, len,
-                    "{\"bk\":%d,\"bm\":%d,\"bn\":%d,%s\"family\":\"mma\",%s\"reduction\":\"%s\","
+                    "{\"bk\":%d,\"bm\":%d,\"bn\":%d,%s\"family\":\"mma\",%s%s\"reduction\":\"%s\","
                     "\"splitk\":%d,\"stages\":%d,\"swizzle\":%d,\"warps_m\":%d,\"warps_n\":%d}",
                     c->bk, c->bm, c->bn, ctas, c->inst == GT_MMA_INST_WGMMA ? "\"inst\":\"wgmma\"," : "",
-                    gt_gen_red_name(c->reduction), c->splitk, c->stages, c->swizzle, c->warps_m, c->warps_n);
+                    c->pingpong ? "\"pingpong\":1," : "", gt_gen_red_name(c->reduction), c->splitk,
+                    c->stages, c->swizzle, c->warps_m, c->warps_n);
 }
 
 /* ---- applicability --------------------------------------------------------------- */
@@ -356,7 +388,8 @@ static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c
     x->tiles = x->npm * x->npn * batch;
     x->ctas = x->tiles * (c->splitk > 0 ? c->splitk : 1);
     x->nk = x->g.kper / c->bk;
-    x->warps = c->warps_m * c->warps_n;
+    /* pingpong: two consumer warpgroups */
+    x->warps = c->warps_m * c->warps_n * (c->pingpong ? 2 : 1);
     x->threads = x->warps * (d->hip ? 64 : 32);
     x->regs = gt_mma_regs_for(c, d->hip); /* HIP: VGPRs + AGPRs, one file of 512 per lane */
     int by_warps = d->max_warps_sm / (x->warps > 0 ? x->warps : 1);
@@ -479,13 +512,17 @@ int gt_mma_check(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c, 
         GT_WHY(why, len, "split-K: splitk=%d already gives %lld CTAs >= %d SMs: more splits only add "
                            "reduction traffic", c->splitk / 2, c0 * (c->splitk / 2), d->sms);
     else if ((grid = grid_reason(c, gw, sizeof gw)) != 0)
-        GT_WHY(why, len, "%s: %s", grid == 1 ? "persist" : "cluster", gw);
+        GT_WHY(why, len, "%s: %s", grid == 1 ? "persist" : grid == 2 ? "cluster" : "pingpong", gw);
     else if (c->cluster && x.npm < 2)
         GT_WHY(why, len, "cluster: %lld tile row(s): a cluster of two shares B between two tile rows",
                  x.npm);
     else if (c->ctas > 0 && x.npm * x.npn <= c->ctas)
         GT_WHY(why, len, "persist: %lld tiles fit in one grid of %d CTAs: nothing to loop over",
                  x.npm * x.npn, c->ctas);
+    else if (c->pingpong && x.npm * x.npn < 2LL * c->ctas)
+        GT_WHY(why, len,
+               "pingpong: %lld tiles over %d CTAs: fewer than two a CTA leave one of its two "
+               "warpgroups idle", x.npm * x.npn, c->ctas);
     else if (c->ctas > 0 && persist_iters(&x, c) >= (1LL << 31))
         GT_WHY(why, len, "persist: %lld ring iterations per CTA overflow the kernel's 32-bit counters",
                  persist_iters(&x, c));
@@ -565,7 +602,11 @@ double gt_mma_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cf
          * ~1.25x mma.sync's reachable rate (cuBLASLt's 760 Tflop/s on an
          * H100 against ~600), less for narrow n and a single warpgroup */
         tc *= es == 1 ? 2.5 : 1.25; /* fp8: twice the 16-bit tensor rate */
-        eff = (c->bn >= 128 ? 0.9 : 0.75) * (c->bm == 128 ? 1.0 : 0.9) * (c->stages >= 4 ? 1.0 : 0.9);
+        /* pingpong keeps two warpgroups' math in flight, as bm 128 does (and
+         * hides each one's epilogue under the other's: what the model does
+         * not count, and the screen measures) */
+        eff = (c->bn >= 128 ? 0.9 : 0.75) * (c->bm == 128 || c->pingpong ? 1.0 : 0.9) *
+              (c->stages >= 4 ? 1.0 : 0.9);
     }
     double flop_cta = 2.0 * c->bm * c->bn * (double)x.g.kper;
     double t_comp = ceil((double)x.ctas / sms) * flop_cta / (tc / sms * eff);
@@ -658,7 +699,8 @@ static const int k_wg_bm[] = {64, 128}, k_wg_bn[] = {16, 32, 64, 128, 256}, k_wg
 #define NWG_BN 5
 #define NWG_ST 5
 #define NWG_ONE (2 * NWG_BN * NWG_ST * 9 * 4)
-#define NRAW_WG (3 * NWG_ONE) /* a CTA per tile, persistent, persistent with clusters of 2 */
+/* a CTA per tile, persistent, persistent with clusters of 2, persistent pingpong */
+#define NRAW_WG (4 * NWG_ONE)
 #define NRAW (NRAW_SYNC + NRAW_WG)
 
 static int index_of(const int *v, int n, int x)
@@ -682,7 +724,10 @@ static int interleave(gt_gen_ranked *ok, int nok)
 {
     /* per combination: rasters seen so far; per (tile shape, raster round):
      * configs seen so far */
-    enum { NCOMB_SYNC = NT_ * NT_ * 2 * 3 * 3 * 4 * 9, NCOMB = NCOMB_SYNC + 3 * 2 * NWG_BN * NWG_ST * 9 };
+    enum {
+        NCOMB_SYNC = NT_ * NT_ * 2 * 3 * 3 * 4 * 9,
+        NCOMB = NCOMB_SYNC + 4 * 2 * NWG_BN * NWG_ST * 9
+    };
     unsigned short *comb = calloc(NCOMB, sizeof *comb);
     int cls[NT_][NT_][4] = {{{0}}};
     double best_of[NT_][NT_];
@@ -699,7 +744,8 @@ static int interleave(gt_gen_ranked *ok, int nok)
         int a = index_of(k_tiles, NT_, c->bm), b = index_of(k_tiles, NT_, c->bn);
         int sk = c->splitk == 1 ? 0 : 1 + 2 * index_of(k_sks + 1, 4, c->splitk) + (c->reduction - 1);
         int code = c->inst == GT_MMA_INST_WGMMA
-                       ? NCOMB_SYNC + ((((c->ctas > 0) + (c->cluster == 2)) * 2 + index_of(k_wg_bm, 2, c->bm)) * NWG_BN +
+                       ? NCOMB_SYNC + ((((c->ctas > 0) + (c->cluster == 2) + 2 * c->pingpong) * 2 +
+                                        index_of(k_wg_bm, 2, c->bm)) * NWG_BN +
                                        index_of(k_wg_bn, NWG_BN, c->bn)) * (NWG_ST * 9) +
                                       index_of(k_wg_st, NWG_ST, c->stages) * 9 + sk
                        : ((((a * NT_ + b) * 2 + index_of(k_bks, 2, c->bk)) * 3 + index_of(k_wgs, 3, c->warps_m)) * 3 +
@@ -743,7 +789,8 @@ static int raw_cfg(const gt_problem *p, const gt_gen_dev *d, int i, gt_gen_anycf
                                 .warps_m = k_wg_bm[bm] / 16,
                                 .warps_n = 1, .stages = k_wg_st[st], .splitk = k_sks[sk], .reduction = red,
                                 .swizzle = k_swz[sw], .inst = GT_MMA_INST_WGMMA,
-                                .ctas = pers ? d->sms : 0, .cluster = pers == 2 ? 2 : 0};
+                                .ctas = pers ? d->sms : 0, .cluster = pers == 2 ? 2 : 0,
+                                .pingpong = pers == 3};
         if (pers) {
             derived x;
             derive(p, d, &out->mma, &x);

@@ -428,13 +428,15 @@ int gt_mma_defines_for(const gt_problem *p, const gt_mma_cfg *c, int hip,
     if (t.ab > 1)
         snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_BB=%d", t.bb);
     if (gt_mma_wg_pw(c))
-        snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_PW=1");
+        snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_PW=%d", gt_mma_wg_pw(c));
     /* the grid's size is the launch's (gridDim.x), not the source's: one
      * kernel serves every ctas */
     if (c->ctas > 0)
         snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_PERSIST=1");
     if (c->cluster == 2)
         snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_MC=1");
+    if (c->pingpong)
+        snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_PP=1");
     /* HIP: the target and the wave size, appended so that the CUDA list (a
      * part of NVRTC's compile cache key) stays as it was */
     if (hip) {
@@ -465,9 +467,9 @@ void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_g
         g->gx = (unsigned)c->ctas; /* persistent: each CTA loops over tiles gx apart */
     g->gy = 1;
     g->gz = (unsigned)(batch * sk);
-    g->threads = (unsigned)(c->warps_m * c->warps_n * (hip ? 64 : 32));
-    if (gt_mma_wg_pw(c))
-        g->threads += 32; /* the producer warp */
+    /* pingpong: two consumer warpgroups, each its own tile */
+    g->threads = (unsigned)(c->warps_m * c->warps_n * (hip ? 64 : 32) * (c->pingpong ? 2 : 1));
+    g->threads += (unsigned)gt_mma_wg_producer_threads(c);
     size_t mn = (size_t)p->m * (size_t)p->n * (size_t)batch * sizeof(float);
     if (sk > 1 && c->reduction == GT_GEN_RED_ATOMIC) {
         g->ws_bytes = mn;
@@ -485,7 +487,7 @@ void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_g
     if (c->inst == GT_MMA_INST_WGMMA)
         g->smem_bytes += 1024;
     if (c->ctas > 0) /* the persistent epilogue's staging, one per warpgroup */
-        g->smem_bytes += (size_t)(c->bm / 64) * GT_MMA_WG_EPI_BYTES;
+        g->smem_bytes += (size_t)(c->bm / 64 * (c->pingpong ? 2 : 1)) * GT_MMA_WG_EPI_BYTES;
 }
 
 /* The producer warp takes 32 more threads: nine warps put three on one of
@@ -497,10 +499,23 @@ void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_g
  * slower on the H100 and up to 1.18x faster at n = 128
  * (bench/results/h100_31_producer_warp.txt). For bn = 256 a producer
  * warpgroup that hands its registers to the consumers (setmaxnreg) measured
- * no faster on the H200 (bench/results/h200_46_wgmma_producer_tiles.txt). */
+ * no faster on the H200 (bench/results/h200_46_wgmma_producer_tiles.txt).
+ * Pingpong needs a producer of its own (thread 0 would stop loading while
+ * its warpgroup stores a tile, and starve the other): a warpgroup, whose
+ * registers go to the two consumers. */
 int gt_mma_wg_pw(const gt_mma_cfg *c)
 {
-    return c->inst == GT_MMA_INST_WGMMA && c->bn <= 128;
+    if (c->inst != GT_MMA_INST_WGMMA)
+        return 0;
+    if (c->pingpong)
+        return 2;
+    return c->bn <= 128;
+}
+
+int gt_mma_wg_producer_threads(const gt_mma_cfg *c)
+{
+    int pw = gt_mma_wg_pw(c);
+    return pw == 2 ? 128 : 32 * pw;
 }
 
 const char *gt_mma_src_of(const gt_mma_cfg *c)

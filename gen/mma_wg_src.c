@@ -69,14 +69,37 @@
 
 const char gt_gen_mma_wg_src[] =
     GT_GEN_SRC_TYPES
-    "#define GT_THREADS (GT_WGM * 32)\n" /* the consumers: GT_WGM / 4 warpgroups */
+    /* GT_PP 1 (config pingpong, persistent only): two consumer warpgroups of
+     * one tile's rows each (GT_WGM 4), taking the CTA's tiles in turn */
+    "#ifndef GT_PP\n"
+    "#define GT_PP 0\n"
+    "#endif\n"
+    "#define GT_THREADS (GT_WGM * 32 * (1 + GT_PP))\n" /* the consumers: GT_WGM / 4 warpgroups (x 2) */
+    "#define GT_CWARPS (GT_THREADS / 32)\n"
     /* GT_PW 1: one more warp, the producer, issues every TMA load and
      * waits for free slots, so no consumer warp ever stalls on the ring;
      * the consumers then synchronise among themselves (named barrier 1) */
     "#ifndef GT_PW\n"
     "#define GT_PW 0\n"
     "#endif\n"
-    "#define GT_LAUNCH (GT_THREADS + 32 * GT_PW)\n"
+    /* GT_PW 2: a producer warpgroup instead (pingpong), which hands its
+     * registers to the two consumer warpgroups (setmaxnreg: 40 for it, 232
+     * for each consumer, where __launch_bounds__ of 384 threads allows 168:
+     * an increase must fit the CTA's own allocation, 168 x 384) */
+    "#define GT_LAUNCH (GT_THREADS + (GT_PW == 2 ? 128 : 32 * GT_PW))\n"
+    "#if GT_PW == 2\n"
+    "#if GT_THREADS != 256\n"
+    "#error \"GT_PW 2 is sized for two consumer warpgroups\"\n"
+    "#endif\n"
+    "#define GT_REG_PRODUCER() asm volatile(\"setmaxnreg.dec.sync.aligned.u32 40;\" ::: \"memory\")\n"
+    "#define GT_REG_CONSUMER() asm volatile(\"setmaxnreg.inc.sync.aligned.u32 232;\" ::: \"memory\")\n"
+    "#else\n"
+    "#define GT_REG_PRODUCER()\n"
+    "#define GT_REG_CONSUMER()\n"
+    "#endif\n"
+    "#if GT_PP && (!GT_PERSIST || GT_WGM != 4 || GT_PW != 2)\n"
+    "#error \"GT_PP needs GT_PERSIST, GT_WGM 4 and GT_PW 2\"\n"
+    "#endif\n"
     "#ifndef GT_PERSIST\n"
     "#define GT_PERSIST 0\n"
     "#endif\n"
@@ -308,14 +331,17 @@ const char gt_gen_mma_wg_src[] =
     "extern \"C\" __global__ void __launch_bounds__(GT_LAUNCH, 1) GT_CLUSTER\n"
     "gt_mma(gt_mma_args g, const __grid_constant__ gt_tmap ta, const __grid_constant__ gt_tmap tb) {\n"
     "  extern __shared__ __align__(128) unsigned char gt_dyn[];\n"
-    "  __shared__ __align__(8) u64 gt_bars[2 * GT_ST];\n"
+    "  __shared__ __align__(8) u64 gt_bars[2 * GT_ST + 2];\n"
     "  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = tid >> 7, wtid = tid & 127;\n"
     "  const u32 s0 = (gt_saddr(gt_dyn) + 1023u) & ~1023u;\n" /* the swizzle needs 1024-byte slots */
     "  const u32 full0 = gt_saddr(gt_bars), empty0 = full0 + 8 * GT_ST;\n"
     "  if (tid == 0) {\n"
     /* with multicast a slot is free once both CTAs' warpgroups released it
      * (the peer's half of B lands in both) */
-    "    for (int s = 0; s < GT_ST; s++) { gt_bar_init(full0 + 8 * s, 1); gt_bar_init(empty0 + 8 * s, GT_WGM / 4 * (1 + GT_MC)); }\n"
+    /* pingpong: one warpgroup per tile releases its slots; and each
+     * warpgroup's "mainloop done" barrier (mdone0 + 8 wg) */
+    "    for (int s = 0; s < GT_ST; s++) { gt_bar_init(full0 + 8 * s, 1); gt_bar_init(empty0 + 8 * s, (GT_PP ? 1 : GT_WGM / 4) * (1 + GT_MC)); }\n"
+    "    gt_bar_init(empty0 + 8 * GT_ST, 1); gt_bar_init(empty0 + 8 * GT_ST + 8, 1);\n"
     "    asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
     "  }\n"
     "#if GT_MC\n"
@@ -367,8 +393,9 @@ const char gt_gen_mma_wg_src[] =
     "    if (++pkt == nk) { pkt = 0; if (++pq < mine) tile_of(pq, &pr0, &pc0); }\n"
     "  };\n"
     "#if GT_PW\n"
-    "  if (warp == GT_WGM) {\n"
-    "    if (lane == 0)\n"
+    "  if (warp >= GT_CWARPS) {\n"
+    "    GT_REG_PRODUCER();\n"
+    "    if (warp == GT_CWARPS && lane == 0)\n"
     "      while (pG < total) {\n"
     "        if (pG >= GT_ST) gt_bar_wait(empty0 + 8 * (pG % GT_ST), ((pG / GT_ST) - 1) & 1);\n"
     "        issue_next();\n"
@@ -379,6 +406,7 @@ const char gt_gen_mma_wg_src[] =
     "#endif\n"
     "    return;\n"
     "  }\n"
+    "  GT_REG_CONSUMER();\n"
     "#else\n"
     "  if (tid == 0)\n"
     "    while (pG < GT_ST - 1 && pG < total) issue_next();\n"
@@ -400,8 +428,22 @@ const char gt_gen_mma_wg_src[] =
     "    gt_bar_arrive_peer(b, crank ^ 1u);\n"
     "#endif\n"
     "  };\n"
+    "#if GT_PP\n"
+    /* pingpong: warpgroup wg takes tiles wg, wg + 2, ... and its ring
+     * iterations are theirs. It waits on a slot's "full" barrier by
+     * parity, which tells only the last two phases apart: so it starts a
+     * tile once the other warpgroup has waited through its tile before
+     * (that one's "mainloop done"), by when no slot of this tile can be two
+     * phases behind. That also orders the two mainloops, so each one's
+     * epilogue runs under the other's math */
+    "  const u32 mdone0 = empty0 + 8 * GT_ST;\n"
+    "  for (int q = wg, myj = 0; q < mine; q += 2, myj++) {\n"
+    "    int G = q * nk;\n"
+    "    if (q > 0) gt_bar_wait(mdone0 + 8 * (wg ^ 1), (wg ? myj : myj - 1) & 1);\n"
+    "#else\n"
     "  int G = 0;\n"
     "  for (int q = 0; q < mine; q++) {\n"
+    "#endif\n"
     "    i64 row0, col0;\n"
     "    tile_of(q, &row0, &col0);\n"
     "#pragma unroll\n"
@@ -409,8 +451,11 @@ const char gt_gen_mma_wg_src[] =
     "    for (int t = 0; t < nk; t++, G++) {\n"
     "      const int s = G % GT_ST;\n"
     "      gt_bar_wait(full0 + 8 * s, (G / GT_ST) & 1);\n"
+    "#if GT_PP\n"
+    "      if (t == nk - 1 && wtid == 0) gt_bar_arrive(mdone0 + 8 * wg);\n"
+    "#endif\n"
     "      const u32 st = s0 + s * GT_STG;\n"
-    "      gt_wg_ktile(d, st, wg);\n"
+    "      gt_wg_ktile(d, st, GT_PP ? 0 : wg);\n"
     "      if (t >= 1 && wtid == 0) release(empty0 + 8 * ((G - 1) % GT_ST));\n"
     /* thread 0 as the producer (its cursor at G + ST - 1): the slot of
      * G - 1, released by every warpgroup in this iteration or at the end
@@ -424,7 +469,7 @@ const char gt_gen_mma_wg_src[] =
     "    gt_fence_acc(d);\n"
     /* the tile's last slot, before the stores: the producer refills it now */
     "    if (wtid == 0) release(empty0 + 8 * ((G - 1) % GT_ST));\n"
-    "    const i64 rw = row0 + wg * 64;\n"
+    "    const i64 rw = row0 + (GT_PP ? 0 : wg) * 64;\n"
     "    if (vec) {\n"
     "#define GT_CW0 (GT_DKT == 0 ? 16 : 32)\n"
     "#define GT_CW (GT_BN < GT_CW0 ? GT_BN : GT_CW0)\n"
@@ -465,7 +510,7 @@ const char gt_gen_mma_wg_src[] =
     "#if GT_PW\n"
     /* the producer warp: tile t into slot t % ST once the consumers have
      * released the tile ST before it (the slot's (t / ST)-th release) */
-    "  if (warp == GT_WGM) {\n"
+    "  if (warp >= GT_CWARPS) {\n"
     "    if (lane == 0)\n"
     "      for (int t = 0; t < nk; t++) {\n"
     "        if (t >= GT_ST) gt_bar_wait(empty0 + 8 * (t % GT_ST), ((t / GT_ST) - 1) & 1);\n"

@@ -395,6 +395,80 @@ static void test_wgmma(void)
  * the CTAs, not the tiles, with one epilogue staging buffer per warpgroup
  * past the ring and -DGT_PERSIST=1; the space keeps persistent copies
  * beside the one-CTA-per-tile configs where tiles exceed the SMs. */
+/* pingpong: two consumer warpgroups of 64 rows taking a persistent CTA's
+ * tiles in turn, loads from a producer warpgroup */
+static void test_wgmma_pingpong(void)
+{
+    char err[256], text[512], why[GT_GEN_REASON];
+    gt_gen_dev d = h100();
+    gt_problem p = gen_test_prob(28672, 2048, 4096, GT_DT_BF16, GT_DT_BF16);
+    gt_mma_cfg c = k_wg, back;
+    c.bm = 64, c.warps_m = 4, c.ctas = 132, c.pingpong = 1, c.stages = 5;
+    gt_mma_cfg_text(&c, text, sizeof text);
+    const char *want = "{\"bk\":64,\"bm\":64,\"bn\":256,\"ctas\":132,\"family\":\"mma\",\"inst\":\"wgmma\","
+                       "\"pingpong\":1,\"reduction\":\"none\",\"splitk\":1,\"stages\":5,\"swizzle\":8,"
+                       "\"warps_m\":4,\"warps_n\":1}";
+    CHECK_MSG(strcmp(text, want) == 0, "%s", text);
+    cJSON *j = gt_mma_cfg_to_json(&c);
+    char *canon = j ? gt_cfg_canonical(j) : NULL;
+    CHECK_MSG(canon && !strcmp(canon, want), "%s", canon ? canon : "(null)");
+    free(canon);
+    CHECK(j && gt_mma_cfg_from_json(j, &back, err, sizeof err) == 0 && !memcmp(&c, &back, sizeof c));
+    cJSON_Delete(j);
+    /* "pingpong":0 is the default; anything else is refused */
+    j = cJSON_Parse("{\"bk\":64,\"bm\":128,\"bn\":256,\"family\":\"mma\",\"inst\":\"wgmma\",\"pingpong\":0,"
+                    "\"reduction\":\"none\",\"splitk\":1,\"stages\":4,\"swizzle\":8,\"warps_m\":8,\"warps_n\":1}");
+    CHECK(j && gt_mma_cfg_from_json(j, &back, err, sizeof err) == 0 && back.pingpong == 0);
+    cJSON_Delete(j);
+    j = cJSON_Parse("{\"bk\":64,\"bm\":64,\"bn\":256,\"family\":\"mma\",\"inst\":\"wgmma\",\"pingpong\":2,"
+                    "\"reduction\":\"none\",\"splitk\":1,\"stages\":4,\"swizzle\":8,\"warps_m\":4,\"warps_n\":1}");
+    CHECK(j && gt_mma_cfg_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "pingpong: must be 0 or 1"));
+    cJSON_Delete(j);
+    CHECK_MSG(gt_mma_check(&p, &d, &c, why, sizeof why) == 0, "%s", why);
+    /* geometry: 2 x 128 consumers + the producer warpgroup, a staging
+     * buffer per consumer warpgroup; defines */
+    gt_gen_geom g;
+    gt_mma_geometry(&p, &c, &g);
+    CHECK(g.threads == 256 + 128 && g.gx == 132 && gt_mma_wg_pw(&c) == 2);
+    CHECK(g.smem_bytes == 5 * 320 * 128 + 1024 + 2 * GT_MMA_WG_EPI_BYTES);
+    char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
+    int nd = gt_mma_defines(&p, &c, defs), pp = 0, pw = 0;
+    for (int i = 0; i < nd; i++)
+        pp += !strcmp(defs[i], "-DGT_PP=1"), pw += !strcmp(defs[i], "-DGT_PW=2");
+    CHECK(pp == 1 && pw == 1);
+    /* rules: persistent only, bm 64, two tiles a CTA at least */
+    gt_mma_cfg x = c;
+    x.ctas = 0;
+    gen_test_mma_pruned(p, &d, x, "pingpong: pingpong=1: needs a persistent grid and bm 64 with warps_m 4");
+    x = c, x.bm = 128, x.warps_m = 8;
+    gen_test_mma_pruned(p, &d, x, "pingpong: pingpong=1: needs a persistent grid and bm 64 with warps_m 4");
+    /* 28672 x 2048: 448 x 8 tiles over 132 CTAs is enough; 4096 x 256: 64 x 1 over 48 is not */
+    x = c, x.ctas = 48, x.swizzle = 1;
+    gen_test_mma_pruned(gen_test_prob(4096, 256, 4096, GT_DT_BF16, GT_DT_BF16), &d, x,
+                        "pingpong: 64 tiles over 48 CTAs: fewer than two a CTA");
+    x = c, x.bn = 128;
+    gen_test_mma_pruned(p, &d, x, "pingpong: pingpong=1: needs bn 256, no cluster and 4 stages or more");
+    x = c, x.cluster = 2;
+    gen_test_mma_pruned(p, &d, x, "pingpong: pingpong=1: needs bn 256, no cluster and 4 stages or more");
+    x = c, x.stages = 3;
+    gen_test_mma_pruned(p, &d, x, "pingpong: pingpong=1: needs bn 256, no cluster and 4 stages or more");
+    /* the space keeps pingpong configs where the math is the limit (on the
+     * H200 they ran up to 4 % ahead of the cooperative 128 x 256 tile on the
+     * k = 4096 prefill shapes), none where a CTA would get one tile */
+    gt_mma_space sp;
+    CHECK(gt_mma_prune_kept(&p, &d, GT_MMA_DEFAULT_CAP, &sp) == 0);
+    int npp = 0;
+    for (int i = 0; i < sp.nkeep; i++)
+        npp += sp.keep[i].pingpong && sp.keep[i].bm == 64 && sp.keep[i].bn == 256 && !sp.keep[i].cluster;
+    CHECK_MSG(npp >= 1, "28672x2048x4096 keeps %d pingpong configs", npp);
+    gt_mma_space_free(&sp);
+    gt_problem small = gen_test_prob(4096, 128, 4096, GT_DT_BF16, GT_DT_BF16);
+    CHECK(gt_mma_prune_kept(&small, &d, GT_MMA_DEFAULT_CAP, &sp) == 0);
+    for (int i = 0; i < sp.nkeep; i++)
+        CHECK(!sp.keep[i].pingpong);
+    gt_mma_space_free(&sp);
+}
+
 static void test_wgmma_persist(void)
 {
     char err[256], text[512], why[GT_GEN_REASON];
@@ -640,9 +714,9 @@ static void test_prune(void)
                 CHECK_MSG(s.why[0] == 0 && s.nkeep == GT_MMA_DEFAULT_CAP, "%s: %d kept (%s)", label, s.nkeep,
                           s.why);
                 /* mma.sync, wgmma (2 x 5 x 5 stages x 9 x 4), and wgmma's
-                 * persistent copies without and with clusters (splitk 1:
-                 * 2 x 5 x 5 x 4 each) */
-                CHECK(s.nkeep + s.npruned == s.raw && s.raw == 64800 + 1800 + 2 * 200);
+                 * persistent copies without and with clusters and pingpong
+                 * (splitk 1: 2 x 5 x 5 x 4 each) */
+                CHECK(s.nkeep + s.npruned == s.raw && s.raw == 64800 + 1800 + 3 * 200);
                 int bad = 0, ranked = 0, tiles = 0;
                 for (int k = 0; k < s.npruned; k++) {
                     bad += strlen(s.pruned[k].reason) < 10 || !strchr(s.pruned[k].reason, ':');
@@ -869,6 +943,11 @@ static void test_nvrtc(void)
     c.cluster = 2; /* and in clusters of two */
     add_cfg(&set, &c);
     c = k_wg, c.ctas = 132, c.cluster = 2;
+    add_cfg(&set, &c);
+    /* pingpong (a producer warpgroup, setmaxnreg) at 4 and 5 stages */
+    c = k_wg, c.ctas = 132, c.bm = 64, c.warps_m = 4, c.pingpong = 1;
+    add_cfg(&set, &c);
+    c.stages = 5;
     add_cfg(&set, &c);
     CHECK(compile_set(&e, &set, 90, "f16 in, f32 out, bias, gelu, split-K, persistent") == 0);
     free(set.v);
@@ -1110,6 +1189,7 @@ int main(int argc, char **argv)
         RUN(test_applicable);
         RUN(test_rules);
         RUN(test_wgmma);
+        RUN(test_wgmma_pingpong);
         RUN(test_wgmma_persist);
         RUN(test_wgmma_f8);
         RUN(test_prune);
