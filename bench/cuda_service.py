@@ -191,10 +191,10 @@ def family(cfg):
     if not isinstance(cfg, dict):
         return "?"
     fam = (cfg or {}).get("family", "cublaslt")
-    # the persistent wgmma kernels apart (mma_c: in clusters of two), so one
-    # run compares them with the rest
+    # the persistent wgmma kernels apart (mma_c: in clusters of two, mma_pp:
+    # pingpong), so one run compares them with the rest
     if fam == "mma" and cfg.get("ctas"):
-        return "mma_c" if cfg.get("cluster") == 2 else "mma_p"
+        return "mma_c" if cfg.get("cluster") == 2 else "mma_pp" if cfg.get("pingpong") == 1 else "mma_p"
     return fam
 
 

@@ -25,12 +25,13 @@ check("batched: flops times the batch", flops == 8 * 2.0 * 4096 * 2048 * 4096)
 check("batched: bytes times the batch", byts == 8 * 2.0 * (4096 * 4096 + 4096 * 2048 + 4096 * 2048))
 
 # the family columns: the library, the generated families, and the mma family's persistent
-# (mma_p) and clustered (mma_c) kernels apart, from the JSON text or the parsed config
+# (mma_p), clustered (mma_c) and pingpong (mma_pp) kernels apart, from the JSON text or the parsed config
 check("family: cuBLASLt config", cuda_service.family('{"algo_id":66,"tile":20}') == "cublaslt")
 check("family: gemv", cuda_service.family({"family": "gemv", "vec": 8}) == "gemv")
 check("family: mma, a CTA per tile", cuda_service.family('{"family":"mma","inst":"wgmma","bn":256}') == "mma")
 check("family: mma, persistent", cuda_service.family('{"family":"mma","ctas":132}') == "mma_p")
 check("family: mma, clusters", cuda_service.family({"family": "mma", "ctas": 132, "cluster": 2}) == "mma_c")
+check("family: mma, pingpong", cuda_service.family('{"family":"mma","ctas":132,"pingpong":1}') == "mma_pp")
 check("family: not JSON", cuda_service.family("{") == "?")
 
 lab, m, n, k, b, flops, byts = cuda_service.label_work("f32 NN 2048x64x1")
