@@ -56,7 +56,16 @@
  *            bytes from both CTAs and its "empty" barrier the warpgroups of
  *            both (each arrives here and at its peer); cluster barriers
  *            after the barriers' init and before exit keep every remote
- *            arrival and multicast within the peer's lifetime.
+ *            arrival and multicast within the peer's lifetime;
+ *   pingpong GT_PP (config pingpong, persistent, GT_WGM 4): two consumer
+ *            warpgroups, each a whole 64-row tile, take the CTA's tiles in
+ *            turn (warpgroup w: tiles w, w + 2, ...; a slot's "empty"
+ *            barrier then counts one warpgroup), so one stores its tile
+ *            while the other computes; a producer warpgroup (GT_PW 2) loads,
+ *            its registers handed to the consumers with setmaxnreg. A
+ *            warpgroup starts a tile once the other has waited through the
+ *            tile before ("mainloop done", an mbarrier per warpgroup): the
+ *            parity waits on a slot tell only two phases apart.
  *
  * The kernel takes the argument block and the two tensor maps by value
  * (__grid_constant__: the TMA reads them from parameter space). */
