@@ -152,6 +152,9 @@ extern const char gt_gen_mma_wg_src[];
  * or 0). */
 int gt_mma_wg_pw(const gt_mma_cfg *c);
 int gt_mma_wg_producer_threads(const gt_mma_cfg *c);
+/* The warps that compute: warps_m x warps_n, twice that with pingpong (two
+ * warpgroups, each its own tile). */
+int gt_mma_consumer_warps(const gt_mma_cfg *c);
 /* The template of c (by inst). */
 const char *gt_mma_src_of(const gt_mma_cfg *c);
 
@@ -187,9 +190,9 @@ int gt_mma_defines(const gt_problem *p, const gt_mma_cfg *c,
 
 /* Launch geometry: gx = tiles of D (1-D, rastered by the kernel; a
  * persistent config's: at most ctas, each CTA looping over tiles), gz =
- * batch x splitk; threads = warps_m x warps_n x the warp size (32, HIP 64),
- * x 2 with pingpong, + the wgmma producer's (gt_mma_wg_producer_threads);
- * smem_bytes is DYNAMIC shared memory (CUDA: stages x (bm + bn) x bk x the element size, wgmma
+ * batch x splitk; threads = gt_mma_consumer_warps x the warp size (32, HIP
+ * 64) + the wgmma producer's (gt_mma_wg_producer_threads); smem_bytes is
+ * DYNAMIC shared memory (CUDA: stages x (bm + bn) x bk x the element size, wgmma
  * + 1024; HIP: 2 x (bm + bn) x bk x 2), fin_blocks the "twopass" second kernel's
  * blocks of 256. gt_mma_geometry is hip = 0. */
 void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_gen_geom *g);

@@ -49,8 +49,9 @@
  *   cluster    cluster 2 only with an even persistent grid and at least
  *              two tile rows (a cluster shares B between two of them)
  *   pingpong   only persistent, with bm 64 (warps_m 4: each consumer
- *              warpgroup's tile) and at least two tiles per CTA (else one
- *              warpgroup has nothing to do)
+ *              warpgroup's tile), bn 256, no cluster and 4 stages or more
+ *              (the others measured slow), and at least two tiles per CTA
+ *              (else one warpgroup has nothing to do)
  * and counts shared memory as stages x (bm + bn) x 128 bytes + 1024 (the
  * ring's 1024-byte alignment; + GT_MMA_WG_EPI_BYTES per warpgroup when
  * persistent), registers as bn / 2 accumulators + 40; the
@@ -388,8 +389,7 @@ static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_mma_cfg *c
     x->tiles = x->npm * x->npn * batch;
     x->ctas = x->tiles * (c->splitk > 0 ? c->splitk : 1);
     x->nk = x->g.kper / c->bk;
-    /* pingpong: two consumer warpgroups */
-    x->warps = c->warps_m * c->warps_n * (c->pingpong ? 2 : 1);
+    x->warps = gt_mma_consumer_warps(c);
     x->threads = x->warps * (d->hip ? 64 : 32);
     x->regs = gt_mma_regs_for(c, d->hip); /* HIP: VGPRs + AGPRs, one file of 512 per lane */
     int by_warps = d->max_warps_sm / (x->warps > 0 ? x->warps : 1);

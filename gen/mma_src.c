@@ -467,9 +467,8 @@ void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_g
         g->gx = (unsigned)c->ctas; /* persistent: each CTA loops over tiles gx apart */
     g->gy = 1;
     g->gz = (unsigned)(batch * sk);
-    /* pingpong: two consumer warpgroups, each its own tile */
-    g->threads = (unsigned)(c->warps_m * c->warps_n * (hip ? 64 : 32) * (c->pingpong ? 2 : 1));
-    g->threads += (unsigned)gt_mma_wg_producer_threads(c);
+    g->threads = (unsigned)(gt_mma_consumer_warps(c) * (hip ? 64 : 32)) +
+                 (unsigned)gt_mma_wg_producer_threads(c);
     size_t mn = (size_t)p->m * (size_t)p->n * (size_t)batch * sizeof(float);
     if (sk > 1 && c->reduction == GT_GEN_RED_ATOMIC) {
         g->ws_bytes = mn;
@@ -486,8 +485,8 @@ void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_g
                     (size_t)gt_gen_elem_size(p);
     if (c->inst == GT_MMA_INST_WGMMA)
         g->smem_bytes += 1024;
-    if (c->ctas > 0) /* the persistent epilogue's staging, one per warpgroup */
-        g->smem_bytes += (size_t)(c->bm / 64 * (c->pingpong ? 2 : 1)) * GT_MMA_WG_EPI_BYTES;
+    if (c->ctas > 0) /* the persistent epilogue's staging, one per (consumer) warpgroup */
+        g->smem_bytes += (size_t)(gt_mma_consumer_warps(c) / 4) * GT_MMA_WG_EPI_BYTES;
 }
 
 /* The producer warp takes 32 more threads: nine warps put three on one of
@@ -510,6 +509,11 @@ int gt_mma_wg_pw(const gt_mma_cfg *c)
     if (c->pingpong)
         return 2;
     return c->bn <= 128;
+}
+
+int gt_mma_consumer_warps(const gt_mma_cfg *c)
+{
+    return c->warps_m * c->warps_n * (c->pingpong ? 2 : 1);
 }
 
 int gt_mma_wg_producer_threads(const gt_mma_cfg *c)
