@@ -81,14 +81,9 @@ int gt_mma_cfg_text(const gt_mma_cfg *c, char *buf, size_t len);
 #define GT_MMA_MAX_WS GT_GEN_MAX_WS
 #define GT_MMA_MAX_CTAS 4096 /* a persistent grid's CTAs (config ctas) */
 /* A persistent wgmma kernel's epilogue staging per warpgroup, past the ring
- * (which keeps loading the next tile): two buffers, one filled while the
- * other is written out (a chunk of columns costs one named barrier), every
- * staged column of 64 values padded by 16 bytes. gt_mma_wg_epi_buf is one
- * buffer's bytes: bn 256, 32 columns of 16-bit values or 16 of f32
- * ((64 + 8) x 2 x 32 = 4608); smaller tiles half that, which keeps the
- * smaller persistent tiles' CTAs per SM (bn 256's two buffers of 16
- * columns made ptxas spill 128 accumulators: twice the chunks). */
-#define GT_MMA_WG_EPI_BUF_MAX 4608
+ * (which keeps loading the next tile): 32 columns of 64 16-bit values or 16
+ * of 64 f32 ones, each column padded by 16 bytes: (64 + 8) x 2 x 32 bytes */
+#define GT_MMA_WG_EPI_BYTES 4608
 
 /* 0 when the family can run p on d, else -1 and the problem-level reason. */
 int gt_mma_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_t len);
@@ -160,9 +155,6 @@ int gt_mma_wg_producer_threads(const gt_mma_cfg *c);
 /* The warps that compute: warps_m x warps_n, twice that with pingpong (two
  * warpgroups, each its own tile). */
 int gt_mma_consumer_warps(const gt_mma_cfg *c);
-/* One of a persistent wgmma warpgroup's two epilogue staging buffers, in
- * bytes (GT_MMA_WG_EPI_BUF_MAX above). */
-int gt_mma_wg_epi_buf(const gt_mma_cfg *c);
 /* The template of c (by inst). */
 const char *gt_mma_src_of(const gt_mma_cfg *c);
 

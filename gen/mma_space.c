@@ -53,7 +53,7 @@
  *              (the others measured slow), and at least two tiles per CTA
  *              (else one warpgroup has nothing to do)
  * and counts shared memory as stages x (bm + bn) x 128 bytes + 1024 (the
- * ring's 1024-byte alignment; + 2 x gt_mma_wg_epi_buf per warpgroup when
+ * ring's 1024-byte alignment; + GT_MMA_WG_EPI_BYTES per warpgroup when
  * persistent), registers as bn / 2 accumulators + 40; the
  * epilogue's staging of the tile (bn x (bm + 16 bytes) elements of D) fits
  * in the ring for every encodable config with stages >= 3.

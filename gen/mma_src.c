@@ -437,8 +437,6 @@ int gt_mma_defines_for(const gt_problem *p, const gt_mma_cfg *c, int hip,
         snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_MC=1");
     if (c->pingpong)
         snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_PP=1");
-    if (c->inst == GT_MMA_INST_WGMMA && c->ctas > 0)
-        snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_EPH=%d", gt_mma_wg_epi_buf(c));
     /* HIP: the target and the wave size, appended so that the CUDA list (a
      * part of NVRTC's compile cache key) stays as it was */
     if (hip) {
@@ -488,7 +486,7 @@ void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_g
     if (c->inst == GT_MMA_INST_WGMMA)
         g->smem_bytes += 1024;
     if (c->ctas > 0) /* the persistent epilogue's staging, one per (consumer) warpgroup */
-        g->smem_bytes += (size_t)(gt_mma_consumer_warps(c) / 4) * 2 * (size_t)gt_mma_wg_epi_buf(c);
+        g->smem_bytes += (size_t)(gt_mma_consumer_warps(c) / 4) * GT_MMA_WG_EPI_BYTES;
 }
 
 /* The producer warp takes 32 more threads: nine warps put three on one of
@@ -522,11 +520,6 @@ int gt_mma_wg_producer_threads(const gt_mma_cfg *c)
 {
     int pw = gt_mma_wg_pw(c);
     return pw == 2 ? 128 : 32 * pw;
-}
-
-int gt_mma_wg_epi_buf(const gt_mma_cfg *c)
-{
-    return c->bn >= 256 ? GT_MMA_WG_EPI_BUF_MAX : GT_MMA_WG_EPI_BUF_MAX / 2;
 }
 
 const char *gt_mma_src_of(const gt_mma_cfg *c)

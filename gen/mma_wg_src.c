@@ -45,12 +45,10 @@
  *            G % nk of the CTA's tile G / nk), so the producer loads the
  *            next tile while the consumers store this one: the pipeline
  *            fills once per CTA, not once per tile. The ring is not idle at
- *            a tile's end, so each warpgroup stages its rows a chunk of
- *            columns at a time in two buffers of its own past the ring
- *            (gt_mma_wg_epi_buf), taken in turn, and syncs only itself
- *            (named barrier 2 + warpgroup, once a chunk); a warpgroup's rows
- *            all inside D go out as bulk copies (cp.async.bulk, a column
- *            each) that run on while it computes its next tile;
+ *            a tile's end, so each warpgroup stages its rows 32 (f32: 16)
+ *            columns at a time in a buffer of its own past the ring
+ *            (GT_MMA_WG_EPI_BYTES) and syncs only itself (named barrier
+ *            2 + warpgroup);
  *   cluster  GT_MC (config cluster 2, persistent only): clusters of two
  *            CTAs (__cluster_dims__) on pairs of tile rows of one tile
  *            column; each loads its A tile and half of the B tile into
@@ -114,13 +112,7 @@ const char gt_gen_mma_wg_src[] =
     "#ifndef GT_PERSIST\n"
     "#define GT_PERSIST 0\n"
     "#endif\n"
-    /* the persistent epilogue's two staging buffers of GT_EPH bytes each
-     * (gt_mma_wg_epi_buf), a warpgroup's own */
-    "#ifndef GT_EPH\n"
-    "#define GT_EPH 0\n"
-    "#endif\n"
-    "#define GT_EPB (2 * GT_EPH)\n"
-    "#define GT_DSZ (GT_DKT == 0 ? 4 : 2)\n" /* bytes of a D element */
+    "#define GT_EPB " GT_XSTR(GT_MMA_WG_EPI_BYTES) "\n"
     /* GT_MC 1 (config cluster 2, persistent only): clusters of two CTAs on
      * vertically adjacent tiles, each loading its own A and one half of
      * the shared B tile into both (TMA multicast) */
@@ -438,7 +430,6 @@ const char gt_gen_mma_wg_src[] =
     /* alpha (x fp8's scales) read once: loads from g.scale_a/_b cannot be
      * hoisted by the compiler past the stores to D */
     "  const float ab = gt_ab(g);\n"
-    "  int eh = 0;\n" /* the staging buffer next filled */
     /* a warpgroup is done with a slot: here, and with multicast at the peer */
     "  auto release = [&](u32 b) {\n"
     "    gt_bar_arrive(b);\n"
@@ -489,35 +480,14 @@ const char gt_gen_mma_wg_src[] =
     "    if (wtid == 0) release(empty0 + 8 * ((G - 1) % GT_ST));\n"
     "    const i64 rw = row0 + (GT_PP ? 0 : wg) * 64;\n"
     "    if (vec) {\n"
-    "#define GT_CW0 (GT_EPH / ((64 + 16 / GT_DSZ) * GT_DSZ) / 8 * 8)\n"
+    "#define GT_CW0 (GT_DKT == 0 ? 16 : 32)\n"
     "#define GT_CW (GT_BN < GT_CW0 ? GT_BN : GT_CW0)\n"
-    /* a chunk of GT_CW columns at a time, the two buffers in turn (eh runs
-     * on across tiles: a tile of one chunk then alternates them too). The
-     * one barrier per chunk orders this chunk's staging before its copy
-     * out and every thread's copy of the chunk before (same buffer as the
-     * next) before the next staging. With the warpgroup's 64 rows all in
-     * D each staged column (64 elements, 16-byte aligned at both ends) goes
-     * out as one bulk copy, the async proxy's, issued by a lane of the
-     * first warp, so the warpgroup goes on to its next chunk or tile at
-     * once; that lane waits for its copies' reads of the other buffer
-     * before the barrier that lets it be staged again. Else (the last tile
-     * row of D) every thread copies 16-byte chunks out, as gt_unstage can
-     * stop at row m */
-    "      const bool bulk = rw + 64 <= g.m;\n"
     "#pragma unroll\n"
-    "      for (int cb = 0; cb < GT_BN; cb += GT_CW, eh ^= 1) {\n"
-    "        unsigned char *sh = se + eh * GT_EPH;\n"
-    "        gt_stage<GT_CW>(sh, lds, wi * 16, acc[0] + cb / 8, rw, col0 + cb, ab, g, zb);\n"
-    "        if (bulk) asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
-    "        if (wi == 0) asm volatile(\"cp.async.bulk.wait_group.read 0;\" ::: \"memory\");\n"
+    "      for (int cb = 0; cb < GT_BN; cb += GT_CW) {\n"
+    "        gt_stage<GT_CW>(se, lds, wi * 16, acc[0] + cb / 8, rw, col0 + cb, ab, g, zb);\n"
     "        asm volatile(\"bar.sync %0, 128;\" :: \"r\"(2 + wg) : \"memory\");\n"
-    "        if (!bulk) gt_unstage<64, GT_CW, 128>(sh, lds, wtid, rw, col0 + cb, dz, g);\n"
-    "        else if (wi == 0 && lane < GT_CW && col0 + cb + lane < g.n) {\n"
-    "          asm volatile(\"cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\"\n"
-    "                       :: \"l\"((u64)(dz + ((col0 + cb + lane) * g.ldd + rw) * GT_DSZ)),\n"
-    "                          \"r\"(gt_saddr(sh + lane * lds * GT_DSZ)), \"n\"(64 * GT_DSZ) : \"memory\");\n"
-    "          asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\");\n"
-    "        }\n"
+    "        gt_unstage<64, GT_CW, 128>(se, lds, wtid, rw, col0 + cb, dz, g);\n"
+    "        asm volatile(\"bar.sync %0, 128;\" :: \"r\"(2 + wg) : \"memory\");\n"
     "      }\n"
     "    } else {\n"
     "#pragma unroll\n"
@@ -529,8 +499,6 @@ const char gt_gen_mma_wg_src[] =
     "        }\n"
     "    }\n"
     "  }\n"
-    /* the last bulk copies done before the CTA's shared memory is gone */
-    "  if (wi == 0) asm volatile(\"cp.async.bulk.wait_group 0;\" ::: \"memory\");\n"
     /* no CTA leaves while its peer may still arrive at its barriers or
      * multicast into its ring */
     "#if GT_MC\n"

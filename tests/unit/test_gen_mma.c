@@ -425,12 +425,12 @@ static void test_wgmma_pingpong(void)
     CHECK(j && gt_mma_cfg_from_json(j, &back, err, sizeof err) != 0 && strstr(err, "pingpong: must be 0 or 1"));
     cJSON_Delete(j);
     CHECK_MSG(gt_mma_check(&p, &d, &c, why, sizeof why) == 0, "%s", why);
-    /* geometry: 2 x 128 consumers + the producer warpgroup, two staging
-     * buffers per consumer warpgroup; defines */
+    /* geometry: 2 x 128 consumers + the producer warpgroup, a staging
+     * buffer per consumer warpgroup; defines */
     gt_gen_geom g;
     gt_mma_geometry(&p, &c, &g);
     CHECK(g.threads == 256 + 128 && g.gx == 132 && gt_mma_wg_pw(&c) == 2);
-    CHECK(g.smem_bytes == 5 * 320 * 128 + 1024 + 2 * 2 * GT_MMA_WG_EPI_BUF_MAX);
+    CHECK(g.smem_bytes == 5 * 320 * 128 + 1024 + 2 * GT_MMA_WG_EPI_BYTES);
     char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
     int nd = gt_mma_defines(&p, &c, defs), pp = 0, pw = 0;
     for (int i = 0; i < nd; i++)
@@ -527,13 +527,13 @@ static void test_wgmma_persist(void)
     gen_test_mma_pruned(gen_test_prob(1LL << 30, 1LL << 30, 1LL << 20, GT_DT_BF16, GT_DT_BF16), &d, c,
                         "ring iterations per CTA overflow the kernel's 32-bit counters");
     /* geometry and defines: the grid is the CTAs (batch in z), the ring plus
-     * two staging buffers per warpgroup */
+     * one staging buffer per warpgroup */
     gt_gen_geom g;
     gt_problem pb = p;
     pb.batch = 3, pb.stride_a = 4096LL * 4096, pb.stride_b = 4096LL * 2048, pb.stride_c = pb.stride_d = 4096LL * 2048;
     gt_mma_geometry(&pb, &c, &g);
     CHECK(g.gx == 132 && g.gy == 1 && g.gz == 3 && g.threads == 256 && g.ws_bytes == 0);
-    CHECK(g.smem_bytes == 4 * 384 * 128 + 1024 + 2 * 2 * GT_MMA_WG_EPI_BUF_MAX);
+    CHECK(g.smem_bytes == 4 * 384 * 128 + 1024 + 2 * GT_MMA_WG_EPI_BYTES);
     char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
     int nd = gt_mma_defines(&p, &c, defs), has = 0;
     for (int i = 0; i < nd; i++)
@@ -585,24 +585,8 @@ static void test_wgmma_persist(void)
             has += !strcmp(defs[i], "-DGT_MC=1");
         CHECK(has == 1);
     }
-    /* the staging: two buffers, with bn 256 each 32 columns of 64 bf16 values or 16 of f32,
-     * padded by 16 bytes, else half that; a padded column starts 16-byte aligned (the bulk
-     * copies' source); its size is a define of the persistent kernels only */
-    {
-        gt_mma_cfg w = k_wg;
-        w.bn = 256, w.ctas = 132;
-        CHECK(gt_mma_wg_epi_buf(&w) == GT_MMA_WG_EPI_BUF_MAX);
-        CHECK(GT_MMA_WG_EPI_BUF_MAX >= (64 + 8) * 2 * 32 && GT_MMA_WG_EPI_BUF_MAX >= (64 + 4) * 4 * 16);
-        w.bn = 128;
-        CHECK(gt_mma_wg_epi_buf(&w) == GT_MMA_WG_EPI_BUF_MAX / 2);
-        CHECK(GT_MMA_WG_EPI_BUF_MAX / 2 >= (64 + 8) * 2 * 16 && GT_MMA_WG_EPI_BUF_MAX / 2 >= (64 + 4) * 4 * 8);
-        CHECK(GT_MMA_WG_EPI_BUF_MAX / 2 % 16 == 0 && (64 + 8) * 2 % 16 == 0 && (64 + 4) * 4 % 16 == 0);
-        char wd[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
-        int nw = gt_mma_defines(&p, &w, wd), eph = 0;
-        for (int i = 0; i < nw; i++)
-            eph += !strcmp(wd[i], "-DGT_EPH=2304");
-        CHECK(eph == (w.ctas > 0 && w.inst == GT_MMA_INST_WGMMA));
-    }
+    /* the staging: 32 columns of 64 bf16 values or 16 of f32, padded by 16 bytes */
+    CHECK(GT_MMA_WG_EPI_BYTES >= (64 + 8) * 2 * 32 && GT_MMA_WG_EPI_BYTES >= (64 + 4) * 4 * 16);
     /* the space: persistent copies (ctas = the SMs x the CTAs resident on one, splitk 1) beside the
      * others where the tiles exceed the SMs, none where they do not */
     for (int big = 0; big < 2; big++) {
