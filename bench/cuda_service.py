@@ -198,6 +198,32 @@ def family(cfg):
     return fam
 
 
+def final_gen_lib(res):
+    """Per GEMM (problem_id), from its final phase's paired re-times (results of phase 'final'):
+    the best cuBLASLt config's time over the best generated config's, lib/gen (> 1: the
+    generated kernel is faster). The final's baseline, cuBLASLt's heuristic choice, counts as a
+    cuBLASLt config. Only GEMMs whose final timed both sides validly are in the answer."""
+    lib, gen = {}, {}
+    for r in res:
+        if r.get("phase") != "final" or not r.get("valid") or not r.get("time_us"):
+            continue
+        fam = family(r.get("config"))
+        if fam == "?":
+            continue
+        side = lib if fam == "cublaslt" else gen
+        pid = r["problem_id"]
+        side[pid] = min(side.get(pid, float("inf")), r["time_us"])
+    return {pid: lib[pid] / gen[pid] for pid in lib if pid in gen}
+
+
+def final_gen_lib_counts(best, ratios, min_n=128):
+    """(at least 1.0, at least 0.95, GEMMs counted): final_gen_lib's ratios over the run's best
+    entries whose n is at least min_n and whose final timed both sides."""
+    rs = [ratios[b["problem_id"]] for b in best
+          if b["problem_id"] in ratios and label_work(b["label"])[2] >= min_n]
+    return sum(r >= 1.0 for r in rs), sum(r >= 0.95 for r in rs), len(rs)
+
+
 def report(run, res, bw, rate, ngpu, wall, created=None):
     per = {}
     fams = {}  # problem -> family -> best valid time (screen and final alike)
@@ -262,10 +288,14 @@ def report(run, res, bw, rate, ngpu, wall, created=None):
     # Library vs generated: the best valid time of each family per GEMM (a
     # family's best may come from the quick screen, the winner's from the
     # precise final re-timing, so compare the family columns to each other).
+    # final g/l: the same comparison inside the final's paired rounds alone (lib/gen, '-' when
+    # the final timed only one side): the screen's brief timings favour the family with the
+    # most configs, the paired rounds do not (server/store_phases.c, final_family_ratio)
     gen_names = sorted({f for d in fams.values() for f in d if f != "cublaslt"})
     if gen_names:
+        fgl = final_gen_lib(res)
         print(f"\n{'GEMM (m x n x k)':<28}{'lib us':>10}" + "".join(f"{g + ' us':>11}" for g in gen_names)
-              + f"{'gen/lib':>9}  winner (final)")
+              + f"{'gen/lib':>9}{'final g/l':>10}  winner (final)")
         wins = {}
         for b in sorted(run["best"], key=lambda b: b["problem_id"]):
             lab = label_work(b["label"])[0]
@@ -276,8 +306,13 @@ def report(run, res, bw, rate, ngpu, wall, created=None):
             wins[win] = wins.get(win, 0) + 1
             cols = "".join(f"{f[g]:11.2f}" if g in f else f"{'-':>11}" for g in gen_names)
             ratio = f"{lib / gbest:9.3f}" if lib and gbest else f"{'-':>9}"
-            print(f"{lab:<28}{lib if lib else float('nan'):10.2f}{cols}{ratio}  {win}")
+            fr = fgl.get(b["problem_id"])
+            fcol = f"{fr:10.3f}" if fr else f"{'-':>10}"
+            print(f"{lab:<28}{lib if lib else float('nan'):10.2f}{cols}{ratio}{fcol}  {win}")
         print("winners by family: " + ", ".join(f"{k} {v}" for k, v in sorted(wins.items())))
+        ge1, ge95, nfin = final_gen_lib_counts(run["best"], fgl)
+        print(f"final, generated vs cuBLASLt's best finalist: >= 1.0 on {ge1}, >= 0.95 on {ge95} "
+              f"of {nfin} GEMMs with n >= 128")
     ngraph = sum(1 for b in run["best"] if b.get("launch") == "graph")
     if ngraph:
         print(f"\n# {ngraph} GEMM(s) launch-bound: their final timed as CUDA graphs (base and tuned us "

@@ -31,6 +31,9 @@ typedef struct gt_run_opts {
     int budget;                 /* max candidates per problem; 0 = all */
     int shard_size;             /* candidates per job */
     int final_k;                /* top configs re-timed next to the baseline */
+    double final_family_ratio;  /* besides, each other family's best config within this
+                                   ratio of the best screen time (store_phases.c);
+                                   0: none, else 1..10 */
     int final_rounds;           /* the final phase's round budget (GT_FINAL_ROUNDS) */
     double final_ci;            /* the final's target relative width of an uplift's
                                    interval (GT_FINAL_CI_WIDTH); 0: run the budget */

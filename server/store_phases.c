@@ -23,7 +23,42 @@ int gt_store_set_problem_state(gt_store *s, int64_t pid, const char *state, cons
     return gt_store_step_done(s, st, err, errlen);
 }
 
-/* Creates the final job: the top final_k valid screen configs, re-timed in one
+/* The family a config without a "family" key belongs to: on cuda and hip
+ * the vendor library's (gen/gen_gemv.h: no key means cuBLASLt; cuBLASLt
+ * configs may also say "family":"cublaslt", one family either way), on cpu
+ * the backend's one family. */
+static const char *library_family(const char *backend)
+{
+    return !strcmp(backend, "cuda") ? "cublaslt" : !strcmp(backend, "hip") ? "hipblaslt" : backend;
+}
+
+/* The finalists: the top final_k valid screen candidates (screen time, then
+ * id), then, when final_family_ratio is on, the fastest valid candidate of
+ * each family that has none among the top final_k and whose time is within
+ * that ratio of the fastest candidate's. Why: a screen times each candidate
+ * briefly, and the fastest of many noisy brief timings is biased low (the
+ * winner's curse), the more so the more configs a family has. On cuda,
+ * cuBLASLt's best of 200 configs screened 5-15 % ahead of every generated
+ * family that paired rounds put at 0.95-1.05 of it, so the top final_k
+ * were cuBLASLt's and the final rarely timed the best generated config next
+ * to the best library one. The baseline's config is no
+ * candidate (it is in the final anyway). A family's fastest (fpos 1) lies
+ * outside the top final_k exactly when none of the family is inside, so
+ * the second condition adds nothing twice and no family already there.
+ * ?1 problem, ?2 the baseline's hash, ?3 final_k, ?4 the family of configs
+ * without one, ?5 the ratio (0: none). One statement over the problem's
+ * screen rows (results_by_problem), in screen order: the top final_k first. */
+static const char k_finalists_sql[] =
+    "WITH c AS (SELECT config, time_us, ROW_NUMBER() OVER (ORDER BY time_us, id) AS pos,"
+    "   ROW_NUMBER() OVER (PARTITION BY COALESCE(CASE WHEN json_valid(config)"
+    "     THEN json_extract(config, '$.family') END, ?4) ORDER BY time_us, id) AS fpos"
+    "  FROM results WHERE problem_id = ?1 AND phase = 'screen' AND valid = 1"
+    "  AND is_baseline = 0 AND config_hash != ?2)"
+    " SELECT config FROM c WHERE pos <= ?3"
+    "  OR (?5 > 0 AND fpos = 1 AND time_us <= ?5 * (SELECT MIN(time_us) FROM c))"
+    " ORDER BY pos";
+
+/* Creates the final job: the finalists (k_finalists_sql), re-timed in one
  * job next to the baseline, so the reported uplift compares two numbers
  * measured side by side on the same worker. */
 static int create_final_job(gt_store *s, int64_t pid, int64_t run_id, int64_t now_ms, char *err,
@@ -92,23 +127,28 @@ static int create_final_job(gt_store *s, int64_t pid, int64_t run_id, int64_t no
     char base_hash[17];
     if (gt_cfg_hash(base, base_hash))
         goto oom;
-    st = gt_store_prep(s,
-                       "SELECT config FROM results WHERE problem_id = ?1 AND phase = 'screen'"
-                       " AND valid = 1 AND is_baseline = 0 AND config_hash != ?2"
-                       " ORDER BY time_us ASC, id ASC LIMIT ?3",
-                       err, errlen);
+    st = gt_store_prep(s, k_finalists_sql, err, errlen);
     if (!st)
         goto out;
     sqlite3_bind_int64(st, 1, pid);
     gt_store_bind_text(st, 2, base_hash);
     sqlite3_bind_int(st, 3, o.final_k);
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    gt_store_bind_text(st, 4, library_family(o.backend));
+    sqlite3_bind_double(st, 5, o.final_family_ratio);
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
         cJSON *c = cJSON_Parse(gt_store_col_text(st, 0));
         if (!c || !cJSON_AddItemToArray(cands, c)) {
             cJSON_Delete(c);
             gt_store_finish(s, st);
             goto oom;
         }
+    }
+    if (r != SQLITE_DONE) {
+        /* a failed step must not queue a final with part of its finalists */
+        snprintf(err, errlen, "sqlite: finalists: %s", sqlite3_errmsg(s->db));
+        gt_store_finish(s, st);
+        goto out;
     }
     gt_store_finish(s, st);
     cands_txt = cJSON_PrintUnformatted(cands);

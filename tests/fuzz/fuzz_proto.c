@@ -234,6 +234,8 @@ static void fuzz_run_opts(const cJSON *obj)
     FUZZ_REQUIRE(o.log.format >= GT_LOG_AUTO && o.log.format <= GT_LOG_YAML);
     FUZZ_REQUIRE(isfinite(o.min_time_ms) && o.min_time_ms >= 0);
     FUZZ_REQUIRE(isfinite(o.log.threshold) && o.log.threshold >= 0 && o.log.threshold <= 1);
+    FUZZ_REQUIRE(o.final_family_ratio == 0 ||
+                 (o.final_family_ratio >= 1 && o.final_family_ratio <= 10));
     /* candidates, when given, is the JSON array text of config objects. */
     if (o.candidates) {
         cJSON *c = cJSON_Parse(o.candidates);
@@ -250,6 +252,7 @@ static void fuzz_run_opts(const cJSON *obj)
         FUZZ_REQUIRE(b.repeats == o.repeats && b.warmup == o.warmup);
         FUZZ_REQUIRE(b.population == o.population && b.generations == o.generations);
         FUZZ_REQUIRE(b.min_time_ms == o.min_time_ms && b.log.threshold == o.log.threshold);
+        FUZZ_REQUIRE(b.final_family_ratio == o.final_family_ratio);
         FUZZ_REQUIRE(b.log.skip_invalid == o.log.skip_invalid && b.chained == o.chained &&
                      b.graph == o.graph);
         FUZZ_REQUIRE(o.seed >= (1ULL << 53) || b.seed == o.seed);
