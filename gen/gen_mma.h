@@ -82,8 +82,13 @@ int gt_mma_cfg_text(const gt_mma_cfg *c, char *buf, size_t len);
 #define GT_MMA_MAX_CTAS 4096 /* a persistent grid's CTAs (config ctas) */
 /* A persistent wgmma kernel's epilogue staging per warpgroup, past the ring
  * (which keeps loading the next tile): 32 columns of 64 16-bit values or 16
- * of 64 f32 ones, each column padded by 16 bytes: (64 + 8) x 2 x 32 bytes */
+ * of 64 f32 ones, each column padded by 16 bytes: (64 + 8) x 2 x 32 bytes;
+ * where D leaves by TMA stores (gt_mma_wg_tma_store) two unpadded buffers
+ * of 32 columns instead, GT_MMA_WG_TS_BYTES, filled in turn.
+ * gt_mma_wg_epi_bytes: a warpgroup's, by the config (bn 256: the larger,
+ * whatever the problem, so a config's shared memory is the config's). */
 #define GT_MMA_WG_EPI_BYTES 4608
+#define GT_MMA_WG_TS_BYTES (2 * 64 * 2 * 32)
 
 /* 0 when the family can run p on d, else -1 and the problem-level reason. */
 int gt_mma_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_t len);
@@ -155,6 +160,16 @@ int gt_mma_wg_producer_threads(const gt_mma_cfg *c);
 /* The warps that compute: warps_m x warps_n, twice that with pingpong (two
  * warpgroups, each its own tile). */
 int gt_mma_consumer_warps(const gt_mma_cfg *c);
+int gt_mma_wg_epi_bytes(const gt_mma_cfg *c);
+/* 1 when (p, c)'s kernel writes D with TMA stores (a third tensor map, of
+ * D): a persistent wgmma config of bn 256 whose D is 16-bit without bias or
+ * C (the epilogue's stmatrix path), its leading dimension and batch stride
+ * multiples of 16 bytes. A warpgroup stages 32 columns of its 64 rows in
+ * the TMA's 128-byte swizzle and one thread stores them (the tensor map
+ * clips rows and columns past D), so the warpgroup goes on to its next
+ * tile while the TMA writes; 16 store operations a 128 x 256 tile, where
+ * a bulk copy per column (512) cost 15 % (h200_47_epilogue_bulk.txt). */
+int gt_mma_wg_tma_store(const gt_problem *p, const gt_mma_cfg *c);
 /* The template of c (by inst). */
 const char *gt_mma_src_of(const gt_mma_cfg *c);
 
@@ -165,11 +180,14 @@ const char *gt_mma_src_of(const gt_mma_cfg *c);
  * dims 1 and 2, box {one 128-byte row of k (64 or 128 elements), bm or bn,
  * 1}, element strides 1, no interleave, 128-byte swizzle, L2 promotion 256
  * bytes, out-of-bounds elements read as zeros. The global address is the
- * operand's pointer (16-byte aligned). */
-#define GT_MMA_MAX_TMAPS 2
+ * operand's pointer (16-byte aligned). With TMA stores
+ * (gt_mma_wg_tma_store) a third, of D: dims {m, n, batch}, strides of
+ * ldd and the batch stride, box {64, 32, 1} (a warpgroup's rows, 32
+ * columns), the same encoding otherwise. */
+#define GT_MMA_MAX_TMAPS 3
 enum { GT_MMA_TMAP_BF16 = 0, GT_MMA_TMAP_F16 = 1, GT_MMA_TMAP_U8 = 2 };
 typedef struct gt_mma_tmap {
-    const char *operand;           /* "a" or "b": the argument it maps (static) */
+    const char *operand;           /* "a", "b" or "d": the argument it maps (static) */
     int dtype;                     /* GT_MMA_TMAP_*: the map's element type */
     unsigned long long dims[3];
     unsigned long long strides[2]; /* bytes: leading dimension, batch stride (x the element size) */
@@ -177,7 +195,8 @@ typedef struct gt_mma_tmap {
 } gt_mma_tmap;
 /* cuTensorMapEncodeTiled's name for a map's element type (t->dtype). */
 const char *gt_mma_tmap_type_name(const gt_mma_tmap *t);
-/* The maps of (p, c): 2 for inst wgmma (A then B), else 0. */
+/* The maps of (p, c): 2 for inst wgmma (A then B), 3 with TMA stores (then
+ * D), else 0. */
 int gt_mma_tmaps(const gt_problem *p, const gt_mma_cfg *c, gt_mma_tmap t[GT_MMA_MAX_TMAPS]);
 
 /* The -D definitions of (p, c) (at most GT_GEN_MAX_DEFS) for CUDA (hip = 0)

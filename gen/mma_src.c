@@ -437,6 +437,11 @@ int gt_mma_defines_for(const gt_problem *p, const gt_mma_cfg *c, int hip,
         snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_MC=1");
     if (c->pingpong)
         snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_PP=1");
+    /* the persistent epilogue's staging per warpgroup, and D by TMA stores */
+    if (c->inst == GT_MMA_INST_WGMMA && c->ctas > 0)
+        snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_EPB=%d", gt_mma_wg_epi_bytes(c));
+    if (gt_mma_wg_tma_store(p, c))
+        snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_TS=1");
     /* HIP: the target and the wave size, appended so that the CUDA list (a
      * part of NVRTC's compile cache key) stays as it was */
     if (hip) {
@@ -486,7 +491,7 @@ void gt_mma_geometry_for(const gt_problem *p, const gt_mma_cfg *c, int hip, gt_g
     if (c->inst == GT_MMA_INST_WGMMA)
         g->smem_bytes += 1024;
     if (c->ctas > 0) /* the persistent epilogue's staging, one per (consumer) warpgroup */
-        g->smem_bytes += (size_t)(gt_mma_consumer_warps(c) / 4) * GT_MMA_WG_EPI_BYTES;
+        g->smem_bytes += (size_t)(gt_mma_consumer_warps(c) / 4) * (size_t)gt_mma_wg_epi_bytes(c);
 }
 
 /* The producer warp takes 32 more threads: nine warps put three on one of
@@ -527,6 +532,20 @@ const char *gt_mma_src_of(const gt_mma_cfg *c)
     return c->inst == GT_MMA_INST_WGMMA ? gt_gen_mma_wg_src : gt_gen_mma_src;
 }
 
+int gt_mma_wg_epi_bytes(const gt_mma_cfg *c)
+{
+    return c->bn >= 256 ? GT_MMA_WG_TS_BYTES : GT_MMA_WG_EPI_BYTES;
+}
+
+int gt_mma_wg_tma_store(const gt_problem *p, const gt_mma_cfg *c)
+{
+    int64_t es = gt_dtype_size(p->d_type), batch = p->batch > 0 ? p->batch : 1;
+    return c->inst == GT_MMA_INST_WGMMA && c->ctas > 0 && c->bn == 256 && c->splitk == 1 &&
+           (p->d_type == GT_DT_BF16 || p->d_type == GT_DT_F16) && p->beta == 0.0 && !p->bias &&
+           (p->ldd * es) % 16 == 0 && (batch == 1 || (p->stride_d * es) % 16 == 0) &&
+           p->m < (1LL << 31) && p->n < (1LL << 31) && batch < (1LL << 31);
+}
+
 int gt_mma_tmaps(const gt_problem *p, const gt_mma_cfg *c, gt_mma_tmap t[GT_MMA_MAX_TMAPS])
 {
     if (c->inst != GT_MMA_INST_WGMMA)
@@ -543,7 +562,16 @@ int gt_mma_tmaps(const gt_problem *p, const gt_mma_cfg *c, gt_mma_tmap t[GT_MMA_
                              /* a cluster of two loads half of B each */
                              .box = {(unsigned)(128 / es), (unsigned)(i ? c->bn / (c->cluster == 2 ? 2 : 1) : c->bm), 1}};
     }
-    return 2;
+    if (!gt_mma_wg_tma_store(p, c))
+        return 2;
+    /* D (16-bit): a warpgroup's 64 rows (128 bytes, the swizzle's row) by
+     * 32 columns a store; one batch as for A and B */
+    int64_t bd = batch > 1 ? p->stride_d : p->ldd * p->n;
+    t[2] = (gt_mma_tmap){.operand = "d", .dtype = p->d_type == GT_DT_F16 ? GT_MMA_TMAP_F16 : GT_MMA_TMAP_BF16,
+                         .dims = {(unsigned long long)p->m, (unsigned long long)p->n, (unsigned long long)batch},
+                         .strides = {(unsigned long long)(p->ldd * 2), (unsigned long long)(bd * 2)},
+                         .box = {64, 32, 1}};
+    return 3;
 }
 
 const char *gt_mma_tmap_type_name(const gt_mma_tmap *t)

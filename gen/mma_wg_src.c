@@ -48,7 +48,11 @@
  *            a tile's end, so each warpgroup stages its rows 32 (f32: 16)
  *            columns at a time in a buffer of its own past the ring
  *            (GT_MMA_WG_EPI_BYTES) and syncs only itself (named barrier
- *            2 + warpgroup);
+ *            2 + warpgroup); with GT_TS (gt_mma_wg_tma_store: bn 256,
+ *            16-bit D without bias or C) it stages 32 columns at a time in
+ *            the TMA's swizzle, two buffers in turn, and one thread writes
+ *            them with a TMA store through a third map (of D), so the
+ *            warpgroup goes on to its next tile while D is written;
  *   cluster  GT_MC (config cluster 2, persistent only): clusters of two
  *            CTAs (__cluster_dims__) on pairs of tile rows of one tile
  *            column; each loads its A tile and half of the B tile into
@@ -112,7 +116,23 @@ const char gt_gen_mma_wg_src[] =
     "#ifndef GT_PERSIST\n"
     "#define GT_PERSIST 0\n"
     "#endif\n"
+    /* the persistent epilogue's staging per warpgroup (gt_mma_wg_epi_bytes) */
+    "#ifndef GT_EPB\n"
     "#define GT_EPB " GT_XSTR(GT_MMA_WG_EPI_BYTES) "\n"
+    "#endif\n"
+    /* GT_TS 1 (gt_mma_wg_tma_store): D leaves by TMA stores through a third
+     * tensor map, from two swizzled buffers of 32 columns per warpgroup */
+    "#ifndef GT_TS\n"
+    "#define GT_TS 0\n"
+    "#endif\n"
+    "#if GT_TS && (!GT_PERSIST || GT_BN != 256 || GT_BETA != 0 || GT_BIASKT >= 0 || GT_DKT == 0 || GT_EPB < 16384 / 2)\n"
+    "#error \"GT_TS needs a persistent bn 256 kernel of 16-bit D without bias or C, and its staging\"\n"
+    "#endif\n"
+    "#if GT_TS\n"
+    "#define GT_TD_PARAM , const __grid_constant__ gt_tmap td\n"
+    "#else\n"
+    "#define GT_TD_PARAM\n"
+    "#endif\n"
     /* GT_MC 1 (config cluster 2, persistent only): clusters of two CTAs on
      * vertically adjacent tiles, each loading its own A and one half of
      * the shared B tile into both (TMA multicast) */
@@ -197,6 +217,13 @@ const char gt_gen_mma_wg_src[] =
     "               \" [%0], [%1, {%2, %3, %4}], [%5];\"\n"
     "               :: \"r\"(dst), \"l\"((u64)map), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(bar) : \"memory\");\n"
     "}\n"
+    /* a box of shared memory at src out to the map's box at (c0, c1, c2),
+     * committed as a bulk group of its own (the issuing thread's) */
+    "__device__ __forceinline__ void gt_tma_store(const gt_tmap *map, u32 src, int c0, int c1, int c2) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\"\n"
+    "               :: \"l\"((u64)map), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(src) : \"memory\");\n"
+    "  asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\");\n"
+    "}\n"
     /* a K-major operand in shared memory, 128-byte swizzle: start >> 4,
      * leading offset unused (1), 8-row groups 1024 bytes apart, mode 1 */
     "__device__ __forceinline__ u64 gt_desc(u32 a) {\n"
@@ -274,6 +301,24 @@ const char gt_gen_mma_wg_src[] =
     "  asm volatile(\"stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\"\n"
     "               :: \"r\"(gt_saddr(s + (col * ld + row) * 2)), \"r\"(pr[0]), \"r\"(pr[1]), \"r\"(pr[2]), \"r\"(pr[3]) : \"memory\");\n"
     "}\n"
+    /* the same block into a TMA store's staging (GT_TS): a column of the
+     * warpgroup's 64 rows is one 128-byte row, its 16-byte chunk q at
+     * q ^ (column % 8), the 128-byte swizzle the map of D reads with (the
+     * buffer 1024-byte aligned); conflict-free for the eight columns of a
+     * matrix */
+    "__device__ __forceinline__ void gt_stm16s(u32 s, int r0, int c0, const float *f0, const float *f1, float ab, const gt_mma_args &g) {\n"
+    "  u32 pr[4];\n"
+    "#pragma unroll\n"
+    "  for (int h = 0; h < 4; h++) {\n"
+    "    const float *a = (h >> 1 ? f1 : f0) + 2 * (h & 1);\n"
+    "    const float v0 = gt_epi_ab(g, 0, 0, 0, a[0], ab), v1 = gt_epi_ab(g, 0, 0, 0, a[1], ab);\n"
+    "    pr[h] = GT_DKT == 2 ? (u32)gt_f2h(v0) | ((u32)gt_f2h(v1) << 16) : (u32)gt_f2bf(v0) | ((u32)gt_f2bf(v1) << 16);\n"
+    "  }\n"
+    "  const int lane = threadIdx.x & 31, mi = lane >> 3;\n"
+    "  const int col = c0 + 8 * (mi >> 1) + (lane & 7), q = (r0 >> 3) + (mi & 1);\n"
+    "  asm volatile(\"stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\"\n"
+    "               :: \"r\"(s + col * 128 + ((q ^ (col & 7)) << 4)), \"r\"(pr[0]), \"r\"(pr[1]), \"r\"(pr[2]), \"r\"(pr[3]) : \"memory\");\n"
+    "}\n"
     /* The coalesced epilogue's two halves, shared by the one-CTA-per-tile
      * kernel (the whole tile through the idle ring) and the persistent one
      * (a warpgroup's rows, a chunk of columns at a time, through its own
@@ -338,7 +383,7 @@ const char gt_gen_mma_wg_src[] =
     "  gt_fence_acc(d);\n"
     "}\n"
     "extern \"C\" __global__ void __launch_bounds__(GT_LAUNCH, 1) GT_CLUSTER\n"
-    "gt_mma(gt_mma_args g, const __grid_constant__ gt_tmap ta, const __grid_constant__ gt_tmap tb) {\n"
+    "gt_mma(gt_mma_args g, const __grid_constant__ gt_tmap ta, const __grid_constant__ gt_tmap tb GT_TD_PARAM) {\n"
     "  extern __shared__ __align__(128) unsigned char gt_dyn[];\n"
     "  __shared__ __align__(8) u64 gt_bars[2 * GT_ST + 2];\n"
     "  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = tid >> 7, wtid = tid & 127;\n"
@@ -479,6 +524,26 @@ const char gt_gen_mma_wg_src[] =
     /* the tile's last slot, before the stores: the producer refills it now */
     "    if (wtid == 0) release(empty0 + 8 * ((G - 1) % GT_ST));\n"
     "    const i64 rw = row0 + (GT_PP ? 0 : wg) * 64;\n"
+    "#if GT_TS\n"
+    /* 32 columns at a time into the two buffers in turn (8 chunks a tile:
+     * chunk c's buffer is c % 2 on every tile), one barrier a chunk: it
+     * orders this chunk's staging (made visible to the TMA by the proxy
+     * fence) before its store, which one thread issues, and that thread's
+     * wait for the previous chunk's store to have read the other buffer
+     * before anyone stages into it again. The map clips rows and columns
+     * past D. */
+    "    (void)vec;\n"
+    "#pragma unroll\n"
+    "    for (int cb = 0; cb < GT_BN; cb += 32) {\n"
+    "      const u32 sh = gt_saddr(se) + ((cb / 32) & 1) * (GT_EPB / 2);\n"
+    "#pragma unroll\n"
+    "      for (int jc = 0; jc < 4; jc += 2) gt_stm16s(sh, wi * 16, 8 * jc, acc[0][cb / 8 + jc], acc[0][cb / 8 + jc + 1], ab, g);\n"
+    "      asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
+    "      if (wtid == 0) asm volatile(\"cp.async.bulk.wait_group.read 0;\" ::: \"memory\");\n"
+    "      asm volatile(\"bar.sync %0, 128;\" :: \"r\"(2 + wg) : \"memory\");\n"
+    "      if (wtid == 0) gt_tma_store(&td, sh, (int)rw, (int)(col0 + cb), (int)zb);\n"
+    "    }\n"
+    "#else\n"
     "    if (vec) {\n"
     "#define GT_CW0 (GT_DKT == 0 ? 16 : 32)\n"
     "#define GT_CW (GT_BN < GT_CW0 ? GT_BN : GT_CW0)\n"
@@ -498,7 +563,12 @@ const char gt_gen_mma_wg_src[] =
     "          if (ii < g.m && jj < g.n) gt_store(g, zb, ii, jj, gt_epi_ab(g, zb, ii, jj, acc[0][j][e], ab));\n"
     "        }\n"
     "    }\n"
+    "#endif\n" /* GT_TS */
     "  }\n"
+    /* the last stores done before the CTA (and its shared memory) ends */
+    "#if GT_TS\n"
+    "  if (wtid == 0) asm volatile(\"cp.async.bulk.wait_group 0;\" ::: \"memory\");\n"
+    "#endif\n"
     /* no CTA leaves while its peer may still arrive at its barriers or
      * multicast into its ring */
     "#if GT_MC\n"

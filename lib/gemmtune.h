@@ -206,8 +206,10 @@ typedef struct gt_db_kernel {
     int arch_specific;             /* 1: compile for sm_<min_sm>a and run there only (the Hopper
                                       "mma" kernels: wgmma, TMA) */
     int tensor_maps;               /* CUtensorMap parameters launch[0] takes after the struct
-                                      (0 or 2: A and B); gt_db_kernel_cuda_launch encodes them,
-                                      the export's "tensor_maps" says how */
+                                      (0; 2: A and B; 3: A, B and D, which the kernel writes
+                                      with TMA stores, so D must be 16-byte aligned as A and B
+                                      are); gt_db_kernel_cuda_launch encodes them, the export's
+                                      "tensor_maps" says how */
     int chain_min_sm;              /* launch[0] may launch chained (programmatic dependent
                                       launch) when compiled for sm_<chain_min_sm> or newer:
                                       GT_DB_LAUNCH_CHAINED; 0: never (the "gemv" kernels: 90) */

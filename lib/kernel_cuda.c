@@ -129,20 +129,20 @@ int gt_db_kernel_cuda_launch_scaled(const gt_db_kernel *k, const gt_db_module *m
     const gt_cu_drv *drv = gt_cu_drv_get(err, errlen);
     if (!drv)
         return -1;
-    /* wgmma: the tensor maps of this call's A and B, after the struct of launch 1 */
+    /* wgmma: the tensor maps of this call's A and B (and D, where the
+     * kernel writes it with TMA stores), after the struct of launch 1 */
     const gt_gen_kernel *g = gt_db_kernel_gen(k);
     CUtensorMap maps[GT_MMA_MAX_TMAPS];
+    const void *mptr[GT_MMA_MAX_TMAPS] = {a, b, d};
     for (int i = 0; g && i < g->ntmaps && i < GT_MMA_MAX_TMAPS; i++)
-        if (gt_cu_tmap_encode(drv, &g->tmaps[i], i ? b : a, &maps[i], err, errlen) != 0)
+        if (gt_cu_tmap_encode(drv, &g->tmaps[i], mptr[i], &maps[i], err, errlen) != 0)
             return -1;
     for (int i = 0; i < k->nlaunch; i++) {
         const gt_db_launch *l = &k->launch[i];
         long long extra = l->extra_value;
-        void *params[4] = {args, &extra, NULL, NULL};
-        if (i == 0 && g && g->ntmaps == 2) {
-            params[1] = &maps[0];
-            params[2] = &maps[1];
-        }
+        void *params[2 + GT_MMA_MAX_TMAPS] = {args, &extra};
+        for (int t = 0; i == 0 && g && t < g->ntmaps && t < GT_MMA_MAX_TMAPS; t++)
+            params[1 + t] = &maps[t];
         /* chained only where it can be: otherwise the flag launches plainly */
         int chained = i == 0 && (flags & GT_DB_LAUNCH_CHAINED) && k->chain_min_sm &&
                       drv->launch_kernel_ex && target_sm(m->target) >= k->chain_min_sm;

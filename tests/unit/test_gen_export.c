@@ -498,13 +498,23 @@ static void check_mma(const gt_problem *p, const char *cfg)
      * scales after beta, maps of bytes */
     int wg = c.inst == GT_MMA_INST_WGMMA, es = gt_dtype_is_f8(p->a_type) ? 1 : 2;
     CHECK(gt_gen_kernel_scaled(&k) == (es == 1) && k.nargs == (es == 1 ? 23 : 21));
-    CHECK(k.arch_specific == wg && k.ntmaps == 2 * wg && k.min_sm == (wg ? 90 : 80) &&
+    /* the maps: A and B, and D where the kernel writes it with TMA stores */
+    int nmaps = wg ? 2 + gt_mma_wg_tma_store(p, &c) : 0;
+    CHECK(k.arch_specific == wg && k.ntmaps == nmaps && k.min_sm == (wg ? 90 : 80) &&
           !strcmp(k.arch, wg ? "sm_90a" : "sm_90"));
     cJSON *js = gt_gen_kernel_json(&k);
     const cJSON *tm = cJSON_GetObjectItemCaseSensitive(js, "tensor_maps");
     const cJSON *l0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(js, "launches"), 0);
-    CHECK(cJSON_GetArraySize(tm) == 2 * wg &&
-          cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(l0, "params")) == 1 + 2 * wg);
+    CHECK(cJSON_GetArraySize(tm) == nmaps &&
+          cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(l0, "params")) == 1 + nmaps);
+    if (nmaps == 3) {
+        const cJSON *dm = cJSON_GetArrayItem(tm, 2);
+        const cJSON *dd = cJSON_GetObjectItemCaseSensitive(dm, "global_dim");
+        CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(dm, "operand")), "d") &&
+              cJSON_GetArrayItem(dd, 0)->valuedouble == (double)p->m &&
+              cJSON_GetArrayItem(dd, 1)->valuedouble == (double)p->n);
+        CHECK(strstr(k.source, "#define GT_TS 0") != NULL); /* the template's default, overridden by -D */
+    }
     if (wg) {
         const cJSON *a = cJSON_GetArrayItem(tm, 0), *b = cJSON_GetArrayItem(tm, 1);
         const cJSON *ad = cJSON_GetObjectItemCaseSensitive(a, "global_dim");

@@ -430,7 +430,7 @@ static void test_wgmma_pingpong(void)
     gt_gen_geom g;
     gt_mma_geometry(&p, &c, &g);
     CHECK(g.threads == 256 + 128 && g.gx == 132 && gt_mma_wg_pw(&c) == 2);
-    CHECK(g.smem_bytes == 5 * 320 * 128 + 1024 + 2 * GT_MMA_WG_EPI_BYTES);
+    CHECK(g.smem_bytes == 5 * 320 * 128 + 1024 + 2 * GT_MMA_WG_TS_BYTES); /* bn 256 */
     char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
     int nd = gt_mma_defines(&p, &c, defs), pp = 0, pw = 0;
     for (int i = 0; i < nd; i++)
@@ -527,21 +527,51 @@ static void test_wgmma_persist(void)
     gen_test_mma_pruned(gen_test_prob(1LL << 30, 1LL << 30, 1LL << 20, GT_DT_BF16, GT_DT_BF16), &d, c,
                         "ring iterations per CTA overflow the kernel's 32-bit counters");
     /* geometry and defines: the grid is the CTAs (batch in z), the ring plus
-     * one staging buffer per warpgroup */
+     * the staging per warpgroup (bn 256: the TMA store's two buffers) */
     gt_gen_geom g;
     gt_problem pb = p;
     pb.batch = 3, pb.stride_a = 4096LL * 4096, pb.stride_b = 4096LL * 2048, pb.stride_c = pb.stride_d = 4096LL * 2048;
     gt_mma_geometry(&pb, &c, &g);
     CHECK(g.gx == 132 && g.gy == 1 && g.gz == 3 && g.threads == 256 && g.ws_bytes == 0);
-    CHECK(g.smem_bytes == 4 * 384 * 128 + 1024 + 2 * GT_MMA_WG_EPI_BYTES);
+    CHECK(g.smem_bytes == 4 * 384 * 128 + 1024 + 2 * GT_MMA_WG_TS_BYTES);
+    CHECK(GT_MMA_WG_TS_BYTES == 8192 && GT_MMA_WG_TS_BYTES % 2048 == 0); /* two 1024-aligned buffers */
     char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
-    int nd = gt_mma_defines(&p, &c, defs), has = 0;
+    int nd = gt_mma_defines(&p, &c, defs), has = 0, ts = 0, epb = 0;
     for (int i = 0; i < nd; i++)
-        has += !strcmp(defs[i], "-DGT_PERSIST=1");
-    CHECK(has == 1);
+        has += !strcmp(defs[i], "-DGT_PERSIST=1"), ts += !strcmp(defs[i], "-DGT_TS=1"),
+            epb += !strcmp(defs[i], "-DGT_EPB=8192");
+    CHECK(has == 1 && ts == 1 && epb == 1);
     nd = gt_mma_defines(&p, &k_wg, defs);
     for (int i = 0; i < nd; i++)
-        CHECK(strcmp(defs[i], "-DGT_PERSIST=1") != 0);
+        CHECK(strcmp(defs[i], "-DGT_PERSIST=1") != 0 && strcmp(defs[i], "-DGT_TS=1") != 0 &&
+              strncmp(defs[i], "-DGT_EPB=", 9) != 0);
+    /* TMA stores: a third map, of D (dims m, n, batch; a warpgroup's 64 rows by 32 columns a
+     * box), for 16-bit D without bias or C, aligned; else the two maps and the stores of old */
+    {
+        gt_mma_tmap tm[GT_MMA_MAX_TMAPS];
+        CHECK(gt_mma_wg_tma_store(&pb, &c) && gt_mma_tmaps(&pb, &c, tm) == 3);
+        CHECK(!strcmp(tm[2].operand, "d") && tm[2].dtype == GT_MMA_TMAP_BF16 && tm[2].dims[0] == 4096 &&
+              tm[2].dims[1] == 2048 && tm[2].dims[2] == 3 && tm[2].strides[0] == 4096 * 2 &&
+              tm[2].strides[1] == 4096ULL * 2048 * 2 && tm[2].box[0] == 64 && tm[2].box[1] == 32 &&
+              tm[2].box[2] == 1);
+        CHECK(gt_mma_tmaps(&p, &c, tm) == 3 && tm[2].dims[2] == 1 && tm[2].strides[1] == 4096ULL * 2048 * 2);
+        gt_problem q = gen_test_prob(4096, 2048, 4096, GT_DT_F16, GT_DT_F16);
+        CHECK(gt_mma_tmaps(&q, &c, tm) == 3 && tm[2].dtype == GT_MMA_TMAP_F16);
+        q = gen_test_prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_F32); /* f32 D: the padded staging */
+        CHECK(!gt_mma_wg_tma_store(&q, &c) && gt_mma_tmaps(&q, &c, tm) == 2);
+        q = p, q.bias = 1, q.bias_type = GT_DT_BF16;
+        CHECK(!gt_mma_wg_tma_store(&q, &c));
+        q = p, q.beta = 1.0;
+        CHECK(!gt_mma_wg_tma_store(&q, &c));
+        q = p, q.ldd = 4100; /* 8200 bytes: not a multiple of 16 */
+        CHECK(!gt_mma_wg_tma_store(&q, &c));
+        q = p, q.ldd = 4104;
+        CHECK(gt_mma_wg_tma_store(&q, &c));
+        gt_mma_cfg x = c;
+        x.bn = 128, x.warps_m = 8;
+        CHECK(!gt_mma_wg_tma_store(&p, &x) && gt_mma_wg_epi_bytes(&x) == GT_MMA_WG_EPI_BYTES);
+        CHECK(!gt_mma_wg_tma_store(&p, &k_wg)); /* a CTA per tile */
+    }
     /* clusters of two: the key after bn, refused without an even
      * persistent grid, pruned with one tile row; half of B per CTA (the
      * map's box), -DGT_MC=1, a grid of whole pairs of tile rows */
@@ -572,7 +602,7 @@ static void test_wgmma_persist(void)
         gen_test_mma_pruned(gen_test_prob(128, 16384, 4096, GT_DT_BF16, GT_DT_BF16), &d, m1,
                             "cluster: 1 tile row(s)");
         gt_mma_tmap tm[GT_MMA_MAX_TMAPS];
-        CHECK(gt_mma_tmaps(&p, &m, tm) == 2 && tm[0].box[1] == 128 && tm[1].box[1] == 128);
+        CHECK(gt_mma_tmaps(&p, &m, tm) == 3 && tm[0].box[1] == 128 && tm[1].box[1] == 128); /* + D */
         gt_problem odd = gen_test_prob(1100, 2048, 4096, GT_DT_BF16, GT_DT_BF16); /* 9 tile rows: 5 pairs */
         m.ctas = 200;
         gt_mma_geometry(&odd, &m, &g);

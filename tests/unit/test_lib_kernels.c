@@ -59,6 +59,11 @@ static const char k_twopass[] =
 static const char k_wg[] =
     "{\"bk\":64,\"bm\":64,\"bn\":128,\"family\":\"mma\",\"inst\":\"wgmma\",\"reduction\":\"none\","
     "\"splitk\":1,\"stages\":4,\"swizzle\":1,\"warps_m\":4,\"warps_n\":1}";
+/* persistent 128 x 256: D written with TMA stores through a third map; its
+ * GEMM's m and n end inside a tile (the map clips) */
+static const char k_ts[] =
+    "{\"bk\":64,\"bm\":128,\"bn\":256,\"ctas\":132,\"family\":\"mma\",\"inst\":\"wgmma\","
+    "\"reduction\":\"none\",\"splitk\":1,\"stages\":4,\"swizzle\":4,\"warps_m\":8,\"warps_n\":1}";
 static const char k_lt[] = "{\"algo_id\":66,\"cluster\":2,\"custom\":0,\"inner_shape\":0,"
                            "\"reduction\":0,\"splitk\":1,\"stages\":35,\"swizzle\":0,\"tile\":20}";
 
@@ -97,12 +102,13 @@ static const char *make_export(void)
         "4096,1,4096,bf16,T,N,1,10\n"
         "6144,1,4096,bf16,T,N,1,10\n"
         "1024,16,2048,bf16,T,N,1,10\n"
-        "2048,128,2048,bf16,T,N,1,10\n";
+        "2048,128,2048,bf16,T,N,1,10\n"
+        "1896,2300,256,bf16,T,N,1,10\n";
     static const char *const cuda[][2] = {{"backend", "cuda"}};
     gt_run_created cr = {0};
     int ok = gt_test_add_run(s, log, cuda, 1, &cr) == 0;
-    CHECK_MSG(!ok || cr.problems == 4, "%zu problems", cr.problems);
-    ok = ok && cr.problems == 4;
+    CHECK_MSG(!ok || cr.problems == 5, "%zu problems", cr.problems);
+    ok = ok && cr.problems == 5;
     snprintf(sql, sizeof sql,
              "INSERT INTO results (run_id, problem_id, job_id, backend, phase, config, config_hash,"
              " is_baseline, time_us, rel_err, valid, device_model, created_ms)"
@@ -114,8 +120,10 @@ static const char *make_export(void)
              "  UNION ALL SELECT 1024, '%s', '00000000000000c3', 0, 8.0"
              "  UNION ALL SELECT 1024, '%s', '00000000000000b3', 1, 10.0"
              "  UNION ALL SELECT 2048, '%s', '00000000000000d4', 0, 9.0"
-             "  UNION ALL SELECT 2048, '%s', '00000000000000b4', 1, 10.0) v ON v.m = p.m",
-             k_none, k_lt, k_lt, k_twopass, k_lt, k_wg, k_lt);
+             "  UNION ALL SELECT 2048, '%s', '00000000000000b4', 1, 10.0"
+             "  UNION ALL SELECT 1896, '%s', '00000000000000e5', 0, 9.0"
+             "  UNION ALL SELECT 1896, '%s', '00000000000000b5', 1, 10.0) v ON v.m = p.m",
+             k_none, k_lt, k_lt, k_twopass, k_lt, k_wg, k_lt, k_ts, k_lt);
     gt_store_lock(s);
     ok = ok && gt_test_sql(gt_store_db(s), sql) == 0 &&
          gt_export_run(gt_store_db(s), cr.id, "test/run/1", tpath("a.db"), err, sizeof err) == 0;
@@ -136,13 +144,17 @@ static const char *make_export(void)
             while (sqlite3_step(st) == SQLITE_ROW) {
                 const char *c = (const char *)sqlite3_column_text(st, 0);
                 int m = sqlite3_column_int(st, 1);
-                const char *want = m == 4096 ? k_none : m == 1024 ? k_twopass : m == 2048 ? k_wg : k_lt;
+                const char *want = m == 4096   ? k_none
+                                   : m == 1024 ? k_twopass
+                                   : m == 2048 ? k_wg
+                                   : m == 1896 ? k_ts
+                                               : k_lt;
                 n++;
                 same += c && !strcmp(c, want);
             }
         sqlite3_finalize(st);
         sqlite3_close(db);
-        CHECK_MSG(n == 4 && same == 4, "%s: %d best rows, %d configs unchanged", f ? "merge" : "export",
+        CHECK_MSG(n == 5 && same == 5, "%s: %d best rows, %d configs unchanged", f ? "merge" : "export",
                   n, same);
     }
     return tpath("m.db");
@@ -226,7 +238,7 @@ static void test_lookups(void)
     CHECK_MSG(db, "%s", err);
     if (!db)
         return;
-    CHECK(gt_db_size(db) == 4);
+    CHECK(gt_db_size(db) == 5);
     gt_gemm_desc d1, d2, d3;
     desc_of(&d1, 4096, 1, 4096);
     desc_of(&d2, 6144, 1, 4096);
@@ -278,6 +290,19 @@ static void test_lookups(void)
     gt_db_kernel_free(k);
     /* the wgmma kernel: arch-specific, two tensor maps; bn 128, so one
      * warpgroup and the producer warp (128 + 32 threads) */
+    /* the persistent 128 x 256 kernel: three tensor maps (A, B, D: TMA stores), its shared
+     * memory the ring, the alignment and two 8 KB stagings */
+    k = NULL;
+    gt_gemm_desc d5;
+    desc_of(&d5, 1896, 2300, 256);
+    CHECK(gt_db_kernel_get(db, &d5, MODEL, &k) == GT_DB_OK && k);
+    if (k)
+        CHECK_MSG(!strcmp(k->family, "mma") && k->tensor_maps == 3 && k->nlaunch == 1 &&
+                      k->launch[0].grid[0] == 132 && k->launch[0].block[0] == 256 &&
+                      k->launch[0].shared_bytes == 4 * 384 * 128 + 1024 + 2 * 8192,
+                  "maps %d grid %u block %u smem %zu", k->tensor_maps, k->launch[0].grid[0],
+                  k->launch[0].block[0], (size_t)k->launch[0].shared_bytes);
+    gt_db_kernel_free(k);
     k = NULL;
     gt_gemm_desc d4;
     desc_of(&d4, 2048, 128, 2048);
@@ -717,8 +742,8 @@ static void test_cuda(void)
     CHECK_MSG(db, "%s", err);
     if (!db)
         return;
-    const int64_t shapes[3][3] = {{4096, 1, 4096}, {1024, 16, 2048}, {2048, 128, 2048}};
-    for (int s = 0; s < 3; s++) {
+    const int64_t shapes[4][3] = {{4096, 1, 4096}, {1024, 16, 2048}, {2048, 128, 2048}, {1896, 2300, 256}};
+    for (int s = 0; s < 4; s++) {
         gt_gemm_desc d;
         gt_db_kernel *k = NULL;
         desc_of(&d, shapes[s][0], shapes[s][1], shapes[s][2]);

@@ -47,15 +47,15 @@ struct gt_cuda_gen_prob {
  * set, not per launch, so timing loops launch back to back. */
 #define GEN_TMAP_SETS 32
 typedef struct gen_tmaps {
-    const void *a, *b;
-    CUtensorMap ta, tb;
+    const void *a, *b, *d;
+    CUtensorMap t[GT_MMA_MAX_TMAPS]; /* A, B, and with TMA stores D */
 } gen_tmaps;
 
 struct gt_cuda_gen_cand {
     int family, fault;
     gt_gen_cfg cfg;           /* "gemv" */
     gt_mma_cfg mcfg;          /* "mma" */
-    int ntmaps;               /* wgmma: the encodings (A, B) and the sets seen */
+    int ntmaps;               /* wgmma: the encodings (A, B, D) and the sets seen */
     gt_mma_tmap tm[GT_MMA_MAX_TMAPS];
     gen_tmaps *sets;
     int nsets;
@@ -617,26 +617,25 @@ void gt_cuda_gen_release(gt_bk_cand *c)
 
 /* ---- run ----------------------------------------------------------------------------------- */
 
-/* The tensor maps of the set's A and B (wgmma), encoded on first use. */
+/* The tensor maps of the set's A, B and D (wgmma), encoded on first use. */
 static const gen_tmaps *tmaps_of(gt_cuda_gen_ctx *g, gt_cuda_gen_cand *gc, const void *a,
-                                 const void *b, char *err, size_t errlen)
+                                 const void *b, const void *d, char *err, size_t errlen)
 {
     for (int i = 0; i < gc->nsets; i++)
-        if (gc->sets[i].a == a && gc->sets[i].b == b)
+        if (gc->sets[i].a == a && gc->sets[i].b == b && gc->sets[i].d == d)
             return &gc->sets[i];
     /* more sets than slots (never in one run: the sets are few): reuse the last */
     gen_tmaps *t = &gc->sets[gc->nsets < GEN_TMAP_SETS ? gc->nsets++ : GEN_TMAP_SETS - 1];
-    const void *ptr[2] = {a, b};
-    CUtensorMap *out[2] = {&t->ta, &t->tb};
-    t->a = t->b = NULL;
+    const void *ptr[GT_MMA_MAX_TMAPS] = {a, b, d};
+    t->a = t->b = t->d = NULL;
     for (int i = 0; i < gc->ntmaps; i++) {
-        if (gt_cu_tmap_encode(g->drv, &gc->tm[i], ptr[i], out[i], err, errlen) != 0) {
+        if (gt_cu_tmap_encode(g->drv, &gc->tm[i], ptr[i], &t->t[i], err, errlen) != 0) {
             if (t == &gc->sets[gc->nsets - 1])
                 gc->nsets--;
             return NULL;
         }
     }
-    t->a = a, t->b = b;
+    t->a = a, t->b = b, t->d = d;
     return t;
 }
 
@@ -671,13 +670,13 @@ int gt_cuda_gen_run(gt_bk_prob *pp, gt_bk_cand *c, const gt_cuda_set *s, char *e
          * kernel whose struct declares them) */
         .scale_a = pp->scales, .scale_b = pp->scales + GT_CUDA_SCALE_SLOT,
     };
-    void *args[3] = {&a, NULL, NULL};
+    void *args[1 + GT_MMA_MAX_TMAPS] = {&a};
     if (gc->ntmaps) {
-        const gen_tmaps *t = tmaps_of(g, gc, s->a, s->b, err, errlen);
+        const gen_tmaps *t = tmaps_of(g, gc, s->a, s->b, s->d, err, errlen);
         if (!t)
             return -1;
-        args[1] = (void *)&t->ta;
-        args[2] = (void *)&t->tb;
+        for (int i = 0; i < gc->ntmaps; i++)
+            args[1 + i] = (void *)&t->t[i];
     }
     const gt_gen_geom *geo = &gc->geom;
     const char *what = mma ? "launch gt_mma" : "launch gt_gemv";
