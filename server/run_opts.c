@@ -24,10 +24,10 @@ void gt_run_opts_default(gt_run_opts *o)
     o->budget = 32;
     o->shard_size = 8;
     o->final_k = 4;
-    /* the screen put every generated family 5-15 % behind cuBLASLt's best
-     * where the paired final put them at 0.95-1.05 (store_phases.c): 1.25
-     * takes a family within that bias and some noise past it, not one that
-     * the screen already found clearly slower */
+    /* the best generated config of a prefill GEMM screens 1-10 % behind
+     * cuBLASLt's best (the H200's Llama shapes, bench/results/
+     * h200_47_family_finals.txt): 1.25 takes such a family into the final,
+     * not one the screen found clearly slower */
     o->final_family_ratio = 1.25;
     o->final_rounds = GT_FINAL_ROUNDS;
     o->final_ci = GT_FINAL_CI_WIDTH;

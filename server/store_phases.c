@@ -35,13 +35,13 @@ static const char *library_family(const char *backend)
 /* The finalists: the top final_k valid screen candidates (screen time, then
  * id), then, when final_family_ratio is on, the fastest valid candidate of
  * each family that has none among the top final_k and whose time is within
- * that ratio of the fastest candidate's. Why: a screen times each candidate
- * briefly, and the fastest of many noisy brief timings is biased low (the
- * winner's curse), the more so the more configs a family has. On cuda,
- * cuBLASLt's best of 200 configs screened 5-15 % ahead of every generated
- * family that paired rounds put at 0.95-1.05 of it, so the top final_k
- * were cuBLASLt's and the final rarely timed the best generated config next
- * to the best library one. The baseline's config is no
+ * that ratio of the fastest candidate's. Why: the screen ranks on one brief
+ * timing per candidate, and a family with many near-equal configs (cuBLASLt's
+ * 200) fills the top final_k on its own: on the H200's 25 Llama shapes 6 of
+ * the 15 GEMMs with n >= 128 had only cuBLASLt configs in their top 5, so
+ * their finals never timed the best generated kernel beside the best library
+ * one in paired rounds, where a few % decide (bench/results/
+ * h200_47_family_finals.txt). The baseline's config is no
  * candidate (it is in the final anyway). A family's fastest (fpos 1) lies
  * outside the top final_k exactly when none of the family is inside, so
  * the second condition adds nothing twice and no family already there.
