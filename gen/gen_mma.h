@@ -147,7 +147,7 @@ extern const char gt_gen_mma_src[];
 extern const char gt_gen_mma_hip_src[];
 /* The Hopper template (inst "wgmma", sm_90a only; gen/mma_wg_src.c): the same
  * kernels and argument struct, the main kernel taking two tensor maps after
- * it (gt_mma_tmaps describes them). */
+ * it, three with TMA stores of D (gt_mma_tmaps describes them). */
 extern const char gt_gen_mma_wg_src[];
 /* How c's kernel (inst wgmma) issues its TMA loads: 1, a producer warp
  * past the consumer warpgroups (bn <= 128); 2, a producer warpgroup that

@@ -71,8 +71,9 @@
  *            tile before ("mainloop done", an mbarrier per warpgroup): the
  *            parity waits on a slot tell only two phases apart.
  *
- * The kernel takes the argument block and the two tensor maps by value
- * (__grid_constant__: the TMA reads them from parameter space). */
+ * The kernel takes the argument block and the two tensor maps (three with
+ * GT_TS: D's) by value (__grid_constant__: the TMA reads them from
+ * parameter space). */
 #include <stdio.h>
 #include <string.h>
 
