@@ -288,19 +288,27 @@ const char gt_gen_mma_wg_src[] =
      * matrices of bf16/f16 pairs, transposed (stmatrix .trans: lane l
      * names where column l % 8 of matrix l / 8 goes). For 16-bit D without
      * bias or C only: the epilogue then needs no indices, and rows or
-     * columns past D are staged but never copied out */
-    "__device__ __forceinline__ void gt_stm16(unsigned char *s, int ld, int r0, int c0, const float *f0, const float *f1, float ab, const gt_mma_args &g) {\n"
-    "  u32 pr[4];\n"
+     * columns past D are staged but never copied out. gt_pack16: the
+     * block's values through the epilogue as the four registers of pairs;
+     * gt_stmatrix: the instruction, lane l's address for its column */
+    "__device__ __forceinline__ void gt_pack16(u32 *pr, const float *f0, const float *f1, float ab, const gt_mma_args &g) {\n"
     "#pragma unroll\n"
     "  for (int h = 0; h < 4; h++) {\n"
     "    const float *a = (h >> 1 ? f1 : f0) + 2 * (h & 1);\n"
     "    const float v0 = gt_epi_ab(g, 0, 0, 0, a[0], ab), v1 = gt_epi_ab(g, 0, 0, 0, a[1], ab);\n"
     "    pr[h] = GT_DKT == 2 ? (u32)gt_f2h(v0) | ((u32)gt_f2h(v1) << 16) : (u32)gt_f2bf(v0) | ((u32)gt_f2bf(v1) << 16);\n"
     "  }\n"
+    "}\n"
+    "__device__ __forceinline__ void gt_stmatrix(u32 addr, const u32 *pr) {\n"
+    "  asm volatile(\"stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\"\n"
+    "               :: \"r\"(addr), \"r\"(pr[0]), \"r\"(pr[1]), \"r\"(pr[2]), \"r\"(pr[3]) : \"memory\");\n"
+    "}\n"
+    "__device__ __forceinline__ void gt_stm16(unsigned char *s, int ld, int r0, int c0, const float *f0, const float *f1, float ab, const gt_mma_args &g) {\n"
+    "  u32 pr[4];\n"
+    "  gt_pack16(pr, f0, f1, ab, g);\n"
     "  const int lane = threadIdx.x & 31, mi = lane >> 3;\n"
     "  const int col = c0 + 8 * (mi >> 1) + (lane & 7), row = r0 + 8 * (mi & 1);\n"
-    "  asm volatile(\"stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\"\n"
-    "               :: \"r\"(gt_saddr(s + (col * ld + row) * 2)), \"r\"(pr[0]), \"r\"(pr[1]), \"r\"(pr[2]), \"r\"(pr[3]) : \"memory\");\n"
+    "  gt_stmatrix(gt_saddr(s + (col * ld + row) * 2), pr);\n"
     "}\n"
     /* the same block into a TMA store's staging (GT_TS): a column of the
      * warpgroup's 64 rows is one 128-byte row, its 16-byte chunk q at
@@ -309,16 +317,10 @@ const char gt_gen_mma_wg_src[] =
      * matrix */
     "__device__ __forceinline__ void gt_stm16s(u32 s, int r0, int c0, const float *f0, const float *f1, float ab, const gt_mma_args &g) {\n"
     "  u32 pr[4];\n"
-    "#pragma unroll\n"
-    "  for (int h = 0; h < 4; h++) {\n"
-    "    const float *a = (h >> 1 ? f1 : f0) + 2 * (h & 1);\n"
-    "    const float v0 = gt_epi_ab(g, 0, 0, 0, a[0], ab), v1 = gt_epi_ab(g, 0, 0, 0, a[1], ab);\n"
-    "    pr[h] = GT_DKT == 2 ? (u32)gt_f2h(v0) | ((u32)gt_f2h(v1) << 16) : (u32)gt_f2bf(v0) | ((u32)gt_f2bf(v1) << 16);\n"
-    "  }\n"
+    "  gt_pack16(pr, f0, f1, ab, g);\n"
     "  const int lane = threadIdx.x & 31, mi = lane >> 3;\n"
     "  const int col = c0 + 8 * (mi >> 1) + (lane & 7), q = (r0 >> 3) + (mi & 1);\n"
-    "  asm volatile(\"stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\"\n"
-    "               :: \"r\"(s + col * 128 + ((q ^ (col & 7)) << 4)), \"r\"(pr[0]), \"r\"(pr[1]), \"r\"(pr[2]), \"r\"(pr[3]) : \"memory\");\n"
+    "  gt_stmatrix(s + col * 128 + ((q ^ (col & 7)) << 4), pr);\n"
     "}\n"
     /* The coalesced epilogue's two halves, shared by the one-CTA-per-tile
      * kernel (the whole tile through the idle ring) and the persistent one

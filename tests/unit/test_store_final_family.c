@@ -95,6 +95,20 @@ static cJSON *enumerate_msg(const cfg_time *tab, size_t n)
     return msg;
 }
 
+/* The tail of every answer: the baseline's own timing (100 us) and the
+ * results into msg; the job's parsed candidates and baseline freed. */
+static cJSON *answer(cJSON *msg, cJSON *results, cJSON *cands, cJSON *base)
+{
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddItemToObject(b, "config", cJSON_Duplicate(base, 1));
+    cJSON_AddNumberToObject(b, "time_us", 100);
+    cJSON_AddItemToObject(msg, "baseline", b);
+    cJSON_AddItemToObject(msg, "results", results);
+    cJSON_Delete(cands);
+    cJSON_Delete(base);
+    return msg;
+}
+
 /* A screen job's answer: each candidate at the table's time, the baseline
  * at 100 us. */
 static cJSON *screen_msg(const gt_job *job, const cfg_time *tab, size_t n)
@@ -108,14 +122,7 @@ static cJSON *screen_msg(const gt_job *job, const cfg_time *tab, size_t n)
         CHECK_MSG(us > 0, "a candidate the table does not hold: %s", cJSON_PrintUnformatted(c));
         cJSON_AddItemToArray(results, result(c, 0, us > 0 ? us : 500));
     }
-    cJSON *b = cJSON_CreateObject();
-    cJSON_AddItemToObject(b, "config", cJSON_Duplicate(base, 1));
-    cJSON_AddNumberToObject(b, "time_us", 100);
-    cJSON_AddItemToObject(msg, "baseline", b);
-    cJSON_AddItemToObject(msg, "results", results);
-    cJSON_Delete(cands);
-    cJSON_Delete(base);
-    return msg;
+    return answer(msg, results, cands, base);
 }
 
 /* A final job's answer: the baseline at 100 us; each finalist at 100 us, an
@@ -143,14 +150,7 @@ static cJSON *final_msg(const gt_job *job)
         cJSON_AddNumberToObject(x, "uplift_hi", up + 0.02);
         cJSON_AddItemToArray(results, x);
     }
-    cJSON *bt = cJSON_CreateObject();
-    cJSON_AddItemToObject(bt, "config", cJSON_Duplicate(base, 1));
-    cJSON_AddNumberToObject(bt, "time_us", 100);
-    cJSON_AddItemToObject(msg, "baseline", bt);
-    cJSON_AddItemToObject(msg, "results", results);
-    cJSON_Delete(cands);
-    cJSON_Delete(base);
-    return msg;
+    return answer(msg, results, cands, base);
 }
 
 /* 1 when the JSON array text got holds exactly the configs of want, in
