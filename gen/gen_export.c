@@ -703,8 +703,10 @@ char *gt_gen_kernel_cuh(const gt_gen_kernel *k, const char *about)
         sb_printf(&b, " *   %d. %s<<<dim3(%u, %u, %u), dim3(%u, %u, %u), %zu>>>(struct %s args%s%s%s)\n",
                   i + 1, l->kernel, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
                   l->block[2], l->smem_dynamic, k->args_struct,
-                  i == 0 && k->ntmaps == 3 ? ", CUtensorMap map0, CUtensorMap map1, CUtensorMap map2"
-                  : i == 0 && k->ntmaps ? ", CUtensorMap map0, CUtensorMap map1" : "",
+                  i == 0 && k->ntmaps == 3
+                      ? ", CUtensorMap map0, CUtensorMap map1, CUtensorMap map2"
+                  : i == 0 && k->ntmaps ? ", CUtensorMap map0, CUtensorMap map1"
+                                        : "",
                   l->extra_name ? ", long long " : "", l->extra_name ? l->extra_name : "");
         if (l->extra_name)
             sb_printf(&b, " *      with %s = %lld\n", l->extra_name, l->extra_value);

@@ -567,9 +567,11 @@ int gt_mma_tmaps(const gt_problem *p, const gt_mma_cfg *c, gt_mma_tmap t[GT_MMA_
     /* D (16-bit): a warpgroup's 64 rows (128 bytes, the swizzle's row) by
      * 32 columns a store; one batch as for A and B */
     int64_t bd = batch > 1 ? p->stride_d : p->ldd * p->n;
-    t[2] = (gt_mma_tmap){.operand = "d", .dtype = p->d_type == GT_DT_F16 ? GT_MMA_TMAP_F16 : GT_MMA_TMAP_BF16,
-                         .dims = {(unsigned long long)p->m, (unsigned long long)p->n, (unsigned long long)batch},
-                         .strides = {(unsigned long long)(p->ldd * 2), (unsigned long long)(bd * 2)},
+    typedef unsigned long long ull;
+    t[2] = (gt_mma_tmap){.operand = "d",
+                         .dtype = p->d_type == GT_DT_F16 ? GT_MMA_TMAP_F16 : GT_MMA_TMAP_BF16,
+                         .dims = {(ull)p->m, (ull)p->n, (ull)batch},
+                         .strides = {(ull)(p->ldd * 2), (ull)(bd * 2)},
                          .box = {64, 32, 1}};
     return 3;
 }

@@ -513,7 +513,8 @@ static void check_mma(const gt_problem *p, const char *cfg)
         CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(dm, "operand")), "d") &&
               cJSON_GetArrayItem(dd, 0)->valuedouble == (double)p->m &&
               cJSON_GetArrayItem(dd, 1)->valuedouble == (double)p->n);
-        CHECK(strstr(k.source, "#define GT_TS 0") != NULL); /* the template's default, overridden by -D */
+        /* the template's default, which the -D overrides */
+        CHECK(strstr(k.source, "#define GT_TS 0") != NULL);
     }
     if (wg) {
         const cJSON *a = cJSON_GetArrayItem(tm, 0), *b = cJSON_GetArrayItem(tm, 1);

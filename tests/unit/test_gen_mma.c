@@ -534,7 +534,8 @@ static void test_wgmma_persist(void)
     gt_mma_geometry(&pb, &c, &g);
     CHECK(g.gx == 132 && g.gy == 1 && g.gz == 3 && g.threads == 256 && g.ws_bytes == 0);
     CHECK(g.smem_bytes == 4 * 384 * 128 + 1024 + 2 * GT_MMA_WG_TS_BYTES);
-    CHECK(GT_MMA_WG_TS_BYTES == 8192 && GT_MMA_WG_TS_BYTES % 2048 == 0); /* two 1024-aligned buffers */
+    /* two 1024-aligned buffers */
+    CHECK(GT_MMA_WG_TS_BYTES == 8192 && GT_MMA_WG_TS_BYTES % 2048 == 0);
     char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
     int nd = gt_mma_defines(&p, &c, defs), has = 0, ts = 0, epb = 0;
     for (int i = 0; i < nd; i++)
@@ -550,11 +551,13 @@ static void test_wgmma_persist(void)
     {
         gt_mma_tmap tm[GT_MMA_MAX_TMAPS];
         CHECK(gt_mma_wg_tma_store(&pb, &c) && gt_mma_tmaps(&pb, &c, tm) == 3);
-        CHECK(!strcmp(tm[2].operand, "d") && tm[2].dtype == GT_MMA_TMAP_BF16 && tm[2].dims[0] == 4096 &&
-              tm[2].dims[1] == 2048 && tm[2].dims[2] == 3 && tm[2].strides[0] == 4096 * 2 &&
+        CHECK(!strcmp(tm[2].operand, "d") && tm[2].dtype == GT_MMA_TMAP_BF16 &&
+              tm[2].dims[0] == 4096 && tm[2].dims[1] == 2048 && tm[2].dims[2] == 3 &&
+              tm[2].strides[0] == 4096 * 2 &&
               tm[2].strides[1] == 4096ULL * 2048 * 2 && tm[2].box[0] == 64 && tm[2].box[1] == 32 &&
               tm[2].box[2] == 1);
-        CHECK(gt_mma_tmaps(&p, &c, tm) == 3 && tm[2].dims[2] == 1 && tm[2].strides[1] == 4096ULL * 2048 * 2);
+        CHECK(gt_mma_tmaps(&p, &c, tm) == 3 && tm[2].dims[2] == 1 &&
+              tm[2].strides[1] == 4096ULL * 2048 * 2);
         gt_problem q = gen_test_prob(4096, 2048, 4096, GT_DT_F16, GT_DT_F16);
         CHECK(gt_mma_tmaps(&q, &c, tm) == 3 && tm[2].dtype == GT_MMA_TMAP_F16);
         q = gen_test_prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_F32); /* f32 D: the padded staging */
@@ -602,7 +605,8 @@ static void test_wgmma_persist(void)
         gen_test_mma_pruned(gen_test_prob(128, 16384, 4096, GT_DT_BF16, GT_DT_BF16), &d, m1,
                             "cluster: 1 tile row(s)");
         gt_mma_tmap tm[GT_MMA_MAX_TMAPS];
-        CHECK(gt_mma_tmaps(&p, &m, tm) == 3 && tm[0].box[1] == 128 && tm[1].box[1] == 128); /* + D */
+        /* A, B (half of it each), and D */
+        CHECK(gt_mma_tmaps(&p, &m, tm) == 3 && tm[0].box[1] == 128 && tm[1].box[1] == 128);
         gt_problem odd = gen_test_prob(1100, 2048, 4096, GT_DT_BF16, GT_DT_BF16); /* 9 tile rows: 5 pairs */
         m.ctas = 200;
         gt_mma_geometry(&odd, &m, &g);

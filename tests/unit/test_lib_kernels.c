@@ -742,7 +742,8 @@ static void test_cuda(void)
     CHECK_MSG(db, "%s", err);
     if (!db)
         return;
-    const int64_t shapes[4][3] = {{4096, 1, 4096}, {1024, 16, 2048}, {2048, 128, 2048}, {1896, 2300, 256}};
+    const int64_t shapes[4][3] = {
+        {4096, 1, 4096}, {1024, 16, 2048}, {2048, 128, 2048}, {1896, 2300, 256}};
     for (int s = 0; s < 4; s++) {
         gt_gemm_desc d;
         gt_db_kernel *k = NULL;

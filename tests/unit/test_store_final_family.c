@@ -3,8 +3,8 @@
  * final_k valid screen candidates, the final takes each other family's
  * fastest valid candidate when it screened within the ratio of the fastest:
  * cuBLASLt's many near-equal configs fill the top final_k by themselves, so
- * without them the final rarely timed the best of each side by side. Driven through the store calls the
- * dispatcher makes (register, lease, report) on a real SQLite file, with a
+ * without them the final rarely timed the best of each side by side.
+ * Driven through the store calls the dispatcher makes (register, lease, report) on a real SQLite file, with a
  * cuda run whose simulated worker enumerates cuBLASLt configs (no "family"
  * key, as cuda/lt_cfg.c writes them, and one with "family":"cublaslt", the
  * same family), "mma", "gemv" and "cutlass" configs, and screens each at a
