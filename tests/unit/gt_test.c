@@ -131,6 +131,18 @@ int gt_test_create_run(gt_store *s, const gt_run_opts *o, const gt_log_result *l
     return rc;
 }
 
+cJSON *gt_test_result(const cJSON *cfg, int is_baseline, double us)
+{
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddItemToObject(x, "config", cJSON_Duplicate(cfg, 1));
+    cJSON_AddBoolToObject(x, "baseline", is_baseline);
+    cJSON_AddBoolToObject(x, "valid", 1);
+    cJSON_AddNumberToObject(x, "time_us", us);
+    cJSON_AddNumberToObject(x, "rel_err", 1e-6);
+    cJSON_AddStringToObject(x, "reason", "");
+    return x;
+}
+
 int gt_test_report(gt_store *s, int64_t worker_id, const struct cJSON *msg, int64_t now_ms,
                    int64_t lease_ms, int *cancelled, size_t *accepted, size_t *rejected, char *err,
                    size_t errlen)

@@ -108,6 +108,9 @@ long long gt_test_int(struct gt_store *s, const char *sql);
  * messages as JSON. Returns what gt_store_report returns, or -1 with err for
  * a message that does not decode. */
 struct cJSON;
+/* One valid result of a results message: cfg's config (copied), the baseline
+ * flag, time_us us, rel_err 1e-6, an empty reason. */
+struct cJSON *gt_test_result(const struct cJSON *cfg, int is_baseline, double us);
 int gt_test_report(struct gt_store *s, int64_t worker_id, const struct cJSON *msg, int64_t now_ms,
                    int64_t lease_ms, int *cancelled, size_t *accepted, size_t *rejected, char *err,
                    size_t errlen);

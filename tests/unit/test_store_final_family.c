@@ -56,18 +56,6 @@ static double time_of(const cfg_time *tab, size_t n, const cJSON *cfg)
     return -1;
 }
 
-static cJSON *result(const cJSON *cfg, int is_baseline, double us)
-{
-    cJSON *x = cJSON_CreateObject();
-    cJSON_AddItemToObject(x, "config", cJSON_Duplicate(cfg, 1));
-    cJSON_AddBoolToObject(x, "baseline", is_baseline);
-    cJSON_AddBoolToObject(x, "valid", 1);
-    cJSON_AddNumberToObject(x, "time_us", us);
-    cJSON_AddNumberToObject(x, "rel_err", 1e-6);
-    cJSON_AddStringToObject(x, "reason", "");
-    return x;
-}
-
 static int report(gt_store *s, int64_t wid, cJSON *msg, int64_t job_id)
 {
     char err[512];
@@ -120,7 +108,7 @@ static cJSON *screen_msg(const gt_job *job, const cfg_time *tab, size_t n)
     {
         double us = time_of(tab, n, c);
         CHECK_MSG(us > 0, "a candidate the table does not hold: %s", cJSON_PrintUnformatted(c));
-        cJSON_AddItemToArray(results, result(c, 0, us > 0 ? us : 500));
+        cJSON_AddItemToArray(results, gt_test_result(c, 0, us > 0 ? us : 500));
     }
     return answer(msg, results, cands, base);
 }
@@ -132,7 +120,7 @@ static cJSON *final_msg(const gt_job *job)
 {
     cJSON *msg = cJSON_CreateObject(), *results = cJSON_CreateArray();
     cJSON *cands = cJSON_Parse(job->candidates), *base = cJSON_Parse(job->baseline);
-    cJSON *b = result(base, 1, 100);
+    cJSON *b = gt_test_result(base, 1, 100);
     cJSON_AddNumberToObject(b, "rounds", 20);
     cJSON_AddNumberToObject(b, "uplift", 1);
     cJSON_AddNumberToObject(b, "uplift_lo", 1);
@@ -143,7 +131,7 @@ static cJSON *final_msg(const gt_job *job)
     {
         const char *fam = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "family"));
         double up = fam && !strcmp(fam, "mma") ? 1.1 : 1;
-        cJSON *x = result(c, 0, 100 / up);
+        cJSON *x = gt_test_result(c, 0, 100 / up);
         cJSON_AddNumberToObject(x, "rounds", 20);
         cJSON_AddNumberToObject(x, "uplift", up);
         cJSON_AddNumberToObject(x, "uplift_lo", up - 0.02);
@@ -301,7 +289,10 @@ static void test_cpu_one_family(const char *dir)
             const cJSON *c;
             int i = 0;
             /* every candidate within 1.1x of the fastest */
-            cJSON_ArrayForEach(c, cands) cJSON_AddItemToArray(results, result(c, 0, 40 + i++));
+            cJSON_ArrayForEach(c, cands)
+            {
+                cJSON_AddItemToArray(results, gt_test_result(c, 0, 40 + i++));
+            }
             cJSON *b = cJSON_CreateObject();
             cJSON_AddItemToObject(b, "config", cJSON_Parse(job.baseline));
             cJSON_AddNumberToObject(b, "time_us", 60);

@@ -30,18 +30,6 @@ static char g_timing[32][512];
  * 0: 1.01 [0.98, 1.04] */
 static double g_up[32];
 
-static cJSON *result(const cJSON *cfg, int is_baseline, double us)
-{
-    cJSON *x = cJSON_CreateObject();
-    cJSON_AddItemToObject(x, "config", cJSON_Duplicate(cfg, 1));
-    cJSON_AddBoolToObject(x, "baseline", is_baseline);
-    cJSON_AddBoolToObject(x, "valid", 1);
-    cJSON_AddNumberToObject(x, "time_us", us);
-    cJSON_AddNumberToObject(x, "rel_err", 1e-6);
-    cJSON_AddStringToObject(x, "reason", "");
-    return x;
-}
-
 static void paired(cJSON *x, double up, double lo, double hi)
 {
     cJSON_AddNumberToObject(x, "rounds", 20);
@@ -62,13 +50,13 @@ static cJSON *job_msg(const gt_job *job)
     const cJSON *c;
     int i = 0;
     if (final) {
-        cJSON *b = result(base, 1, 60);
+        cJSON *b = gt_test_result(base, 1, 60);
         paired(b, 1, 1, 1);
         cJSON_AddItemToArray(results, b);
     }
     cJSON_ArrayForEach(c, cands)
     {
-        cJSON *x = result(c, 0, final ? 60 / up : 40 + i++);
+        cJSON *x = gt_test_result(c, 0, final ? 60 / up : 40 + i++);
         if (final)
             paired(x, up, lo, hi);
         cJSON_AddItemToArray(results, x);
