@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gt_config.h"
 #include "gt_dispatch.h"
 #include "gt_plan.h"
 #include "gt_store.h"
@@ -141,6 +142,28 @@ cJSON *gt_test_result(const cJSON *cfg, int is_baseline, double us)
     cJSON_AddNumberToObject(x, "rel_err", 1e-6);
     cJSON_AddStringToObject(x, "reason", "");
     return x;
+}
+
+void gt_test_paired(cJSON *x, int rounds, double up, double lo, double hi)
+{
+    cJSON_AddNumberToObject(x, "rounds", rounds);
+    cJSON_AddNumberToObject(x, "uplift", up);
+    cJSON_AddNumberToObject(x, "uplift_lo", lo);
+    cJSON_AddNumberToObject(x, "uplift_hi", hi);
+}
+
+void gt_test_baseline(cJSON *msg, const cJSON *base, double us)
+{
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddItemToObject(b, "config", cJSON_Duplicate(base, 1));
+    cJSON_AddNumberToObject(b, "time_us", us);
+    cJSON_AddItemToObject(msg, "baseline", b);
+}
+
+int gt_test_same_cfg(const cJSON *a, const cJSON *b)
+{
+    char ha[17], hb[17];
+    return a && b && gt_cfg_hash(a, ha) == 0 && gt_cfg_hash(b, hb) == 0 && !strcmp(ha, hb);
 }
 
 int gt_test_report(gt_store *s, int64_t worker_id, const struct cJSON *msg, int64_t now_ms,

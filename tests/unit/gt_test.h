@@ -111,6 +111,13 @@ struct cJSON;
 /* One valid result of a results message: cfg's config (copied), the baseline
  * flag, time_us us, rel_err 1e-6, an empty reason. */
 struct cJSON *gt_test_result(const struct cJSON *cfg, int is_baseline, double us);
+/* A paired final's figures on result x: rounds, uplift and its interval. */
+void gt_test_paired(struct cJSON *x, int rounds, double up, double lo, double hi);
+/* A results message's own timing of the baseline, base's config (copied) at
+ * us, into msg. */
+void gt_test_baseline(struct cJSON *msg, const struct cJSON *base, double us);
+/* 1 when a and b are the same config (gt_cfg_hash). */
+int gt_test_same_cfg(const struct cJSON *a, const struct cJSON *b);
 int gt_test_report(struct gt_store *s, int64_t worker_id, const struct cJSON *msg, int64_t now_ms,
                    int64_t lease_ms, int *cancelled, size_t *accepted, size_t *rejected, char *err,
                    size_t errlen);

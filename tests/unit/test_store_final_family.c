@@ -37,18 +37,12 @@ typedef struct cfg_time {
  * worker does): the final never takes it as a candidate. */
 #define BASE_CFG "{\"algo_id\":1}"
 
-static int same_cfg(const cJSON *a, const cJSON *b)
-{
-    char ha[17], hb[17];
-    return a && b && gt_cfg_hash(a, ha) == 0 && gt_cfg_hash(b, hb) == 0 && !strcmp(ha, hb);
-}
-
 /* The screen time the table gives cfg, -1 when none. */
 static double time_of(const cfg_time *tab, size_t n, const cJSON *cfg)
 {
     for (size_t i = 0; i < n; i++) {
         cJSON *c = cJSON_Parse(tab[i].cfg);
-        int same = same_cfg(c, cfg);
+        int same = gt_test_same_cfg(c, cfg);
         cJSON_Delete(c);
         if (same)
             return tab[i].us;
@@ -87,10 +81,7 @@ static cJSON *enumerate_msg(const cfg_time *tab, size_t n)
  * results into msg; the job's parsed candidates and baseline freed. */
 static cJSON *answer(cJSON *msg, cJSON *results, cJSON *cands, cJSON *base)
 {
-    cJSON *b = cJSON_CreateObject();
-    cJSON_AddItemToObject(b, "config", cJSON_Duplicate(base, 1));
-    cJSON_AddNumberToObject(b, "time_us", 100);
-    cJSON_AddItemToObject(msg, "baseline", b);
+    gt_test_baseline(msg, base, 100);
     cJSON_AddItemToObject(msg, "results", results);
     cJSON_Delete(cands);
     cJSON_Delete(base);
@@ -121,10 +112,7 @@ static cJSON *final_msg(const gt_job *job)
     cJSON *msg = cJSON_CreateObject(), *results = cJSON_CreateArray();
     cJSON *cands = cJSON_Parse(job->candidates), *base = cJSON_Parse(job->baseline);
     cJSON *b = gt_test_result(base, 1, 100);
-    cJSON_AddNumberToObject(b, "rounds", 20);
-    cJSON_AddNumberToObject(b, "uplift", 1);
-    cJSON_AddNumberToObject(b, "uplift_lo", 1);
-    cJSON_AddNumberToObject(b, "uplift_hi", 1);
+    gt_test_paired(b, 20, 1, 1, 1);
     cJSON_AddItemToArray(results, b);
     const cJSON *c;
     cJSON_ArrayForEach(c, cands)
@@ -132,10 +120,7 @@ static cJSON *final_msg(const gt_job *job)
         const char *fam = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "family"));
         double up = fam && !strcmp(fam, "mma") ? 1.1 : 1;
         cJSON *x = gt_test_result(c, 0, 100 / up);
-        cJSON_AddNumberToObject(x, "rounds", 20);
-        cJSON_AddNumberToObject(x, "uplift", up);
-        cJSON_AddNumberToObject(x, "uplift_lo", up - 0.02);
-        cJSON_AddNumberToObject(x, "uplift_hi", up + 0.02);
+        gt_test_paired(x, 20, up, up - 0.02, up + 0.02);
         cJSON_AddItemToArray(results, x);
     }
     return answer(msg, results, cands, base);
@@ -149,7 +134,7 @@ static int same_list(const char *got, const char *const *want, size_t n)
     int ok = cJSON_IsArray(g) && (size_t)cJSON_GetArraySize(g) == n;
     for (size_t i = 0; ok && i < n; i++) {
         cJSON *w = cJSON_Parse(want[i]);
-        ok = same_cfg(cJSON_GetArrayItem(g, (int)i), w);
+        ok = gt_test_same_cfg(cJSON_GetArrayItem(g, (int)i), w);
         cJSON_Delete(w);
     }
     cJSON_Delete(g);
@@ -218,7 +203,7 @@ static void run_case(const char *dir, const char *name, const char *final_k, con
         CHECK_MSG(run != NULL && found, "run view: %s", err);
         const cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(run, "best"), 0);
         cJSON *w = cJSON_Parse(want_winner);
-        CHECK_MSG(same_cfg(cJSON_GetObjectItemCaseSensitive(b, "config"), w), "%s: winner %s", name,
+        CHECK_MSG(gt_test_same_cfg(cJSON_GetObjectItemCaseSensitive(b, "config"), w), "%s: winner %s", name,
                   cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(b, "config")));
         double up = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(b, "uplift"));
         double lo = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(b, "uplift_lo"));
@@ -293,12 +278,11 @@ static void test_cpu_one_family(const char *dir)
             {
                 cJSON_AddItemToArray(results, gt_test_result(c, 0, 40 + i++));
             }
-            cJSON *b = cJSON_CreateObject();
-            cJSON_AddItemToObject(b, "config", cJSON_Parse(job.baseline));
-            cJSON_AddNumberToObject(b, "time_us", 60);
-            cJSON_AddItemToObject(msg, "baseline", b);
+            cJSON *base = cJSON_Parse(job.baseline);
+            gt_test_baseline(msg, base, 60);
             cJSON_AddItemToObject(msg, "results", results);
             cJSON_Delete(cands);
+            cJSON_Delete(base);
         }
         int64_t id = job.id;
         gt_job_free(&job);

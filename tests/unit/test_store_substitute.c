@@ -54,12 +54,6 @@ static cJSON *default_blocking(const gt_job *job)
     return d;
 }
 
-static int same_cfg(const cJSON *a, const cJSON *b)
-{
-    char ha[17], hb[17];
-    return a && b && gt_cfg_hash(a, ha) == 0 && gt_cfg_hash(b, hb) == 0 && !strcmp(ha, hb);
-}
-
 /* A screen job: problem 2's default timed at 60 us; the others' failed.
  * Candidates time 40 + i us (the first the fastest); problem 1 also gets
  * the default blocking at 45 us. */
@@ -73,17 +67,14 @@ static cJSON *screen_msg(const gt_job *job)
     cJSON_ArrayForEach(c, cands)
     {
         /* problem 3: the default blocking is no candidate */
-        if (job->problem_id == 3 && same_cfg(c, def))
+        if (job->problem_id == 3 && gt_test_same_cfg(c, def))
             continue;
-        cJSON_AddItemToArray(results, result(c, 0, 1, same_cfg(c, def) ? 45 : 40 + i++, ""));
+        cJSON_AddItemToArray(results, result(c, 0, 1, gt_test_same_cfg(c, def) ? 45 : 40 + i++, ""));
     }
     if (job->problem_id == 1 && def)
         cJSON_AddItemToArray(results, result(def, 0, 1, 45, ""));
     if (job->problem_id == 2) {
-        cJSON *b = cJSON_CreateObject();
-        cJSON_AddItemToObject(b, "config", cJSON_Duplicate(base, 1));
-        cJSON_AddNumberToObject(b, "time_us", 60);
-        cJSON_AddItemToObject(msg, "baseline", b);
+        gt_test_baseline(msg, base, 60);
     } else {
         cJSON_AddItemToArray(results, result(base, 1, 0, 0, WHY));
     }
@@ -104,25 +95,16 @@ static cJSON *final_msg(const gt_job *job)
     int dflt = job->problem_id == 2;
     double bus = dflt ? 50 : 80, up = dflt ? 1.25 : 2;
     cJSON *b = result(base, 1, 1, bus, "");
-    cJSON_AddNumberToObject(b, "rounds", 20);
-    cJSON_AddNumberToObject(b, "uplift", 1);
-    cJSON_AddNumberToObject(b, "uplift_lo", 1);
-    cJSON_AddNumberToObject(b, "uplift_hi", 1);
+    gt_test_paired(b, 20, 1, 1, 1);
     cJSON_AddItemToArray(results, b);
     const cJSON *c;
     cJSON_ArrayForEach(c, cands)
     {
         cJSON *x = result(c, 0, 1, 40, "");
-        cJSON_AddNumberToObject(x, "rounds", 20);
-        cJSON_AddNumberToObject(x, "uplift", up);
-        cJSON_AddNumberToObject(x, "uplift_lo", up - 0.05);
-        cJSON_AddNumberToObject(x, "uplift_hi", up + 0.05);
+        gt_test_paired(x, 20, up, up - 0.05, up + 0.05);
         cJSON_AddItemToArray(results, x);
     }
-    cJSON *bt = cJSON_CreateObject();
-    cJSON_AddItemToObject(bt, "config", cJSON_Duplicate(base, 1));
-    cJSON_AddNumberToObject(bt, "time_us", bus);
-    cJSON_AddItemToObject(msg, "baseline", bt);
+    gt_test_baseline(msg, base, bus);
     cJSON_AddItemToObject(msg, "results", results);
     cJSON_Delete(cands);
     cJSON_Delete(base);
@@ -173,7 +155,7 @@ int main(void)
             const cJSON *c;
             cJSON_ArrayForEach(c, cands)
             {
-                if (!fast1 && !same_cfg(c, def1))
+                if (!fast1 && !gt_test_same_cfg(c, def1))
                     fast1 = cJSON_Duplicate(c, 1);
             }
             cJSON_Delete(cands);
@@ -184,7 +166,7 @@ int main(void)
             const cJSON *c;
             cJSON_ArrayForEach(c, cands)
             {
-                if (!same_cfg(c, d)) {
+                if (!gt_test_same_cfg(c, d)) {
                     fast3 = cJSON_Duplicate(c, 1);
                     break;
                 }
@@ -194,10 +176,10 @@ int main(void)
         }
         if (final && job.problem_id == 1) {
             cJSON *b = cJSON_Parse(job.baseline), *cands = cJSON_Parse(job.candidates);
-            CHECK_MSG(same_cfg(b, def1), "problem 1's final baseline is %s", job.baseline);
+            CHECK_MSG(gt_test_same_cfg(b, def1), "problem 1's final baseline is %s", job.baseline);
             int has_fast = 0;
             const cJSON *c;
-            cJSON_ArrayForEach(c, cands) has_fast |= same_cfg(c, fast1);
+            cJSON_ArrayForEach(c, cands) has_fast |= gt_test_same_cfg(c, fast1);
             CHECK_MSG(has_fast, "problem 1's fastest candidate is a finalist: %s", job.candidates);
             cJSON_Delete(b);
             cJSON_Delete(cands);
@@ -206,7 +188,7 @@ int main(void)
             CHECK_MSG(strstr(job.baseline, "\"lib\":\"openblas\"") != NULL, "problem 2: %s", job.baseline);
         if (final && job.problem_id == 3) {
             cJSON *b = cJSON_Parse(job.baseline);
-            CHECK_MSG(same_cfg(b, fast3), "problem 3's final baseline is %s", job.baseline);
+            CHECK_MSG(gt_test_same_cfg(b, fast3), "problem 3's final baseline is %s", job.baseline);
             cJSON_Delete(b);
         }
         cJSON_AddNumberToObject(msg, "job_id", (double)job.id);
@@ -230,8 +212,8 @@ int main(void)
     CHECK_MSG(!strcmp(str(e1, "baseline_kind"), "substitute") && !strcmp(str(e3, "baseline_kind"), "substitute") &&
                   !strcmp(str(e2, "baseline_kind"), "default"),
               "kinds %s %s %s", str(e1, "baseline_kind"), str(e2, "baseline_kind"), str(e3, "baseline_kind"));
-    CHECK(same_cfg(cJSON_GetObjectItemCaseSensitive(e1, "baseline_config"), def1));
-    CHECK(same_cfg(cJSON_GetObjectItemCaseSensitive(e3, "baseline_config"), fast3));
+    CHECK(gt_test_same_cfg(cJSON_GetObjectItemCaseSensitive(e1, "baseline_config"), def1));
+    CHECK(gt_test_same_cfg(cJSON_GetObjectItemCaseSensitive(e3, "baseline_config"), fast3));
     CHECK(strstr(str(cJSON_GetObjectItemCaseSensitive(e2, "baseline_config"), "lib"), "openblas"));
     CHECK(!strcmp(str(e1, "baseline_reason"), WHY) && !strcmp(str(e3, "baseline_reason"), WHY) &&
           cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(e2, "baseline_reason")));

@@ -30,14 +30,6 @@ static char g_timing[32][512];
  * 0: 1.01 [0.98, 1.04] */
 static double g_up[32];
 
-static void paired(cJSON *x, double up, double lo, double hi)
-{
-    cJSON_AddNumberToObject(x, "rounds", 20);
-    cJSON_AddNumberToObject(x, "uplift", up);
-    cJSON_AddNumberToObject(x, "uplift_lo", lo);
-    cJSON_AddNumberToObject(x, "uplift_hi", hi);
-}
-
 /* A screen job: the default at 60 us, candidates at 40 + i us. A final
  * job: the baseline at 60 us, each finalist at g_up[problem]. */
 static cJSON *job_msg(const gt_job *job)
@@ -51,20 +43,17 @@ static cJSON *job_msg(const gt_job *job)
     int i = 0;
     if (final) {
         cJSON *b = gt_test_result(base, 1, 60);
-        paired(b, 1, 1, 1);
+        gt_test_paired(b, 20, 1, 1, 1);
         cJSON_AddItemToArray(results, b);
     }
     cJSON_ArrayForEach(c, cands)
     {
         cJSON *x = gt_test_result(c, 0, final ? 60 / up : 40 + i++);
         if (final)
-            paired(x, up, lo, hi);
+            gt_test_paired(x, 20, up, lo, hi);
         cJSON_AddItemToArray(results, x);
     }
-    cJSON *bt = cJSON_CreateObject();
-    cJSON_AddItemToObject(bt, "config", cJSON_Duplicate(base, 1));
-    cJSON_AddNumberToObject(bt, "time_us", 60);
-    cJSON_AddItemToObject(msg, "baseline", bt);
+    gt_test_baseline(msg, base, 60);
     cJSON_AddItemToObject(msg, "results", results);
     cJSON_AddNumberToObject(msg, "job_id", (double)job->id);
     cJSON_AddTrueToObject(msg, "done");
