@@ -698,15 +698,15 @@ char *gt_gen_kernel_cuh(const gt_gen_kernel *k, const char *about)
         sb_printf(&b, "\n * target    unknown: compile for the device's arch (sm_%d or newer)\n",
                   k->min_sm);
     sb_printf(&b, " *\n * Launches, in this order on one stream:\n");
+    /* launch 1's tensor-map parameters, one per map */
+    char maps[GT_MMA_MAX_TMAPS * 20 + 1] = "";
+    for (int t = 0; t < k->ntmaps && t < GT_MMA_MAX_TMAPS; t++)
+        snprintf(maps + strlen(maps), sizeof maps - strlen(maps), ", CUtensorMap map%d", t);
     for (int i = 0; i < k->nlaunch; i++) {
         const gt_gen_launch *l = &k->launch[i];
         sb_printf(&b, " *   %d. %s<<<dim3(%u, %u, %u), dim3(%u, %u, %u), %zu>>>(struct %s args%s%s%s)\n",
                   i + 1, l->kernel, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
-                  l->block[2], l->smem_dynamic, k->args_struct,
-                  i == 0 && k->ntmaps == 3
-                      ? ", CUtensorMap map0, CUtensorMap map1, CUtensorMap map2"
-                  : i == 0 && k->ntmaps ? ", CUtensorMap map0, CUtensorMap map1"
-                                        : "",
+                  l->block[2], l->smem_dynamic, k->args_struct, i == 0 ? maps : "",
                   l->extra_name ? ", long long " : "", l->extra_name ? l->extra_name : "");
         if (l->extra_name)
             sb_printf(&b, " *      with %s = %lld\n", l->extra_name, l->extra_value);

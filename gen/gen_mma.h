@@ -198,6 +198,9 @@ const char *gt_mma_tmap_type_name(const gt_mma_tmap *t);
 /* The maps of (p, c): 2 for inst wgmma (A then B), 3 with TMA stores (then
  * D), else 0. */
 int gt_mma_tmaps(const gt_problem *p, const gt_mma_cfg *c, gt_mma_tmap t[GT_MMA_MAX_TMAPS]);
+/* The global address map t encodes for a call: a, b or d by t->operand, so
+ * the callers that encode (the worker, libgemmtune) need not know the order. */
+const void *gt_mma_tmap_base(const gt_mma_tmap *t, const void *a, const void *b, const void *d);
 
 /* The -D definitions of (p, c) (at most GT_GEN_MAX_DEFS) for CUDA (hip = 0)
  * or HIP (hip = 1: the CUDA list + GT_HIP=1, GT_WS=64); the count, or -1

@@ -576,6 +576,11 @@ int gt_mma_tmaps(const gt_problem *p, const gt_mma_cfg *c, gt_mma_tmap t[GT_MMA_
     return 3;
 }
 
+const void *gt_mma_tmap_base(const gt_mma_tmap *t, const void *a, const void *b, const void *d)
+{
+    return t->operand[0] == 'a' ? a : t->operand[0] == 'b' ? b : d;
+}
+
 const char *gt_mma_tmap_type_name(const gt_mma_tmap *t)
 {
     return t->dtype == GT_MMA_TMAP_U8    ? "CU_TENSOR_MAP_DATA_TYPE_UINT8"

@@ -133,9 +133,9 @@ int gt_db_kernel_cuda_launch_scaled(const gt_db_kernel *k, const gt_db_module *m
      * kernel writes it with TMA stores), after the struct of launch 1 */
     const gt_gen_kernel *g = gt_db_kernel_gen(k);
     CUtensorMap maps[GT_MMA_MAX_TMAPS];
-    const void *mptr[GT_MMA_MAX_TMAPS] = {a, b, d};
     for (int i = 0; g && i < g->ntmaps && i < GT_MMA_MAX_TMAPS; i++)
-        if (gt_cu_tmap_encode(drv, &g->tmaps[i], mptr[i], &maps[i], err, errlen) != 0)
+        if (gt_cu_tmap_encode(drv, &g->tmaps[i], gt_mma_tmap_base(&g->tmaps[i], a, b, d), &maps[i],
+                              err, errlen) != 0)
             return -1;
     for (int i = 0; i < k->nlaunch; i++) {
         const gt_db_launch *l = &k->launch[i];

@@ -533,6 +533,9 @@ static void check_mma(const gt_problem *p, const char *cfg)
                       "CU_TENSOR_MAP_SWIZZLE_128B"));
         char *cuh = gt_gen_kernel_cuh(&k, "test");
         CHECK(cuh && strstr(cuh, "CUtensorMap map0, CUtensorMap map1") && strstr(cuh, "(sm_90 only)"));
+        /* the parameters are the maps, no more: a third only with TMA stores */
+        CHECK(cuh && (strstr(cuh, "CUtensorMap map1, CUtensorMap map2)") != NULL) == (nmaps == 3) &&
+              (strstr(cuh, "CUtensorMap map1)") != NULL) == (nmaps == 2));
         free(cuh);
         /* another target is refused */
         gt_gen_kernel k80;

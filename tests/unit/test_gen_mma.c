@@ -558,6 +558,11 @@ static void test_wgmma_persist(void)
               tm[2].box[2] == 1);
         CHECK(gt_mma_tmaps(&p, &c, tm) == 3 && tm[2].dims[2] == 1 &&
               tm[2].strides[1] == 4096ULL * 2048 * 2);
+        /* each map's pointer by its operand, whatever the order */
+        char pa, pb, pd;
+        CHECK(gt_mma_tmap_base(&tm[0], &pa, &pb, &pd) == &pa &&
+              gt_mma_tmap_base(&tm[1], &pa, &pb, &pd) == &pb &&
+              gt_mma_tmap_base(&tm[2], &pa, &pb, &pd) == &pd);
         gt_problem q = gen_test_prob(4096, 2048, 4096, GT_DT_F16, GT_DT_F16);
         CHECK(gt_mma_tmaps(&q, &c, tm) == 3 && tm[2].dtype == GT_MMA_TMAP_F16);
         q = gen_test_prob(4096, 2048, 4096, GT_DT_BF16, GT_DT_F32); /* f32 D: the padded staging */

@@ -626,10 +626,10 @@ static const gen_tmaps *tmaps_of(gt_cuda_gen_ctx *g, gt_cuda_gen_cand *gc, const
             return &gc->sets[i];
     /* more sets than slots (never in one run: the sets are few): reuse the last */
     gen_tmaps *t = &gc->sets[gc->nsets < GEN_TMAP_SETS ? gc->nsets++ : GEN_TMAP_SETS - 1];
-    const void *ptr[GT_MMA_MAX_TMAPS] = {a, b, d};
     t->a = t->b = t->d = NULL;
     for (int i = 0; i < gc->ntmaps; i++) {
-        if (gt_cu_tmap_encode(g->drv, &gc->tm[i], ptr[i], &t->t[i], err, errlen) != 0) {
+        const void *base = gt_mma_tmap_base(&gc->tm[i], a, b, d);
+        if (gt_cu_tmap_encode(g->drv, &gc->tm[i], base, &t->t[i], err, errlen) != 0) {
             if (t == &gc->sets[gc->nsets - 1])
                 gc->nsets--;
             return NULL;
