@@ -41,24 +41,93 @@ static const char *library_family(const char *backend)
  * the 15 GEMMs with n >= 128 had only cuBLASLt configs in their top 5, so
  * their finals never timed the best generated kernel beside the best library
  * one in paired rounds, where a few % decide (bench/results/
- * h200_47_family_finals.txt). The baseline's config is no
- * candidate (it is in the final anyway). A family's fastest (fpos 1) lies
- * outside the top final_k exactly when none of the family is inside, so
- * the second condition adds nothing twice and no family already there.
- * ?1 problem, ?2 the baseline's hash, ?3 final_k, ?4 the family of configs
- * without one, ?5 the ratio (0: none). One statement over the problem's
- * screen rows (results_by_problem), in screen order: the top final_k first. */
-static const char k_finalists_sql[] =
-    "WITH c AS (SELECT config, time_us, ROW_NUMBER() OVER (ORDER BY time_us, id) AS pos,"
-    "   ROW_NUMBER() OVER (PARTITION BY COALESCE(CASE WHEN json_valid(config)"
-    "     THEN json_extract(config, '$.family') END, ?4) ORDER BY time_us, id) AS fpos"
-    "  FROM results WHERE problem_id = ?1 AND phase = 'screen' AND valid = 1"
-    "  AND is_baseline = 0 AND config_hash != ?2)"
-    " SELECT config FROM c WHERE pos <= ?3"
-    "  OR (?5 > 0 AND fpos = 1 AND time_us <= ?5 * (SELECT MIN(time_us) FROM c))"
-    " ORDER BY pos";
+ * h200_47_family_finals.txt). The baseline's config is no candidate (it is in
+ * the final anyway).
+ *
+ * The rows come in screen order from results_by_problem (its entries end in
+ * the rowid, so "ORDER BY time_us, id" is the index's own order: no sort),
+ * and the walk stops at the first row past both the top final_k and the
+ * ratio. One statement with window functions and json_extract over every
+ * screen row did the same in 0.7-1.1 ms a problem (256 rows), a tenth of
+ * the coordinator's CPU at 40k results/s (bench/results/
+ * coord_bench_stop46.txt); this reads the rows it takes and one more. */
+#define FINAL_MAX_FAMILIES 32
 
-/* Creates the final job: the finalists (k_finalists_sql), re-timed in one
+/* The family of a stored (canonical JSON) config: its top-level "family"
+ * string, else lib (the library's configs carry no key). Configs without
+ * the text "family" anywhere, every cpu one, are not parsed; one that does
+ * not parse counts as the library's (its take below then fails as OOM). */
+static void config_family(const char *cfg, const char *lib, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s", lib);
+    if (!strstr(cfg, "\"family\""))
+        return;
+    cJSON *c = cJSON_Parse(cfg);
+    const char *f = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "family"));
+    if (f)
+        snprintf(out, outlen, "%s", f);
+    cJSON_Delete(c);
+}
+
+/* Appends the finalists' configs (parsed) to cands. ratio 0: the top k only. */
+static int load_finalists(gt_store *s, int64_t pid, const char *base_hash, int k, double ratio,
+                          const char *lib, cJSON *cands, char *err, size_t errlen)
+{
+    char fams[FINAL_MAX_FAMILIES][48];
+    int nfam = 0, pos = 0, r, rc = -1;
+    double best = 0;
+    sqlite3_stmt *st = gt_store_prep(s,
+                       "SELECT config, time_us FROM results WHERE problem_id = ?1"
+                       " AND phase = 'screen' AND valid = 1 AND is_baseline = 0"
+                       " AND config_hash != ?2 ORDER BY time_us, id",
+                       err, errlen);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, pid);
+    gt_store_bind_text(st, 2, base_hash);
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *cfg = gt_store_col_text(st, 0);
+        double t = sqlite3_column_double(st, 1);
+        if (pos++ == 0)
+            best = t;
+        int top = pos <= k;
+        if (!top && (ratio <= 0 || t > ratio * best))
+            break; /* in screen order: every later row is slower still */
+        int take = top;
+        if (ratio > 0) {
+            char fam[48];
+            config_family(cfg, lib, fam, sizeof fam);
+            int seen = 0;
+            for (int i = 0; i < nfam && !seen; i++)
+                seen = !strcmp(fams[i], fam);
+            if (!seen && nfam < FINAL_MAX_FAMILIES) {
+                snprintf(fams[nfam++], sizeof fams[0], "%s", fam);
+                take = 1; /* a family's first row is its fastest */
+            }
+        }
+        if (!take)
+            continue;
+        cJSON *c = cJSON_Parse(cfg);
+        if (!c || !cJSON_AddItemToArray(cands, c)) {
+            cJSON_Delete(c);
+            goto oom;
+        }
+    }
+    if (r != SQLITE_ROW && r != SQLITE_DONE) {
+        /* a failed step must not queue a final with part of its finalists */
+        snprintf(err, errlen, "sqlite: finalists: %s", sqlite3_errmsg(s->db));
+        goto out;
+    }
+    rc = 0;
+    goto out;
+oom:
+    snprintf(err, errlen, "out of memory");
+out:
+    gt_store_finish(s, st);
+    return rc;
+}
+
+/* Creates the final job: the finalists (load_finalists), re-timed in one
  * job next to the baseline, so the reported uplift compares two numbers
  * measured side by side on the same worker. */
 static int create_final_job(gt_store *s, int64_t pid, int64_t run_id, int64_t now_ms, char *err,
@@ -127,30 +196,9 @@ static int create_final_job(gt_store *s, int64_t pid, int64_t run_id, int64_t no
     char base_hash[17];
     if (gt_cfg_hash(base, base_hash))
         goto oom;
-    st = gt_store_prep(s, k_finalists_sql, err, errlen);
-    if (!st)
+    if (load_finalists(s, pid, base_hash, o.final_k, o.final_family_ratio,
+                       library_family(o.backend), cands, err, errlen))
         goto out;
-    sqlite3_bind_int64(st, 1, pid);
-    gt_store_bind_text(st, 2, base_hash);
-    sqlite3_bind_int(st, 3, o.final_k);
-    gt_store_bind_text(st, 4, library_family(o.backend));
-    sqlite3_bind_double(st, 5, o.final_family_ratio);
-    int r;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        cJSON *c = cJSON_Parse(gt_store_col_text(st, 0));
-        if (!c || !cJSON_AddItemToArray(cands, c)) {
-            cJSON_Delete(c);
-            gt_store_finish(s, st);
-            goto oom;
-        }
-    }
-    if (r != SQLITE_DONE) {
-        /* a failed step must not queue a final with part of its finalists */
-        snprintf(err, errlen, "sqlite: finalists: %s", sqlite3_errmsg(s->db));
-        gt_store_finish(s, st);
-        goto out;
-    }
-    gt_store_finish(s, st);
     cands_txt = cJSON_PrintUnformatted(cands);
     base_txt = cJSON_PrintUnformatted(base);
     if (!cands_txt || !base_txt)
