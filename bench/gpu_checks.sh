@@ -27,7 +27,7 @@
 #                then gemmtune verify of its export in a fresh process (issue 16)
 #   e2e_compile  COMPILE_PHASES at BATCHES (issue 16's bar: the torch.compile configurations)
 #   pytest       python/tests/test_gpu.py and test_native.py against the bundle
-#   gputests     the unit tests' GPU sections (test_gen_kernels, test_cuda_host,
+#   gputests     the unit tests' GPU sections (test_gen_kernels, test_gen_mma, test_cuda_host,
 #                test_lib_kernels, test_cutlass_lib --gpu: every CUTLASS kernel against a
 #                host reference, issue 19)
 #   fp8          bench/llama3_8b_fp8_decode.log through the service, then verify (issue 18)
@@ -100,9 +100,9 @@ if has e2e_compile; then
 fi
 if has gputests; then
   # the GPU sections of the unit tests (fp8 gemv, graph timing, NVML, libgemmtune launches)
-  step "gputests: test_gen_kernels, test_cuda_host, test_lib_kernels, test_cutlass_lib --gpu"
+  step "gputests: test_gen_kernels, test_gen_mma, test_cuda_host, test_lib_kernels, test_cutlass_lib --gpu"
   mkdir -p "$OUT/gputests"
-  for t in test_gen_kernels test_cuda_host test_lib_kernels test_cutlass_lib; do
+  for t in test_gen_kernels test_gen_mma test_cuda_host test_lib_kernels test_cutlass_lib; do
     # test_cutlass_lib finds libgemmtune_cutlass.so in GT_BUILD_DIR: the bundle's lib/
     GT_BUILD_DIR=$B/lib timeout 200 "$B/bin/$t" --gpu >"$OUT/gputests/$t.txt" 2>&1
     echo "$t rc=$?" >>"$OUT/gputests/rc.txt"
