@@ -17,6 +17,8 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -281,56 +283,197 @@ static void pts_get(const pts *s, size_t i, cfg_pt *p)
     }
 }
 
-/* mind[i] = min(mind[i], cfg_dist(point i, c)) for i in [from, n): the same
- * arithmetic, in the same order per point, as cfg_dist (d accumulates the
- * attributes in order, so the order is the same to the bit), as one loop
- * over the points per attribute. d: scratch of n doubles. */
-static void pts_update(const pts *s, size_t from, size_t n, const cfg_pt *c, double *mind,
-                       double *restrict d)
+/* A point's nearest pick so far, where the triangle inequality (cfg_dist is
+ * a metric: per attribute 0 or 1000 + |log2 difference|) spares most
+ * distances: a point i whose nearest pick a lies at least 2 x mind[i] from
+ * the new pick c is no nearer to c (d(i, c) >= d(a, c) - d(i, a) >=
+ * mind[i]), so its distance to c is not computed. Late in the order, when
+ * the picks are far apart and every point near one, that is most points:
+ * the plain update of every point per pick was 86 % of POST /v1/runs for
+ * 1500 cpu GEMMs (bench/results/coord_bench_stop46.txt). The margin covers
+ * the rounding of sums of at most 7 terms near 1000, far below it. The
+ * distances that are computed are cfg_dist's, and a partial sum that
+ * reaches mind[i] stops (its terms are >= 0, so the rest cannot bring it
+ * back below): the order is the one the full update gave, to the bit. */
+#define SPREAD_MARGIN 1e-6
+
+static size_t spread_update(const pts *s, size_t from, size_t n, const cfg_pt *c, size_t pick,
+                            const double *dpick, double *mind, uint32_t *near)
 {
-    for (size_t i = from; i < n; i++)
-        d[i] = 0;
-    for (int a = 0; a < 7; a++) {
-        const int *restrict x = s->x[a];
-        const double *restrict l = s->l[a];
-        const int cx = c->x[a];
-        const double cl = c->l[a];
-        for (size_t i = from; i < n; i++) {
-            double t = 1000.0 + fabs(l[i] - cl);
-            d[i] += x[i] != cx ? t : 0.0;
+    size_t far = from; /* the next pick: the first point farthest from every pick */
+    for (size_t i = from; i < n; i++) {
+        if (near[i] == UINT32_MAX || dpick[near[i]] < 2.0 * mind[i] + SPREAD_MARGIN) {
+            double d = 0;
+            for (int a = 0; a < 7 && d < mind[i]; a++) {
+                if (s->x[a][i] != c->x[a])
+                    d += 1000.0 + fabs(s->l[a][i] - c->l[a]);
+            }
+            if (d < mind[i]) {
+                mind[i] = d;
+                near[i] = (uint32_t)pick;
+            }
+        }
+        if (mind[i] > mind[far])
+            far = i;
+    }
+    return far;
+}
+
+/* Spread orders already computed. A log's GEMMs share spaces (every one
+ * with its dimensions past the largest blocks prunes to the same grid), and
+ * the order is a function of the space, the start and the budget alone: a
+ * space seen before takes its picks from here, O(n), instead of the
+ * O(n * budget) order (86 % of POST /v1/runs for 1500 cpu GEMMs, 27 ms a
+ * GEMM; that log has 57 distinct spaces, met in the run's order, hence
+ * room for many). An entry is keyed by two independent 64-bit hashes of
+ * the input and keeps the picks as positions in the space: were two inputs
+ * ever to collide, the picks would still be distinct configs of this space,
+ * in a worse order, never a config outside it. The server plans runs on
+ * several threads. */
+#define SPREAD_MEMO 256
+
+typedef struct spread_memo {
+    uint64_t h1, h2;
+    size_t n, budget;
+    uint32_t *head; /* the picks, in order, as positions in v (NULL: a free slot) */
+    uint64_t used;  /* when last hit or filled, for the eviction */
+} spread_memo;
+
+static spread_memo g_memo[SPREAD_MEMO];
+static uint64_t g_memo_clock;
+static pthread_mutex_t g_memo_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* FNV-1a (a word at a time) and a multiply-rotate mix over the input's
+ * words. */
+_Static_assert(sizeof(cpu_cfg) == 7 * sizeof(int), "cpu_cfg is hashed as its 7 ints");
+static void memo_key(const cpu_cfg *v, size_t n, size_t budget, const cpu_cfg *start,
+                     uint64_t *h1, uint64_t *h2)
+{
+    uint64_t a = 0xcbf29ce484222325ULL, b = 0x9e3779b97f4a7c15ULL ^ n;
+    const cpu_cfg *parts[2] = {start, v};
+    size_t counts[2] = {1, n};
+    for (int p = 0; p < 2; p++) {
+        const int *w = (const int *)parts[p];
+        size_t nw = counts[p] * (sizeof *v / sizeof(int));
+        for (size_t i = 0; i < nw; i++) {
+            uint32_t x = (uint32_t)w[i];
+            a = (a ^ x) * 0x100000001b3ULL;
+            b = (b ^ x) * 0xbf58476d1ce4e5b9ULL;
+            b = (b << 27) | (b >> 37);
         }
     }
-    for (size_t i = from; i < n; i++)
-        mind[i] = d[i] < mind[i] ? d[i] : mind[i];
+    *h1 = a ^ budget;
+    *h2 = b ^ (budget * 0x94d049bb133111ebULL);
+}
+
+/* Copies a remembered order's picks into head (budget entries); 1 on a hit. */
+static int memo_get(uint64_t h1, uint64_t h2, size_t n, size_t budget, uint32_t *head)
+{
+    int hit = 0;
+    pthread_mutex_lock(&g_memo_mu);
+    for (int i = 0; i < SPREAD_MEMO && !hit; i++) {
+        spread_memo *m = &g_memo[i];
+        if (m->head && m->h1 == h1 && m->h2 == h2 && m->n == n && m->budget == budget) {
+            memcpy(head, m->head, budget * sizeof *head);
+            m->used = ++g_memo_clock;
+            hit = 1;
+        }
+    }
+    pthread_mutex_unlock(&g_memo_mu);
+    return hit;
+}
+
+/* Remembers an order (a copy of head), in place of the least recently used
+ * one. Out of memory only means not remembered. */
+static void memo_put(uint64_t h1, uint64_t h2, size_t n, size_t budget, const uint32_t *head)
+{
+    uint32_t *hc = malloc(budget * sizeof *hc);
+    if (!hc)
+        return;
+    memcpy(hc, head, budget * sizeof *hc);
+    pthread_mutex_lock(&g_memo_mu);
+    int slot = 0;
+    for (int i = 0; i < SPREAD_MEMO; i++) {
+        const spread_memo *m = &g_memo[i];
+        if (m->head && m->h1 == h1 && m->h2 == h2 && m->n == n && m->budget == budget) {
+            slot = -1; /* another thread just remembered it */
+            break;
+        }
+        if (m->used < g_memo[slot].used)
+            slot = i;
+    }
+    if (slot >= 0) {
+        free(g_memo[slot].head);
+        g_memo[slot] = (spread_memo){.h1 = h1, .h2 = h2, .n = n, .budget = budget, .head = hc,
+                                     .used = ++g_memo_clock};
+        hc = NULL;
+    }
+    pthread_mutex_unlock(&g_memo_mu);
+    free(hc);
+}
+
+/* v reordered as head says: the picks first, the rest in their order. */
+static int apply_head(cpu_cfg *v, size_t n, const uint32_t *head, size_t budget)
+{
+    cpu_cfg *orig = malloc(n * sizeof *orig);
+    unsigned char *taken = calloc(n, 1);
+    if (!orig || !taken) {
+        free(orig);
+        free(taken);
+        return -1;
+    }
+    memcpy(orig, v, n * sizeof *v);
+    for (size_t k = 0; k < budget; k++) {
+        v[k] = orig[head[k]];
+        taken[head[k]] = 1;
+    }
+    for (size_t i = 0, k = budget; i < n; i++)
+        if (!taken[i])
+            v[k++] = orig[i];
+    free(taken);
+    free(orig);
+    return 0;
 }
 
 /* Reorders v so that every prefix is spread over the space: farthest-point
- * order from a known-good starting point. Deterministic; O(n * budget). */
+ * order from a known-good starting point. Deterministic; O(n * budget)
+ * at worst (spread_update). */
 static int spread_order(cpu_cfg *v, size_t n, size_t budget, int ncpu, const gt_problem *p)
 {
-    double *mind = malloc(n * sizeof *mind), *scratch = malloc(n * sizeof *scratch);
+    if (budget > n)
+        budget = n;
+    double *mind = malloc(n * sizeof *mind);
+    double *dpick = malloc((budget + 1) * sizeof *dpick);
+    uint32_t *near = malloc(n * sizeof *near), *pos = malloc(n * sizeof *pos);
     pts pt = {0};
-    if (!mind || !scratch || pts_alloc(&pt, n)) {
-        free(mind);
-        free(scratch);
-        free(pt.mem);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        cfg_pt c;
-        cfg_point(&v[i], &c);
-        pts_set(&pt, i, &c);
-    }
+    int rc = -1;
+    if (!mind || !dpick || !near || !pos || n >= UINT32_MAX)
+        goto out;
     /* Start from the blocking a tuned library would pick on AVX2/AVX-512. */
     cpu_cfg start = {.mc = 96, .nc = 1024, .kc = 256, .mr = 6, .nr = 16, .unroll = 4,
                      .threads = ncpu};
     (void)normalise(p, ncpu, &start); /* fitted; its own prune verdict does not matter */
+    uint64_t h1, h2;
+    memo_key(v, n, budget, &start, &h1, &h2);
+    if (memo_get(h1, h2, n, budget, pos)) {
+        rc = apply_head(v, n, pos, budget);
+        goto out;
+    }
+    if (pts_alloc(&pt, n))
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        cfg_pt c;
+        cfg_point(&v[i], &c);
+        pts_set(&pt, i, &c);
+        mind[i] = 1e300; /* replaced by the distance to the first pick */
+        near[i] = UINT32_MAX;
+        pos[i] = (uint32_t)i; /* where the config at i was in the given v */
+    }
     cfg_pt spt;
     cfg_point(&start, &spt);
-    for (size_t i = 0; i < n; i++)
-        mind[i] = 1e300; /* replaced by the distance to the first pick */
+    size_t far = 0;
     for (size_t k = 0; k < budget && k < n; k++) {
-        size_t best = k;
+        size_t best = far;
         if (k == 0) {
             /* The grid point nearest the start. */
             double bd = 1e300;
@@ -343,10 +486,6 @@ static int spread_order(cpu_cfg *v, size_t n, size_t budget, int ncpu, const gt_
                     best = i;
                 }
             }
-        } else {
-            for (size_t i = k + 1; i < n; i++)
-                if (mind[i] > mind[best])
-                    best = i;
         }
         cpu_cfg t = v[k];
         v[k] = v[best];
@@ -359,12 +498,30 @@ static int spread_order(cpu_cfg *v, size_t n, size_t budget, int ncpu, const gt_
         double tm = mind[k];
         mind[k] = mind[best];
         mind[best] = tm;
-        pts_update(&pt, k + 1, n, &pb, mind, scratch);
+        uint32_t tn = near[k];
+        near[k] = near[best];
+        near[best] = tn;
+        tn = pos[k];
+        pos[k] = pos[best];
+        pos[best] = tn;
+        /* the new pick's distance to each earlier one (positions 0..k-1) */
+        for (size_t j = 0; j < k; j++) {
+            cfg_pt pj;
+            pts_get(&pt, j, &pj);
+            dpick[j] = cfg_dist(&pj, &pb);
+        }
+        if (k + 1 < n)
+            far = spread_update(&pt, k + 1, n, &pb, k, dpick, mind, near);
     }
+    memo_put(h1, h2, n, budget, pos);
+    rc = 0;
+out:
     free(pt.mem);
-    free(scratch);
+    free(pos);
+    free(near);
+    free(dpick);
     free(mind);
-    return 0;
+    return rc;
 }
 
 /* Every config of p's pruned space and the default blocking, deduplicated,

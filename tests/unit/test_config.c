@@ -288,6 +288,37 @@ static void check_space(int64_t m, int64_t n, int64_t k, int ncpu, gt_dtype dt)
     cJSON_Delete(base);
 }
 
+/* The spread order's memo (space_cpu.c): a space met again gives the order
+ * computed before, and an order evicted and computed afresh is the same. */
+static void test_spread_memo(void)
+{
+    gt_problem p, q;
+    gt_problem_init(&p, 512, 512, 512);
+    gt_problem_finish(&p);
+    cJSON *a1 = gt_space_cpu(&p, GT_STRAT_EXHAUSTIVE, 32, 0, 4);
+    cJSON *a2 = gt_space_cpu(&p, GT_STRAT_EXHAUSTIVE, 32, 0, 4); /* remembered */
+    CHECK(a1 && a2 && cJSON_GetArraySize(a1) == 32 && same_list(a1, a2));
+    /* more other spaces than the memo holds (each ncpu its thread counts) */
+    for (int ncpu = 5; ncpu < 20; ncpu++) {
+        gt_problem_init(&q, 300 + ncpu, 700, 200);
+        gt_problem_finish(&q);
+        cJSON *o = gt_space_cpu(&q, GT_STRAT_EXHAUSTIVE, 32, 0, ncpu);
+        CHECK(o && cJSON_GetArraySize(o) == 32 && dupes(o) == 0);
+        cJSON_Delete(o);
+    }
+    cJSON *a3 = gt_space_cpu(&p, GT_STRAT_EXHAUSTIVE, 32, 0, 4); /* computed again */
+    CHECK(a3 && same_list(a1, a3));
+    /* another budget is another order's prefix, not the memo's */
+    cJSON *b = gt_space_cpu(&p, GT_STRAT_EXHAUSTIVE, 8, 0, 4);
+    CHECK(b && cJSON_GetArraySize(b) == 8);
+    for (int i = 0; b && a1 && i < 8; i++)
+        CHECK(cJSON_Compare(cJSON_GetArrayItem(a1, i), cJSON_GetArrayItem(b, i), 1));
+    cJSON_Delete(a1);
+    cJSON_Delete(a2);
+    cJSON_Delete(a3);
+    cJSON_Delete(b);
+}
+
 static void test_space_cpu(void)
 {
     check_space(256, 256, 256, 2, GT_DT_F32);
@@ -332,5 +363,6 @@ int main(void)
     RUN(test_hash);
     RUN(test_strategy);
     RUN(test_space_cpu);
+    RUN(test_spread_memo);
     return gt_test_done();
 }
