@@ -2,7 +2,8 @@
 """The copy bandwidth a kernel of a given size can reach on this GPU: a device-to-device
 copy, an elementwise kernel and a row sum of S bytes of traffic (what a decode GEMM moves),
 timed per call with CUDA events over back-to-back launches and over a CUDA graph of the same
-launches, median of repeats; beside the 1 GiB copy that bench/cuda_service.py's
+launches (from Python: a small kernel's plain time may be the host's; read the graph
+column), median of repeats; beside the 1 GiB copy that bench/cuda_service.py's
 roofline (and issue 18's "% of copy") divides by. It says how far below that figure a
 16-100 MB GEMM must stay whatever its kernel does.
 
