@@ -366,6 +366,11 @@ static void memo_key(const cpu_cfg *v, size_t n, size_t budget, const cpu_cfg *s
     *h2 = b ^ (budget * 0x94d049bb133111ebULL);
 }
 
+static int memo_is(const spread_memo *m, uint64_t h1, uint64_t h2, size_t n, size_t budget)
+{
+    return m->head && m->h1 == h1 && m->h2 == h2 && m->n == n && m->budget == budget;
+}
+
 /* Copies a remembered order's picks into head (budget entries); 1 on a hit. */
 static int memo_get(uint64_t h1, uint64_t h2, size_t n, size_t budget, uint32_t *head)
 {
@@ -373,7 +378,7 @@ static int memo_get(uint64_t h1, uint64_t h2, size_t n, size_t budget, uint32_t 
     pthread_mutex_lock(&g_memo_mu);
     for (int i = 0; i < SPREAD_MEMO && !hit; i++) {
         spread_memo *m = &g_memo[i];
-        if (m->head && m->h1 == h1 && m->h2 == h2 && m->n == n && m->budget == budget) {
+        if (memo_is(m, h1, h2, n, budget)) {
             memcpy(head, m->head, budget * sizeof *head);
             m->used = ++g_memo_clock;
             hit = 1;
@@ -395,7 +400,7 @@ static void memo_put(uint64_t h1, uint64_t h2, size_t n, size_t budget, const ui
     int slot = 0;
     for (int i = 0; i < SPREAD_MEMO; i++) {
         const spread_memo *m = &g_memo[i];
-        if (m->head && m->h1 == h1 && m->h2 == h2 && m->n == n && m->budget == budget) {
+        if (memo_is(m, h1, h2, n, budget)) {
             slot = -1; /* another thread just remembered it */
             break;
         }
@@ -442,12 +447,11 @@ static int spread_order(cpu_cfg *v, size_t n, size_t budget, int ncpu, const gt_
 {
     if (budget > n)
         budget = n;
-    double *mind = malloc(n * sizeof *mind);
-    double *dpick = malloc((budget + 1) * sizeof *dpick);
-    uint32_t *near = malloc(n * sizeof *near), *pos = malloc(n * sizeof *pos);
+    double *mind = NULL, *dpick = NULL;
+    uint32_t *near = NULL, *pos = malloc(n * sizeof *pos);
     pts pt = {0};
     int rc = -1;
-    if (!mind || !dpick || !near || !pos || n >= UINT32_MAX)
+    if (!pos || n >= UINT32_MAX)
         goto out;
     /* Start from the blocking a tuned library would pick on AVX2/AVX-512. */
     cpu_cfg start = {.mc = 96, .nc = 1024, .kc = 256, .mr = 6, .nr = 16, .unroll = 4,
@@ -459,7 +463,10 @@ static int spread_order(cpu_cfg *v, size_t n, size_t budget, int ncpu, const gt_
         rc = apply_head(v, n, pos, budget);
         goto out;
     }
-    if (pts_alloc(&pt, n))
+    mind = malloc(n * sizeof *mind);
+    dpick = malloc((budget + 1) * sizeof *dpick);
+    near = malloc(n * sizeof *near);
+    if (!mind || !dpick || !near || pts_alloc(&pt, n))
         goto out;
     for (size_t i = 0; i < n; i++) {
         cfg_pt c;
@@ -472,7 +479,7 @@ static int spread_order(cpu_cfg *v, size_t n, size_t budget, int ncpu, const gt_
     cfg_pt spt;
     cfg_point(&start, &spt);
     size_t far = 0;
-    for (size_t k = 0; k < budget && k < n; k++) {
+    for (size_t k = 0; k < budget; k++) { /* budget <= n */
         size_t best = far;
         if (k == 0) {
             /* The grid point nearest the start. */

@@ -51,6 +51,7 @@ static const char *library_family(const char *backend)
  * screen row did the same in 0.7-1.1 ms a problem (256 rows), a tenth of
  * the coordinator's CPU at 40k results/s (bench/results/
  * coord_bench_stop46.txt); this reads the rows it takes and one more. */
+/* far more families than there are (gen/gen_gemv.h: gt_gen_family_t) */
 #define FINAL_MAX_FAMILIES 32
 
 /* The family of a stored (canonical JSON) config: its top-level "family"

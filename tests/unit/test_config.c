@@ -298,8 +298,9 @@ static void test_spread_memo(void)
     cJSON *a1 = gt_space_cpu(&p, GT_STRAT_EXHAUSTIVE, 32, 0, 4);
     cJSON *a2 = gt_space_cpu(&p, GT_STRAT_EXHAUSTIVE, 32, 0, 4); /* remembered */
     CHECK(a1 && a2 && cJSON_GetArraySize(a1) == 32 && same_list(a1, a2));
-    /* more other spaces than the memo holds (each ncpu its thread counts) */
-    for (int ncpu = 5; ncpu < 20; ncpu++) {
+    /* more other spaces than the memo's 256 entries (space_cpu.c SPREAD_MEMO;
+     * each ncpu its own thread counts), so p's order is evicted */
+    for (int ncpu = 5; ncpu < 5 + 300; ncpu++) {
         gt_problem_init(&q, 300 + ncpu, 700, 200);
         gt_problem_finish(&q);
         cJSON *o = gt_space_cpu(&q, GT_STRAT_EXHAUSTIVE, 32, 0, ncpu);
