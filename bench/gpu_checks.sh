@@ -17,7 +17,8 @@
 #        E2E_LAUNCH: verify's --launch for the e2e export (unset: each entry as its run
 #        timed it; set it as --gt-launch when E2E_ARGS has one);
 #        E2E_VERIFY (1; 0: no verify of the e2e export);
-#        VERIFY_TIMEOUT (420 s; with verify_llama.sh's TWICE=1 give it about 600)
+#        VERIFY_TIMEOUT (420 s; with verify_llama.sh's TWICE=1 give it about 600);
+#        GPUTESTS: the gputests step's tests, space-separated (default all five below)
 #
 #   pip          builds the Python package (its C++ extension against this torch) into
 #                /tmp/site
@@ -30,7 +31,9 @@
 #   gputests     the unit tests' GPU sections (test_gen_kernels, test_gen_mma, test_cuda_host,
 #                test_lib_kernels, test_cutlass_lib --gpu: every CUTLASS kernel against a
 #                host reference, issue 19)
-#   fp8          bench/llama3_8b_fp8_decode.log through the service, then verify (issue 18)
+#   fp8          bench/llama3_8b_fp8_decode.log through the service, then verify, then
+#                bench/f8_ab.py on its export: each GEMM's best gemv config with the
+#                raw-byte fp8 mma and with f8 "cvt", paired against cuBLASLt (issue 18)
 #   mix          tests/data/hipblaslt_cuda_mix.log through the service (issue 18)
 #   cutlass      gt-cutlass-probe: libgemmtune_cutlass's kernels against cuBLASLt on the
 #                15 Llama shapes with n >= 128, each configuration checked first (issue 19)
@@ -102,7 +105,7 @@ if has gputests; then
   # the GPU sections of the unit tests (fp8 gemv, graph timing, NVML, libgemmtune launches)
   step "gputests: test_gen_kernels, test_gen_mma, test_cuda_host, test_lib_kernels, test_cutlass_lib --gpu"
   mkdir -p "$OUT/gputests"
-  for t in test_gen_kernels test_gen_mma test_cuda_host test_lib_kernels test_cutlass_lib; do
+  for t in ${GPUTESTS:-test_gen_kernels test_gen_mma test_cuda_host test_lib_kernels test_cutlass_lib}; do
     # test_cutlass_lib finds libgemmtune_cutlass.so in GT_BUILD_DIR: the bundle's lib/
     GT_BUILD_DIR=$B/lib timeout 200 "$B/bin/$t" --gpu >"$OUT/gputests/$t.txt" 2>&1
     echo "$t rc=$?" >>"$OUT/gputests/rc.txt"
@@ -116,6 +119,7 @@ if has fp8; then
     --budget 120 --export --out "$OUT/fp8" >"$OUT/fp8/service.txt" 2>&1
   db=$(sed -n 's/^export: \(.*\.db\) (.*/\1/p' "$OUT/fp8/service.txt" | tail -1)
   [ -n "$db" ] && timeout 100 "$B/bin/gemmtune" verify "$db" >"$OUT/fp8/verify.txt" 2>&1
+  [ -n "$db" ] && timeout 150 python3 bench/f8_ab.py --bin "$B/bin" "$db" >"$OUT/fp8/ab.txt" 2>&1
   step "fp8 rc=$?"
 fi
 if has mix; then

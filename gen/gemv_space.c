@@ -79,11 +79,13 @@ static const char *const k_red[] = {"none", "atomic", "twopass"};
 static const char *const k_load[] = {"nc", "cs", "na256"};
 static const char *const k_pipe[] = {"reg", "async", "dbuf"};
 static const char *const k_lanes[] = {"quad", "warp"};
+static const char *const k_f8[] = {"mma", "cvt"};
 
 const char *gt_gen_red_name(int r) { return r >= 0 && r < 3 ? k_red[r] : "?"; }
 const char *gt_gen_load_name(int l) { return l >= 0 && l < 3 ? k_load[l] : "?"; }
 const char *gt_gen_pipe_name(int p) { return p >= 0 && p < 3 ? k_pipe[p] : "?"; }
 const char *gt_gen_lanes_name(int l) { return l >= 0 && l < 2 ? k_lanes[l] : "?"; }
+const char *gt_gen_f8_name(int f) { return f >= 0 && f < 2 ? k_f8[f] : "?"; }
 
 /* Integer attributes, sorted like the canonical text. */
 static const gt_gen_int_attr k_int[] = {
@@ -108,6 +110,7 @@ static int str_index(const char *const *names, int n, const char *s)
 int gt_gen_cfg_from_json(const cJSON *j, gt_gen_cfg *c, char *err, size_t errlen)
 {
     int seen_int[NINT] = {0}, seen_red = 0, seen_load = 0, seen_pipe = 0, seen_fam = 0, seen_lanes = 0;
+    int seen_f8 = 0;
     memset(c, 0, sizeof *c);
     if (!cJSON_IsObject(j)) {
         snprintf(err, errlen, "gemv: config is not a JSON object");
@@ -129,6 +132,15 @@ int gt_gen_cfg_from_json(const cJSON *j, gt_gen_cfg *c, char *err, size_t errlen
                 return -1;
             }
             c->lanes = v;
+            continue;
+        }
+        if (!strcmp(k, "f8")) { /* optional: "mma" when left out */
+            int v = cJSON_IsString(it) ? str_index(k_f8, 2, it->valuestring) : -1;
+            if (seen_f8++ || v < 0) {
+                snprintf(err, errlen, "gemv: config f8: must be one of mma, cvt, once");
+                return -1;
+            }
+            c->f8 = v;
             continue;
         }
         if (!strcmp(k, "reduction") || !strcmp(k, "a_load") || !strcmp(k, "pipe")) {
@@ -177,6 +189,7 @@ cJSON *gt_gen_cfg_to_json(const gt_gen_cfg *c)
         !cJSON_AddStringToObject(j, "reduction", gt_gen_red_name(c->reduction)) ||
         !cJSON_AddStringToObject(j, "pipe", gt_gen_pipe_name(c->pipe)) ||
         (c->lanes && !cJSON_AddStringToObject(j, "lanes", gt_gen_lanes_name(c->lanes))) ||
+        (c->f8 && !cJSON_AddStringToObject(j, "f8", gt_gen_f8_name(c->f8))) ||
         gt_gen_int_attr_add(j, k_int, NINT, c) != 0) {
         cJSON_Delete(j);
         return NULL;
@@ -186,12 +199,14 @@ cJSON *gt_gen_cfg_to_json(const gt_gen_cfg *c)
 
 int gt_gen_cfg_text(const gt_gen_cfg *c, char *buf, size_t len)
 {
-    /* "lanes" sorts between "kwarps" and "n_tile"; left out when "quad" */
+    /* "f8" sorts between "a_load" and "family", "lanes" between "kwarps"
+     * and "n_tile"; each left out at its default ("mma", "quad") */
     return snprintf(buf, len,
-                    "{\"a_load\":\"%s\",\"family\":\"gemv\",\"k_unroll\":%d,\"kwarps\":%d,%s"
+                    "{\"a_load\":\"%s\",%s\"family\":\"gemv\",\"k_unroll\":%d,\"kwarps\":%d,%s"
                     "\"n_tile\":%d,\"pipe\":\"%s\",\"reduction\":\"%s\",\"rows_per_cta\":%d,"
                     "\"splitk\":%d,\"vec\":%d,\"warps\":%d}",
-                    gt_gen_load_name(c->a_load), c->k_unroll, c->kwarps,
+                    gt_gen_load_name(c->a_load), c->f8 ? "\"f8\":\"cvt\"," : "", c->k_unroll,
+                    c->kwarps,
                     c->lanes ? "\"lanes\":\"warp\"," : "", c->n_tile,
                     gt_gen_pipe_name(c->pipe), gt_gen_red_name(c->reduction), c->rows_per_cta,
                     c->splitk, c->vec, c->warps);
@@ -261,8 +276,8 @@ int gt_gen_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_
         GT_WHY(why, len, "fp8 inputs: the HIP port has no fp8 path (gfx942's fp8 is FNUZ, another "
                            "encoding)");
     else if (f8 && d->sm < 89)
-        GT_WHY(why, len, "sm_%d: fp8 inputs are decoded with cvt.rn.f16x2.e4m3x2/e5m2x2, sm_89 or newer",
-                 d->sm);
+        GT_WHY(why, len, "sm_%d: fp8 inputs need sm_89 or newer (mma.sync m16n8k32 e4m3/e5m2, "
+                           "cvt.rn.f16x2.e4m3x2/e5m2x2)", d->sm);
     else if (p->trans_a != 'T')
         GT_WHY(why, len, "transA=N: the family streams rows of op(A) = A^T, contiguous only for "
                            "transA=T (NN/NT would need a column-streaming kernel)");
@@ -281,6 +296,13 @@ int gt_gen_applicable(const gt_problem *p, const gt_gen_dev *d, char *why, size_
 }
 
 /* ---- rules ------------------------------------------------------------------------- */
+
+/* fp8 inputs multiplied as raw bytes by mma.sync m16n8k32 (no conversion):
+ * lanes "quad" on CUDA with f8 "mma"; lanes "warp" (FMAs) and "cvt" decode */
+static int f8_native(const gt_gen_dev *d, const gt_gen_cfg *c)
+{
+    return !d->hip && c->lanes == GT_GEN_LANES_QUAD && c->f8 == GT_GEN_F8_MMA;
+}
 
 typedef struct derived {
     int wm, rw, nar, nbc, nv, lw, acc, regs, res_cta;
@@ -312,7 +334,9 @@ static void derive(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c
     /* live registers of the unrolled loop: accumulators, the loads in
      * flight (dbuf: two blocks), row/column pointers, and a fixed overhead
      * (indices, bounds; 24 and the 32-register floor below fit the H100
-     * sweep best); fp8: one chunk's vectors decoded to f16 as well, and with
+     * sweep best); fp8: one chunk's vectors decoded to f16 as well (kept for
+     * f8 "mma", which decodes nothing: without it, 6 of the 120 configs
+     * test_nvrtc_f8 compiles for sm_90 spilled, dbuf at 16 warps), and with
      * pipe "reg" half the unrolled chunks' (fitted, not counted: with one
      * chunk, k_unroll 8 configs at 512 threads were kept that ptxas compiles
      * with spills, e.g. 8 bytes at 64 registers for e4m3 x e5m2 1024x5x4104
@@ -428,7 +452,10 @@ int gt_gen_check(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cfg *c, 
     int wb = c->k_unroll * (warp_lanes ? d->warp_size : 4) * c->vec;
     if (gt_gen_check_shape(c, why, len) || gt_gen_check_vec(p, c, why, len))
         return 1;
-    if (warp_lanes && p->n > 8)
+    if (c->f8 == GT_GEN_F8_CVT && (es != 1 || warp_lanes || d->hip))
+        GT_WHY(why, len, "f8=cvt: only fp8 inputs on the mma path (lanes quad, CUDA) choose how "
+                           "fp8 is multiplied (lanes warp always converts)");
+    else if (warp_lanes && p->n > 8)
         GT_WHY(why, len, "lanes=warp: n=%lld > 8: its columns are FMAs, the mma tiles of lanes=quad "
                            "are cheaper", (long long)p->n);
     else if (c->pipe == GT_GEN_PIPE_ASYNC && d->hip)
@@ -523,11 +550,12 @@ double gt_gen_model_us(const gt_problem *p, const gt_gen_dev *d, const gt_gen_cf
     /* B from L1/L2, once per CTA for its k range: it overlaps the stream */
     double b_l2 = x.ctas * (double)x.g.kper * fmin((double)p->n, c->n_tile) * es;
     t = fmax(t, b_l2 / (4.0 * bw));
-    /* fp8: every element of A, and of B once per row group of warps, is
-     * decoded by a cvt.f16x2 (two elements); taken as 16 per clock per SM
-     * at 1.7 GHz (not yet measured: a bound that matters only where the
-     * CTA's B share is large next to its A) */
-    if (es == 1) {
+    /* fp8 converted (f8 "cvt", lanes "warp"): every element of A, and of B
+     * once per row group of warps, is decoded by a cvt.f16x2 (two
+     * elements); taken as 16 per clock per SM at 1.7 GHz (not measured: a
+     * bound that matters only where the CTA's B share is large next to its
+     * A). f8 "mma" multiplies the bytes as loaded: no such bound */
+    if (es == 1 && !f8_native(d, c)) {
         double cvts = 0.5 * ((double)p->m * (double)p->k * batch +
                              x.ctas * x.wm * (double)x.g.kper * c->n_tile);
         t = fmax(t, cvts / (d->sms * 16.0 * 1.7e9));

@@ -27,6 +27,9 @@
  *                         fragments on CUDA, quads of FMAs on HIP), 1 "warp"
  *                         (every lane of the warp along one row, FMAs, a
  *                         shuffle reduction across the warp; GT_MMA 0)
+ *   GT_F8MMA              fp8 only, 1 (config f8 "mma", lanes "quad", CUDA):
+ *                         the raw bytes multiplied by mma.sync m16n8k32;
+ *                         left out (f8 "cvt"): decoded to f16 first
  *   GT_NOCHAIN            (the self-test's A/B only) compiled without chained
  *                         launch: no griddepcontrol, B through .nc
  *
@@ -39,13 +42,18 @@
  * exactly once.
  *
  * fp8 (GT_AB 2/3): a vector is vec one-byte elements (vec 16 = 16 bytes),
- * loaded and kept in flight as GT_LW = vec/4 raw words, and decoded just
- * before the math by cvt.rn.f16x2.e4m3x2 / e5m2x2 (exact: every e4m3 and
- * e5m2 value is an f16) into the GT_NV = vec/2 f16x2 words the 16-bit path
- * has, word i holding elements 2i and 2i+1 as there; the math is then the
- * f16 path's. The epilogue multiplies by alpha x scale_a x scale_b (device
- * f32 scalars read after the chained-launch wait) as cuBLASLt's fp8
- * matmul does, before C, the bias and the activation. */
+ * loaded and kept in flight as GT_LW = vec/4 raw words. GT_F8MMA: the raw
+ * words are the fragments of mma.sync m16n8k32 (e4m3 or e5m2 per operand,
+ * f32 accumulation): words 2q and 2q+1 of a vector feed a0/a1 (b0) and
+ * a2/a3 (b1) of mma q, 8 bytes of the lane's row per register pair, the
+ * same permutation argument as above with 4 bytes where the 16-bit path
+ * has 2 elements. Otherwise each word is decoded just before the math by
+ * cvt.rn.f16x2.e4m3x2 / e5m2x2 (exact: every e4m3 and e5m2 value is an
+ * f16) into the GT_NV = vec/2 f16x2 words the 16-bit path has, word i
+ * holding elements 2i and 2i+1 as there, and the math is the f16 path's.
+ * The epilogue multiplies by alpha x scale_a x scale_b (device f32 scalars
+ * read after the chained-launch wait) as cuBLASLt's fp8 matmul does, before
+ * C, the bias and the activation. */
 #include <stdio.h>
 #include <string.h>
 
@@ -58,6 +66,9 @@ const char gt_gen_gemv_src[] =
     "#define GT_BB GT_AB\n"
     "#endif\n"
     "#define GT_F8 (GT_AB >= 2)\n"
+    "#ifndef GT_F8MMA\n"
+    "#define GT_F8MMA 0\n"
+    "#endif\n"
     "#if GT_F8\n"
     "typedef unsigned char gt_e;\n"
     "#define GT_ES 1\n"
@@ -217,6 +228,24 @@ const char gt_gen_gemv_src[] =
     "      : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
     "      : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n"
     "}\n"
+    "#if GT_F8MMA\n"
+    "#if GT_AB == 2\n"
+    "#define GT_F8A \"e4m3\"\n"
+    "#else\n"
+    "#define GT_F8A \"e5m2\"\n"
+    "#endif\n"
+    "#if GT_BB == 2\n"
+    "#define GT_F8B \"e4m3\"\n"
+    "#else\n"
+    "#define GT_F8B \"e5m2\"\n"
+    "#endif\n"
+    "__device__ __forceinline__ void gt_mma8(float *c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {\n"
+    "  asm volatile(\"mma.sync.aligned.m16n8k32.row.col.f32.\" GT_F8A \".\" GT_F8B \".f32 \"\n"
+    "      \"{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n"
+    "      : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3])\n"
+    "      : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n"
+    "}\n"
+    "#endif\n"
     "#else\n"
     "__device__ __forceinline__ float gt_cvt(u32 h) {\n"
     "#if GT_AB == 0\n"
@@ -325,7 +354,16 @@ const char gt_gen_gemv_src[] =
     "#endif\n"
     /* one chunk as loaded: av[GT_NAR][GT_LW], bv[GT_NBC][GT_LW] (fp8: decoded first) */
     "__device__ __forceinline__ void gt_step(float *acc, u32 (*av)[GT_LW], u32 (*bv)[GT_LW]) {\n"
-    "#if GT_F8\n"
+    "#if GT_F8MMA\n"
+    "#pragma unroll\n"
+    "  for (int r = 0; r < GT_RT; r++)\n"
+    "#pragma unroll\n"
+    "    for (int t = 0; t < GT_NT8; t++)\n"
+    "#pragma unroll\n"
+    "      for (int q = 0; q < GT_LW / 2; q++)\n"
+    "        gt_mma8(acc + (r * GT_NT8 + t) * 4, av[2 * r][2 * q], av[2 * r + 1][2 * q],\n"
+    "                av[2 * r][2 * q + 1], av[2 * r + 1][2 * q + 1], bv[t][2 * q], bv[t][2 * q + 1]);\n"
+    "#elif GT_F8\n"
     "  u32 ah[GT_NAR][GT_NV], bh[GT_NBC][GT_NV];\n"
     "#pragma unroll\n"
     "  for (int x = 0; x < GT_NAR; x++) gt_dec<GT_AB>(av[x], ah[x]);\n"
@@ -636,6 +674,10 @@ int gt_gen_defines(const gt_problem *p, const gt_gen_cfg *c, int hip,
      * so their cache keys and exported sources) stay what they were */
     if (t.ab >= 2)
         snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_BB=%d", t.bb);
+    /* and the raw-byte mma only where it runs: an f8 "cvt" config compiles
+     * to the kernel the family had before it, cache key included */
+    if (t.ab >= 2 && !hip && c->lanes == GT_GEN_LANES_QUAD && c->f8 == GT_GEN_F8_MMA)
+        snprintf(defs[n++], GT_GEN_DEF_LEN, "-DGT_F8MMA=1");
     return n;
 }
 

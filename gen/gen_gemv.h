@@ -47,7 +47,16 @@
  *            row (a warp load reads 32 x 16 contiguous bytes of a row, not
  *            64 bytes of 8 rows), 1, 2, 4 or 8 rows per warp, f32 FMAs and
  *            a shuffle reduction across the warp at the end, n_tile 1, 2,
- *            4 or 8: for n <= 8, where tensor cores buy nothing. */
+ *            4 or 8: for n <= 8, where tensor cores buy nothing.
+ *   f8       fp8 inputs on lanes "quad" (CUDA): "mma" (the default, left
+ *            out of the JSON and text) multiplies the raw bytes with
+ *            mma.sync m16n8k32 e4m3/e5m2 (sm_89+), "cvt" decodes every
+ *            element of A and B to f16 first (cvt.rn.f16x2.e4m3x2) for the
+ *            16-bit m16n8k16: what the family ran before, kept so the two
+ *            can be timed side by side. At n = 16 a warp's B chunk is as
+ *            large as its A chunk, so "cvt" converts B as often as A (the
+ *            tuned fp8 4096x16x4096 ran 25 % slower than n = 1 on an H200,
+ *            for nearly the same bytes). */
 #ifndef GEN_GEMV_H
 #define GEN_GEMV_H
 
@@ -78,6 +87,7 @@ enum { GT_GEN_RED_NONE = 0, GT_GEN_RED_ATOMIC = 1, GT_GEN_RED_TWOPASS = 2 };
 enum { GT_GEN_LD_NC = 0, GT_GEN_LD_CS = 1, GT_GEN_LD_NA256 = 2 };
 enum { GT_GEN_PIPE_REG = 0, GT_GEN_PIPE_ASYNC = 1, GT_GEN_PIPE_DBUF = 2 };
 enum { GT_GEN_LANES_QUAD = 0, GT_GEN_LANES_WARP = 1 };
+enum { GT_GEN_F8_MMA = 0, GT_GEN_F8_CVT = 1 };
 
 typedef struct gt_gen_cfg {
     int rows_per_cta;   /* rows of D per CTA */
@@ -91,6 +101,7 @@ typedef struct gt_gen_cfg {
     int a_load;         /* GT_GEN_LD_* */
     int pipe;           /* GT_GEN_PIPE_*: how loads are kept in flight */
     int lanes;          /* GT_GEN_LANES_*: how a warp's lanes cover A */
+    int f8;             /* GT_GEN_F8_*: how fp8 inputs are multiplied (lanes "quad") */
 } gt_gen_cfg;
 
 /* Strict parse of {"family":"gemv", ...}: every attribute required, unknown or
@@ -104,6 +115,7 @@ const char *gt_gen_red_name(int r);
 const char *gt_gen_load_name(int l);
 const char *gt_gen_pipe_name(int p);
 const char *gt_gen_lanes_name(int l);
+const char *gt_gen_f8_name(int f);
 
 /* ---- fault configs (test-only, never enumerated) ----------------------------- */
 enum { GT_FAULT_OOB = 1, GT_FAULT_HANG = 2 };

@@ -305,6 +305,18 @@ static const char *const f8_splits[] = {
     "\"pipe\":\"async\",\"reduction\":\"twopass\",\"rows_per_cta\":64,\"splitk\":4,\"vec\":16,\"warps\":4}",
     NULL};
 
+/* f8 "cvt" (fp8 decoded to f16 for the 16-bit mma, the family's kernel
+ * before the raw-byte mma) for 4096 x 16 x 4096 and 14336 x 1 x 4096: the
+ * GPU section validates them beside the enumerated (f8 "mma") configs */
+static const char *const f8_cvt16[] = {
+    "{\"a_load\":\"nc\",\"f8\":\"cvt\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,\"n_tile\":16,"
+    "\"pipe\":\"dbuf\",\"reduction\":\"none\",\"rows_per_cta\":32,\"splitk\":1,\"vec\":16,\"warps\":4}",
+    NULL};
+static const char *const f8_cvt8[] = {
+    "{\"a_load\":\"nc\",\"f8\":\"cvt\",\"family\":\"gemv\",\"k_unroll\":4,\"kwarps\":2,\"n_tile\":8,"
+    "\"pipe\":\"reg\",\"reduction\":\"none\",\"rows_per_cta\":32,\"splitk\":1,\"vec\":16,\"warps\":4}",
+    NULL};
+
 /* fp8 inputs: applicable on CUDA sm_89+ only, OCP e4m3/e5m2 (not both
  * e5m2, no FNUZ, no fp8 x bf16 mix), per-tensor scales; vec counts one-byte
  * elements (16 = a 16-byte load, 8 only where 16 is misaligned, 4 never);
@@ -384,10 +396,61 @@ static void test_f8_rules(void)
             CHECK_MSG(gt_gen_check(&gp[i], &d, &fc, why, sizeof why) == 0, "%d %d: %s", i, j, why);
         }
     }
-    /* the defines: GT_BB only for fp8 */
+    /* the defines: GT_BB only for fp8, GT_F8MMA only for fp8 on the mma
+     * path with f8 "mma" (the default) */
     char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
-    int n16 = gt_gen_defines(&pb, &bb, 0, defs), n8 = gt_gen_defines(&mix, &best, 0, defs);
-    CHECK(n16 == 21 && n8 == 22 && !strcmp(defs[n8 - 1], "-DGT_BB=3") && !strcmp(defs[3], "-DGT_AB=2"));
+    gt_gen_cfg q8 = k_cfg, w8 = k_cfg;
+    q8.vec = 16;
+    w8.lanes = GT_GEN_LANES_WARP;
+    int n16 = gt_gen_defines(&pb, &bb, 0, defs);
+    CHECK(n16 == 21);
+    int n8 = gt_gen_defines(&mix, &q8, 0, defs);
+    CHECK(n8 == 23 && !strcmp(defs[n8 - 2], "-DGT_BB=3") && !strcmp(defs[n8 - 1], "-DGT_F8MMA=1") &&
+          !strcmp(defs[3], "-DGT_AB=2"));
+    q8.f8 = GT_GEN_F8_CVT;
+    n8 = gt_gen_defines(&mix, &q8, 0, defs);
+    CHECK(n8 == 22 && !strcmp(defs[n8 - 1], "-DGT_BB=3"));
+    CHECK(gt_gen_defines(&mix, &w8, 0, defs) == 22);
+    /* f8 "cvt": fp8 on lanes quad only; kept where the same "mma" config is */
+    CHECK_MSG(gt_gen_check(&p16, &d, &q8, why, sizeof why) == 0, "%s", why);
+    expect_pruned(pb, (gt_gen_cfg){.rows_per_cta = 32, .warps = 4, .kwarps = 2, .vec = 8, .k_unroll = 4,
+                                   .splitk = 1, .n_tile = 8, .f8 = GT_GEN_F8_CVT},
+                  0, "f8=cvt: only fp8 inputs");
+    w8.f8 = GT_GEN_F8_CVT;
+    w8.vec = 16;
+    w8.rows_per_cta = 2, w8.warps = 1, w8.kwarps = 1, w8.n_tile = 1;
+    why[0] = 0;
+    CHECK(gt_gen_check(&p, &d, &w8, why, sizeof why) == 1 && strstr(why, "f8=cvt"));
+    /* the raw-byte mma has no conversion bound: never ranked slower */
+    q8.f8 = GT_GEN_F8_MMA;
+    gt_gen_cfg qc = q8;
+    qc.f8 = GT_GEN_F8_CVT;
+    double tm = gt_gen_model_us(&p16, &d, &q8), tc = gt_gen_model_us(&p16, &d, &qc);
+    CHECK_MSG(tm <= tc, "mma %.2f us, cvt %.2f us", tm, tc);
+    /* the GPU section's cvt configs pass every rule for their problems, and
+     * their JSON, text and canonical form agree */
+    const char *const *cl[2] = {f8_cvt16, f8_cvt8};
+    gt_problem cp[2] = {gen_test_prob_f8(4096, 16, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16),
+                        gen_test_prob_f8(14336, 1, 4096, GT_DT_F8E4M3, GT_DT_F8E4M3, GT_DT_BF16)};
+    for (int i = 0; i < 2; i++) {
+        cJSON *jc = cJSON_Parse(cl[i][0]);
+        gt_gen_cfg fc;
+        char text[512];
+        CHECK(jc && gt_gen_cfg_from_json(jc, &fc, why, sizeof why) == 0 && fc.f8 == GT_GEN_F8_CVT);
+        gt_gen_cfg_text(&fc, text, sizeof text);
+        CHECK_MSG(!strcmp(text, cl[i][0]), "%s", text);
+        cJSON *back = gt_gen_cfg_to_json(&fc);
+        char *bt = back ? cJSON_PrintUnformatted(back) : NULL;
+        CHECK(bt && strstr(bt, "\"f8\":\"cvt\""));
+        free(bt);
+        cJSON_Delete(back);
+        cJSON_Delete(jc);
+        CHECK_MSG(gt_gen_check(&cp[i], &d, &fc, why, sizeof why) == 0, "%d: %s", i, why);
+    }
+    cJSON *bad = cJSON_Parse("{\"f8\":\"e4m3\"}");
+    gt_gen_cfg fb;
+    CHECK(bad && gt_gen_cfg_from_json(bad, &fb, why, sizeof why) == -1 && strstr(why, "f8"));
+    cJSON_Delete(bad);
 }
 
 static void check_space(const gt_problem *p, const gt_gen_dev *d, int cap, int *kept)
@@ -843,7 +906,7 @@ static void test_nvrtc_f8(void)
             char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
             const char *opts[GT_GEN_MAX_DEFS];
             int n = gt_gen_defines(&ps[i], &cs[c], 0, defs);
-            CHECK(n == 22);
+            CHECK(n == 22 + (cs[c].lanes == GT_GEN_LANES_QUAD)); /* GT_BB, GT_F8MMA on quad */
             for (int o = 0; o < n; o++)
                 opts[o] = defs[o];
             vec8 += cs[c].vec == 8;
@@ -877,14 +940,21 @@ static void test_nvrtc_f8(void)
     CHECK_MSG(fails == 0, "%d of %d fp8 configs failed to compile", fails, ne);
     CHECK_MSG(spills == 0, "%d of %d fp8 lanes=quad configs spill", spills, ne);
     CHECK(vec8 > 0);
-    /* the PTX of the mixed problem's best config and of a lanes=warp one */
+    /* the PTX of the mixed problem's best lanes=quad config (raw-byte mma,
+     * then f8 "cvt") and of a lanes=warp one */
     gt_gen_space s;
-    CHECK(gt_gen_prune(&ps[2], &d, 1, &s) == 0 && s.nkeep == 1);
-    gt_gen_cfg w;
+    CHECK(gt_gen_prune(&ps[2], &d, 0, &s) == 0 && s.nkeep > 0);
+    gt_gen_cfg w, qd = s.keep[0];
+    for (int c = s.nkeep - 1; c >= 0; c--)
+        if (s.keep[c].lanes == GT_GEN_LANES_QUAD)
+            qd = s.keep[c];
+    CHECK(qd.lanes == GT_GEN_LANES_QUAD);
     CHECK(space_sample(&ps[2], &d, is_warp, &w, 1) == 1);
-    const gt_gen_cfg pick[2] = {s.keep[0], w};
+    gt_gen_cfg qcvt = qd;
+    qcvt.f8 = GT_GEN_F8_CVT;
+    const gt_gen_cfg pick[3] = {qd, qcvt, w};
     gt_gen_space_free(&s);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         char defs[GT_GEN_MAX_DEFS][GT_GEN_DEF_LEN];
         const char *opts[GT_GEN_MAX_DEFS];
         const gt_cu_image *img = NULL;
@@ -896,8 +966,11 @@ static void test_nvrtc_f8(void)
         if (!img)
             continue;
         const char *ptx = (const char *)img->data;
-        CHECK(has(ptx, "cvt.rn.f16x2.e4m3x2") && has(ptx, "cvt.rn.f16x2.e5m2x2"));
-        CHECK(has(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == (pick[i].lanes == 0));
+        int raw = i == 0, quad = pick[i].lanes == GT_GEN_LANES_QUAD;
+        CHECK_MSG(has(ptx, "cvt.rn.f16x2.e4m3x2") == !raw && has(ptx, "cvt.rn.f16x2.e5m2x2") == !raw,
+                  "pick %d", i);
+        CHECK(has(ptx, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32") == raw);
+        CHECK(has(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == (quad && !raw));
         if (pick[i].pipe == GT_GEN_PIPE_ASYNC)
             CHECK(has(ptx, pick[i].vec == 16 ? "cp.async.cg.shared.global" : "cp.async.ca.shared.global"));
         else
@@ -1133,6 +1206,11 @@ static void test_gpu(void)
             p = prob4(shapes[i][0], shapes[i][1], shapes[i][2], 'T', 'N', GT_DT_F8E4M3, GT_DT_BF16);
             smoke_gen(bk, ctx, p, f8_splits + 3);
         }
+        /* the decoded path (f8 "cvt") beside the enumerated raw-byte mma */
+        p = prob4(4096, 16, 4096, 'T', 'N', GT_DT_F8E4M3, GT_DT_BF16);
+        smoke_gen(bk, ctx, p, f8_cvt16);
+        p = prob4(14336, 1, 4096, 'T', 'N', GT_DT_F8E4M3, GT_DT_BF16);
+        smoke_gen(bk, ctx, p, f8_cvt8);
         p = prob4(1024, 5, 4112, 'T', 'N', GT_DT_F8E4M3, GT_DT_F32);
         p.b_type = GT_DT_F8E5M2;
         p.bias = 1, p.bias_type = GT_DT_BF16, p.alpha = 0.5, p.beta = 0.25;
